@@ -1,0 +1,28 @@
+// File: util/file.h
+//
+// Whole-file reads and atomic writes. Results files are written to `path.tmp.<pid>` and renamed over
+// `path`, so a reader never sees a half-written file, even if the process dies midway.
+#ifndef KVSIM_UTIL_FILE_H_
+#define KVSIM_UTIL_FILE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvsim {
+
+// Returns the file's bytes. NotFound if it does not exist, PermissionDenied/Internal on other failures.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`.
+// Creates no directories: the parent must exist (FailedPrecondition otherwise).
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+
+// Creates `path` and its missing parents (like `mkdir -p`). OK if it already exists as a directory.
+absl::Status MakeDirectories(const std::string& path);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_UTIL_FILE_H_

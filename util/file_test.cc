@@ -1,0 +1,66 @@
+#include "util/file.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+int CountEntries(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+TEST(FileTest, WriteThenReadRoundTripsBytes) {
+  const std::string dir = TempDir() + "/roundtrip";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  const std::string path = dir + "/a.bin";
+  const std::string bytes("x\0y\nz", 5);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  absl::StatusOr<std::string> read = ReadFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, bytes);
+  // Overwriting replaces the whole file and leaves no temporary file behind.
+  ASSERT_TRUE(WriteFileAtomically(path, "short").ok());
+  EXPECT_EQ(*ReadFile(path), "short");
+  EXPECT_EQ(CountEntries(dir), 1);
+}
+
+TEST(FileTest, ReadMissingFileIsNotFoundAndNamesThePath) {
+  absl::StatusOr<std::string> read = ReadFile(TempDir() + "/no/such/file");
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(read.status().message().find("no/such/file"), absl::string_view::npos);
+}
+
+TEST(FileTest, WriteIntoMissingDirectoryFailsWithoutCreatingIt) {
+  const std::string path = TempDir() + "/missing_dir/out.txt";
+  EXPECT_EQ(WriteFileAtomically(path, "x").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CountEntries(TempDir() + "/missing_dir"), -1);
+}
+
+TEST(FileTest, MakeDirectoriesCreatesParentsAndRejectsFiles) {
+  const std::string dir = TempDir() + "/p/q/r";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(MakeDirectories(dir).ok());  // idempotent
+  ASSERT_TRUE(WriteFileAtomically(dir + "/f", "x").ok());
+  EXPECT_EQ(MakeDirectories(dir + "/f/g").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,34 @@
+// File: util/text_proto.h
+//
+// Loading text-format protos (configs, presets) with errors that name the file, line and column.
+//
+// Example:
+//   proto::ExperimentConfig config;
+//   KVSIM_RETURN_IF_ERROR(ParseTextProtoFile("exp.textproto", &config));
+//   // on a typo: INVALID_ARGUMENT "exp.textproto:3:5: Message type "kvsim.proto.Cache" has no field named "blok_tokens"."
+#ifndef KVSIM_UTIL_TEXT_PROTO_H_
+#define KVSIM_UTIL_TEXT_PROTO_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+
+namespace kvsim {
+
+// Parses `text` into `message` (cleared first). `source_name` prefixes error positions
+// ("source:line:column: what"); lines and columns count from 1. The first error is returned as
+// InvalidArgument with a one-line message.
+absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name,
+                            google::protobuf::Message* message);
+
+// Reads `path` and parses it as above. NotFound if the file is missing.
+absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message);
+
+// The text format of `message`, fields in declaration order (deterministic).
+std::string ToTextProto(const google::protobuf::Message& message);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_UTIL_TEXT_PROTO_H_
