@@ -1,0 +1,180 @@
+#include "tools/command.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
+
+namespace kvsim {
+namespace {
+
+std::map<std::string, Command>& Registry() {
+  static auto* registry = new std::map<std::string, Command>();
+  return *registry;
+}
+
+const Command* FindCommand(absl::string_view name) {
+  auto it = Registry().find(std::string(name));
+  return it == Registry().end() ? nullptr : &it->second;
+}
+
+std::string CommandNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, command] : Registry()) names.push_back(name);
+  return absl::StrJoin(names, ", ");
+}
+
+void PrintOverview(std::ostream& out) {
+  out << "kvsim: trace-driven simulator and policy evaluator for KV caches in LLM serving.\n\n"
+      << "usage: kvsim <command> [flags] [args]\n\ncommands:\n";
+  size_t width = 4;
+  for (const auto& [name, command] : Registry()) width = std::max(width, name.size());
+  out << "  " << std::string("help") << std::string(width - 4 + 2, ' ')
+      << "list the commands, or describe one: kvsim help <command>\n";
+  for (const auto& [name, command] : Registry()) {
+    out << "  " << name << std::string(width - name.size() + 2, ' ') << command.summary << "\n";
+  }
+  out << "\nRun 'kvsim help <command>' for its flags, with units and defaults.\n";
+}
+
+void PrintCommandHelp(const Command& command, std::ostream& out) {
+  out << "usage: " << command.usage << "\n\n" << command.summary << "\n";
+  if (!command.details.empty()) out << "\n" << command.details << "\n";
+  if (command.flags.empty()) {
+    out << "\nflags: none\n";
+    return;
+  }
+  out << "\nflags:\n";
+  for (const std::string& name : command.flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) {
+      out << "  --" << name << "  (not defined: a bug in this build)\n";
+      continue;
+    }
+    const std::string def = flag->DefaultValue();
+    out << "  --" << name << "  " << flag->Help() << " (default: " << (def.empty() ? "\"\"" : def)
+        << ")\n";
+  }
+}
+
+// Applies the flags in `args` to the absl flags of `command`; collects positional arguments.
+absl::Status ParseArgs(const Command& command, const std::vector<std::string>& args,
+                       std::vector<std::string>* positional) {
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      positional->push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    absl::string_view body = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+    const size_t eq = body.find('=');
+    std::string name(body.substr(0, eq));
+    bool has_value = eq != absl::string_view::npos;
+    std::string value = has_value ? std::string(body.substr(eq + 1)) : "";
+    auto accepts = [&](const std::string& n) {
+      return std::find(command.flags.begin(), command.flags.end(), n) != command.flags.end();
+    };
+    absl::CommandLineFlag* flag = accepts(name) ? absl::FindCommandLineFlag(name) : nullptr;
+    if (flag == nullptr && !has_value && absl::StartsWith(name, "no") && accepts(name.substr(2))) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      if (flag != nullptr && flag->IsOfType<bool>()) {
+        name = name.substr(2);
+        value = "false";
+        has_value = true;
+      } else {
+        flag = nullptr;
+      }
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag --", name, " for 'kvsim ", command.name, "'",
+          command.flags.empty() ? "; it takes no flags"
+                                : absl::StrCat("; it accepts --", absl::StrJoin(command.flags, ", --")),
+          " (see 'kvsim help ", command.name, "')"));
+    }
+    if (!has_value) {
+      if (flag->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+      }
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad value '", value, "' for flag --", name, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int ExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown
+             ? 1
+             : 2;
+}
+
+}  // namespace
+
+bool RegisterCommand(Command command) {
+  std::string name = command.name;
+  Registry().emplace(std::move(name), std::move(command));
+  return true;
+}
+
+int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (args.empty()) {
+    PrintOverview(err);
+    return 2;
+  }
+  const std::string name = args[0];
+  if (name == "help" || name == "--help" || name == "-h") {
+    if (args.size() < 2) {
+      PrintOverview(out);
+      return 0;
+    }
+    const Command* command = FindCommand(args[1]);
+    if (command == nullptr) {
+      err << "kvsim help: unknown command '" << args[1] << "'; commands: " << CommandNames() << "\n";
+      return 2;
+    }
+    PrintCommandHelp(*command, out);
+    return 0;
+  }
+  const Command* command = FindCommand(name);
+  if (command == nullptr) {
+    err << "kvsim: unknown command '" << name << "'; commands: help, " << CommandNames() << "\n";
+    return 2;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
+    PrintCommandHelp(*command, out);
+    return 0;
+  }
+  std::vector<std::string> positional;
+  absl::Status status = ParseArgs(*command, rest, &positional);
+  if (status.ok()) status = command->run(positional, out);
+  if (!status.ok()) {
+    std::string message(status.message());
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    err << "kvsim " << name << ": " << message << "\n";
+  }
+  return ExitCode(status);
+}
+
+}  // namespace kvsim

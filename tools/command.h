@@ -1,0 +1,50 @@
+// File: tools/command.h
+//
+// The `kvsim` sub-command registry and dispatcher.
+//
+// Each sub-command lives in its own tools/<name>_command.cc, defines the absl flags it reads there, and
+// registers itself with one line:
+//
+//   KVSIM_REGISTER_COMMAND(version, {
+//       .name = "version", .summary = "print the version", .usage = "kvsim version",
+//       .flags = {}, .run = RunVersion});
+//
+// The dispatcher parses `--flag=value` itself against the command's own flag list, so a flag that
+// belongs to another sub-command (or to none) is an error naming the accepted ones. Flags may be given
+// as --name=value, --name value, or for booleans --name / --noname; "--" ends the flags.
+// Exit codes: 0 success, 2 bad usage or bad input (any error status but kInternal/kUnknown), 1 internal.
+#ifndef KVSIM_TOOLS_COMMAND_H_
+#define KVSIM_TOOLS_COMMAND_H_
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace kvsim {
+
+struct Command {
+  std::string name;                // as typed: `kvsim <name>`
+  std::string summary;             // one line for `kvsim help`
+  std::string usage;               // synopsis, e.g. "kvsim inspect TRACE [--json]"
+  std::string details;             // paragraphs for `kvsim help <name>`; may be empty
+  std::vector<std::string> flags;  // names of the absl flags this command accepts
+  // Runs with the positional arguments; writes its report to `out`. Errors are returned, not printed.
+  std::function<absl::Status(const std::vector<std::string>& args, std::ostream& out)> run;
+};
+
+// Adds `command` to the registry (at static initialisation). Returns true so it can initialise a bool.
+bool RegisterCommand(Command command);
+
+// Runs `kvsim` with argv[1..]: dispatches to the named sub-command, or prints help. Errors go to `err`
+// as one line "kvsim <cmd>: <message>". Returns the process exit code.
+int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err);
+
+}  // namespace kvsim
+
+#define KVSIM_REGISTER_COMMAND(id, ...) \
+  static const bool kvsim_command_registered_##id = ::kvsim::RegisterCommand(__VA_ARGS__)
+
+#endif  // KVSIM_TOOLS_COMMAND_H_

@@ -1,0 +1,50 @@
+// `kvsim config`: the effective configuration (presets resolved, defaults filled) and the figures
+// derived from it. Checks a config file without running anything.
+#include <ostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "sim/config.h"
+#include "tools/command.h"
+#include "util/status_macros.h"
+#include "util/text_proto.h"
+
+ABSL_FLAG(std::string, config, "",
+          "experiment config (text proto); empty = the default (Llama-3.1-8B on H200)");
+ABSL_FLAG(int32_t, block_tokens, 0,
+          "tokens per block for the capacity figures; 0 = the config's cache.block_tokens");
+
+namespace kvsim {
+namespace {
+
+absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config,
+                         LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  int block_tokens = absl::GetFlag(FLAGS_block_tokens);
+  if (block_tokens == 0) block_tokens = config.cache().block_tokens();
+  if (block_tokens < 0) return absl::InvalidArgumentError("--block_tokens must be >= 0");
+  KVSIM_ASSIGN_OR_RETURN(int64_t blocks, GpuCapacityBlocks(config, block_tokens));
+  out << ToTextProto(config);
+  out << "\n# derived (per GPU of one replica)\n";
+  out << absl::StrFormat("# kv_bytes_per_token: %d\n", KvBytesPerToken(config.model()));
+  out << absl::StrFormat("# weight_bytes_per_gpu: %d\n", WeightBytesPerGpu(config.model()));
+  out << absl::StrFormat("# gpu_capacity_blocks: %d (of %d tokens)\n", blocks, block_tokens);
+  out << absl::StrFormat("# gpu_capacity_tokens: %d\n", blocks * block_tokens);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+KVSIM_REGISTER_COMMAND(config, {
+    .name = "config",
+    .summary = "check a config file and print it resolved, with derived capacities",
+    .usage = "kvsim config [--config=FILE] [--block_tokens=N]",
+    .details = "Loads the experiment config, resolves the model and device presets, fills every default\n"
+               "and validates it; prints the result as a text proto (which reloads unchanged) followed by\n"
+               "the KV bytes per token, the weight bytes and the GPU KV capacity it implies.",
+    .flags = {"config", "block_tokens"},
+    .run = RunConfig,
+});
+
+}  // namespace kvsim
