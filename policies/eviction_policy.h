@@ -1,0 +1,99 @@
+// File: policies/eviction_policy.h
+//
+// EvictionPolicy: the decision of which cached block to evict, separate from the cache that holds the
+// blocks (gem5's replacement-policy split). The cache (sim/block manager, or the cache-replay loop) owns
+// the blocks, pins, reference counts and tiers; it tells the policy what happened to each block and asks
+// it for a victim. A policy only decides: it never mutates simulator state.
+//
+// Call protocol, for one cache:
+//   OnInsert(b)      b became resident (after a miss, or a reload from a lower tier).
+//   OnAccess(b)      resident b was used again (a hit).
+//   OnRemove(b)      b left this cache (evicted, or freed by its owner). Never called for a b not inserted.
+//   SelectVictim()   asked when the cache is full: returns a resident block for which `evictable(b)` is true
+//                    (blocks of running requests are pinned and not evictable). The cache evicts it and then
+//                    calls OnRemove(victim).
+// Each callback carries an AccessInfo with what the cache knows about the access. Policies use what they
+// need (Belady the next use, cost-aware policies the restore cost) and ignore the rest.
+//
+// Registration: one line at the bottom of the policy's .cc, its cc_library with alwayslink = True:
+//   KVSIM_REGISTER_EVICTION_POLICY("lru", LruPolicy);
+// Names are stable; new semantics get a new name. CreateEvictionPolicy("nope") is InvalidArgument listing
+// the known names.
+//
+// Thread-safety: a policy instance serves one cache on one thread.
+#ifndef KVSIM_POLICIES_EVICTION_POLICY_H_
+#define KVSIM_POLICIES_EVICTION_POLICY_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvsim {
+
+using BlockId = uint64_t;
+
+// What the cache knows about one access, insert or removal of a block.
+struct AccessInfo {
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+  int64_t clock = 0;              // logical time: the index of this access in the cache's access stream
+  int64_t time_ns = 0;            // simulated time (0 in cache-replay mode)
+  uint64_t request_id = 0;        // request that made the access
+  int64_t session_id = -1;        // its session, -1 = none
+  int32_t block_index = 0;        // the block's position in the request's prompt (0 = first block)
+  int64_t position_tokens = 0;    // tokens before this block in the prompt (block_index x block_tokens)
+  int64_t size_bytes = 0;         // the block's KV bytes (0 in cache-replay mode: all blocks equal)
+  // Estimated time to restore this block if evicted (recompute at its position, or reload, whichever
+  // is cheaper), from the cost model; 0 = unknown or uniform.
+  int64_t restore_ns = 0;
+  // Oracle knowledge (cache replay with a pre-pass, or a simulator with future knowledge): the clock of
+  // this block's next access, kNever if it is never used again. Unset (-1) when not known.
+  int64_t next_access_clock = -1;
+  BlockId parent = 0;             // previous block of the same prompt; meaningful only if has_parent
+  bool has_parent = false;
+};
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+
+  // The registered name.
+  virtual absl::string_view Name() const = 0;
+
+  virtual void OnInsert(BlockId block, const AccessInfo& info) = 0;
+  virtual void OnAccess(BlockId block, const AccessInfo& info) = 0;
+  virtual void OnRemove(BlockId block) = 0;
+
+  // Returns a resident block with evictable(block) true. REQUIRES: at least one exists.
+  virtual BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) = 0;
+
+  // Admission (cache-replay mode only; the serving simulator must hold every block of a running request):
+  // false = do not insert `block` at all, leaving the cache as it is (Belady bypasses a block whose next
+  // use is later than every resident block's). Called on a miss with a full cache. Default: admit.
+  virtual bool ShouldAdmit(BlockId block, const AccessInfo& info) { return true; }
+};
+
+using EvictionPolicyFactory = std::function<std::unique_ptr<EvictionPolicy>()>;
+
+// Registers `factory` under `name` (at static initialisation). Returns true.
+bool RegisterEvictionPolicy(absl::string_view name, EvictionPolicyFactory factory);
+
+// A new instance of the named policy; InvalidArgument listing the known names if unknown.
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::string_view name);
+
+// Registered names, sorted.
+std::vector<std::string> EvictionPolicyNames();
+
+}  // namespace kvsim
+
+#define KVSIM_REGISTER_EVICTION_POLICY(name, Class)                                       \
+  static const bool kvsim_eviction_policy_registered_##Class =                            \
+      ::kvsim::RegisterEvictionPolicy(name, [] { return std::make_unique<Class>(); })
+
+#endif  // KVSIM_POLICIES_EVICTION_POLICY_H_

@@ -1,0 +1,81 @@
+#include "traces/request.h"
+
+namespace kvsim {
+namespace {
+
+// SplitMix64 finaliser: a bijection on 64-bit values with good avalanche.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void Request::Clear() {
+  request_id = 0;
+  arrival_ns = 0;
+  session_id = -1;
+  parent_id = -1;
+  turn = 0;
+  input_tokens = 0;
+  output_tokens = 0;
+  block_tokens = 0;
+  block_hashes.clear();
+  type = proto::REQUEST_TYPE_UNSPECIFIED;
+  failed = false;
+  model.clear();
+  tool_calls.clear();
+}
+
+void AssignFreshBlockHashes(int32_t block_tokens, Request* request) {
+  const int64_t n = NumBlocks(request->input_tokens, block_tokens);
+  request->block_tokens = block_tokens;
+  request->block_hashes.resize(n);
+  const uint64_t base = Mix(request->request_id);
+  for (int64_t k = 0; k < n; ++k) {
+    request->block_hashes[k] = Mix(base ^ static_cast<uint64_t>(k)) | (uint64_t{1} << 63);
+  }
+}
+
+void RequestToProto(const Request& request, proto::TraceRecord* record) {
+  record->Clear();
+  record->set_request_id(request.request_id);
+  record->set_arrival_ns(request.arrival_ns);
+  if (request.session_id >= 0) record->set_session_id(request.session_id);
+  if (request.parent_id >= 0) record->set_parent_id(static_cast<uint64_t>(request.parent_id));
+  record->set_turn(request.turn);
+  record->set_input_tokens(request.input_tokens);
+  record->set_output_tokens(request.output_tokens);
+  record->mutable_block_hashes()->Assign(request.block_hashes.begin(), request.block_hashes.end());
+  record->set_type(request.type);
+  for (const ToolCall& call : request.tool_calls) {
+    proto::ToolCall* out = record->add_tool_calls();
+    out->set_name(call.name);
+    out->set_duration_ns(call.duration_ns);
+  }
+  record->set_model(request.model);
+  record->set_failed(request.failed);
+}
+
+void RequestFromProto(const proto::TraceRecord& record, int32_t block_tokens, Request* request) {
+  request->Clear();
+  request->request_id = record.request_id();
+  request->arrival_ns = record.arrival_ns();
+  request->session_id = record.has_session_id() ? record.session_id() : -1;
+  request->parent_id = record.has_parent_id() ? static_cast<int64_t>(record.parent_id()) : -1;
+  request->turn = record.turn();
+  request->input_tokens = record.input_tokens();
+  request->output_tokens = record.output_tokens();
+  request->block_tokens = record.block_hashes_size() > 0 ? block_tokens : 0;
+  request->block_hashes.assign(record.block_hashes().begin(), record.block_hashes().end());
+  request->type = record.type();
+  for (const proto::ToolCall& call : record.tool_calls()) {
+    request->tool_calls.push_back({call.name(), call.duration_ns()});
+  }
+  request->model = record.model();
+  request->failed = record.failed();
+}
+
+}  // namespace kvsim

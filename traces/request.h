@@ -1,0 +1,62 @@
+// File: traces/request.h
+//
+// Request: one record of a workload trace, in the plain form the simulator replays (the hot path never
+// touches protos; proto::TraceRecord is the interchange form). Readers fill a caller-owned Request, so a
+// replay reuses one object and its vectors' capacity for every record.
+//
+// Blocks: `block_hashes` are prefix-chained ids of the prompt's blocks of `block_tokens` tokens (the last
+// one partial): equal id at position k means equal prompt prefix through block k. A request whose trace
+// has no hashes gets fresh ids from AssignFreshBlockHashes(), distinct from every other request's.
+#ifndef KVSIM_TRACES_REQUEST_H_
+#define KVSIM_TRACES_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/trace.pb.h"
+
+namespace kvsim {
+
+struct ToolCall {
+  std::string name;         // empty if unknown
+  int64_t duration_ns = 0;  // time the tool runs before the session's next call
+};
+
+struct Request {
+  uint64_t request_id = 0;      // unique in the trace (0-based record index when the source has none)
+  int64_t arrival_ns = 0;       // since the trace's first arrival
+  int64_t session_id = -1;      // -1 = no session
+  int64_t parent_id = -1;       // request_id of the previous call in the session; -1 = first
+  int32_t turn = 0;             // 1-based turn in the session; 0 = unknown
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int32_t block_tokens = 0;     // tokens per hash block; 0 = no hashes
+  std::vector<uint64_t> block_hashes;
+  proto::RequestType type = proto::REQUEST_TYPE_UNSPECIFIED;
+  bool failed = false;          // the source marks it failed (e.g. BurstGPT 0 response tokens)
+  std::string model;            // model named by the source; empty if none
+  std::vector<ToolCall> tool_calls;
+
+  // Resets every field to its default, keeping the vectors' capacity.
+  void Clear();
+};
+
+// Blocks of `block_tokens` tokens needed for `tokens` tokens (the last one partial): ceil(tokens / bt).
+// REQUIRES: block_tokens > 0, tokens >= 0.
+inline int64_t NumBlocks(int64_t tokens, int64_t block_tokens) {
+  return (tokens + block_tokens - 1) / block_tokens;
+}
+
+// Fills `request->block_hashes` with NumBlocks(input_tokens, block_tokens) ids unique to this request
+// (a mix of request_id and block index with the top bit set, so they never equal a trace's small
+// sequential ids), and sets request->block_tokens. Deterministic. REQUIRES: block_tokens > 0.
+void AssignFreshBlockHashes(int32_t block_tokens, Request* request);
+
+// Conversions between the plain and the interchange form; lossless for every field.
+void RequestToProto(const Request& request, proto::TraceRecord* record);
+void RequestFromProto(const proto::TraceRecord& record, int32_t block_tokens, Request* request);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_TRACES_REQUEST_H_

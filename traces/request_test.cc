@@ -1,0 +1,82 @@
+#include "traces/request.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+TEST(RequestTest, NumBlocksRoundsUp) {
+  EXPECT_EQ(NumBlocks(0, 512), 0);
+  EXPECT_EQ(NumBlocks(1, 512), 1);
+  EXPECT_EQ(NumBlocks(512, 512), 1);
+  EXPECT_EQ(NumBlocks(513, 512), 2);
+  EXPECT_EQ(NumBlocks(40160, 512), 79);  // first Mooncake record: 79 hash ids
+}
+
+TEST(RequestTest, FreshBlocksAreDistinctAcrossRequestsAndDeterministic) {
+  std::set<uint64_t> seen;
+  for (uint64_t id = 0; id < 200; ++id) {
+    Request r;
+    r.request_id = id;
+    r.input_tokens = 100;
+    AssignFreshBlockHashes(16, &r);
+    ASSERT_EQ(r.block_hashes.size(), 7u);  // ceil(100 / 16)
+    EXPECT_EQ(r.block_tokens, 16);
+    for (uint64_t h : r.block_hashes) {
+      EXPECT_TRUE(seen.insert(h).second) << "duplicate fresh id for request " << id;
+      EXPECT_GE(h, uint64_t{1} << 63);  // never a trace's small sequential id
+    }
+    Request again = r;
+    AssignFreshBlockHashes(16, &again);
+    EXPECT_EQ(again.block_hashes, r.block_hashes);
+  }
+}
+
+TEST(RequestTest, ProtoRoundTripKeepsEveryField) {
+  Request r;
+  r.request_id = 42;
+  r.arrival_ns = 1'500'000'000;
+  r.session_id = 7;
+  r.parent_id = 41;
+  r.turn = 3;
+  r.input_tokens = 1000;
+  r.output_tokens = 20;
+  r.block_tokens = 16;
+  r.block_hashes = {5, 9, 11};
+  r.type = proto::REQUEST_TYPE_SEARCH;
+  r.failed = true;
+  r.model = "ChatGPT";
+  r.tool_calls = {{"bash", 2'000'000}, {"", 0}};
+  proto::TraceRecord record;
+  RequestToProto(r, &record);
+  Request back;
+  back.block_hashes = {99};  // stale content must be replaced
+  RequestFromProto(record, 16, &back);
+  EXPECT_EQ(back.request_id, 42u);
+  EXPECT_EQ(back.arrival_ns, 1'500'000'000);
+  EXPECT_EQ(back.session_id, 7);
+  EXPECT_EQ(back.parent_id, 41);
+  EXPECT_EQ(back.turn, 3);
+  EXPECT_EQ(back.input_tokens, 1000);
+  EXPECT_EQ(back.output_tokens, 20);
+  EXPECT_EQ(back.block_tokens, 16);
+  EXPECT_EQ(back.block_hashes, (std::vector<uint64_t>{5, 9, 11}));
+  EXPECT_EQ(back.type, proto::REQUEST_TYPE_SEARCH);
+  EXPECT_TRUE(back.failed);
+  EXPECT_EQ(back.model, "ChatGPT");
+  ASSERT_EQ(back.tool_calls.size(), 2u);
+  EXPECT_EQ(back.tool_calls[0].name, "bash");
+  EXPECT_EQ(back.tool_calls[0].duration_ns, 2'000'000);
+
+  Request root;  // no session, no parent: stays unset through the proto
+  RequestToProto(root, &record);
+  EXPECT_FALSE(record.has_session_id());
+  RequestFromProto(record, 0, &back);
+  EXPECT_EQ(back.session_id, -1);
+  EXPECT_EQ(back.parent_id, -1);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,44 @@
+// File: traces/trace_writer.h
+//
+// TraceWriter: writes requests to a trace file (the native binary format, or JSONL for export). The file
+// appears at `path` only when Close() succeeds (temporary file + rename): a failed or abandoned write
+// never leaves a half-written trace.
+//
+// Example:
+//   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
+//                          OpenTraceWriter("out.kvt", "native", /*block_tokens=*/512));
+//   for (const Request& r : requests) KVSIM_RETURN_IF_ERROR(writer->Write(r));
+//   KVSIM_RETURN_IF_ERROR(writer->Close());
+#ifndef KVSIM_TRACES_TRACE_WRITER_H_
+#define KVSIM_TRACES_TRACE_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "traces/request.h"
+
+namespace kvsim {
+
+class TraceWriter {
+ public:
+  virtual ~TraceWriter() = default;
+
+  // Appends one request. REQUIRES: Close() not yet called.
+  virtual absl::Status Write(const Request& request) = 0;
+
+  // Finishes the file and moves it into place. Calling it twice is an error.
+  virtual absl::Status Close() = 0;
+};
+
+// `format`: "native" (binary, see traces/native_format.h) or "jsonl" (one JSON object per record with
+// every field). `block_tokens`: tokens per hash block of the requests written (0 = no hashes).
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
+                                                             const std::string& format,
+                                                             int32_t block_tokens);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_TRACES_TRACE_WRITER_H_
