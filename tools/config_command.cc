@@ -6,11 +6,10 @@
 #include "absl/strings/str_format.h"
 #include "sim/config.h"
 #include "tools/command.h"
+#include "tools/common_flags.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
-ABSL_FLAG(std::string, config, "",
-          "experiment config (text proto); empty = the default (Llama-3.1-8B on H200)");
 ABSL_FLAG(int32_t, block_tokens, 0,
           "tokens per block for the capacity figures; 0 = the config's cache.block_tokens");
 

@@ -1,0 +1,21 @@
+// File: tools/common_flags.h
+//
+// Flags shared by several sub-commands. absl flags are process-global, so a flag that more than one
+// sub-command reads is defined once, here; each sub-command lists the ones it accepts in its Command.
+// A flag read by one sub-command only is defined in that sub-command's .cc.
+#ifndef KVSIM_TOOLS_COMMON_FLAGS_H_
+#define KVSIM_TOOLS_COMMON_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(std::string, config);        // experiment config (text proto)
+ABSL_DECLARE_FLAG(std::string, trace);         // request trace, any supported format
+ABSL_DECLARE_FLAG(std::string, trace_format);  // importer name; empty = detect
+ABSL_DECLARE_FLAG(std::string, out);           // output directory
+ABSL_DECLARE_FLAG(bool, json);                 // print JSON instead of a table
+ABSL_DECLARE_FLAG(uint64_t, seed);             // seed of every random choice
+
+#endif  // KVSIM_TOOLS_COMMON_FLAGS_H_
