@@ -13,6 +13,12 @@ namespace {
 
 constexpr int32_t kTransit = -1;
 
+// Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
+const std::function<bool(BlockId)>& AnyBlock() {
+  static const auto* any = new std::function<bool(BlockId)>([](BlockId) { return true; });
+  return *any;
+}
+
 const char* TierName(const proto::TierConfig& tier) {
   return tier.kind() == proto::TIER_KIND_REMOTE ? "remote" : "host";
 }
@@ -123,13 +129,19 @@ int64_t BlockManager::BlocksToComplete(const Request& request) const {
 void BlockManager::Pin(int32_t entry) {
   Entry& e = entries_[entry];
   KVSIM_CHECK(e.tier == 0) << "pin of a block not on the GPU";
-  if (e.refcount++ == 0) --gpu_evictable_;
+  if (e.refcount++ == 0) {
+    --gpu_evictable_;
+    tiers_[0].policy->OnRemove(e.hash);
+  }
 }
 
-void BlockManager::Unpin(int32_t entry) {
+void BlockManager::Unpin(int32_t entry, SimTime now_ns) {
   Entry& e = entries_[entry];
   KVSIM_CHECK(e.refcount > 0 && e.tier == 0) << "unpin of block " << e.hash;
-  if (--e.refcount == 0) ++gpu_evictable_;
+  if (--e.refcount == 0) {
+    ++gpu_evictable_;
+    tiers_[0].policy->OnInsert(e.hash, Info(nullptr, 0, now_ns));
+  }
 }
 
 int32_t BlockManager::NewEntry(uint64_t hash) {
@@ -151,12 +163,12 @@ void BlockManager::Drop(int32_t entry) {
   free_entries_.push_back(entry);
 }
 
-// Puts an entry that is in no tier into `tier` (GPU: unpinned), evicting there first if needed (lower
-// tiers only; the GPU caller made room). Drops it if a lower tier has no room (all swap space).
+// Puts an entry that is in no tier into lower tier `tier`, evicting there first if needed. Drops it if
+// the tier has no room (all swap space).
 void BlockManager::PlaceIn(int32_t entry, int32_t tier, SimTime now_ns) {
   Entry& e = entries_[entry];
-  KVSIM_CHECK(e.tier == kTransit);
-  if (tier > 0 && !MakeLowerRoom(tier, 1, now_ns)) {
+  KVSIM_CHECK(e.tier == kTransit && tier > 0);
+  if (!MakeLowerRoom(tier, 1, now_ns)) {
     ++stats_[tier - 1].dropped_blocks;
     Drop(entry);
     return;
@@ -165,7 +177,6 @@ void BlockManager::PlaceIn(int32_t entry, int32_t tier, SimTime now_ns) {
   AddUsed(tier, 1);
   ++tiers_[tier].cached_blocks;
   stats_[tier].cached_blocks = tiers_[tier].cached_blocks;
-  if (tier == 0) ++gpu_evictable_;
   tiers_[tier].policy->OnInsert(entries_[entry].hash, Info(nullptr, 0, now_ns));
 }
 
@@ -173,10 +184,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   Tier& gpu = tiers_[0];
   while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
     KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
-    const BlockId victim = gpu.policy->SelectVictim([this](BlockId hash) {
-      auto it = index_.find(hash);
-      return it != index_.end() && entries_[it->second].tier == 0 && entries_[it->second].refcount == 0;
-    });
+    const BlockId victim = gpu.policy->SelectVictim(AnyBlock());
     auto it = index_.find(victim);
     KVSIM_CHECK(it != index_.end() && entries_[it->second].refcount == 0 && entries_[it->second].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
@@ -206,7 +214,7 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   Tier& t = tiers_[tier];
   while (t.capacity_blocks - t.used_blocks < blocks) {
     if (t.cached_blocks == 0) return false;
-    const BlockId victim = t.policy->SelectVictim([](BlockId) { return true; });
+    const BlockId victim = t.policy->SelectVictim(AnyBlock());
     auto it = index_.find(victim);
     KVSIM_CHECK(it != index_.end() && entries_[it->second].tier == tier)
         << "policy " << t.policy->Name() << " chose a block not in tier " << tier;
@@ -310,7 +318,6 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     const int32_t entry = index_.find(request.block_hashes[k])->second;
     if (kinds_[k] == kGpuHit) {
       Pin(entry);
-      tiers_[0].policy->OnAccess(request.block_hashes[k], Info(state, k, now_ns));
       state->block_entries[k] = entry;
       state->reused_tokens += BlockTokensAt(request, k);
       ++state->reused_blocks;
@@ -345,9 +352,12 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   MakeGpuRoom(needed, now_ns);
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (kinds_[k] != kReload) continue;
-    const int32_t entry = state->block_entries[k];
-    PlaceIn(entry, 0, now_ns);
-    Pin(entry);
+    Entry& e = entries_[state->block_entries[k]];
+    e.tier = 0;
+    e.refcount = 1;  // pinned: not in the GPU policy until released
+    AddUsed(0, 1);
+    ++tiers_[0].cached_blocks;
+    stats_[0].cached_blocks = tiers_[0].cached_blocks;
   }
   int64_t private_prompt = 0;
   for (int64_t k = 0; k < num_blocks; ++k) private_prompt += state->block_entries[k] == kPrivateBlock;
@@ -426,14 +436,14 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
     --state->private_blocks;
     --private_blocks_;
-    state->block_entries[k] = entry;
-    tiers_[0].policy->OnInsert(e.hash, Info(state, k, now_ns));
+    state->block_entries[k] = entry;  // pinned: enters the GPU policy when released
   }
 }
 
-void BlockManager::Release(RequestState* state) {
-  for (int32_t entry : state->block_entries) {
-    if (entry != kPrivateBlock) Unpin(entry);
+void BlockManager::Release(RequestState* state, SimTime now_ns) {
+  // Last block first: with recency policies the prompt's head, shared most, stays longest.
+  for (auto it = state->block_entries.rbegin(); it != state->block_entries.rend(); ++it) {
+    if (*it != kPrivateBlock) Unpin(*it, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;
   private_blocks_ -= held;
@@ -444,7 +454,7 @@ void BlockManager::Release(RequestState* state) {
   state->publish_cursor = 0;
 }
 
-bool BlockManager::SwapOut(RequestState* state) {
+bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
   if (tiers_.size() < 2) return false;
   const int64_t input = state->request.input_tokens;
   const bool decoding = state->phase() == RequestPhase::kDecode;
@@ -452,8 +462,8 @@ bool BlockManager::SwapOut(RequestState* state) {
   if (computed <= 0) return false;
   const int64_t blocks = NumBlocks(std::min(computed, input), block_tokens_) +
                          NumBlocks(std::max<int64_t>(0, computed - input), block_tokens_);
-  if (!MakeLowerRoom(1, blocks, /*now_ns=*/0)) return false;
-  Release(state);
+  if (!MakeLowerRoom(1, blocks, now_ns)) return false;
+  Release(state, now_ns);
   AddUsed(1, blocks);
   swap_blocks_ += blocks;
   stats_[1].swapped_out_blocks += blocks;

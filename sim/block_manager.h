@@ -21,8 +21,12 @@
 //   a time (Grow) and may fail, in which case the scheduler preempts.
 // - Whatever the mode, the first admission records what prefix and segment reuse could have reused
 //   (blocks cached in any tier), so results report all three figures.
-// - Pinned blocks (reference count > 0) are never evicted; policies choose among unpinned GPU blocks.
-//   Blocks in lower tiers are never pinned. CheckIdle() verifies, once no request holds blocks, that every
+// - Pinned blocks (reference count > 0) are never evicted. As in vLLM's free-block queue, a GPU block
+//   is in the GPU tier's policy only while it is evictable: pinning removes it (OnRemove), the release
+//   of its last reference inserts it again (OnInsert, with the release time), so the policy's victim is
+//   always evictable and found without skipping pinned blocks. (A running request reads all its KV every
+//   iteration, so its blocks' last use is their release.) Lower-tier blocks are never pinned; their
+//   policies see every insert and removal. CheckIdle() verifies, once no request holds blocks, that every
 //   count adds up: nothing leaked.
 //
 // Transfers (reloads, demotions from the GPU, swaps) accumulate bytes per tier; TakeTransferNs() turns
@@ -106,11 +110,11 @@ class BlockManager {
 
   // Drops the request's hold on its blocks (finish, or recompute preemption): cached blocks stay resident
   // and become evictable when unpinned; private blocks are freed.
-  void Release(RequestState* state);
+  void Release(RequestState* state, SimTime now_ns);
 
   // Swap preemption: copies the request's computed KV to the first lower tier and releases its GPU
   // blocks. False (nothing changed) if there is no lower tier, nothing computed, or no room there.
-  bool SwapOut(RequestState* state);
+  bool SwapOut(RequestState* state, SimTime now_ns);
 
   // Leading prompt blocks of `request` cached on the GPU (cache-aware routing).
   int64_t GpuPrefixBlocks(const Request& request) const;
@@ -154,7 +158,7 @@ class BlockManager {
   AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
   void AddUsed(int32_t tier, int64_t blocks);
   void Pin(int32_t entry);
-  void Unpin(int32_t entry);
+  void Unpin(int32_t entry, SimTime now_ns);
   void MakeGpuRoom(int64_t blocks, SimTime now_ns);
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);

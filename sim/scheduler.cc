@@ -67,7 +67,7 @@ void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* bu
     bool preempted_self = false;
     while (!blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
       // The newest running request is at the back, never before `i`: nothing scheduled is preempted.
-      if (PreemptNewest(plan) == slot) {
+      if (PreemptNewest(now_ns, plan) == slot) {
         preempted_self = true;
         break;
       }
@@ -212,16 +212,16 @@ void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* pl
   }
 }
 
-int32_t Scheduler::PreemptNewest(IterationPlan* plan) {
+int32_t Scheduler::PreemptNewest(SimTime now_ns, IterationPlan* plan) {
   KVSIM_CHECK(!running_.empty());
   const int32_t slot = running_.back();
   running_.pop_back();
   RequestState& state = pool_->at(slot);
   KVSIM_CHECK(state.scheduled_tokens == 0) << "preempting a request already in the iteration";
   const bool swapped =
-      config_.preemption() == proto::PREEMPTION_MODE_SWAP && blocks_->SwapOut(&state);
+      config_.preemption() == proto::PREEMPTION_MODE_SWAP && blocks_->SwapOut(&state, now_ns);
   if (!swapped) {
-    blocks_->Release(&state);
+    blocks_->Release(&state, now_ns);
     state.kv_tokens = 0;
     state.prefill_target_tokens = state.request.input_tokens + state.generated_tokens;
   }
@@ -262,7 +262,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan,
       --outstanding_tokens_;
     }
     if (state.generated_tokens >= state.request.output_tokens) {
-      blocks_->Release(&state);
+      blocks_->Release(&state, now_ns);
       RemoveRunning(piece.slot);
       state.Finish(now_ns);
       finished->push_back(piece.slot);

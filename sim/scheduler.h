@@ -88,7 +88,7 @@ class Scheduler {
   void AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan);
   int64_t PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill) const;
   // Preempts the newest running request; returns its slot.
-  int32_t PreemptNewest(IterationPlan* plan);
+  int32_t PreemptNewest(SimTime now_ns, IterationPlan* plan);
   void RemoveRunning(int32_t slot);
 
   const proto::SchedulerConfig config_;
