@@ -39,7 +39,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   engine->AddObserver(&metrics);
   std::unique_ptr<TimelineRecorder> timeline;
   if (options.timeline) {
-    timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events);
+    timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
     engine->AddObserver(timeline.get());
   }
   KVSIM_RETURN_IF_ERROR(engine->Run(reader));
@@ -59,8 +59,11 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   run.set_num_replicas(config.cluster().num_replicas());
   run.set_reuse_mode(ReuseModeName(config.cache().reuse_mode()));
   run.set_timeseries_interval_ns(options.timeseries_interval_ns);
-  if (timeline != nullptr) output.timeline_json = timeline->Json();
-  return output;
+  if (timeline != nullptr) {
+    KVSIM_RETURN_IF_ERROR(timeline->Finish());
+    output.timeline_json = timeline->TakeJson();
+  }
+  return std::move(output);
 }
 
 }  // namespace kvsim

@@ -30,12 +30,14 @@ namespace kvsim {
 struct ReplayOptions {
   int64_t timeseries_interval_ns = 100 * kNsPerMs;  // sampling period of the time series; > 0
   bool timeline = true;                             // record the Perfetto timeline
-  int64_t timeline_max_events = 2000000;            // cap on timeline events (then truncated)
+  int64_t timeline_max_events = 250000;             // cap on timeline events (then truncated)
+  // Where the timeline streams to (written atomically); empty = kept in ReplayOutput::timeline_json.
+  std::string timeline_path;
 };
 
 struct ReplayOutput {
   proto::Results results;
-  std::string timeline_json;  // empty unless options.timeline
+  std::string timeline_json;  // empty unless options.timeline without a timeline_path
 };
 
 // Replays every request of `reader` (up to workload.max_requests). `config` is resolved (sim/config.h).

@@ -152,7 +152,7 @@ proto::Results ReplayMooncake(proto::ExperimentConfig overrides, int64_t gpu_blo
   auto reader = OpenTrace(kMooncake, {});
   EXPECT_TRUE(reader.ok()) << reader.status();
   ReplayOptions options;
-  options.timeline = true;
+  options.timeline = false;
   auto output = RunReplay(TestConfig(gpu_blocks, overrides), cost, reader->get(), options);
   EXPECT_TRUE(output.ok()) << output.status();
   return output.ok() ? output->results : proto::Results();
@@ -204,9 +204,13 @@ TEST(DeterminismTest, SameInputsGiveByteIdenticalFiles) {
     FakeCostModel cost(kCosts);
     auto reader = OpenTrace(kMooncake, {});
     ASSERT_TRUE(reader.ok());
-    auto output = RunReplay(TestConfig(600, c), cost, reader->get(), ReplayOptions{});
-    ASSERT_TRUE(output.ok()) << output.status();
     const std::string out = dir + "/run" + std::to_string(run);
+    ASSERT_TRUE(MakeDirectories(out).ok());
+    ReplayOptions options;
+    options.timeline_path = out + "/timeline.json";  // streamed
+    options.timeline_max_events = 20000;
+    auto output = RunReplay(TestConfig(600, c), cost, reader->get(), options);
+    ASSERT_TRUE(output.ok()) << output.status();
     ASSERT_TRUE(WriteResultsFiles(out, output->results, output->timeline_json).ok());
     runs.push_back(out);
   }

@@ -13,13 +13,16 @@
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "traces/trace_reader.h"
+#include "util/file.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(int64_t, replay_sample_ms, 100,
           "time-series sampling period in simulated milliseconds (one row per replica per period); > 0");
-ABSL_FLAG(bool, replay_timeline, true, "write timeline.json (Chrome trace events for Perfetto) into --out");
-ABSL_FLAG(int64_t, replay_timeline_max_events, 2000000,
-          "events kept in timeline.json before it is truncated (count)");
+ABSL_FLAG(bool, replay_timeline, false,
+          "also write timeline.json (Chrome trace events for Perfetto) into --out; off by default because "
+          "it is the largest output (about 100 bytes per event)");
+ABSL_FLAG(int64_t, replay_timeline_max_events, 250000,
+          "events kept in timeline.json (the run's first ones; count) before it is truncated");
 
 namespace kvsim {
 namespace {
@@ -41,6 +44,10 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   options.timeseries_interval_ns = sample_ms * kNsPerMs;
   options.timeline = absl::GetFlag(FLAGS_replay_timeline) && !out_dir.empty();
   options.timeline_max_events = absl::GetFlag(FLAGS_replay_timeline_max_events);
+  if (!out_dir.empty()) {
+    KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
+    options.timeline_path = out_dir + "/timeline.json";
+  }
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
@@ -69,8 +76,8 @@ KVSIM_REGISTER_COMMAND(replay, {
         "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
         "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
         "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
-        "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv,\n"
-        "timeseries.csv and timeline.json (open it in ui.perfetto.dev).",
+        "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
+        "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).",
     .flags = {"config", "trace", "trace_format", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
               "replay_timeline_max_events"},
     .run = RunReplayCommand,
