@@ -11,19 +11,6 @@
 namespace kvsim {
 namespace {
 
-double PeakFor(proto::DType dtype, const proto::DeviceSpec& d) {
-  switch (dtype) {
-    case proto::DTYPE_FP8:
-      return d.peak_fp8_flops() > 0 ? d.peak_fp8_flops() : d.peak_bf16_flops();
-    case proto::DTYPE_INT8:
-      return d.peak_int8_ops() > 0 ? d.peak_int8_ops() : d.peak_bf16_flops();
-    case proto::DTYPE_FP32:
-      return d.peak_fp32_flops() > 0 ? d.peak_fp32_flops() : d.peak_bf16_flops();
-    default:  // bf16, fp16, and int4 weights dequantised to bf16 (W4A16)
-      return d.peak_bf16_flops();
-  }
-}
-
 int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
 }  // namespace
@@ -57,17 +44,9 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
   p.vocab = (m.vocab_size() + p.tp - 1) / p.tp;
   p.weight_bytes_per_element = DTypeBits(m.weight_dtype()) / 8.0;
   KVSIM_ASSIGN_OR_RETURN(p.kv, ResolveKvFormat(m, config.cost_model()));
-  const double ce = d.compute_efficiency();
-  p.linear_flops_per_s = PeakFor(m.weight_dtype(), d) * ce;
-  p.attention_flops_per_s = (p.kv.is_fp8 ? PeakFor(proto::DTYPE_FP8, d) : d.peak_bf16_flops()) * ce;
-  // Without a CUDA-core figure, assume 1/16 of the tensor-core bf16 peak (H100/H200: 67 of 989 TFLOP/s).
-  p.alu_ops_per_s = (d.peak_fp32_flops() > 0 ? d.peak_fp32_flops() : d.peak_bf16_flops() / 16) * ce;
-  p.memory_bytes_per_s = d.memory_bandwidth_bytes_per_s() * d.memory_efficiency();
-  const double link = d.interconnect_bandwidth_bytes_per_s() > 0 ? d.interconnect_bandwidth_bytes_per_s()
-                                                                 : d.pcie_bandwidth_bytes_per_s();
-  p.allreduce_bytes_per_s = link * d.interconnect_efficiency();
-  p.allreduce_step_s = d.interconnect_latency_ns() * 1e-9;
-  p.pcie_bytes_per_s = d.pcie_bandwidth_bytes_per_s();
+  p.rates = MakeDeviceRates(d);
+  p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()),
+                                            m.weight_dtype() == proto::DTYPE_FP8);
   p.overhead_ns = config.cost_model().iteration_overhead_ns();
   if (p.overhead_ns < 0) {
     return absl::InvalidArgumentError("cost_model.iteration_overhead_ns: must be >= 0");
@@ -91,11 +70,8 @@ std::string RooflineCostModel::Describe() const {
 }
 
 double RooflineCostModel::GemmSeconds(int64_t tokens, int64_t out_features, int64_t in_features) const {
-  if (tokens <= 0) return 0;
-  const double m = tokens, n = out_features, k = in_features;
-  const double flops = 2 * m * n * k;
-  const double bytes = n * k * p_.weight_bytes_per_element + m * (n + k) * p_.activation_bytes;
-  return std::max(flops / p_.linear_flops_per_s, bytes / p_.memory_bytes_per_s);
+  return kvsim::GemmSeconds(p_.rates, p_.linear_flops_per_s, p_.weight_bytes_per_element, tokens,
+                            out_features, in_features, /*wave_quantisation=*/false);
 }
 
 double RooflineCostModel::LayerLinearSeconds(int64_t tokens) const {
@@ -114,27 +90,12 @@ double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
 }
 
 double RooflineCostModel::AttentionSeconds(const SequenceWork& piece) const {
-  const double c = piece.context_tokens, n = piece.new_tokens;
-  const double pairs = n * c + n * (n + 1) / 2;
-  const double kv_elements_per_token = 2.0 * p_.kv_heads * p_.head_dim;
-  const double kv_read = (c + n) * kv_elements_per_token;  // elements
-  const double bytes = (kv_read + n * kv_elements_per_token) * p_.kv.BytesPerElement() +
-                       2 * n * p_.heads * p_.head_dim * p_.activation_bytes;
-  const double dot_flops = 4 * static_cast<double>(p_.heads) * p_.head_dim * pairs;
-  double tensor_flops = dot_flops, alu_ops = kv_read * p_.kv.DequantOpsPerElement();
-  if (piece.new_tokens == 1) {  // decode: dot products on CUDA cores
-    tensor_flops = 0;
-    alu_ops += dot_flops;
-  }
-  const double compute = tensor_flops / p_.attention_flops_per_s + alu_ops / p_.alu_ops_per_s;
-  return std::max(compute, bytes / p_.memory_bytes_per_s);
+  return kvsim::AttentionSeconds(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim, piece.context_tokens,
+                                 piece.new_tokens);
 }
 
 double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
-  if (p_.tp <= 1 || tokens <= 0) return 0;
-  const double t = p_.tp;
-  const double bytes = static_cast<double>(tokens) * p_.hidden * p_.activation_bytes;
-  return 2 * (t - 1) * p_.allreduce_step_s + 2 * (t - 1) / t * bytes / p_.allreduce_bytes_per_s;
+  return kvsim::AllReduceSeconds(p_.rates, static_cast<double>(tokens) * p_.hidden * 2, p_.tp);
 }
 
 absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchShape& batch) const {
@@ -170,7 +131,7 @@ absl::StatusOr<int64_t> RooflineCostModel::IterationTimeNs(const BatchShape& bat
 int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
   const double bandwidth =
-      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.pcie_bytes_per_s;
+      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
 }
 

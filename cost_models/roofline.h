@@ -52,6 +52,7 @@
 
 #include "absl/status/statusor.h"
 #include "cost_models/cost_model.h"
+#include "cost_models/kernel_roofline.h"
 #include "cost_models/kv_format.h"
 #include "proto/config.pb.h"
 
@@ -68,15 +69,9 @@ struct RooflineParams {
   int64_t vocab = 0;            // per GPU
   int64_t tp = 1;
   double weight_bytes_per_element = 2;
-  double activation_bytes = 2;  // bf16 activations
   KvFormat kv;
-  double linear_flops_per_s = 0;     // peak at the weight dtype x compute efficiency
-  double attention_flops_per_s = 0;  // tensor-core peak for attention x compute efficiency
-  double alu_ops_per_s = 0;          // CUDA-core FP32 peak x compute efficiency
-  double memory_bytes_per_s = 0;     // HBM bandwidth x memory efficiency
-  double allreduce_bytes_per_s = 0;  // interconnect (or PCIe) bandwidth x interconnect efficiency
-  double allreduce_step_s = 0;       // interconnect latency per ring step
-  double pcie_bytes_per_s = 0;       // tier transfers whose tier gives no bandwidth
+  DeviceRates rates;
+  double linear_flops_per_s = 0;  // GEMM peak at the weight dtype x compute efficiency
   int64_t overhead_ns = 0;
   proto::RecomputeCost recompute_cost = proto::RECOMPUTE_COST_FULL_LAYERS;
 };
