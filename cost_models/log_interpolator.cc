@@ -15,7 +15,6 @@ absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector
   LogGridInterpolator interp;
   interp.num_features_ = num_features;
   interp.num_points_ = points.size();
-  // Sum of log values and count per node leaf, so duplicates average geometrically.
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
     if (static_cast<int>(p.features.size()) != num_features) {
@@ -30,8 +29,15 @@ absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector
     if (!(p.value > 0) || !std::isfinite(p.value)) {
       return absl::InvalidArgumentError(absl::StrCat("interpolator: point ", i, " has value ", p.value));
     }
-    Insert(&interp.root_, p.features, 0, std::log(p.value), num_features);
   }
+  // Inserting in sorted order appends to each level's vectors: O(n log n) in all.
+  std::vector<const Point*> sorted;
+  sorted.reserve(points.size());
+  for (const Point& p : points) sorted.push_back(&p);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Point* a, const Point* b) { return a->features < b->features; });
+  // Sum of log values and count per node leaf, so duplicates average geometrically.
+  for (const Point* p : sorted) Insert(&interp.root_, p->features, 0, std::log(p->value), num_features);
   Finish(&interp.root_);
   return interp;
 }
