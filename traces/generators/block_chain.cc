@@ -21,6 +21,13 @@ void BlockChain::Append(uint64_t segment_id, int64_t num_tokens) {
   num_tokens_ += num_tokens;
   int64_t offset = 0;
   while (offset < num_tokens) {
+    if (tail_tokens_ == 0 && num_tokens - offset >= block_tokens_) {
+      // Fast path for a block made of one piece: HashTail() of {segment_id, offset, block_tokens_}.
+      full_.push_back(HashPiece(MixBits(full_.empty() ? kFirstParent : full_.back()),
+                                {segment_id, offset, block_tokens_}));
+      offset += block_tokens_;
+      continue;
+    }
     const int64_t take = std::min<int64_t>(num_tokens - offset, block_tokens_ - tail_tokens_);
     tail_.push_back({segment_id, offset, take});
     tail_tokens_ += take;
@@ -33,13 +40,15 @@ void BlockChain::Append(uint64_t segment_id, int64_t num_tokens) {
   }
 }
 
+uint64_t BlockChain::HashPiece(uint64_t h, const Piece& piece) {
+  h = MixBits(h ^ piece.segment_id);
+  h = MixBits(h ^ static_cast<uint64_t>(piece.offset));
+  return MixBits(h ^ static_cast<uint64_t>(piece.length));
+}
+
 uint64_t BlockChain::HashTail() const {
   uint64_t h = MixBits(full_.empty() ? kFirstParent : full_.back());
-  for (const Piece& piece : tail_) {
-    h = MixBits(h ^ piece.segment_id);
-    h = MixBits(h ^ static_cast<uint64_t>(piece.offset));
-    h = MixBits(h ^ static_cast<uint64_t>(piece.length));
-  }
+  for (const Piece& piece : tail_) h = HashPiece(h, piece);
   return h;
 }
 

@@ -61,6 +61,7 @@ class BlockChain {
     int64_t offset;  // first token of the segment in this piece
     int64_t length;
   };
+  static uint64_t HashPiece(uint64_t h, const Piece& piece);  // folds one piece into h
   uint64_t HashTail() const;  // id of a block made of tail_ after the last full block
 
   int32_t block_tokens_;

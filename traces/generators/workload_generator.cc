@@ -253,10 +253,10 @@ struct WorkloadGenerator::Impl {
   // Pulls the next session start from the arrival process into the heap.
   void ScheduleNextSessionStart();
   void StartSession(int64_t arrival_ns);
-  // Fills session->next for the session's next turn (context already appended) at `arrival_ns`.
-  void FillNext(Session* session, int64_t arrival_ns);
-  // Prepares the turn after the one just emitted; false when the session has ended.
-  bool Advance(Session* session, int64_t* arrival_ns);
+  // Fills session->next for turn `turn` (1-based; context already appended) at `arrival_ns`.
+  void FillNext(Session* session, int64_t arrival_ns, int32_t turn);
+  // Prepares the turn after `prev`, the session's request just emitted; false when the session ends.
+  bool Advance(Session* session, const Request& prev, int64_t* arrival_ns);
   void Recycle(std::unique_ptr<Session> session);
   bool Next(Request* request);
 };
@@ -298,14 +298,13 @@ void WorkloadGenerator::Impl::StartSession(int64_t arrival_ns) {
     session->num_turns = std::max<int64_t>(1, model.count->SampleTokens(rng));
   }
   session->chain.Append(NewSegment(), model.input->SampleTokens(rng));  // user message or task
-  FillNext(session.get(), arrival_ns);
+  FillNext(session.get(), arrival_ns, 1);
   Push(arrival_ns, std::move(session));
 }
 
-void WorkloadGenerator::Impl::FillNext(Session* session, int64_t arrival_ns) {
+void WorkloadGenerator::Impl::FillNext(Session* session, int64_t arrival_ns, int32_t turn) {
   const ClassModel& model = *session->model;
   Request& next = session->next;
-  const int32_t turn = next.turn + 1;
   next.Clear();
   next.arrival_ns = arrival_ns;
   next.session_id = session->session_id;
@@ -325,9 +324,8 @@ void WorkloadGenerator::Impl::FillNext(Session* session, int64_t arrival_ns) {
   }
 }
 
-bool WorkloadGenerator::Impl::Advance(Session* session, int64_t* arrival_ns) {
+bool WorkloadGenerator::Impl::Advance(Session* session, const Request& prev, int64_t* arrival_ns) {
   const ClassModel& model = *session->model;
-  const Request& prev = session->next;
   if (prev.turn >= session->num_turns || model.kind == SessionKind::kSingleTurn) return false;
   int64_t t = AddSeconds(prev.arrival_ns, prev.output_tokens * decode_s_per_token);
   session->chain.Append(NewSegment(), prev.output_tokens);  // the response, re-read by the next turn
@@ -340,7 +338,7 @@ bool WorkloadGenerator::Impl::Advance(Session* session, int64_t* arrival_ns) {
   }
   if (t >= kMaxArrivalNs) return false;
   if (model.max_context_tokens > 0 && session->chain.num_tokens() > model.max_context_tokens) return false;
-  FillNext(session, t);
+  FillNext(session, t, prev.turn + 1);
   *arrival_ns = t;
   return true;
 }
@@ -366,12 +364,14 @@ bool WorkloadGenerator::Impl::Next(Request* request) {
       continue;
     }
     Session* session = entry.session.get();
-    *request = session->next;
+    // Swap rather than copy: the caller gets the prepared request, and the session reuses the vectors
+    // of the caller's previous one for its next request.
+    std::swap(*request, session->next);
     request->request_id = static_cast<uint64_t>(emitted++);
     request->parent_id = session->last_request_id;
     session->last_request_id = static_cast<int64_t>(request->request_id);
     int64_t next_arrival_ns;
-    if (Advance(session, &next_arrival_ns)) {
+    if (Advance(session, *request, &next_arrival_ns)) {
       Push(next_arrival_ns, std::move(entry.session));
     } else {
       Recycle(std::move(entry.session));
