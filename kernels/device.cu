@@ -112,4 +112,113 @@ absl::StatusOr<double> MeasureCopyBandwidth(int64_t num_bytes, int iterations) {
   return 2.0 * static_cast<double>(num_bytes) / median_s;
 }
 
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), size_bytes_(other.size_bytes_) {
+  other.ptr_ = nullptr;
+  other.size_bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = other.ptr_;
+    size_bytes_ = other.size_bytes_;
+    other.ptr_ = nullptr;
+    other.size_bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != nullptr) cudaFree(ptr_);
+}
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int64_t size_bytes) {
+  if (size_bytes < 0) return absl::InvalidArgumentError("DeviceBuffer: negative size");
+  DeviceBuffer buffer;
+  if (size_bytes == 0) return buffer;
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMalloc(&buffer.ptr_, size_bytes));
+  buffer.size_bytes_ = size_bytes;
+  return buffer;
+}
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::FromHost(const void* host, int64_t size_bytes) {
+  absl::StatusOr<DeviceBuffer> buffer = Allocate(size_bytes);
+  if (!buffer.ok()) return buffer.status();
+  absl::Status copied = buffer->CopyFromHost(host, size_bytes);
+  if (!copied.ok()) return copied;
+  return buffer;
+}
+
+absl::Status DeviceBuffer::CopyFromHost(const void* host, int64_t size_bytes) {
+  if (size_bytes > size_bytes_) return absl::InvalidArgumentError("DeviceBuffer::CopyFromHost: too many bytes");
+  if (size_bytes == 0) return absl::OkStatus();
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMemcpy(ptr_, host, size_bytes, cudaMemcpyHostToDevice));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceBuffer::CopyToHost(void* host, int64_t size_bytes) const {
+  if (size_bytes > size_bytes_) return absl::InvalidArgumentError("DeviceBuffer::CopyToHost: too many bytes");
+  if (size_bytes == 0) return absl::OkStatus();
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMemcpy(host, ptr_, size_bytes, cudaMemcpyDeviceToHost));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceBuffer::Fill(uint8_t value) { return DeviceMemset(ptr_, value, size_bytes_); }
+
+absl::Status DeviceSynchronize() {
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+DeviceTimer::~DeviceTimer() {
+  if (start_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  if (stop_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+
+absl::Status DeviceTimer::Start() {
+  if (start_ == nullptr) {
+    cudaEvent_t start, stop;
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+    start_ = start;
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+    stop_ = stop;
+  }
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(start_)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> DeviceTimer::StopMs() {
+  if (start_ == nullptr) return absl::FailedPreconditionError("DeviceTimer::StopMs before Start");
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(stop_)));
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)));
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  float ms = 0;
+  KVSIM_CUDA_RETURN_IF_ERROR(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)));
+  return static_cast<double>(ms);
+}
+
+absl::Status DeviceMemset(void* ptr, uint8_t value, int64_t size_bytes) {
+  if (size_bytes == 0) return absl::OkStatus();
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMemset(ptr, value, size_bytes));
+  return absl::OkStatus();
+}
+
+PinnedHostBuffer::~PinnedHostBuffer() {
+  if (ptr_ != nullptr) cudaFreeHost(ptr_);
+}
+
+absl::Status PinnedHostBuffer::Allocate(int64_t size_bytes) {
+  if (ptr_ != nullptr) return absl::FailedPreconditionError("PinnedHostBuffer: already allocated");
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMallocHost(&ptr_, size_bytes));
+  return absl::OkStatus();
+}
+
+absl::Status CopyAsync(void* dst, const void* src, int64_t size_bytes, bool host_to_device) {
+  KVSIM_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dst, src, size_bytes, host_to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+  return absl::OkStatus();
+}
+
 }  // namespace kvsim
