@@ -18,6 +18,32 @@ __global__ void CopyKernel(const uint4* __restrict__ src, uint4* __restrict__ ds
   }
 }
 
+__device__ __forceinline__ uint32_t HashIndex(uint64_t i, uint64_t seed) {
+  uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<uint32_t>(x >> 16);
+}
+
+__device__ __forceinline__ float Uniform(uint64_t i, uint64_t seed, float lo, float hi) {
+  return lo + (hi - lo) * (HashIndex(i, seed) >> 8) * (1.0f / 16777216.0f);
+}
+
+__global__ void FillKernel(void* ptr, int64_t n, int kind, uint64_t seed, uint32_t byte_mask, float lo, float hi) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (kind == 0) {
+      const float x = Uniform(i, seed, -1.f, 1.f);
+      static_cast<uint16_t*>(ptr)[i] = static_cast<uint16_t>(__float_as_uint(x) >> 16);
+    } else if (kind == 1) {
+      static_cast<uint8_t*>(ptr)[i] = static_cast<uint8_t>(HashIndex(i, seed) & byte_mask);
+    } else {
+      static_cast<float*>(ptr)[i] = Uniform(i, seed, lo, hi);
+    }
+  }
+}
+
 absl::Status LaunchCopy(const void* src, void* dst, int64_t num_bytes, int num_sms) {
   const int64_t n = num_bytes / 16;
   const int threads = 512;
@@ -97,7 +123,7 @@ absl::StatusOr<double> MeasureCopyBandwidth(int64_t num_bytes, int iterations) {
   absl::Status status = LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms);  // warm-up
   for (int i = 0; status.ok() && i < iterations; ++i) {
     cudaEventRecord(start);
-    status = LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms);
+    status.Update(LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms));
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
     float ms = 0;
@@ -202,6 +228,17 @@ absl::StatusOr<double> DeviceTimer::StopMs() {
 absl::Status DeviceMemset(void* ptr, uint8_t value, int64_t size_bytes) {
   if (size_bytes == 0) return absl::OkStatus();
   KVSIM_CUDA_RETURN_IF_ERROR(cudaMemset(ptr, value, size_bytes));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceFillRandom(void* ptr, int64_t size_bytes, FillKind kind, uint64_t seed, uint8_t byte_mask,
+                              float lo, float hi) {
+  const int element = kind == FillKind::kBf16 ? 2 : kind == FillKind::kBytes ? 1 : 4;
+  const int64_t n = size_bytes / element;
+  if (n == 0) return absl::OkStatus();
+  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 132 * 16));
+  FillKernel<<<blocks, 256>>>(ptr, n, static_cast<int>(kind), seed, byte_mask, lo, hi);
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
 

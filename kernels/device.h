@@ -100,6 +100,14 @@ class DeviceTimer {
 // Fills `size_bytes` of device memory at `ptr` with `value` (for L2 flushes and poisoning).
 absl::Status DeviceMemset(void* ptr, uint8_t value, int64_t size_bytes);
 
+// Fills device memory with deterministic pseudo-random data derived from `seed` (a hash of the index; no
+// zeros patterns, no NaN): kBf16 writes bf16 values uniform in [-1, 1); kBytes random bytes with each byte
+// AND-ed with `byte_mask` (0xB7 keeps fp8 e4m3 codes finite and below 2); kFloat floats uniform in
+// [lo, hi). `size_bytes` is rounded down to the element size. For timing runs on data that looks real.
+enum class FillKind { kBf16, kBytes, kFloat };
+absl::Status DeviceFillRandom(void* ptr, int64_t size_bytes, FillKind kind, uint64_t seed, uint8_t byte_mask = 0xff,
+                              float lo = 0.f, float hi = 1.f);
+
 // Pinned (page-locked) host memory of `size_bytes`, for host<->device copy timing; freed on destruction.
 class PinnedHostBuffer {
  public:

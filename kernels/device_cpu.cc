@@ -31,6 +31,7 @@ DeviceTimer::~DeviceTimer() = default;
 absl::Status DeviceTimer::Start() { return NoCuda(); }
 absl::StatusOr<double> DeviceTimer::StopMs() { return NoCuda(); }
 absl::Status DeviceMemset(void*, uint8_t, int64_t) { return NoCuda(); }
+absl::Status DeviceFillRandom(void*, int64_t, FillKind, uint64_t, uint8_t, float, float) { return NoCuda(); }
 PinnedHostBuffer::~PinnedHostBuffer() = default;
 absl::Status PinnedHostBuffer::Allocate(int64_t) { return NoCuda(); }
 absl::Status CopyAsync(void*, const void*, int64_t, bool) { return NoCuda(); }
