@@ -111,14 +111,8 @@ bool BlockManager::ShouldReload(int32_t tier, int64_t position_tokens) {
   if (restore_rule_ == proto::RESTORE_RULE_RELOAD || cost_model_ == nullptr) return true;
   if (restore_rule_ == proto::RESTORE_RULE_RECOMPUTE) return false;
   const int64_t reload_ns = cost_model_->TransferTimeNs(block_bytes_, tiers_[tier].config);
-  // Marginal recompute time: the block's prefill at its position, less an iteration's fixed part.
-  if (recompute_baseline_ns_ < 0) {
-    auto baseline = cost_model_->IterationTimeNs(BatchShape{{SequenceWork{0, 1, 1}}});
-    recompute_baseline_ns_ = baseline.ok() ? *baseline : 0;
-  }
-  auto full = cost_model_->IterationTimeNs(BatchShape{{SequenceWork{position_tokens, block_tokens_, 1}}});
-  if (!full.ok()) return true;
-  return reload_ns <= *full - recompute_baseline_ns_;
+  auto recompute_ns = cost_model_->RecomputeTimeNs(position_tokens, block_tokens_);
+  return !recompute_ns.ok() || reload_ns <= *recompute_ns;
 }
 
 int64_t BlockManager::BlocksToComplete(const Request& request) const {
@@ -375,10 +369,16 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   const int64_t input = request.input_tokens;
   const int64_t target = state->prefill_target_tokens;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  // Everything computed again after a recompute preemption restores KV that existed before.
+  const bool again = state->preemptions > 0;
+  int64_t last_reused = -1;  // computed blocks before it fill holes between reused ones: recompute
+  for (int64_t k = restored; k < num_blocks; ++k) {
+    if (kinds_[k] != kCompute && kinds_[k] != kRecomputeLower) last_reused = k;
+  }
   state->ClearComputeRuns();
   // The block that holds the frontier was restored partly; its remainder is computed.
   if (frontier < input && frontier % block_tokens_ != 0) {
-    state->AddComputeRun(frontier, std::min<int64_t>(restored * block_tokens_, input) - frontier, 1);
+    state->AddComputeRun(frontier, std::min<int64_t>(restored * block_tokens_, input) - frontier, 1, again);
   }
   int32_t segments = 1;
   bool computed_before = frontier > 0;
@@ -386,7 +386,8 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   for (int64_t k = restored; k < num_blocks; ++k) {
     const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
     if (compute) {
-      state->AddComputeRun(k * block_tokens_, BlockTokensAt(request, k), segments);
+      state->AddComputeRun(k * block_tokens_, BlockTokensAt(request, k), segments,
+                           again || k < last_reused || kinds_[k] == kRecomputeLower);
       computed_before = true;
       in_reused_run = false;
     } else {
@@ -395,7 +396,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
     }
   }
   const int64_t tail_start = std::max(input, frontier);
-  if (target > tail_start) state->AddComputeRun(tail_start, target - tail_start, segments);
+  if (target > tail_start) state->AddComputeRun(tail_start, target - tail_start, segments, again);
   // A fully reused prompt still computes its last token to produce the first output token.
   if (state->remaining_compute_tokens() == 0 && target > 0) state->AddComputeRun(target - 1, 1, segments);
   state->recomputed_tokens += state->remaining_compute_tokens();

@@ -15,7 +15,7 @@
 //   tier, restored from swap, or computed. Which cached blocks may be reused depends on the reuse mode:
 //   none; prefix (the leading run of cached blocks); segment (every cached block). A block cached only in
 //   a lower tier is reloaded or recomputed per the RestoreRule (CHEAPER compares the tier transfer time
-//   with the cost model's marginal time to recompute the block at its position).
+//   with the cost model's RecomputeTimeNs of the block at its position).
 // - All of a request's prompt blocks (and the blocks its generated tokens need) are allocated at
 //   admission, so a running request never waits for prompt blocks; decode growth allocates one block at
 //   a time (Grow) and may fail, in which case the scheduler preempts.
@@ -181,7 +181,6 @@ class BlockManager {
   int64_t private_blocks_ = 0;      // GPU blocks held privately by requests (prompt and generated)
   int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
-  int64_t recompute_baseline_ns_ = -1;
   std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
 };
 

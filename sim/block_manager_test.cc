@@ -147,7 +147,7 @@ TEST_F(BlockManagerTest, CheaperRuleRecomputesWhenTheTransferIsSlower) {
   options.lower_tiers = {Host(2, 0)};
   options.gpu_evict_action = proto::EVICT_ACTION_DEMOTE;
   options.restore_rule = proto::RESTORE_RULE_CHEAPER;
-  // Reload: 100 bytes x 1000 ns = 100000 ns. Recompute of block 0: (1000 + 160) - (1000 + 10) = 150 ns.
+  // Reload: 100 bytes x 1000 ns = 100000 ns. Recompute of block 0: 16 tokens x 10 ns = 160 ns.
   Make(options, {.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_byte = 1000});
   RequestState a = MakeState(1, 16, {1});
   RunToCompletion(&a, 0);

@@ -76,18 +76,19 @@ void RequestState::ClearComputeRuns() {
   remaining_compute_tokens_ = 0;
 }
 
-void RequestState::AddComputeRun(int64_t start, int64_t length, int32_t num_segments) {
+void RequestState::AddComputeRun(int64_t start, int64_t length, int32_t num_segments, bool recompute) {
   KVSIM_CHECK(length > 0);
   if (!compute_runs_.empty()) {
     TokenRun& last = compute_runs_.back();
     KVSIM_CHECK(start >= last.start + last.length) << "runs out of order";
-    if (last.start + last.length == start && last.num_segments == num_segments) {
+    if (last.start + last.length == start && last.num_segments == num_segments &&
+        last.recompute == recompute) {
       last.length += length;
       remaining_compute_tokens_ += length;
       return;
     }
   }
-  compute_runs_.push_back(TokenRun{start, length, num_segments});
+  compute_runs_.push_back(TokenRun{start, length, num_segments, recompute});
   remaining_compute_tokens_ += length;
 }
 

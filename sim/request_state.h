@@ -39,11 +39,13 @@ enum class RequestPhase : uint8_t { kQueued, kPrefill, kDecode, kPreempted, kFin
 const char* RequestPhaseName(RequestPhase phase);
 
 // Tokens [start, start + length) to compute in prefill. `num_segments` is the number of non-contiguous
-// KV runs the piece attends to (1 unless reused blocks are interleaved with computed ones).
+// KV runs the piece attends to (1 unless reused blocks are interleaved with computed ones). `recompute`:
+// the tokens' KV existed before (a hole between reused blocks, or a prefill again after preemption).
 struct TokenRun {
   int64_t start = 0;
   int64_t length = 0;
   int32_t num_segments = 1;
+  bool recompute = false;
 };
 
 // Marker in RequestState::block_entries for a block the request holds privately (computed by it, not
@@ -70,7 +72,7 @@ class RequestState {
 
   // Prefill progress.
   void ClearComputeRuns();
-  void AddComputeRun(int64_t start, int64_t length, int32_t num_segments);
+  void AddComputeRun(int64_t start, int64_t length, int32_t num_segments, bool recompute = false);
   // Consumes `tokens` tokens from the front of the runs. REQUIRES: tokens <= remaining_compute_tokens().
   void AdvanceCompute(int64_t tokens);
   int64_t remaining_compute_tokens() const { return remaining_compute_tokens_; }

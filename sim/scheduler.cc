@@ -199,14 +199,21 @@ void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* pl
   state.scheduled_tokens = tokens;
   plan->pieces.push_back(ScheduledPiece{slot, tokens, true});
   plan->prefill_tokens += tokens;
+  // Only the chunk that completes the prefill samples a token (pays the LM head).
+  const bool completes = tokens == state.remaining_compute_tokens();
   const std::vector<TokenRun>& runs = state.compute_runs();
   size_t index = state.run_index();
   int64_t offset = state.run_offset();
   while (tokens > 0) {
     const TokenRun& run = runs[index];
     const int64_t take = std::min(tokens, run.length - offset);
-    plan->shape.sequences.push_back(SequenceWork{run.start + offset, take, run.num_segments});
+    SequenceWork& work = plan->shape.sequences.emplace_back();
+    work.context_tokens = run.start + offset;
+    work.new_tokens = take;
+    work.num_segments = run.num_segments;
+    work.recompute = run.recompute;
     tokens -= take;
+    work.samples_token = completes && tokens == 0;
     ++index;
     offset = 0;
   }

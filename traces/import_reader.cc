@@ -74,7 +74,7 @@ bool ImportReader::Next(Request* request) {
   const Pending top = heap_.back();
   heap_.pop_back();
   if (!have_emitted_) {
-    origin_ns_ = top.timestamp_ns;
+    origin_ns_ = source_->times_are_relative() ? 0 : top.timestamp_ns;
     have_emitted_ = true;
   }
   last_emitted_ns_ = top.timestamp_ns;

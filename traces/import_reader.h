@@ -55,6 +55,10 @@ class RecordSource {
   // True if the source gives each record its own id (then ImportReader leaves request_id alone).
   virtual bool has_request_ids() const { return false; }
 
+  // True if the source's timestamps are already kvsim arrival times (ns since the trace start): then
+  // ImportReader keeps them as they are instead of moving the origin to the earliest record.
+  virtual bool times_are_relative() const { return false; }
+
   // "<path>:<line>" of the record last returned, for ImportReader's own errors.
   virtual std::string position() const = 0;
 

@@ -1,5 +1,7 @@
 #include "traces/jsonl_source.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace kvsim {
@@ -24,11 +26,13 @@ bool JsonlSource::Next(Request* request) {
   if (!status_.ok()) return false;
   absl::string_view line;
   do {
-    if (!lines_->Next(&line)) {
-      status_ = lines_->status();
-      return false;
-    }
-  } while (IsBlank(line));
+    do {
+      if (!lines_->Next(&line)) {
+        status_ = lines_->status();
+        return false;
+      }
+    } while (IsBlank(line));
+  } while (std::exchange(skip_header_, false));
   request->Clear();
   simdjson::dom::element element;
   // LineReader guarantees kLinePaddingBytes (>= SIMDJSON_PADDING) readable bytes after the line.

@@ -49,7 +49,11 @@ class JsonlSource : public RecordSource {
 
   const std::string& path() const { return lines_->path(); }
 
+  // Makes Next() pass over the first non-blank line without parsing it (a header the opener read).
+  void SkipHeaderLine() { skip_header_ = true; }
+
  private:
+  bool skip_header_ = false;
   std::unique_ptr<LineReader> lines_;
   simdjson::dom::parser parser_;
   absl::Status status_;

@@ -28,6 +28,9 @@ absl::StatusOr<std::vector<Request>> ReadAll(const std::string& path, const Trac
 // Every request `reader` yields, or its error.
 absl::StatusOr<std::vector<Request>> ReadAll(TraceReader& reader);
 
+// "" if `a` and `b` agree in every field, else the first difference ("block_hashes[3]: 7 vs 8").
+std::string RequestDifference(const Request& a, const Request& b);
+
 // The runfiles path of a bundled trace, e.g. DataPath("mooncake_synthetic.jsonl").
 std::string DataPath(const std::string& file);
 

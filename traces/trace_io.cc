@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "traces/jsonl_export.h"
+#include "traces/native_format.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
 
@@ -60,6 +62,23 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path,
                                                    "'; known formats: ", TraceFormatNames()));
   }
   return format->open(path, options);
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
+                                                             const std::string& format,
+                                                             const TraceWriterOptions& options) {
+  if (format == "native") return OpenNativeTraceWriter(path, options);
+  if (format == "jsonl") return OpenJsonlTraceWriter(path, options);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown trace writer format '", format, "'; known: native, jsonl"));
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
+                                                             const std::string& format,
+                                                             int32_t block_tokens) {
+  TraceWriterOptions options;
+  options.block_tokens = block_tokens;
+  return OpenTraceWriter(path, format, options);
 }
 
 }  // namespace kvsim
