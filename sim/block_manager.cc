@@ -129,13 +129,29 @@ void BlockManager::Pin(int32_t entry) {
   }
 }
 
-void BlockManager::Unpin(int32_t entry, SimTime now_ns) {
+void BlockManager::Unpin(int32_t entry, const RequestState* state, int64_t k, SimTime now_ns) {
   Entry& e = entries_[entry];
   KVSIM_CHECK(e.refcount > 0 && e.tier == 0) << "unpin of block " << e.hash;
   if (--e.refcount == 0) {
     ++gpu_evictable_;
-    tiers_[0].policy->OnInsert(e.hash, Info(nullptr, 0, now_ns));
+    AccessInfo info = Info(state, k, now_ns);
+    info.restore_ns = RestoreNs(k);
+    tiers_[0].policy->OnInsert(e.hash, info);
   }
+}
+
+int64_t BlockManager::RestoreNs(int64_t k) {
+  if (cost_model_ == nullptr) return 0;
+  if (k >= static_cast<int64_t>(restore_ns_.size())) restore_ns_.resize(k + 1, -1);
+  if (restore_ns_[k] < 0) {
+    auto recompute = cost_model_->RecomputeTimeNs(k * block_tokens_, block_tokens_);
+    int64_t ns = recompute.ok() ? *recompute : 0;
+    if (tiers_.size() > 1 && tiers_[0].evict_action == proto::EVICT_ACTION_DEMOTE) {
+      ns = std::min(ns, cost_model_->TransferTimeNs(block_bytes_, tiers_[1].config));
+    }
+    restore_ns_[k] = ns;
+  }
+  return restore_ns_[k];
 }
 
 int32_t BlockManager::NewEntry(uint64_t hash) {
@@ -443,8 +459,8 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
 
 void BlockManager::Release(RequestState* state, SimTime now_ns) {
   // Last block first: with recency policies the prompt's head, shared most, stays longest.
-  for (auto it = state->block_entries.rbegin(); it != state->block_entries.rend(); ++it) {
-    if (*it != kPrivateBlock) Unpin(*it, now_ns);
+  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0; --k) {
+    if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;
   private_blocks_ -= held;

@@ -158,7 +158,10 @@ class BlockManager {
   AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
   void AddUsed(int32_t tier, int64_t blocks);
   void Pin(int32_t entry);
-  void Unpin(int32_t entry, SimTime now_ns);
+  void Unpin(int32_t entry, const RequestState* state, int64_t k, SimTime now_ns);
+  // Estimated time to restore prompt block k if evicted (AccessInfo.restore_ns): recompute at its
+  // position, or reload from the host tier when blocks are demoted there, whichever is cheaper. Memoised.
+  int64_t RestoreNs(int64_t k);
   void MakeGpuRoom(int64_t blocks, SimTime now_ns);
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
@@ -182,6 +185,7 @@ class BlockManager {
   int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
   std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
+  std::vector<int64_t> restore_ns_; // memo of RestoreNs by block index (-1 = not computed)
 };
 
 }  // namespace kvsim
