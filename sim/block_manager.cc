@@ -416,6 +416,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   // A fully reused prompt still computes its last token to produce the first output token.
   if (state->remaining_compute_tokens() == 0 && target > 0) state->AddComputeRun(target - 1, 1, segments);
   state->recomputed_tokens += state->remaining_compute_tokens();
+  state->kv_segments = segments;
 }
 
 bool BlockManager::Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {

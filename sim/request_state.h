@@ -92,6 +92,7 @@ class RequestState {
   int64_t prefill_target_tokens = 0;  // KV tokens the current prefill builds (prompt + regenerated)
   int64_t kv_tokens = 0;              // tokens with KV on the GPU once prefill is done
   int64_t scheduled_tokens = 0;       // tokens in the iteration now running (0 if none)
+  int32_t kv_segments = 1;            // non-contiguous KV runs decodes attend to (segment reuse)
 
   // Blocks (BlockManager only).
   std::vector<int32_t> block_entries;  // per prompt block: cache entry index or kPrivateBlock

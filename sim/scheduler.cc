@@ -75,7 +75,7 @@ void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* bu
     if (preempted_self) break;
     state.scheduled_tokens = 1;
     plan->pieces.push_back(ScheduledPiece{slot, 1, false});
-    plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, 1});
+    plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
     ++plan->decode_tokens;
     --*budget;
   }
@@ -131,7 +131,7 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
       if (*budget > 0 && blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
         state.scheduled_tokens = 1;
         plan->pieces.push_back(ScheduledPiece{slot, 1, false});
-        plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, 1});
+        plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
         ++plan->decode_tokens;
         --*budget;
       }
