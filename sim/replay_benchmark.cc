@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "cost_models/cost_model.h"
+#include "sim/config.h"
 #include "sim/replay.h"
 #include "sim/testing/fake_cost_model.h"
 #include "sim/testing/test_util.h"
@@ -48,6 +50,31 @@ BENCHMARK(BM_ReplayMooncake)
     ->Args({proto::REUSE_MODE_PREFIX, 500})
     ->Args({proto::REUSE_MODE_SEGMENT, 500})
     ->Unit(benchmark::kMillisecond);
+
+// The default config (Llama-3.1-8B on H200, its derived capacity) with the roofline cost model.
+void BM_ReplayMooncakeRoofline(benchmark::State& state) {
+  static const std::vector<Request>* trace = new std::vector<Request>(
+      LoadTrace("traces/data/mooncake_synthetic.jsonl"));
+  proto::ExperimentConfig overrides;
+  overrides.mutable_eviction()->set_name("test_lru");
+  auto config = ResolveExperimentConfig(overrides, "bench");
+  KVSIM_CHECK(config.ok());
+  auto cost = CreateCostModel(*config);
+  KVSIM_CHECK(cost.ok()) << cost.status();
+  ReplayOptions options;
+  options.timeline = false;
+  for (auto _ : state) {
+    VectorTraceReader reader(*trace, TraceInfo{"mooncake", "vector", 512});
+    auto output = RunReplay(*config, **cost, &reader, options);
+    KVSIM_CHECK(output.ok()) << output.status();
+    state.counters["ttft_p50_ms"] = output->results.summary().ttft_ms().p50();
+    state.counters["tpot_p50_ms"] = output->results.summary().tpot_ms().p50();
+    state.counters["prefix_hit"] = output->results.summary().prefix_hit_ratio();
+  }
+  state.counters["requests_per_s"] =
+      benchmark::Counter(static_cast<double>(trace->size()) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReplayMooncakeRoofline)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kvsim
