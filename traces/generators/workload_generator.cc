@@ -89,6 +89,9 @@ absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, 
     return Invalid(field + ".num_prompts",
                    absl::StrCat("must be in [0, ", kMaxZipfValues, "], got ", spec.num_prompts()));
   }
+  if (spec.num_prompts() == 0 && spec.has_prompt_tokens_distribution()) {
+    return Invalid(field + ".num_prompts", "must be > 0 when prompt_tokens_distribution is set");
+  }
   if (spec.num_prompts() > 0) {
     KVSIM_ASSIGN_OR_RETURN(Sampler lengths, Sampler::Create(spec.prompt_tokens_distribution(),
                                                             field + ".prompt_tokens_distribution",
@@ -406,8 +409,9 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
   }
   impl->num_requests = spec.num_requests();
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.duration_s(), "duration_s"));
-  if (spec.duration_s() > 4e9)
+  if (spec.duration_s() > 4e9) {
     return Invalid("duration_s", absl::StrFormat("must be <= 4e9, got %g", spec.duration_s()));
+  }
   impl->duration_ns = std::llround(spec.duration_s() * 1e9);
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.decode_s_per_token(), "decode_s_per_token"));
   impl->decode_s_per_token = spec.decode_s_per_token();

@@ -476,6 +476,9 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
                 "classes[0].system_prompts.prompt_tokens[0]");
   ExpectInvalid(arrivals + "classes { system_prompts { num_prompts: 2 } " + single + " }",
                 "classes[0].system_prompts.prompt_tokens_distribution: no distribution set");
+  ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens_distribution { fixed { value: 9 } } } " +
+                    single + " }",
+                "classes[0].system_prompts.num_prompts: must be > 0");
   ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens: 5 probability: 1.5 } " + single + " }",
                 "classes[0].system_prompts.probability");
   ExpectInvalid("num_requests: 10 arrivals { gamma { cv: -1 } rate_per_s: 1 } classes { " + single + " }",
