@@ -67,6 +67,15 @@ class BlockLists {
     free_.push_back(s);
   }
 
+  // The evictable block nearest the back of `list`, or kNoSlot.
+  template <typename Pred>
+  int32_t LastMatching(int list, const Pred& pred) const {
+    for (int32_t s = tails_[list]; s != kNoSlot; s = slots_[s].prev) {
+      if (pred(slots_[s].block)) return s;
+    }
+    return kNoSlot;
+  }
+
   int32_t Front(int list) const { return heads_[list]; }
   int32_t Back(int list) const { return tails_[list]; }
   int32_t Next(int32_t s) const { return slots_[s].next; }  // towards the back
