@@ -27,6 +27,32 @@ std::string KindName(proto::CostModelKind kind) {
 
 }  // namespace
 
+absl::StatusOr<CostBreakdown> CostModel::IterationBreakdown(const BatchShape& batch) const {
+  absl::StatusOr<int64_t> total = IterationTimeNs(batch);
+  if (!total.ok()) return total.status();
+  CostBreakdown breakdown;
+  breakdown.other_ns = *total;
+  breakdown.total_ns = *total;
+  return breakdown;
+}
+
+absl::StatusOr<int64_t> CostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
+  if (position < 0 || num_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("recompute needs position >= 0 and num_tokens > 0, got ",
+                                                   position, " and ", num_tokens));
+  }
+  BatchShape batch;
+  SequenceWork piece;
+  piece.context_tokens = position;
+  piece.new_tokens = num_tokens;
+  piece.samples_token = false;
+  piece.recompute = true;
+  batch.sequences.push_back(piece);
+  absl::StatusOr<CostBreakdown> breakdown = IterationBreakdown(batch);
+  if (!breakdown.ok()) return breakdown.status();
+  return breakdown->total_ns - breakdown->overhead_ns;
+}
+
 bool RegisterCostModel(absl::string_view name, CostModelFactory factory) {
   Registry()[std::string(name)] = std::move(factory);
   return true;
