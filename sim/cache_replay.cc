@@ -20,7 +20,9 @@ int64_t TotalToolDurationNs(const Request& request) {
   return total;
 }
 
-absl::Status PrepareRequest(const CacheReplayOptions& options, Request* request) {
+}  // namespace
+
+absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(options.block_tokens, request);
   } else if (request->block_tokens <= 0) {
@@ -32,7 +34,7 @@ absl::Status PrepareRequest(const CacheReplayOptions& options, Request* request)
   return absl::OkStatus();
 }
 
-absl::Status ValidateOptions(const CacheReplayOptions& options) {
+absl::Status ValidateReplayOptions(const CacheReplayOptions& options) {
   if (options.block_tokens <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_tokens must be > 0 (tokens per block), got ", options.block_tokens));
@@ -40,6 +42,8 @@ absl::Status ValidateOptions(const CacheReplayOptions& options) {
   if (options.max_requests < 0) return absl::InvalidArgumentError("max_requests must be >= 0");
   return absl::OkStatus();
 }
+
+namespace {
 
 // Creates the simulators of `specs`, validating each.
 absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(
@@ -100,14 +104,14 @@ RequestView CompiledTrace::View(int64_t r) const {
 }
 
 absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheReplayOptions& options) {
-  KVSIM_RETURN_IF_ERROR(ValidateOptions(options));
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
   CompiledTrace trace;
   Request request;
   std::vector<int32_t> tokens;
   trace.request_begin.push_back(0);
   while ((options.max_requests == 0 || trace.num_requests() < options.max_requests) &&
          reader->Next(&request)) {
-    KVSIM_RETURN_IF_ERROR(PrepareRequest(options, &request));
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
     BlockTokens(request, &tokens);
     trace.blocks.insert(trace.blocks.end(), request.block_hashes.begin(), request.block_hashes.end());
     trace.tokens.insert(trace.tokens.end(), tokens.begin(), tokens.end());
@@ -231,7 +235,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
 absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
                                                             const std::vector<CacheRunSpec>& specs,
                                                             const CacheReplayOptions& options) {
-  KVSIM_RETURN_IF_ERROR(ValidateOptions(options));
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
   bool oracle = false;
   for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
   if (oracle) {
@@ -246,7 +250,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
   int64_t num_requests = 0;
   while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
     ++num_requests;
-    KVSIM_RETURN_IF_ERROR(PrepareRequest(options, &request));
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
     BlockTokens(request, &tokens);
     RequestView view;
     view.request_id = request.request_id;

@@ -129,6 +129,13 @@ absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheRepla
 // AccessInfo::kNever.
 void ComputeNextUse(CompiledTrace* trace);
 
+// InvalidArgument if block_tokens <= 0 or max_requests < 0.
+absl::Status ValidateReplayOptions(const CacheReplayOptions& options);
+
+// Assigns fresh hashes to a request without them (options.block_tokens); InvalidArgument naming the
+// request if it has hashes but no block size.
+absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request);
+
 // The tokens of each block of `request` (see the header comment) into `tokens`.
 void BlockTokens(const Request& request, std::vector<int32_t>* tokens);
 
