@@ -10,3 +10,14 @@ ABSL_FLAG(std::string, out, "",
           "output directory (created if missing); for commands that write one file (gen), that file");
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(uint64_t, seed, 0, "seed of every random choice; recorded in the results");
+ABSL_FLAG(int32_t, block_tokens, 0,
+          "tokens per block: for traces without block hashes and for capacity figures; 0 = the config's "
+          "cache.block_tokens (default 16)");
+ABSL_FLAG(std::string, policy, "lru",
+          "eviction policies, comma-separated, each NAME[+leaf_first][+ttl] (see 'kvsim help cache')");
+ABSL_FLAG(std::string, capacity_blocks, "",
+          "cache capacities in blocks: a comma list, ranges LO:HI:xFACTOR or LO:HI:+STEP allowed");
+ABSL_FLAG(std::string, restore_cost, "uniform",
+          "cache replay restore cost per block: uniform (all equal) or position (tokens up to the block's end, "
+          "the linear-in-position recompute model)");
+ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs; 0 = all cores");
