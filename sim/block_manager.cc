@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "policies/policy_factory.h"
 #include "sim/config.h"
 #include "util/check.h"
 #include "util/status_macros.h"
@@ -35,7 +36,7 @@ absl::StatusOr<BlockManagerOptions> BlockManagerOptionsFromConfig(const proto::E
   options.restore_rule = config.cache().restore_rule();
   options.gpu_evict_action = config.cache().gpu_evict_action();
   options.lower_tiers.assign(config.cache().lower_tiers().begin(), config.cache().lower_tiers().end());
-  options.policy_name = config.eviction().name();
+  options.policy = config.eviction();
   return options;
 }
 
@@ -48,7 +49,8 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   }
   std::unique_ptr<BlockManager> manager(new BlockManager(options, cost_model));
   for (Tier& tier : manager->tiers_) {
-    KVSIM_ASSIGN_OR_RETURN(tier.policy, CreateEvictionPolicy(options.policy_name));
+    KVSIM_ASSIGN_OR_RETURN(tier.policy, CreateEvictionPolicyFromConfig(options.policy));
+    if (tier.capacity_blocks > 0) tier.policy->SetCapacity(tier.capacity_blocks);
   }
   return manager;
 }
@@ -470,6 +472,19 @@ void BlockManager::Release(RequestState* state, SimTime now_ns) {
   state->private_blocks = 0;
   state->tail_blocks = 0;
   state->publish_cursor = 0;
+}
+
+void BlockManager::EndRequest(const RequestState& state, SimTime now_ns) {
+  RequestEndInfo end;
+  end.request_id = state.request.request_id;
+  end.session_id = state.request.session_id;
+  end.time_ns = now_ns;
+  if (!state.request.tool_calls.empty()) {
+    end.ends_in_tool_call = true;
+    end.tool_name = state.request.tool_calls.front().name;
+    end.tool_duration_ns = state.request.tool_calls.front().duration_ns;
+  }
+  tiers_[0].policy->OnRequestEnd(end);
 }
 
 bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {

@@ -64,7 +64,7 @@ struct BlockManagerOptions {
   proto::RestoreRule restore_rule = proto::RESTORE_RULE_CHEAPER;
   proto::EvictAction gpu_evict_action = proto::EVICT_ACTION_DROP;
   std::vector<proto::TierConfig> lower_tiers;  // host first, then remote
-  std::string policy_name = "lru";
+  proto::EvictionPolicyConfig policy;          // one instance per tier; name "" = "lru"
 };
 
 // Options from a resolved config; capacities from GpuCapacityBlocks and the tiers' bytes.
@@ -111,6 +111,10 @@ class BlockManager {
   // Drops the request's hold on its blocks (finish, or recompute preemption): cached blocks stay resident
   // and become evictable when unpinned; private blocks are freed.
   void Release(RequestState* state, SimTime now_ns);
+
+  // Tells the GPU policy the request is done (EvictionPolicy::OnRequestEnd; TTL pinning uses it).
+  // Call after its final Release.
+  void EndRequest(const RequestState& state, SimTime now_ns);
 
   // Swap preemption: copies the request's computed KV to the first lower tier and releases its GPU
   // blocks. False (nothing changed) if there is no lower tier, nothing computed, or no room there.

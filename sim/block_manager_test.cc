@@ -17,7 +17,7 @@ BlockManagerOptions Options(int64_t gpu_blocks) {
   options.block_tokens = 16;
   options.block_bytes = 100;
   options.restore_rule = proto::RESTORE_RULE_RELOAD;
-  options.policy_name = "test_lru";
+  options.policy.set_name("test_lru");
   return options;
 }
 
@@ -210,7 +210,7 @@ TEST_F(BlockManagerTest, GrowAllocatesGeneratedTokenBlocksUntilFull) {
 
 TEST_F(BlockManagerTest, UnknownPolicyIsAnError) {
   BlockManagerOptions options = Options(4);
-  options.policy_name = "no_such_policy";
+  options.policy.set_name("no_such_policy");
   auto made = BlockManager::Create(options, nullptr);
   ASSERT_FALSE(made.ok());
   EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);

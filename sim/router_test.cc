@@ -20,7 +20,7 @@ class RouterTest : public testing::Test {
     options.gpu_capacity_blocks = 100;
     options.block_tokens = 16;
     options.block_bytes = 100;
-    options.policy_name = "test_lru";
+    options.policy.set_name("test_lru");
     const proto::ExperimentConfig config = TestConfig(100);
     for (int r = 0; r < 3; ++r) {
       blocks_.push_back(*BlockManager::Create(options, &cost_));

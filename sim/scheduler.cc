@@ -270,6 +270,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan,
     }
     if (state.generated_tokens >= state.request.output_tokens) {
       blocks_->Release(&state, now_ns);
+      blocks_->EndRequest(state, now_ns);
       RemoveRunning(piece.slot);
       state.Finish(now_ns);
       finished->push_back(piece.slot);
