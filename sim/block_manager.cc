@@ -261,6 +261,7 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
       kinds_[k] = kRestore;
       continue;
     }
+    if (state->unique_blocks) continue;  // no other request has these blocks
     auto it = index_.find(request.block_hashes[k]);
     const bool present = it != index_.end();
     if (record_potentials && present) {
@@ -444,7 +445,7 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     const int64_t end = std::min<int64_t>((k + 1) * block_tokens_, request.input_tokens);
     if (end > frontier) break;
     ++state->publish_cursor;
-    if (state->block_entries[k] != kPrivateBlock) continue;
+    if (state->block_entries[k] != kPrivateBlock || state->unique_blocks) continue;
     auto [it, inserted] = index_.try_emplace(request.block_hashes[k], 0);
     if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
     const int32_t entry = NewEntry(request.block_hashes[k]);

@@ -10,7 +10,8 @@
 //   cache when the prefill has computed all its tokens (vLLM v1: only computed blocks are reusable); if
 //   the hash is already cached (computed concurrently by another request) the copy stays private to the
 //   request and is freed when it finishes. Blocks of generated tokens are private: they are not offered
-//   to later requests (a later turn's prompt carries its own hashes for that text).
+//   to later requests (a later turn's prompt carries its own hashes for that text). Blocks of requests
+//   whose trace has no hashes (RequestState::unique_blocks) are private too: nothing could reuse them.
 // - At admission every prompt block is classified: reused from the GPU (pinned), reloaded from a lower
 //   tier, restored from swap, or computed. Which cached blocks may be reused depends on the reuse mode:
 //   none; prefix (the leading run of cached blocks); segment (every cached block). A block cached only in

@@ -71,7 +71,8 @@ absl::Status Engine::Run(TraceReader* reader) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::CheckRequest(const TraceReader& reader, Request* request) const {
+absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state) const {
+  Request* request = &state->request;
   auto error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat(reader.info().path, ": request ", request->request_id, ": ", what));
@@ -80,6 +81,7 @@ absl::Status Engine::CheckRequest(const TraceReader& reader, Request* request) c
   if (request->output_tokens < 0) return error(absl::StrCat("output_tokens must be >= 0, got ", request->output_tokens));
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(block_tokens_, request);
+    state->unique_blocks = true;
     return absl::OkStatus();
   }
   if (request->block_tokens != block_tokens_) {
@@ -104,7 +106,7 @@ absl::Status Engine::ReadNextArrival(TraceReader* reader) {
     return absl::OkStatus();
   }
   ++requests_read_;
-  KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &state.request));
+  KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &state));
   const double scale = config_.workload().time_scale();
   const SimTime arrival_ns = static_cast<SimTime>(std::llround(state.request.arrival_ns * scale));
   if (arrival_ns < last_arrival_ns_) {

@@ -62,7 +62,7 @@ class Engine {
   Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens);
 
   absl::Status ReadNextArrival(TraceReader* reader);
-  absl::Status CheckRequest(const TraceReader& reader, Request* request) const;
+  absl::Status CheckRequest(const TraceReader& reader, RequestState* state) const;
   void HandleArrival(const Event& event);
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
   void EndIteration(int32_t replica, SimTime now_ns);

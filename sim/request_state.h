@@ -123,6 +123,9 @@ class RequestState {
   int64_t swapped_tokens = 0;           // tokens swapped out (each swap counted)
   int32_t preemptions = 0;
   bool rejected = false;                // could never fit on the GPU; not run
+  // The trace gave no block hashes: the engine assigned ids no other request has, so the blocks are
+  // never looked up or offered to the shared cache (nothing could reuse them).
+  bool unique_blocks = false;
 
  private:
   RequestPhase phase_ = RequestPhase::kQueued;

@@ -136,7 +136,7 @@ TEST(ReplayHandComputedTest, FullyCachedPromptComputesItsLastToken) {
 TEST(ReplayHandComputedTest, ForcedPreemptionByRecompute) {
   // GPU of 4 blocks of 16 tokens. Requests A and B (16-token prompts, 40 output tokens) arrive together.
   proto::Results results =
-      Replay(TestConfig(4), {MakeRequest(1, 0, 16, 40), MakeRequest(2, 0, 16, 40)});
+      Replay(TestConfig(4), {MakeRequest(1, 0, 16, 40, {1}), MakeRequest(2, 0, 16, 40, {2})}, 16);
   // t=0: both prefills in one iteration: 1000 + 10 x 32 = 1320; each has 1 prompt block.
   // Decode i (i = 1..16), both, contexts 16 + i - 1: 1000 + 20 + 2 (15 + i); each holds 1 tail block.
   // Decode 17: A needs a second tail block, the GPU is full (2 + 2): B, the newest, is preempted
