@@ -2,8 +2,8 @@
 # Speed of `kvsim replay`, end to end (process start, trace import, simulation, results files):
 #   1. the bundled traces (Mooncake 3,993 requests with prefix hashes; Azure code 8,819 requests), default
 #      config (Llama-3.1-8B on one H200, prefix reuse, LRU, roofline), results written to a directory;
-#   2. a generated 1,000,000-request Mooncake-format trace (shared-prefix sessions, Poisson arrivals)
-#      on 16 replicas behind the cache-aware router: wall time and peak resident memory.
+#   2. a generated 1,000,000-request Mooncake-format trace (shared-prefix sessions, Poisson arrivals at
+#      200 requests/s) on 16 replicas behind the cache-aware router: wall time and peak resident memory.
 # Prints requests per second of the whole process. Usage: tools/bench_replay.sh [KVSIM] [WORKDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,12 +40,12 @@ for trace in traces/data/mooncake_synthetic.jsonl traces/data/azure_code_2023.cs
   grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
 done
 
-big="$work/generated_1m.jsonl"
+big="$work/generated_1m_v2.jsonl"
 if [ ! -s "$big" ]; then
   python3 - "$big" <<'PY'
 import math, random, sys
 # 1,000,000 requests: 50,000 sessions of 20 turns; each turn's prompt extends its session's previous
-# one (prefix-chained 512-token block ids), Poisson arrivals at 400 requests/s overall.
+# one (prefix-chained 512-token block ids), Poisson arrivals at 200 requests/s overall.
 rng = random.Random(7)
 sessions, turns = 50_000, 20
 next_id = 0
@@ -53,12 +53,12 @@ state = {}
 t = 0.0
 with open(sys.argv[1], "w") as f:
     for i in range(sessions * turns):
-        t += rng.expovariate(400.0)
+        t += rng.expovariate(200.0)
         s = rng.randrange(sessions)
         blocks, tokens = state.get(s, ([], 0))
-        if len(blocks) >= 16 or rng.random() < 0.05:
+        if len(blocks) >= 8 or rng.random() < 0.05:
             blocks, tokens = [], 0
-        add = rng.randint(200, 900)
+        add = rng.randint(100, 500)
         tokens += add
         blocks = list(blocks)
         need = math.ceil(tokens / 512)
@@ -68,7 +68,7 @@ with open(sys.argv[1], "w") as f:
             blocks.append(next_id)
             next_id += 1
         state[s] = (blocks, tokens)
-        out = rng.randint(20, 300)
+        out = rng.randint(20, 200)
         f.write('{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [%s]}\n'
                 % (int(t * 1000), tokens, out, ", ".join(map(str, blocks))))
 PY
