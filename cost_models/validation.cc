@@ -78,7 +78,10 @@ Outcome PredictFrom(const std::vector<const SeriesPoint*>& train, const SeriesPo
     points.reserve(train.size());
     for (const SeriesPoint* p : train) points.push_back({p->features, p->measured_s});
     absl::StatusOr<LogGridInterpolator> interp = LogGridInterpolator::Build(points, target.features.size());
-    const LogGridInterpolator::Result r = interp->Predict(target.features, prior);
+    auto scale = [&](const std::vector<double>& f) {
+      return KernelRooflineSeconds(WithKernelFeatures(target.query, f), rates, /*wave_quantisation=*/false);
+    };
+    const LogGridInterpolator::Result r = interp->Predict(target.features, prior, scale);
     *predicted_s = r.value;
     o.extrapolated = r.extrapolated;
   }
