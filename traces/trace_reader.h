@@ -57,6 +57,9 @@ class TraceReader {
 struct TraceOptions {
   std::string format;         // importer name; empty = detect from the file's content
   bool chain_hashes = false;  // hash-per-block JSONL: chain content hashes into prefix ids
+  // Text importers re-sort records by timestamp within a window of this many records (memory grows with
+  // it, not with the trace); a record displaced further is an error. >= 1. See traces/import_reader.h.
+  int64_t reorder_window = 4096;
 };
 
 // Opens `path` with the named importer (or the detected one). InvalidArgument naming the known formats

@@ -1,0 +1,84 @@
+#include "policies/token/kivi_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvsim {
+
+void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
+  float lo = data[0], hi = data[0];
+  for (int64_t k = 1; k < count; ++k) {
+    lo = std::min(lo, data[k * stride]);
+    hi = std::max(hi, data[k * stride]);
+  }
+  const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
+  for (int64_t k = 0; k < count; ++k) {
+    float& x = data[k * stride];
+    x = scale > 0 ? lo + scale * std::nearbyint((x - lo) / scale) : lo;
+  }
+}
+
+std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits) {
+  std::vector<float> out(keys, keys + tokens * dim);
+  for (int64_t start = 0; start < tokens; start += group) {
+    const int64_t count = std::min(group, tokens - start);
+    for (int c = 0; c < dim; ++c) QuantizeGroup(&out[start * dim + c], count, dim, bits);
+  }
+  return out;
+}
+
+std::vector<float> QuantizeValuesPerToken(const float* values, int64_t tokens, int dim, int64_t group, int bits) {
+  std::vector<float> out(values, values + tokens * dim);
+  for (int64_t i = 0; i < tokens; ++i) {
+    for (int64_t c = 0; c < dim; c += group) {
+      QuantizeGroup(&out[i * dim + c], std::min<int64_t>(group, dim - c), 1, bits);
+    }
+  }
+  return out;
+}
+
+KiviPolicy::KiviPolicy(int bits, std::unique_ptr<TokenPolicy> inner) : bits_(bits), inner_(std::move(inner)) {}
+
+std::string KiviPolicy::Name() const {
+  const std::string own = absl::StrCat("kivi", bits_);
+  return inner_->kind() == Kind::kFull ? own : absl::StrCat(own, "+", inner_->Name());
+}
+
+void KiviPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
+  inner_->BeginLayer(heads, budget_tokens);
+  keys_.clear();
+  values_.clear();
+  for (const HeadContext& h : heads) {
+    // Only complete key groups are ever read quantised (the rest is the full-precision residual).
+    keys_.push_back(QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_));
+    values_.push_back(QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_));
+  }
+}
+
+KvOverride KiviPolicy::Kv(int head, int64_t position) const {
+  KvOverride kv;
+  kv.keys = keys_[head].data();
+  kv.values = values_[head].data();
+  kv.keys_exact_from = (position + 1) / kResidual * kResidual;
+  kv.values_exact_from = std::max<int64_t>(0, position + 1 - kResidual);
+  return kv;
+}
+
+namespace {
+
+TokenPolicyWrapperFactory KiviFactory(int bits) {
+  return [bits](const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner) -> std::unique_ptr<TokenPolicy> {
+    if (inner->kind() == TokenPolicy::Kind::kQuantize) return nullptr;  // one quantiser at a time
+    return std::make_unique<KiviPolicy>(bits, std::move(inner));
+  };
+}
+
+}  // namespace
+
+KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi2", KiviFactory(2));
+KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi4", KiviFactory(4));
+KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi8", KiviFactory(8));
+
+}  // namespace kvsim

@@ -1,0 +1,36 @@
+#include "policies/token/oracle_evict_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "policies/token/token_policy_util.h"
+
+namespace kvsim {
+
+std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext> heads, int h) {
+  const HeadContext& head = heads[h];
+  const int64_t n = head.seq_len, steps = head.seq_len - head.prompt_len;
+  std::vector<double> scores(head.prompt_len, 0.0);
+  if (steps == 0) return scores;
+  const int d = head.head_dim;
+  Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int j = 0; j < head.group_size; ++j) {
+    Eigen::Map<const RowMatrixXf> queries(head.query(j, head.prompt_len), steps, d);
+    RowMatrixXf logits = queries * keys.transpose();
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t position = head.prompt_len + s;
+      float* r = logits.row(s).data();
+      float max_logit = -INFINITY;
+      for (int64_t i = 0; i <= position; ++i) max_logit = std::max(max_logit, r[i] * scale);
+      double total = 0;
+      for (int64_t i = 0; i <= position; ++i) total += std::exp(r[i] * scale - max_logit);
+      for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += std::exp(r[i] * scale - max_logit) / total;
+    }
+  }
+  return scores;
+}
+
+KVSIM_REGISTER_TOKEN_POLICY("oracle_evict", OracleEvictPolicy);
+
+}  // namespace kvsim

@@ -1,0 +1,72 @@
+#include "policies/token/quest_policy.h"
+
+#include <algorithm>
+
+#include "policies/token/token_policy_util.h"
+
+namespace kvsim {
+
+void QuestPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
+  heads_.assign(heads.begin(), heads.end());
+  num_pages_ = std::max<int64_t>(3, budget_tokens / kPageTokens);
+  page_min_.assign(heads.size(), {});
+  page_max_.assign(heads.size(), {});
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const HeadContext& head = heads[h];
+    const int64_t pages = head.seq_len / kPageTokens;  // complete pages only
+    const int d = head.head_dim;
+    page_min_[h].assign(pages * d, 0.0f);
+    page_max_[h].assign(pages * d, 0.0f);
+    for (int64_t page = 0; page < pages; ++page) {
+      for (int c = 0; c < d; ++c) {
+        float lo = head.key(page * kPageTokens)[c], hi = lo;
+        for (int64_t i = page * kPageTokens + 1; i < (page + 1) * kPageTokens; ++i) {
+          lo = std::min(lo, head.key(i)[c]);
+          hi = std::max(hi, head.key(i)[c]);
+        }
+        page_min_[h][page * d + c] = lo;
+        page_max_[h][page * d + c] = hi;
+      }
+    }
+  }
+}
+
+void QuestPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
+  const int64_t p = step.position;
+  const int64_t current_page = p / kPageTokens;
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    const HeadContext& head = heads_[h];
+    KeptSet& set = (*kept)[h];
+    if (head.layer < kDenseLayers || current_page + 1 <= num_pages_) {
+      set.per_query.resize(1);
+      set.per_query[0].resize(p + 1);
+      for (int64_t i = 0; i <= p; ++i) set.per_query[0][i] = static_cast<int32_t>(i);
+      continue;
+    }
+    set.per_query.resize(head.group_size);
+    const int d = head.head_dim;
+    for (int j = 0; j < head.group_size; ++j) {
+      const float* q = head.query(j, p);
+      bounds_.assign(current_page, 0.0);
+      for (int64_t page = 0; page < current_page; ++page) {
+        const float* lo = &page_min_[h][page * d];
+        const float* hi = &page_max_[h][page * d];
+        double u = 0;
+        for (int c = 0; c < d; ++c) u += std::max(q[c] * hi[c], q[c] * lo[c]);
+        bounds_[page] = u;
+      }
+      std::vector<int32_t>& tokens = set.per_query[j];
+      tokens.clear();
+      for (int32_t page : TopKIndices(bounds_, num_pages_ - 1)) {
+        for (int64_t i = page * kPageTokens; i < (page + 1) * kPageTokens; ++i) {
+          tokens.push_back(static_cast<int32_t>(i));
+        }
+      }
+      for (int64_t i = current_page * kPageTokens; i <= p; ++i) tokens.push_back(static_cast<int32_t>(i));
+    }
+  }
+}
+
+KVSIM_REGISTER_TOKEN_POLICY("quest", QuestPolicy);
+
+}  // namespace kvsim

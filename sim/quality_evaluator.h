@@ -1,0 +1,117 @@
+// File: sim/quality_evaluator.h
+//
+// QualityEvaluator: the offline fidelity of token-level KV policies (policies/token/) on an attention
+// trace, at several budgets. For every sample, kept layer, decode step, kept KV head and query head of
+// its group it recomputes the full attention row a = softmax(q K^T / sqrt(d)) over positions 0..p and
+// the full output o = a V (Eigen GEMMs over blocks of decode steps), asks each (policy, budget) for its
+// kept set S, and measures:
+//   recall    attention-mass recall  m = sum_{i in S} a_i
+//   error     relative output error  ||o - o'|| / ||o||, with o' = sum_{i in S} a_i v_i / m (for quantisers:
+//             o' = softmax over S of q K~^T / sqrt(d) applied to V~, the dequantised keys and values)
+//   overlap   top-k overlap          |S ∩ top_k(a)| / k, k = min(top_k, p + 1)
+// Each (policy, budget) gets aggregates over every (sample, layer, step, head, query head): mean, p10 and
+// worst (for recall and overlap, p10 is the 10th percentile and worst the minimum; for error, the 90th
+// percentile and the maximum: always "the bad tail"), the mean tokens read, and per-layer and per-head
+// means. Budgets are absolute tokens or ratios of the prompt length (B = max(1, round(r * prompt_len))).
+// "oracle_select" is always evaluated (added if not asked for): areas under the recall and error curves
+// over each budget axis are reported normalised by its areas.
+//
+// Deterministic: single-threaded, fixed iteration order; same trace and options give identical results.
+// Thread-compatible.
+//
+// Example:
+//   QualityOptions options;
+//   options.policies = {"h2o", "snapkv"};
+//   options.budget_tokens = {128, 512};
+//   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
+//   for (int64_t s = 0; s < reader->num_samples(); ++s) {
+//     KVSIM_ASSIGN_OR_RETURN(AttentionSample sample, reader->ReadSample(s));
+//     KVSIM_RETURN_IF_ERROR(evaluator->AddSample(sample));
+//   }
+//   QualityResults results = evaluator->Finish();
+#ifndef KVSIM_SIM_QUALITY_EVALUATOR_H_
+#define KVSIM_SIM_QUALITY_EVALUATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policies/token/token_policy.h"
+#include "traces/attention/attention_trace.h"
+
+namespace kvsim {
+
+struct QualityOptions {
+  std::vector<std::string> policies;    // registered names or wrapper+policy specs
+  std::vector<int64_t> budget_tokens;   // absolute budgets, each >= 1
+  std::vector<double> budget_ratios;    // fractions of the prompt length, each in (0, 1]
+  int top_k = 32;                       // k of the top-k overlap
+  uint64_t seed = 0;                    // for randomised policies
+};
+
+struct MetricSummary {
+  double mean = 0;
+  double p10 = 0;    // the bad-tail percentile (see the file comment)
+  double worst = 0;
+  int64_t count = 0;
+};
+
+// One point of a budget curve: a policy at one budget.
+struct QualityPoint {
+  std::string policy;
+  std::string kind;           // "full", "evict", "select", "quantize"
+  bool is_ratio = false;      // budget_value is a ratio of the prompt length, else tokens
+  double budget_value = 0;
+  double mean_budget_tokens = 0;  // the resolved budget, averaged over samples
+  MetricSummary recall, error, overlap;
+  double mean_kept_tokens = 0;    // tokens read per query, averaged
+  std::vector<double> layer_recall, layer_error;  // per kept layer (index into kept_layers)
+  std::vector<double> head_recall, head_error;    // per kept layer x kept KV head, layer-major
+};
+
+// Normalised areas under one policy's curves over one budget axis (trapezoids in budget order; one
+// budget: the value itself). Ratios to oracle_select's areas; NaN when the oracle's area is 0.
+struct QualityArea {
+  std::string policy;
+  bool is_ratio = false;
+  double recall_area = 0, error_area = 0;
+  double recall_vs_oracle = 0, error_vs_oracle = 0;
+};
+
+struct QualityResults {
+  std::string model;
+  bool synthetic = false;
+  std::vector<int32_t> kept_layers, kept_kv_heads;
+  int64_t num_samples = 0;
+  int64_t num_decode_steps = 0;     // summed over samples
+  int64_t num_dot_products = 0;     // query-key dot products of the full rows recomputed
+  int top_k = 0;
+  std::vector<QualityPoint> points; // policy-major; per policy the token budgets, then the ratios
+  std::vector<QualityArea> areas;   // per policy, token axis then ratio axis (where given)
+};
+
+class QualityEvaluator {
+ public:
+  // InvalidArgument for an unknown policy, no budgets, a budget < 1 token or a ratio outside (0, 1],
+  // top_k < 1, or an invalid header.
+  static absl::StatusOr<std::unique_ptr<QualityEvaluator>> Create(const AttentionTraceHeader& header,
+                                                                  const QualityOptions& options);
+  ~QualityEvaluator();
+
+  // Evaluates one sample. InvalidArgument if it does not match the header (ValidateSample).
+  absl::Status AddSample(const AttentionSample& sample);
+
+  // The aggregates so far.
+  QualityResults Finish() const;
+
+ private:
+  struct Impl;
+  explicit QualityEvaluator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_QUALITY_EVALUATOR_H_

@@ -1,0 +1,274 @@
+#include "sim/quality_evaluator.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "policies/token/kivi_policy.h"
+#include "traces/attention/synthetic_trace.h"
+
+namespace kvsim {
+namespace {
+
+const QualityPoint* Find(const QualityResults& r, const std::string& policy, double budget) {
+  for (const QualityPoint& p : r.points) {
+    if (p.policy == policy && p.budget_value == budget) return &p;
+  }
+  return nullptr;
+}
+
+// One layer, one KV head, group 1, prompt 0..2 and one decode step at 3 whose logits are
+// (0, ln 2, ln 3, ln 4): a = (1, 2, 3, 4) / 10. Keys sqrt(d) e_i, values e_i: o = a.
+SyntheticTrace HandTrace() {
+  SyntheticTrace t;
+  AttentionTraceHeader& h = t.header;
+  h.model = "hand";
+  h.num_layers = 1;
+  h.num_query_heads = 1;
+  h.num_kv_heads = 1;
+  h.head_dim = 4;
+  h.kept_layers = {0};
+  h.kept_kv_heads = {0};
+  AttentionSample s;
+  s.prompt_len = 3;
+  s.num_decode_steps = 1;
+  s.query_start = 3;
+  HeadTensors head;
+  head.keys.assign(16, 0.0f);
+  head.values.assign(16, 0.0f);
+  for (int i = 0; i < 4; ++i) {
+    head.keys[i * 4 + i] = 2.0f;  // sqrt(4)
+    head.values[i * 4 + i] = 1.0f;
+  }
+  head.queries = {0.0f, static_cast<float>(std::log(2.0)), static_cast<float>(std::log(3.0)),
+                  static_cast<float>(std::log(4.0))};
+  s.heads.push_back(head);
+  t.samples.push_back(s);
+  return t;
+}
+
+QualityResults Evaluate(const SyntheticTrace& t, const QualityOptions& options) {
+  auto evaluator = QualityEvaluator::Create(t.header, options);
+  EXPECT_TRUE(evaluator.ok()) << evaluator.status();
+  for (const AttentionSample& s : t.samples) EXPECT_TRUE((*evaluator)->AddSample(s).ok());
+  return (*evaluator)->Finish();
+}
+
+TEST(QualityEvaluatorTest, HandComputedMetrics) {
+  QualityOptions options;
+  options.policies = {"streaming_llm"};
+  options.budget_tokens = {2};
+  options.top_k = 2;
+  QualityResults r = Evaluate(HandTrace(), options);
+  // streaming_llm with B = 2: one sink (0) and the current token (3): recall = 0.1 + 0.4 = 0.5.
+  // o' = (0.1, 0, 0, 0.4) / 0.5 = (0.2, 0, 0, 0.8); o - o' = (-0.1, 0.2, 0.3, -0.4):
+  // ||o - o'||^2 = 0.30 = ||o||^2, so the error is 1. Top-2 = {3, 2}: overlap 1/2.
+  const QualityPoint* p = Find(r, "streaming_llm", 2);
+  ASSERT_NE(p, nullptr);
+  EXPECT_NEAR(p->recall.mean, 0.5, 1e-6);
+  EXPECT_NEAR(p->error.mean, 1.0, 1e-6);
+  EXPECT_NEAR(p->overlap.mean, 0.5, 1e-9);
+  EXPECT_EQ(p->mean_kept_tokens, 2.0);
+  // oracle_select (always added): {2, 3}: recall 0.7; o' = (0, 0, 3/7, 4/7); o - o' = (0.1, 0.2, 0.3 - 3/7,
+  // 0.4 - 4/7); error = sqrt((0.01 + 0.04 + (0.3 - 3/7)^2 + (0.4 - 4/7)^2) / 0.30).
+  const QualityPoint* o = Find(r, "oracle_select", 2);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->kind, "select");
+  EXPECT_NEAR(o->recall.mean, 0.7, 1e-6);
+  const double e = std::sqrt((0.01 + 0.04 + std::pow(0.3 - 3.0 / 7, 2) + std::pow(0.4 - 4.0 / 7, 2)) / 0.30);
+  EXPECT_NEAR(o->error.mean, e, 1e-6);
+  EXPECT_NEAR(o->overlap.mean, 1.0, 1e-9);
+  EXPECT_EQ(r.num_dot_products, 4);  // one query over 4 keys
+}
+
+SyntheticTrace Synthetic(int64_t prompt_len = 256, int64_t steps = 12) {
+  SyntheticTraceOptions o;
+  o.num_layers = 2;
+  o.num_kv_heads = 4;
+  o.group_size = 2;
+  o.head_dim = 48;
+  o.prompt_len = prompt_len;
+  o.decode_steps = steps;
+  o.query_window = 32;
+  o.column_sums = true;
+  return GenerateSyntheticTrace(o);
+}
+
+const std::vector<std::string> kAllPolicies = {"full", "random", "knorm", "streaming_llm", "h2o", "tova",
+                                               "snapkv", "pyramidkv", "quest", "oracle_select",
+                                               "oracle_evict", "kivi4+h2o", "kivi8"};
+
+TEST(QualityEvaluatorTest, FullBudgetKeepsEverythingExactly) {
+  QualityOptions options;
+  options.policies = {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "quest",
+                      "oracle_select", "oracle_evict"};
+  options.budget_tokens = {100000};
+  QualityResults r = Evaluate(Synthetic(), options);
+  for (const QualityPoint& p : r.points) {
+    EXPECT_EQ(p.recall.worst, 1.0) << p.policy;  // exactly: nothing is missing
+    EXPECT_EQ(p.error.worst, 0.0) << p.policy;
+    EXPECT_EQ(p.overlap.worst, 1.0) << p.policy;
+  }
+  // "full" ignores the budget: exact at any budget.
+  options.policies = {"full"};
+  options.budget_tokens = {1};
+  r = Evaluate(Synthetic(), options);
+  EXPECT_EQ(Find(r, "full", 1)->recall.worst, 1.0);
+  EXPECT_EQ(Find(r, "full", 1)->error.worst, 0.0);
+}
+
+TEST(QualityEvaluatorTest, NoPolicyBeatsTheSelectionOracle) {
+  QualityOptions options;
+  options.policies = kAllPolicies;
+  options.policies.erase(options.policies.begin() + 7);  // pyramidkv moves budget between layers
+  options.budget_tokens = {8, 32, 128};
+  options.budget_ratios = {0.25};
+  QualityResults r = Evaluate(Synthetic(), options);
+  for (const QualityPoint& p : r.points) {
+    if (p.policy == "full" || p.kind == "quantize" || p.policy == "quest") continue;  // read more than B
+    const QualityPoint* oracle = Find(r, "oracle_select", p.budget_value);
+    ASSERT_NE(oracle, nullptr);
+    EXPECT_LE(p.recall.mean, oracle->recall.mean + 1e-9) << p.policy << " at " << p.budget_value;
+    EXPECT_LE(p.mean_kept_tokens, oracle->mean_kept_tokens + 1e-9) << p.policy;
+  }
+  // Recall grows with the budget for the oracle.
+  EXPECT_LT(Find(r, "oracle_select", 8)->recall.mean, Find(r, "oracle_select", 128)->recall.mean);
+  // Areas: the oracle's own ratio is 1.
+  for (const QualityArea& a : r.areas) {
+    if (a.policy == "oracle_select") {
+      EXPECT_DOUBLE_EQ(a.recall_vs_oracle, 1.0);
+    }
+  }
+}
+
+TEST(QualityEvaluatorTest, RatioBudgetsResolveAgainstThePrompt) {
+  QualityOptions options;
+  options.policies = {"snapkv"};
+  options.budget_ratios = {0.25};
+  QualityResults r = Evaluate(Synthetic(), options);
+  const QualityPoint* p = Find(r, "snapkv", 0.25);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->is_ratio);
+  EXPECT_EQ(p->mean_budget_tokens, 64.0);  // 0.25 x 256
+  EXPECT_EQ(p->mean_kept_tokens, 64.0);
+  ASSERT_EQ(p->layer_recall.size(), 2u);
+  ASSERT_EQ(p->head_recall.size(), 8u);
+}
+
+TEST(QualityEvaluatorTest, QuantisedOutputMatchesDirectComputation) {
+  SyntheticTrace t = Synthetic(96, 1);  // one decode step at position 96
+  t.header.kept_layers = {0};
+  t.header.kept_kv_heads = {0};
+  t.samples[0].heads.resize(1);
+  QualityOptions options;
+  options.policies = {"kivi2"};
+  options.budget_tokens = {1000};
+  QualityResults r = Evaluate(t, options);
+  // Direct: keys 0..95 (three flushed groups of 32) quantised per channel, key 96 exact; values 0..64
+  // quantised per token (older than the last 32), 65..96 exact; softmax of q.k~ / sqrt(d) applied to v~.
+  const HeadTensors& h = t.samples[0].heads[0];
+  const int d = 48;
+  const int64_t n = 97;
+  std::vector<float> kq = QuantizeKeysPerChannel(h.keys.data(), n, d, 32, 2);
+  std::vector<float> vq = QuantizeValuesPerToken(h.values.data(), n, d, 32, 2);
+  double err_sum = 0;
+  for (int j = 0; j < 2; ++j) {
+    const float* q = &h.queries[(j * 33 + 32) * d];  // 33 stored queries per member; the last is p = 96
+    std::vector<double> exact(n), approx(n);
+    double me = -1e300, ma = -1e300;
+    for (int64_t i = 0; i < n; ++i) {
+      double de = 0, da = 0;
+      for (int c = 0; c < d; ++c) {
+        de += static_cast<double>(q[c]) * h.keys[i * d + c];
+        da += static_cast<double>(q[c]) * (i < 96 ? kq[i * d + c] : h.keys[i * d + c]);
+      }
+      exact[i] = de / std::sqrt(48.0);
+      approx[i] = da / std::sqrt(48.0);
+      me = std::max(me, exact[i]);
+      ma = std::max(ma, approx[i]);
+    }
+    double se = 0, sa = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      se += (exact[i] = std::exp(exact[i] - me));
+      sa += (approx[i] = std::exp(approx[i] - ma));
+    }
+    double diff = 0, norm = 0;
+    for (int c = 0; c < d; ++c) {
+      double o = 0, o2 = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        o += exact[i] / se * h.values[i * d + c];
+        o2 += approx[i] / sa * (i < 65 ? vq[i * d + c] : h.values[i * d + c]);
+      }
+      diff += (o - o2) * (o - o2);
+      norm += o * o;
+    }
+    err_sum += std::sqrt(diff / norm);
+  }
+  const QualityPoint* p = Find(r, "kivi2", 1000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->kind, "quantize");
+  EXPECT_EQ(p->recall.mean, 1.0);  // every token is kept
+  EXPECT_GT(p->error.mean, 1e-3);  // 2 bits is visibly lossy
+  EXPECT_NEAR(p->error.mean, err_sum / 2, 1e-4 * (1 + err_sum));
+}
+
+TEST(QualityEvaluatorTest, Deterministic) {
+  QualityOptions options;
+  options.policies = {"random", "h2o", "quest"};
+  options.budget_tokens = {16, 64};
+  options.seed = 5;
+  QualityResults a = Evaluate(Synthetic(), options);
+  QualityResults b = Evaluate(Synthetic(), options);
+  ASSERT_EQ(a.points.size(), b.points.size());
+  for (size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].recall.mean, b.points[i].recall.mean);
+    EXPECT_EQ(a.points[i].error.p10, b.points[i].error.p10);
+    EXPECT_EQ(a.points[i].head_error, b.points[i].head_error);
+  }
+}
+
+TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {
+  SyntheticTrace t = Synthetic(64, 2);
+  QualityOptions options;
+  options.policies = {"nope"};
+  options.budget_tokens = {8};
+  auto e = QualityEvaluator::Create(t.header, options);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("unknown token policy 'nope'"), std::string::npos);
+  options.policies = {"h2o"};
+  options.budget_tokens = {0};
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("must be >= 1"),
+            std::string::npos);
+  options.budget_tokens = {};
+  options.budget_ratios = {1.5};
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("(0, 1]"), std::string::npos);
+  options.budget_ratios = {0.5};
+  auto ok = QualityEvaluator::Create(t.header, options);
+  ASSERT_TRUE(ok.ok());
+  AttentionSample bad = t.samples[0];
+  bad.heads.pop_back();
+  absl::Status s = (*ok)->AddSample(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sample 0: sample has 7 head records, expected 8"), std::string::npos) << s;
+}
+
+TEST(QualityEvaluatorTest, NeedleIsFoundByQueryAwarePolicies) {
+  // On the needle head of a synthetic trace, the decode queries look for a token the prompt queries
+  // ignore: Quest (query-aware, per step) keeps most of the mass at a small budget; StreamingLLM cannot.
+  SyntheticTraceOptions o;
+  o.num_layers = 3;  // Quest keeps layers 0 and 1 dense; layer 2 is the one compared
+  o.num_kv_heads = 1;
+  o.group_size = 1;
+  o.head_dim = 48;
+  o.prompt_len = 512;
+  o.decode_steps = 8;
+  o.head_types = {SyntheticHeadType::kNeedle};
+  SyntheticTrace t = GenerateSyntheticTrace(o);
+  QualityOptions options;
+  options.policies = {"quest", "streaming_llm"};
+  options.budget_tokens = {64};
+  QualityResults r = Evaluate(t, options);
+  EXPECT_GT(Find(r, "quest", 64)->layer_recall[2], Find(r, "streaming_llm", 64)->layer_recall[2] + 0.2);
+}
+
+}  // namespace
+}  // namespace kvsim

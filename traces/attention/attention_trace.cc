@@ -1,0 +1,109 @@
+#include "traces/attention/attention_trace.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvsim {
+namespace {
+
+absl::Status CheckAscending(const std::vector<int32_t>& values, int32_t limit, const char* field) {
+  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < 0 || values[i] >= limit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "] = ", values[i], " is outside [0, ", limit, ")"));
+    }
+    if (i > 0 && values[i] <= values[i - 1]) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " is not strictly ascending at index ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSize(size_t actual, int64_t expected, int head, const char* field) {
+  if (static_cast<int64_t>(actual) == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("head record ", head, ": ", field, " has ", actual, " values, expected ", expected));
+}
+
+}  // namespace
+
+absl::Status ValidateHeader(const AttentionTraceHeader& header) {
+  if (header.num_layers <= 0 || header.num_query_heads <= 0 || header.num_kv_heads <= 0 ||
+      header.head_dim <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header: num_layers, num_query_heads, num_kv_heads and head_dim must be positive, got ",
+        header.num_layers, ", ", header.num_query_heads, ", ", header.num_kv_heads, ", ", header.head_dim));
+  }
+  if (header.num_query_heads % header.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("header: num_query_heads ", header.num_query_heads,
+                                                   " is not a multiple of num_kv_heads ",
+                                                   header.num_kv_heads));
+  }
+  if (header.dtype != AttentionDType::kFloat16 && header.dtype != AttentionDType::kBFloat16 &&
+      header.dtype != AttentionDType::kFloat32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header: unknown dtype ", static_cast<uint32_t>(header.dtype)));
+  }
+  if (!(header.rope.base > 0)) return absl::InvalidArgumentError("header: rope base must be positive");
+  if (static_cast<uint32_t>(header.rope.scaling) > static_cast<uint32_t>(RopeScaling::kOther)) {
+    return absl::InvalidArgumentError("header: unknown rope scaling type");
+  }
+  if (auto s = CheckAscending(header.kept_layers, header.num_layers, "header: kept_layers"); !s.ok()) {
+    return s;
+  }
+  return CheckAscending(header.kept_kv_heads, header.num_kv_heads, "header: kept_kv_heads");
+}
+
+absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionSample& sample) {
+  if (sample.prompt_len <= 0 || sample.num_decode_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_len must be > 0 and num_decode_steps >= 0, got ",
+                                                   sample.prompt_len, " and ", sample.num_decode_steps));
+  }
+  if (sample.query_start < 0 || sample.query_start > sample.prompt_len) {
+    return absl::InvalidArgumentError(absl::StrCat("query_start ", sample.query_start,
+                                                   " is outside [0, prompt_len = ", sample.prompt_len, "]"));
+  }
+  const int64_t n = sample.seq_len();
+  if (!sample.token_ids.empty() && static_cast<int64_t>(sample.token_ids.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token_ids has ", sample.token_ids.size(), " entries, expected 0 or ", n));
+  }
+  for (size_t i = 0; i < sample.boundaries.size(); ++i) {
+    const int64_t b = sample.boundaries[i];
+    if (b < 0 || b >= n || (i > 0 && b <= sample.boundaries[i - 1])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("boundaries[", i, "] = ", b, " is not ascending within [0, ", n, ")"));
+    }
+  }
+  const size_t num_heads = header.kept_layers.size() * header.kept_kv_heads.size();
+  if (sample.heads.size() != num_heads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample has ", sample.heads.size(), " head records, expected ", num_heads));
+  }
+  const int64_t d = header.head_dim;
+  const int64_t g = header.group_size();
+  for (size_t i = 0; i < num_heads; ++i) {
+    const HeadTensors& head = sample.heads[i];
+    const int32_t layer = header.kept_layers[i / header.kept_kv_heads.size()];
+    const int32_t kv_head = header.kept_kv_heads[i % header.kept_kv_heads.size()];
+    if (head.layer != layer || head.kv_head != kv_head) {
+      return absl::InvalidArgumentError(absl::StrCat("head record ", i, " is (layer ", head.layer,
+                                                     ", kv head ", head.kv_head, "), expected (", layer,
+                                                     ", ", kv_head, ")"));
+    }
+    const int idx = static_cast<int>(i);
+    if (auto s = CheckSize(head.keys.size(), n * d, idx, "keys"); !s.ok()) return s;
+    if (auto s = CheckSize(head.values.size(), n * d, idx, "values"); !s.ok()) return s;
+    if (auto s = CheckSize(head.queries.size(), g * sample.num_queries() * d, idx, "queries"); !s.ok()) {
+      return s;
+    }
+    if (!head.column_sums.empty()) {
+      if (auto s = CheckSize(head.column_sums.size(), g * sample.prompt_len, idx, "column_sums"); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,168 @@
+#include "traces/attention/attention_trace_io.h"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "traces/attention/half.h"
+#include "traces/attention/synthetic_trace.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name, ".", getpid(), ".kvat");
+}
+
+SyntheticTrace Small(AttentionDType dtype, bool sums) {
+  SyntheticTraceOptions o;
+  o.num_samples = 2;
+  o.num_layers = 2;
+  o.num_kv_heads = 2;
+  o.group_size = 2;
+  o.head_dim = 40;
+  o.prompt_len = 24;
+  o.decode_steps = 3;
+  o.query_window = 4;
+  o.dtype = dtype;
+  o.column_sums = sums;
+  SyntheticTrace t = GenerateSyntheticTrace(o);
+  t.samples[0].token_ids.assign(t.samples[0].seq_len(), 7);
+  return t;
+}
+
+absl::Status Write(const std::string& path, const SyntheticTrace& t, int zstd_level = 0) {
+  auto writer = AttentionTraceWriter::Create(path, t.header, {.zstd_level = zstd_level});
+  if (!writer.ok()) return writer.status();
+  for (const auto& s : t.samples) {
+    if (auto status = (*writer)->Append(s); !status.ok()) return status;
+  }
+  return (*writer)->Finish();
+}
+
+float Round(float x, AttentionDType dtype) {
+  if (dtype == AttentionDType::kFloat16) return HalfToFloat(FloatToHalf(x));
+  if (dtype == AttentionDType::kBFloat16) return BFloat16ToFloat(FloatToBFloat16(x));
+  return x;
+}
+
+void ExpectRoundTrip(AttentionDType dtype, bool sums, int zstd_level) {
+  SyntheticTrace t = Small(dtype, sums);
+  const std::string path = TempPath(absl::StrCat("rt", static_cast<int>(dtype), sums, zstd_level));
+  ASSERT_TRUE(Write(path, t, zstd_level).ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const AttentionTraceHeader& h = (*reader)->header();
+  EXPECT_EQ(h.model, "synthetic");
+  EXPECT_TRUE(h.synthetic);
+  EXPECT_EQ(h.kept_layers, t.header.kept_layers);
+  EXPECT_EQ(h.dtype, dtype);
+  ASSERT_EQ((*reader)->num_samples(), 2);
+  for (int s = 0; s < 2; ++s) {
+    auto sample = (*reader)->ReadSample(s);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    const AttentionSample& want = t.samples[s];
+    EXPECT_EQ(sample->prompt_len, want.prompt_len);
+    EXPECT_EQ(sample->num_decode_steps, want.num_decode_steps);
+    EXPECT_EQ(sample->query_start, want.query_start);
+    EXPECT_EQ(sample->token_ids, want.token_ids);
+    EXPECT_EQ(sample->boundaries, want.boundaries);
+    ASSERT_EQ(sample->heads.size(), want.heads.size());
+    for (size_t i = 0; i < want.heads.size(); ++i) {
+      const HeadTensors& a = sample->heads[i];
+      const HeadTensors& b = want.heads[i];
+      ASSERT_EQ(a.keys.size(), b.keys.size());
+      for (size_t k = 0; k < b.keys.size(); ++k) ASSERT_EQ(a.keys[k], Round(b.keys[k], dtype));
+      for (size_t k = 0; k < b.values.size(); ++k) ASSERT_EQ(a.values[k], Round(b.values[k], dtype));
+      for (size_t k = 0; k < b.queries.size(); ++k) ASSERT_EQ(a.queries[k], Round(b.queries[k], dtype));
+      EXPECT_EQ(a.column_sums, b.column_sums);  // always float32
+    }
+  }
+}
+
+TEST(AttentionTraceIoTest, RoundTripsEveryDtype) {
+  ExpectRoundTrip(AttentionDType::kFloat16, false, 0);
+  ExpectRoundTrip(AttentionDType::kBFloat16, true, 0);
+  ExpectRoundTrip(AttentionDType::kFloat32, true, 0);
+}
+
+TEST(AttentionTraceIoTest, RoundTripsWithZstd) {
+  ExpectRoundTrip(AttentionDType::kFloat16, true, 3);
+  SyntheticTrace t = Small(AttentionDType::kFloat32, false);
+  const std::string plain = TempPath("plain"), packed = TempPath("packed");
+  ASSERT_TRUE(Write(plain, t, 0).ok());
+  ASSERT_TRUE(Write(packed, t, 3).ok());
+  EXPECT_LT(ReadFile(packed)->size(), ReadFile(plain)->size());
+}
+
+TEST(AttentionTraceIoTest, RefusesEveryTruncation) {
+  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
+  const std::string path = TempPath("full");
+  ASSERT_TRUE(Write(path, t).ok());
+  const std::string bytes = *ReadFile(path);
+  const std::string cut_path = TempPath("cut");
+  // Every proper prefix is refused at Open(), with DataLoss and a message that says where.
+  for (size_t cut = 0; cut < bytes.size(); cut += (cut < 200 ? 1 : 97)) {
+    ASSERT_TRUE(WriteFileAtomically(cut_path, bytes.substr(0, cut)).ok());
+    auto reader = AttentionTraceReader::Open(cut_path);
+    ASSERT_FALSE(reader.ok()) << "prefix of " << cut << " bytes was accepted";
+    EXPECT_EQ(reader.status().code(), absl::StatusCode::kDataLoss) << reader.status();
+    if (cut >= 16) {
+      EXPECT_NE(reader.status().message().find("record"), std::string::npos) << reader.status();
+    }
+  }
+}
+
+TEST(AttentionTraceIoTest, DetectsCorruptPayloadByChecksum) {
+  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
+  const std::string path = TempPath("corrupt");
+  ASSERT_TRUE(Write(path, t).ok());
+  std::string bytes = *ReadFile(path);
+  bytes[bytes.size() - 100] ^= 0x10;  // inside the last HEAD record of sample 1
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();  // HEAD payloads are checked when read
+  EXPECT_TRUE((*reader)->ReadSample(0).ok());
+  auto sample = (*reader)->ReadSample(1);
+  ASSERT_FALSE(sample.ok());
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDataLoss);
+  // Records: 0 HEADER, 1 SAMPLE 0, 2-5 its heads, 6 SAMPLE 1, 7-10 its heads: the last is record 10.
+  EXPECT_NE(sample.status().message().find("record 10 "), std::string::npos) << sample.status();
+  EXPECT_NE(sample.status().message().find("checksum"), std::string::npos) << sample.status();
+}
+
+TEST(AttentionTraceIoTest, RefusesTrailingDataAndBadMagic) {
+  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
+  const std::string path = TempPath("trailing");
+  ASSERT_TRUE(Write(path, t).ok());
+  std::string bytes = *ReadFile(path);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes + std::string(40, '\0')).ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_NE(reader.status().message().find("after the END record"), std::string::npos) << reader.status();
+  bytes[0] = 'X';
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  reader = AttentionTraceReader::Open(path);
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(reader.status().message().find("bad magic"), std::string::npos);
+  EXPECT_EQ(AttentionTraceReader::Open(TempPath("missing")).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(AttentionTraceIoTest, WriterRejectsInconsistentSample) {
+  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
+  const std::string path = TempPath("reject");
+  auto writer = AttentionTraceWriter::Create(path, t.header);
+  ASSERT_TRUE(writer.ok());
+  AttentionSample bad = t.samples[0];
+  bad.heads[1].queries.resize(5);
+  absl::Status s = (*writer)->Append(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sample 0: head record 1: queries"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace kvsim
