@@ -77,6 +77,10 @@ class CostModel {
   // recompute = true}, without the fixed per-iteration overhead. For restore decisions (reload or
   // recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument otherwise).
   virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
+
+  // Caveats about the predictions made so far, one line, for the run's report (e.g. how many kernel
+  // times a table model extrapolated beyond its measurements); empty when there are none.
+  virtual std::string Warnings() const { return ""; }
 };
 
 using CostModelFactory =

@@ -128,6 +128,20 @@ absl::StatusOr<int64_t> RooflineCostModel::IterationTimeNs(const BatchShape& bat
   return b.total_ns;
 }
 
+absl::StatusOr<int64_t> RooflineCostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
+  if (position < 0 || num_tokens <= 0) return CostModel::RecomputeTimeNs(position, num_tokens);
+  const double layers = p_.num_layers;
+  if (p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION) {
+    return ToNs(layers * KvProjectionSeconds(num_tokens));
+  }
+  SequenceWork piece;
+  piece.context_tokens = position;
+  piece.new_tokens = num_tokens;
+  // The same terms, rounded the same way, as IterationBreakdown of the one-piece batch.
+  return ToNs(layers * LayerLinearSeconds(num_tokens)) + ToNs(layers * AttentionSeconds(piece)) +
+         ToNs(layers * 2 * AllReduceSeconds(num_tokens));
+}
+
 int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
   const double bandwidth =

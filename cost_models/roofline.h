@@ -91,6 +91,8 @@ class RooflineCostModel final : public CostModel {
   // latency_ns + bytes / the tier's bandwidth (the device's PCIe bandwidth if the tier gives none); the
   // tier's figure is taken as achieved, with no efficiency factor. 0 for bytes <= 0.
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
+  // As the base class defines it, computed without building a batch (the block manager asks often).
+  absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const override;
 
   // Per-operation times in seconds, for one layer where it applies (the table model uses them as its
   // prior and to scale measured points).

@@ -175,8 +175,9 @@ TEST(RooflineTest, RecomputeCostsFullLayersOrKvProjection) {
   // Full layers: a 16-token block costs more the later it sits (attention over its position).
   const int64_t early = *full->RecomputeTimeNs(0, 16), late = *full->RecomputeTimeNs(100000, 16);
   EXPECT_GT(late, early);
-  // It equals a non-sampling 16-token prefill piece at that position.
+  // It equals a non-sampling 16-token prefill piece at that position, and the base class's definition.
   EXPECT_EQ(late, *full->IterationTimeNs(Batch({Piece(100000, 16, false)})));
+  EXPECT_EQ(late, *full->CostModel::RecomputeTimeNs(100000, 16));
   config.mutable_cost_model()->set_recompute_cost(proto::RECOMPUTE_COST_KV_PROJECTION);
   auto projection = Model(config);
   // K/V projection only: per layer a 16 x 4096 -> 2048 GEMM, memory-bound: 2048 x 4096 x 2 weight bytes
@@ -184,6 +185,7 @@ TEST(RooflineTest, RecomputeCostsFullLayersOrKvProjection) {
   const double expected_ns = 32 * 16973824 / kHbm * 1e9;  // 141.4 us
   EXPECT_NEAR(*projection->RecomputeTimeNs(0, 16), expected_ns, 1.0);
   EXPECT_NEAR(*projection->RecomputeTimeNs(100000, 16), expected_ns, 1.0);
+  EXPECT_EQ(*projection->RecomputeTimeNs(100000, 16), *projection->CostModel::RecomputeTimeNs(100000, 16));
   EXPECT_LT(*projection->RecomputeTimeNs(100000, 16), late);
 }
 

@@ -66,7 +66,7 @@ class TableCostModel final : public CostModel {
   int64_t num_extrapolated() const { return extrapolated_.load(std::memory_order_relaxed); }
   int64_t num_unmeasured() const { return unmeasured_.load(std::memory_order_relaxed); }
   // One line, empty when nothing was extrapolated.
-  std::string Warnings() const;
+  std::string Warnings() const override;
 
   const KernelTable& table() const { return table_; }
 
