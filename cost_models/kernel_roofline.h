@@ -6,8 +6,10 @@
 // dtype and shape, so hot paths never touch protos.
 //
 // Wave quantisation (used by the table model's prior only, so the analytic model stays the textbook
-// roofline): a kernel of W equal work items on S SMs runs ceil(W / S) waves, so its compute time is
-// divided by W / (ceil(W / S) x S).
+// roofline): a kernel of W equal work items on S SMs runs ceil(W / S) waves, so its time is divided by
+// W / (ceil(W / S) x S). KernelRooflineSeconds applies it to attention (one item per sequence, KV head
+// and query tile, split-KV filling the SMs for small batches), not to library GEMMs, whose split-K and
+// stream-K kernels largely hide partial waves; GemmSeconds offers it for custom GEMMs.
 //
 // Stateless functions over immutable values; thread-safe.
 //

@@ -102,7 +102,23 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
   q.num_kv_heads = p_.kv_heads;
   q.head_dim = p_.head_dim;
   if (q.num_segments == 1 || table_.HasSeries(q)) return Kernel(q);
-  // No series with this many segments: single-segment attention plus the merge of the partial states.
+  // Measured segment counts around this one (powers of two): interpolate between them in log-log.
+  int64_t lower = 0, upper = 0;
+  for (int64_t k = 1; k <= 4096; k *= 2) {
+    KernelQuery probe = q;
+    probe.num_segments = k;
+    if (!table_.HasSeries(probe)) continue;
+    if (k < q.num_segments) lower = k;
+    if (k > q.num_segments && upper == 0) upper = k;
+  }
+  if (lower > 0 && upper > 0) {
+    KernelQuery a = q, b = q;
+    a.num_segments = lower;
+    b.num_segments = upper;
+    const double w = std::log(static_cast<double>(q.num_segments) / lower) / std::log(static_cast<double>(upper) / lower);
+    return std::exp((1 - w) * std::log(Kernel(a)) + w * std::log(Kernel(b)));
+  }
+  // No series around it: single-segment attention plus the merge of the partial states.
   KernelQuery merge;
   merge.kind = proto::KERNEL_KIND_SEGMENT_MERGE;
   merge.batch = kind == proto::KERNEL_KIND_DECODE_ATTENTION ? batch : batch * piece.new_tokens;
