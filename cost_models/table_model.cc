@@ -135,8 +135,13 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) ++decodes;
   }
   double seconds = 0;
-  for (const SequenceWork& s : batch.sequences) {
+  const std::vector<int64_t> l2 = L2ResidentTokens(
+      batch, 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement(), p_.rates.l2_cache_bytes);
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    SequenceWork s = batch.sequences[i];
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) {
+      // Decode is memory-bound: KV already in L2 costs what a shorter context would.
+      if (!l2.empty()) s.context_tokens -= l2[i];
       seconds += Attention(proto::KERNEL_KIND_DECODE_ATTENTION, decodes, s) / decodes;
     }
   }

@@ -14,6 +14,9 @@
 // context, each decode is charged T(B, its own context) / B, so a skewed batch (one long request among
 // short ones) costs what its parts cost; this is exact when T is linear in the summed context at fixed B.
 // Prefill and recompute pieces are charged T(batch 1, chunk, context) each.
+// Shared prefixes (SequenceWork.prefix_id): a decode whose shared prefix an earlier decode of the batch
+// already read, and that fits in L2, is charged as if its context lacked those tokens (unique, not
+// total, KV bytes; see L2ResidentTokens in cost_model.h).
 // Multi-segment attention: a piece with k > 1 segments uses a series measured with k segments if the
 // table has one; else the log-log interpolation between the series of the nearest measured power-of-two
 // segment counts below and above k; else the single-segment attention plus a segment merge of k states

@@ -206,3 +206,19 @@ TEST(TableModelTest, UnmeasuredSegmentCountsInterpolateBetweenMeasuredOnes) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(TableModelTest, SharedPrefixInL2CountsUniqueBytes) {
+  auto model = Model(TableConfig());
+  SequenceWork a = Piece(5000, 1), b = Piece(5000, 1);
+  a.prefix_id = b.prefix_id = 3;
+  a.shared_prefix_tokens = b.shared_prefix_tokens = 4000;  // 16.4 MB per layer: fits in 50 MiB of L2
+  const double expected = 32 * (model->table().Predict(Decode(2, 5000)).seconds +
+                                model->table().Predict(Decode(2, 1000)).seconds) / 2;
+  EXPECT_NEAR(model->IterationBreakdown(Batch({a, b}))->attention_ns, expected * 1e9, 1.0);
+}
+
+}  // namespace
+}  // namespace kvsim
