@@ -22,9 +22,27 @@ void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
 
 std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits) {
   std::vector<float> out(keys, keys + tokens * dim);
+  std::vector<float> lo(dim), hi(dim), scale(dim);
+  const float levels = static_cast<float>((1 << bits) - 1);
   for (int64_t start = 0; start < tokens; start += group) {
     const int64_t count = std::min(group, tokens - start);
-    for (int c = 0; c < dim; ++c) QuantizeGroup(&out[start * dim + c], count, dim, bits);
+    const float* first = &out[start * dim];
+    std::copy(first, first + dim, lo.begin());
+    std::copy(first, first + dim, hi.begin());
+    for (int64_t i = 1; i < count; ++i) {
+      const float* row = &out[(start + i) * dim];
+      for (int c = 0; c < dim; ++c) {
+        lo[c] = std::min(lo[c], row[c]);
+        hi[c] = std::max(hi[c], row[c]);
+      }
+    }
+    for (int c = 0; c < dim; ++c) scale[c] = (hi[c] - lo[c]) / levels;
+    for (int64_t i = 0; i < count; ++i) {
+      float* row = &out[(start + i) * dim];
+      for (int c = 0; c < dim; ++c) {
+        row[c] = scale[c] > 0 ? lo[c] + scale[c] * std::nearbyint((row[c] - lo[c]) / scale[c]) : lo[c];
+      }
+    }
   }
   return out;
 }
