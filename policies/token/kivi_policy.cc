@@ -66,12 +66,13 @@ std::string KiviPolicy::Name() const {
 
 void KiviPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
   inner_->BeginLayer(heads, budget_tokens);
-  keys_.clear();
-  values_.clear();
-  for (const HeadContext& h : heads) {
+  keys_.resize(heads.size());
+  values_.resize(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const HeadContext& h = heads[i];
     // Only complete key groups are ever read quantised (the rest is the full-precision residual).
-    keys_.push_back(QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_));
-    values_.push_back(QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_));
+    keys_[i] = QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_);
+    values_[i] = QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_);
   }
 }
 

@@ -111,6 +111,13 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
   constexpr int64_t kRows = 128;
   const int64_t n = head.prompt_len;
   std::vector<double> sums(n, 0.0);
+  if (head.prompt_cache != nullptr && n - head.query_start <= PromptAttentionCache::kMaxWindow) {
+    RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows
+    const RowMatrixXf& probs = PromptWindowAttentionView(head, n - head.query_start, &scratch);
+    const Eigen::VectorXf column = probs.colwise().sum().transpose();
+    for (int64_t i = 0; i < n; ++i) sums[i] = column(i);
+    return sums;
+  }
   RowMatrixXf probs(kRows, n);
   for (int j = 0; j < head.group_size; ++j) {
     for (int64_t first = head.query_start; first < n; first += kRows) {
