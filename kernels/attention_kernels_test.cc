@@ -83,7 +83,9 @@ void ExpectMatches(const HostAttentionResult& gpu, const AttentionOutput& ref, d
       ASSERT_NEAR(gpu.lse[i], ref.lse[i], lse_tol) << "lse[" << i << "]";
     }
   }
-  if (ref2 > 0) EXPECT_LE(std::sqrt(err2 / ref2), rel_tol);
+  if (ref2 > 0) {
+    EXPECT_LE(std::sqrt(err2 / ref2), rel_tol);
+  }
 }
 
 struct DecodeCase {
