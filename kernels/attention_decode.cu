@@ -238,35 +238,29 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
       }
     }
     if (tile + kWarps < num_tiles) LookUpPages<kPasses>(p, item, tile + kWarps, half, next_pages);
-    // Keys of int4 / int2: per-channel (scale, zero) of the tile's group folded into the query:
-    // sum_c q_c (code_c s_c + z_c) = sum_c (q_c s_c) code_c + sum_c q_c z_c.
-    float qk[kGroup][8], bias[kGroup];
+    // Keys of int4 / int2: per-channel (scale, zero) of the tile's group (the tile lies within one group):
+    // sum_c q_c (code_c s_c + z_c) = sum_c q_c (code_c s_c) + bias with bias = sum_c q_c z_c.
+    float k_channel_scale[8], bias[kGroup];
 #pragma unroll
-    for (int g = 0; g < kGroup; ++g) {
-      bias[g] = 0.f;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) qk[g][c] = q[g][c];
-    }
+    for (int g = 0; g < kGroup; ++g) bias[g] = 0.f;
     if (kAsymmetric) {
       const int64_t page0 = pages[0];  // the tile lies within one page (16-token aligned)
       const int groups_per_page = ps / p.key_group_tokens;
       const int64_t base =
           ((page0 * hkv + kv_head) * groups_per_page + (t0 % ps) / p.key_group_tokens) * kHeadDim + sub * 8;
-      float s[8], z[8];
+      float z[8];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const float4 s4 = __ldg(reinterpret_cast<const float4*>(p.k_scale + base) + j);
         const float4 z4 = __ldg(reinterpret_cast<const float4*>(p.k_zero + base) + j);
-        s[4 * j] = s4.x, s[4 * j + 1] = s4.y, s[4 * j + 2] = s4.z, s[4 * j + 3] = s4.w;
+        k_channel_scale[4 * j] = s4.x, k_channel_scale[4 * j + 1] = s4.y;
+        k_channel_scale[4 * j + 2] = s4.z, k_channel_scale[4 * j + 3] = s4.w;
         z[4 * j] = z4.x, z[4 * j + 1] = z4.y, z[4 * j + 2] = z4.z, z[4 * j + 3] = z4.w;
       }
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) {
-          qk[g][c] = q[g][c] * s[c];
-          bias[g] += q[g][c] * z[c];
-        }
+        for (int c = 0; c < 8; ++c) bias[g] = fmaf(q[g][c], z[c], bias[g]);
       }
     }
     // Scores (log2 units), then probabilities.
@@ -275,11 +269,15 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
     for (int i = 0; i < kPasses; ++i) {
       float kf[8];
       Decode8<kDtype>(kc[i], kf);
+      if (kAsymmetric) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) kf[c] *= k_channel_scale[c];
+      }
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
         float dot = bias[g];
 #pragma unroll
-        for (int c = 0; c < 8; ++c) dot = fmaf(qk[g][c], kf[c], dot);
+        for (int c = 0; c < 8; ++c) dot = fmaf(q[g][c], kf[c], dot);
 #pragma unroll
         for (int offset = 1; offset < 16; offset *= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
         if (kTokenScale) dot *= k_scale[i];
