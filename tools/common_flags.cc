@@ -19,6 +19,17 @@ ABSL_FLAG(int64_t, reorder_window, 4096,
 ABSL_FLAG(int32_t, trace_block_tokens, 0,
           "tokens per hash block for traces that do not state it (hash-per-block JSONL without "
           "block_size); 0 = the format's own");
+ABSL_FLAG(int32_t, block_tokens, 0,
+          "tokens per block: for traces without block hashes and for capacity figures; 0 = the config's "
+          "cache.block_tokens (default 16)");
+ABSL_FLAG(std::string, policy, "lru",
+          "eviction policies, comma-separated, each NAME[+leaf_first][+ttl] (see 'kvsim help cache')");
+ABSL_FLAG(std::string, capacity_blocks, "",
+          "cache capacities in blocks: a comma list, ranges LO:HI:xFACTOR or LO:HI:+STEP allowed");
+ABSL_FLAG(std::string, restore_cost, "uniform",
+          "cache replay restore cost per block: uniform (all equal) or position (tokens up to the block's end, "
+          "the linear-in-position recompute model)");
+ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs; 0 = all cores");
 
 namespace kvsim {
 

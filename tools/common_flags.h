@@ -22,6 +22,12 @@ ABSL_DECLARE_FLAG(bool, chain_hashes);         // hash-per-block traces: chain c
 ABSL_DECLARE_FLAG(int64_t, reorder_window);    // records re-sorted by arrival while importing
 ABSL_DECLARE_FLAG(int32_t, trace_block_tokens);  // tokens per hash block where the trace omits it
 
+ABSL_DECLARE_FLAG(int32_t, block_tokens);      // tokens per block for hash-less traces; 0 = config's
+ABSL_DECLARE_FLAG(std::string, policy);        // eviction policy specs, comma-separated
+ABSL_DECLARE_FLAG(std::string, capacity_blocks);  // capacities in blocks (list/ranges)
+ABSL_DECLARE_FLAG(std::string, restore_cost);  // cache replay restore cost: uniform | position
+ABSL_DECLARE_FLAG(int32_t, threads);           // worker threads; 0 = all cores
+
 namespace kvsim {
 
 // TraceOptions from --trace_format, --chain_hashes, --reorder_window and --trace_block_tokens.

@@ -30,7 +30,10 @@ absl::Status RunGen(const std::vector<std::string>& args, std::ostream& out) {
   const TraceOpener open_trace = [](const std::string& path) { return OpenTrace(path, TraceOptions{}); };
   const TraceWriterOpener open_writer = [](const std::string& path, const std::string& format,
                                            int32_t block_tokens) {
-    return OpenTraceWriter(path, format, block_tokens);
+    TraceWriterOptions options;
+    options.block_tokens = block_tokens;
+    options.source_format = "generated";
+    return OpenTraceWriter(path, format, options);
   };
   KVSIM_ASSIGN_OR_RETURN(GenerateSummary summary,
                          GenerateTraceFile(spec, EffectiveSeed(spec, absl::GetFlag(FLAGS_seed)), out_path,

@@ -24,20 +24,24 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 class RenewalProcess final : public ArrivalProcess {
  public:
   RenewalProcess(RateSchedule schedule, bool exponential, double cv, uint64_t seed, bool finite)
-      : schedule_(std::move(schedule)), exponential_(exponential), cv_(cv), rng_(SeedFor(seed, kArrivalStream)),
+      : schedule_(std::move(schedule)),
+        exponential_(exponential),
+        cv_(cv),
+        rng_(SeedFor(seed, kArrivalStream)),
         finite_(finite) {}
 
   bool Next(int64_t* arrival_ns) override {
     if (ended_) return false;
     if (started_) {
-      operational_ += exponential_ ? SampleExponential(rng_, 1.0) : SampleGamma(rng_, 1 / (cv_ * cv_), cv_ * cv_);
+      operational_ +=
+          exponential_ ? SampleExponential(rng_, 1.0) : SampleGamma(rng_, 1 / (cv_ * cv_), cv_ * cv_);
     }
     started_ = true;
     double t_s;
     if (!schedule_.TimeAt(operational_, &t_s)) return Stop(absl::OkStatus());
     if (t_s > kMaxArrivalS) {
-      return Stop(absl::OutOfRangeError(
-          absl::StrFormat("arrivals: the next arrival (%g s) is beyond the supported %g s", t_s, kMaxArrivalS)));
+      return Stop(absl::OutOfRangeError(absl::StrFormat(
+          "arrivals: the next arrival (%g s) is beyond the supported %g s", t_s, kMaxArrivalS)));
     }
     *arrival_ns = std::llround(t_s * 1e9);
     return true;
@@ -77,9 +81,9 @@ class ReplayProcess final : public ArrivalProcess {
     ++record_;
     const int64_t t = speedup_ == 1 ? request_.arrival_ns : std::llround(request_.arrival_ns / speedup_);
     if (t < previous_ns_ || t < 0) {
-      status_ = absl::InvalidArgumentError(absl::StrFormat(
-          "%s: record %d: arrival_ns: expected >= %d (arrivals must not decrease), got %d", path_, record_,
-          previous_ns_, request_.arrival_ns));
+      status_ = absl::InvalidArgumentError(
+          absl::StrFormat("%s: record %d: arrival_ns: expected >= %d (arrivals must not decrease), got %d",
+                          path_, record_, previous_ns_, request_.arrival_ns));
       return false;
     }
     previous_ns_ = t;
@@ -108,7 +112,8 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateReplay(const proto::Arriva
   }
   const double speedup = replay.speedup() == 0 ? 1 : replay.speedup();
   if (!std::isfinite(speedup) || speedup < 0) {
-    return Invalid(field + ".replay.speedup", absl::StrFormat("must be a finite number > 0, got %g", speedup));
+    return Invalid(field + ".replay.speedup",
+                   absl::StrFormat("must be a finite number > 0, got %g", speedup));
   }
   if (replay.trace_path().empty()) return Invalid(field + ".replay.trace_path", "must name a trace file");
   if (!open_trace) {
@@ -157,7 +162,8 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto
     schedule = RateSchedule::Constant(rate);
   }
   const bool exponential = spec.process_case() == proto::Arrivals::kPoisson;
-  return std::unique_ptr<ArrivalProcess>(new RenewalProcess(std::move(schedule), exponential, cv, seed, finite));
+  return std::unique_ptr<ArrivalProcess>(
+      new RenewalProcess(std::move(schedule), exponential, cv, seed, finite));
 }
 
 }  // namespace kvsim

@@ -79,8 +79,9 @@ INSTANTIATE_TEST_SUITE_P(Cvs, GammaArrivalsTest, ::testing::Values(0.5, 2.0, 4.0
 // 100/s on [0, 10), 400/s on [10, 20), 0 after: counts are Poisson with means 1000 and 4000 (plus the
 // arrival at 0), and the process ends.
 TEST(ArrivalProcessTest, StepScheduleCountsPerWindow) {
-  auto p = Create("poisson {} schedule { points { time_s: 0 rate_per_s: 100 } "
-                  "points { time_s: 10 rate_per_s: 400 } points { time_s: 20 rate_per_s: 0 } }");
+  auto p = Create(
+      "poisson {} schedule { points { time_s: 0 rate_per_s: 100 } "
+      "points { time_s: 10 rate_per_s: 400 } points { time_s: 20 rate_per_s: 0 } }");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE((*p)->finite());
   std::vector<int64_t> times = Take(**p, 1000000);
@@ -96,15 +97,18 @@ TEST(ArrivalProcessTest, StepScheduleCountsPerWindow) {
 // Rate rising linearly 0 -> 200/s over [0, 10) (r = 20 t): expected arrivals on [0, 5) = 250, on
 // [5, 10) = 1000 - 250 = 750.
 TEST(ArrivalProcessTest, LinearScheduleCountsPerWindow) {
-  auto p = Create("poisson {} schedule { interpolation: INTERPOLATION_LINEAR "
-                  "points { time_s: 0 rate_per_s: 0 } points { time_s: 10 rate_per_s: 200 } }",
-                  5);
+  auto p = Create(
+      "poisson {} schedule { interpolation: INTERPOLATION_LINEAR "
+      "points { time_s: 0 rate_per_s: 0 } points { time_s: 10 rate_per_s: 200 } }",
+      5);
   ASSERT_TRUE(p.ok()) << p.status();
   std::vector<int64_t> times = Take(**p, 5000);
   int first = 0, second = 0;
   for (int64_t t : times) {
-    if (t < 5000000000) ++first;
-    else if (t < 10000000000) ++second;
+    if (t < 5000000000)
+      ++first;
+    else if (t < 10000000000)
+      ++second;
   }
   EXPECT_NEAR(first, 251, kZ * std::sqrt(250.0));
   EXPECT_NEAR(second, 750, kZ * std::sqrt(750.0));

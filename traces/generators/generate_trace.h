@@ -32,14 +32,14 @@ using TraceWriterOpener = std::function<absl::StatusOr<std::unique_ptr<TraceWrit
 
 struct GenerateSummary {
   std::string path;
-  std::string format;          // "native" or "jsonl"
+  std::string format;  // "native" or "jsonl"
   uint64_t seed = 0;
   int32_t block_tokens = 0;
   int64_t num_requests = 0;
-  int64_t num_sessions = 0;    // chat and agent sessions (single-turn requests are not sessions)
+  int64_t num_sessions = 0;  // chat and agent sessions (single-turn requests are not sessions)
   int64_t num_tool_calls = 0;
   int64_t last_arrival_ns = 0;
-  int64_t input_tokens = 0;    // sums over all requests
+  int64_t input_tokens = 0;  // sums over all requests
   int64_t output_tokens = 0;
   int64_t block_references = 0;  // total block ids emitted
 };

@@ -4,10 +4,12 @@
 // sequence is fixed by the C++ standard, but std::*_distribution algorithms are implementation-defined
 // (libstdc++ and libc++ give different samples), so workload generators never use them: every variate
 // here is built from the engine's raw 64-bit output, mostly by inverse-transform sampling on a uniform
-// double with 53 random bits. Only IEEE arithmetic and the C math library's log/exp/pow/sqrt/erfc are
-// involved; sqrt is exact and glibc's log/exp/pow are correctly rounded in practice, so results match
-// bit for bit across machines with the same libm (another libm could differ in the last bit of a
-// double, which changes a rounded token count or nanosecond only when a value sits on a boundary).
+// double with 53 random bits. Besides IEEE arithmetic (exact and the same everywhere) only the C math
+// library's log, log1p, exp, pow, erfc and sqrt are involved. sqrt is exactly rounded by IEEE 754; the
+// others are accurate to about half an ulp but not guaranteed correctly rounded, so results are bit for
+// bit identical on every machine with the same math library (e.g. a given glibc version), and another
+// library can differ in the last bit of a double, which changes a rounded token count or nanosecond
+// only in the rare case where the value sits on a rounding boundary.
 //
 // Example:
 //   Rng rng(SeedFor(seed, /*stream=*/1));

@@ -81,7 +81,7 @@ TEST(PortableRandomTest, UniformIntIsUniformOverTheClosedRange) {
   bool negative = false, positive = false;
   for (int i = 0; i < 64; ++i) {
     const int64_t v = SampleUniformInt(rng, lo, hi);
-    negative |= v < 0, positive |= v > 0;
+    negative |= v<0, positive |= v> 0;
   }
   EXPECT_TRUE(negative && positive);
 }

@@ -27,7 +27,8 @@ absl::StatusOr<RateSchedule> RateSchedule::Create(const proto::RateSchedule& spe
     const std::string at = absl::StrCat(field, ".points[", i, "]");
     const double t = points[i].time_s();
     const double r = points[i].rate_per_s();
-    if (i == 0 && t != 0) return Invalid(at + ".time_s", absl::StrFormat("the first point must be at 0, got %g", t));
+    if (i == 0 && t != 0)
+      return Invalid(at + ".time_s", absl::StrFormat("the first point must be at 0, got %g", t));
     if (!std::isfinite(t) || (i > 0 && t <= points[i - 1].time_s())) {
       return Invalid(at + ".time_s", absl::StrFormat("must be finite and > the previous point's, got %g", t));
     }

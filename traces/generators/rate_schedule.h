@@ -7,10 +7,11 @@
 // linear (step) or quadratic (linear rate), so the inverse is closed form.
 //
 // Example:
-//   KVSIM_ASSIGN_OR_RETURN(RateSchedule schedule, RateSchedule::Create(spec.schedule(), "arrivals.schedule"));
+//   KVSIM_ASSIGN_OR_RETURN(RateSchedule schedule,
+//                          RateSchedule::Create(spec.schedule(), "arrivals.schedule"));
 //   double t_s;
 //   double L = 0;
-//   while (schedule.TimeAt(L += gap, &t_s)) Emit(t_s);   // L must not decrease between calls
+//   while (schedule.TimeAt(L += gap, &t_s)) Emit(t_s);  // L must not decrease between calls
 //
 // Thread-safety: TimeAt() advances an internal cursor; one thread at a time.
 #ifndef KVSIM_TRACES_GENERATORS_RATE_SCHEDULE_H_
@@ -43,11 +44,11 @@ class RateSchedule {
 
  private:
   struct Segment {
-    double start_s;      // within one period (or absolute when not periodic)
-    double length_s;     // +inf for the open-ended last segment of a non-periodic schedule
-    double start_rate;   // r at the segment's start
-    double end_rate;     // r at its end (= start_rate for steps and the open-ended segment)
-    double arrivals;     // integral of r over the segment (+inf or 0 for the open-ended one)
+    double start_s;     // within one period (or absolute when not periodic)
+    double length_s;    // +inf for the open-ended last segment of a non-periodic schedule
+    double start_rate;  // r at the segment's start
+    double end_rate;    // r at its end (= start_rate for steps and the open-ended segment)
+    double arrivals;    // integral of r over the segment (+inf or 0 for the open-ended one)
   };
   RateSchedule() = default;
   // The offset within segment `s` at which its integral reaches `remaining` (0 <= remaining <= s.arrivals).

@@ -32,8 +32,9 @@ TEST(RateScheduleTest, ConstantRateDividesOperationalTime) {
 
 // r = 2 on [0, 10), 0 on [10, 20), 5 from 20 on: Lambda(10) = Lambda(20) = 20, then 20 + 5 (t - 20).
 TEST(RateScheduleTest, StepsSkipZeroRateStretches) {
-  RateSchedule s = Make("points { time_s: 0 rate_per_s: 2 } points { time_s: 10 rate_per_s: 0 } "
-                        "points { time_s: 20 rate_per_s: 5 }");
+  RateSchedule s = Make(
+      "points { time_s: 0 rate_per_s: 2 } points { time_s: 10 rate_per_s: 0 } "
+      "points { time_s: 20 rate_per_s: 5 }");
   EXPECT_DOUBLE_EQ(TimeAt(s, 0), 0);
   EXPECT_DOUBLE_EQ(TimeAt(s, 3), 1.5);
   EXPECT_DOUBLE_EQ(TimeAt(s, 20), 10);
@@ -49,18 +50,20 @@ TEST(RateScheduleTest, LeadingZeroRateStartsWhereTheRateTurnsPositive) {
 
 // r(t) = t on [0, 10] then 10: Lambda(t) = t^2/2 (so Lambda(10) = 50), then 50 + 10 (t - 10).
 TEST(RateScheduleTest, LinearRampUp) {
-  RateSchedule s = Make("interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 0 } "
-                        "points { time_s: 10 rate_per_s: 10 }");
-  EXPECT_NEAR(TimeAt(s, 8), 4, 1e-12);    // t^2/2 = 8
-  EXPECT_NEAR(TimeAt(s, 18), 6, 1e-12);   // t^2/2 = 18
+  RateSchedule s = Make(
+      "interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 0 } "
+      "points { time_s: 10 rate_per_s: 10 }");
+  EXPECT_NEAR(TimeAt(s, 8), 4, 1e-12);   // t^2/2 = 8
+  EXPECT_NEAR(TimeAt(s, 18), 6, 1e-12);  // t^2/2 = 18
   EXPECT_NEAR(TimeAt(s, 50), 10, 1e-12);
   EXPECT_NEAR(TimeAt(s, 60), 11, 1e-12);
 }
 
 // r(t) = 10 - t on [0, 10], then 0 forever: Lambda(t) = 10t - t^2/2, total 50; 10t - t^2/2 = 32 at t = 4.
 TEST(RateScheduleTest, LinearRampDownEndsTheProcess) {
-  RateSchedule s = Make("interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 10 } "
-                        "points { time_s: 10 rate_per_s: 0 }");
+  RateSchedule s = Make(
+      "interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 10 } "
+      "points { time_s: 10 rate_per_s: 0 }");
   EXPECT_NEAR(TimeAt(s, 32), 4, 1e-12);
   EXPECT_NEAR(TimeAt(s, 50), 10, 1e-9);
   double t;
@@ -74,18 +77,19 @@ TEST(RateScheduleTest, PeriodicSteps) {
   EXPECT_DOUBLE_EQ(TimeAt(s, 2.5), 1.5);
   EXPECT_DOUBLE_EQ(TimeAt(s, 4), 2);
   EXPECT_DOUBLE_EQ(TimeAt(s, 5), 3);
-  EXPECT_DOUBLE_EQ(TimeAt(s, 9), 5);   // two periods (8) then 1 at rate 1
+  EXPECT_DOUBLE_EQ(TimeAt(s, 9), 5);                // two periods (8) then 1 at rate 1
   EXPECT_DOUBLE_EQ(TimeAt(s, 403), 201 + 2.0 / 3);  // 100 periods, 1 at rate 1, 2 at rate 3
 }
 
 // Period 2, linear: 0 -> 2 over [0, 1], back to 0 over [1, 2] (the wrap goes to the first point's rate).
 // Lambda(t) = t^2 on [0, 1]; on [1, 2], 1 + 2 tau - tau^2 with tau = t - 1.
 TEST(RateScheduleTest, PeriodicLinearWrapsToTheFirstRate) {
-  RateSchedule s = Make("interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 0 } "
-                        "points { time_s: 1 rate_per_s: 2 } period_s: 2");
+  RateSchedule s = Make(
+      "interpolation: INTERPOLATION_LINEAR points { time_s: 0 rate_per_s: 0 } "
+      "points { time_s: 1 rate_per_s: 2 } period_s: 2");
   EXPECT_NEAR(TimeAt(s, 0.5), std::sqrt(0.5), 1e-12);
   EXPECT_NEAR(TimeAt(s, 1.5), 1 + (1 - std::sqrt(0.5)), 1e-12);  // 2 tau - tau^2 = 0.5
-  EXPECT_NEAR(TimeAt(s, 2.25), 2.5, 1e-12);                       // next period: t'^2 = 0.25
+  EXPECT_NEAR(TimeAt(s, 2.25), 2.5, 1e-12);                      // next period: t'^2 = 0.25
 }
 
 void ExpectInvalid(const std::string& text, const std::string& field) {

@@ -19,15 +19,14 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 // OK if `value` is finite and > 0 (or >= 0 when `allow_zero`).
 absl::Status CheckPositive(double value, bool allow_zero, const std::string& field) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0)) {
-    return Invalid(field, absl::StrFormat("must be a finite number %s 0, got %g", allow_zero ? ">=" : ">",
-                                          value));
+    return Invalid(field,
+                   absl::StrFormat("must be a finite number %s 0, got %g", allow_zero ? ">=" : ">", value));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::Distribution::Resample& spec,
-                                                    const std::string& field,
-                                                    const TraceOpener& open_trace) {
+                                                    const std::string& field, const TraceOpener& open_trace) {
   if (spec.trace_path().empty()) return Invalid(field + ".trace_path", "must name a trace file");
   if (spec.field() == proto::Distribution::Resample::FIELD_UNSPECIFIED) {
     return Invalid(field + ".field", "must be FIELD_INPUT_TOKENS or FIELD_OUTPUT_TOKENS");
@@ -103,7 +102,8 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::Distribution& spec, const s
       }
       KVSIM_RETURN_IF_ERROR(CheckPositive(z.exponent(), true, field + ".zipf.exponent"));
       s.a_ = static_cast<double>(z.min());
-      s.zipf_ = std::make_shared<const DiscreteTable>(DiscreteTable::Zipf(z.max() - z.min() + 1, z.exponent()));
+      s.zipf_ =
+          std::make_shared<const DiscreteTable>(DiscreteTable::Zipf(z.max() - z.min() + 1, z.exponent()));
       break;
     }
     case proto::Distribution::kResample: {
@@ -115,8 +115,9 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::Distribution& spec, const s
       break;
     }
     case proto::Distribution::KIND_NOT_SET:
-      return Invalid(field, "no distribution set (expected one of fixed, uniform, exponential, lognormal, "
-                            "gamma, zipf, resample)");
+      return Invalid(field,
+                     "no distribution set (expected one of fixed, uniform, exponential, lognormal, "
+                     "gamma, zipf, resample)");
   }
   if (spec.has_min_value()) {
     KVSIM_RETURN_IF_ERROR(CheckPositive(spec.min_value(), true, field + ".min_value"));
@@ -151,8 +152,7 @@ double Sampler::SampleReal(Rng& rng) const {
       return a_;
     case Kind::kUniform:
       if (unit_ == SampleUnit::kTokens) {
-        return static_cast<double>(
-            SampleUniformInt(rng, static_cast<int64_t>(a_), static_cast<int64_t>(b_)));
+        return static_cast<double>(SampleUniformInt(rng, static_cast<int64_t>(a_), static_cast<int64_t>(b_)));
       }
       return a_ + (b_ - a_) * SampleUniform01(rng);
     case Kind::kExponential:

@@ -68,7 +68,7 @@ class Sampler {
   double b_ = 0;  // uniform max, sigma, cv
   double min_ = 0;
   double max_ = std::numeric_limits<double>::infinity();
-  std::shared_ptr<const DiscreteTable> zipf_;      // Zipf ranks; value = a_ + rank
+  std::shared_ptr<const DiscreteTable> zipf_;           // Zipf ranks; value = a_ + rank
   std::shared_ptr<const std::vector<int64_t>> values_;  // resample
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,9 @@ namespace {
 constexpr uint64_t kContentStream = 2;
 constexpr uint64_t kSegmentSaltStream = 3;
 constexpr uint64_t kPromptLengthStream = 1000;  // + class index
+
+// Turns per session are capped so that Request::turn (int32) cannot overflow.
+constexpr int64_t kMaxTurns = std::numeric_limits<int32_t>::max();
 
 // Arrivals are kept below 2^62 ns, so sums of an arrival and a gap cannot overflow.
 constexpr int64_t kMaxArrivalNs = int64_t{1} << 62;
@@ -56,7 +60,7 @@ struct ClassModel {
   double prompt_probability = 1;
   uint64_t prompt_salt = 0;  // system prompt k's segment id is MixBits(prompt_salt ^ k)
   // single_turn and chat: input = new user tokens per turn; agent: the task.
-  std::optional<Sampler> count;   // chat turns, agent calls (unset for single_turn)
+  std::optional<Sampler> count;  // chat turns, agent calls (unset for single_turn)
   std::optional<Sampler> input;
   std::optional<Sampler> output;
   std::optional<Sampler> think_s;  // chat
@@ -82,8 +86,11 @@ absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, 
     model.prompt_tokens.push_back(tokens);
   }
   if (spec.num_prompts() < 0 || spec.num_prompts() > kMaxZipfValues) {
-    return Invalid(field + ".num_prompts", absl::StrCat("must be in [0, ", kMaxZipfValues, "], got ",
-                                                        spec.num_prompts()));
+    return Invalid(field + ".num_prompts",
+                   absl::StrCat("must be in [0, ", kMaxZipfValues, "], got ", spec.num_prompts()));
+  }
+  if (spec.num_prompts() == 0 && spec.has_prompt_tokens_distribution()) {
+    return Invalid(field + ".num_prompts", "must be > 0 when prompt_tokens_distribution is set");
   }
   if (spec.num_prompts() > 0) {
     KVSIM_ASSIGN_OR_RETURN(Sampler lengths, Sampler::Create(spec.prompt_tokens_distribution(),
@@ -95,7 +102,8 @@ absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, 
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.zipf_exponent(), field + ".zipf_exponent"));
   if (spec.has_probability()) {
     if (!(spec.probability() >= 0 && spec.probability() <= 1)) {
-      return Invalid(field + ".probability", absl::StrFormat("must be in [0, 1], got %g", spec.probability()));
+      return Invalid(field + ".probability",
+                     absl::StrFormat("must be in [0, 1], got %g", spec.probability()));
     }
     model.prompt_probability = spec.probability();
   }
@@ -108,7 +116,8 @@ absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, 
 
 absl::Status BuildAgent(const proto::Agent& spec, const std::string& field, const TraceOpener& open_trace,
                         ClassModel* model) {
-  KVSIM_ASSIGN_OR_RETURN(model->count, Sampler::Create(spec.calls(), field + ".calls", SampleUnit::kTokens, open_trace));
+  KVSIM_ASSIGN_OR_RETURN(model->count,
+                         Sampler::Create(spec.calls(), field + ".calls", SampleUnit::kTokens, open_trace));
   KVSIM_ASSIGN_OR_RETURN(model->input, Sampler::Create(spec.task_tokens(), field + ".task_tokens",
                                                        SampleUnit::kTokens, open_trace));
   KVSIM_ASSIGN_OR_RETURN(model->output, Sampler::Create(spec.output_tokens(), field + ".output_tokens",
@@ -125,9 +134,9 @@ absl::Status BuildAgent(const proto::Agent& spec, const std::string& field, cons
     }
     KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(tool.weight(), at + ".weight"));
     weights.push_back(tool.weight() == 0 ? 1 : tool.weight());
-    KVSIM_ASSIGN_OR_RETURN(Sampler duration, Sampler::CreateOptional(tool.has_duration_s(), tool.duration_s(),
-                                                                     at + ".duration_s", SampleUnit::kSeconds,
-                                                                     open_trace));
+    KVSIM_ASSIGN_OR_RETURN(Sampler duration,
+                           Sampler::CreateOptional(tool.has_duration_s(), tool.duration_s(),
+                                                   at + ".duration_s", SampleUnit::kSeconds, open_trace));
     KVSIM_ASSIGN_OR_RETURN(Sampler result,
                            Sampler::CreateOptional(tool.has_result_tokens(), tool.result_tokens(),
                                                    at + ".result_tokens", SampleUnit::kTokens, open_trace));
@@ -137,13 +146,15 @@ absl::Status BuildAgent(const proto::Agent& spec, const std::string& field, cons
   for (int i = 0; i < spec.program_size(); ++i) {
     const auto it = index.find(spec.program(i));
     if (it == index.end()) {
-      return Invalid(absl::StrCat(field, ".program[", i, "]"),
-                     absl::StrCat("\"", spec.program(i), "\" is not the name of a tool in ", field, ".tools"));
+      return Invalid(
+          absl::StrCat(field, ".program[", i, "]"),
+          absl::StrCat("\"", spec.program(i), "\" is not the name of a tool in ", field, ".tools"));
     }
     model->program.push_back(it->second);
   }
   if (spec.max_context_tokens() < 0) {
-    return Invalid(field + ".max_context_tokens", absl::StrCat("must be >= 0, got ", spec.max_context_tokens()));
+    return Invalid(field + ".max_context_tokens",
+                   absl::StrCat("must be >= 0, got ", spec.max_context_tokens()));
   }
   model->max_context_tokens = spec.max_context_tokens();
   return absl::OkStatus();
@@ -159,26 +170,30 @@ absl::StatusOr<ClassModel> BuildClass(const proto::WorkloadClass& spec, int clas
     case proto::WorkloadClass::kSingleTurn: {
       model.kind = SessionKind::kSingleTurn;
       const std::string at = field + ".single_turn";
-      KVSIM_ASSIGN_OR_RETURN(model.input, Sampler::Create(spec.single_turn().input_tokens(), at + ".input_tokens",
-                                                          SampleUnit::kTokens, open_trace));
-      KVSIM_ASSIGN_OR_RETURN(model.output, Sampler::Create(spec.single_turn().output_tokens(),
-                                                           at + ".output_tokens", SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.input,
+                             Sampler::Create(spec.single_turn().input_tokens(), at + ".input_tokens",
+                                             SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.output,
+                             Sampler::Create(spec.single_turn().output_tokens(), at + ".output_tokens",
+                                             SampleUnit::kTokens, open_trace));
       break;
     }
     case proto::WorkloadClass::kChat: {
       model.kind = SessionKind::kChat;
       const proto::Chat& chat = spec.chat();
       const std::string at = field + ".chat";
-      KVSIM_ASSIGN_OR_RETURN(model.count, Sampler::Create(chat.turns(), at + ".turns", SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.count,
+                             Sampler::Create(chat.turns(), at + ".turns", SampleUnit::kTokens, open_trace));
       KVSIM_ASSIGN_OR_RETURN(model.input, Sampler::Create(chat.input_tokens(), at + ".input_tokens",
                                                           SampleUnit::kTokens, open_trace));
       KVSIM_ASSIGN_OR_RETURN(model.output, Sampler::Create(chat.output_tokens(), at + ".output_tokens",
                                                            SampleUnit::kTokens, open_trace));
-      KVSIM_ASSIGN_OR_RETURN(model.think_s, Sampler::CreateOptional(chat.has_think_time_s(), chat.think_time_s(),
-                                                                    at + ".think_time_s", SampleUnit::kSeconds,
-                                                                    open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.think_s,
+                             Sampler::CreateOptional(chat.has_think_time_s(), chat.think_time_s(),
+                                                     at + ".think_time_s", SampleUnit::kSeconds, open_trace));
       if (chat.max_context_tokens() < 0) {
-        return Invalid(at + ".max_context_tokens", absl::StrCat("must be >= 0, got ", chat.max_context_tokens()));
+        return Invalid(at + ".max_context_tokens",
+                       absl::StrCat("must be >= 0, got ", chat.max_context_tokens()));
       }
       model.max_context_tokens = chat.max_context_tokens();
       break;
@@ -295,7 +310,7 @@ void WorkloadGenerator::Impl::StartSession(int64_t arrival_ns) {
     session->num_turns = 1;
   } else {
     session->session_id = next_session_id++;
-    session->num_turns = std::max<int64_t>(1, model.count->SampleTokens(rng));
+    session->num_turns = std::clamp<int64_t>(model.count->SampleTokens(rng), 1, kMaxTurns);
   }
   session->chain.Append(NewSegment(), model.input->SampleTokens(rng));  // user message or task
   FillNext(session.get(), arrival_ns, 1);
@@ -314,9 +329,8 @@ void WorkloadGenerator::Impl::FillNext(Session* session, int64_t arrival_ns, int
   next.block_tokens = block_tokens;
   session->chain.BlockIds(&next.block_hashes);
   if (model.kind == SessionKind::kAgent && turn < session->num_turns) {
-    const int tool = model.program.empty()
-                         ? static_cast<int>(model.tool_choice->Sample(rng))
-                         : model.program[(turn - 1) % model.program.size()];
+    const int tool = model.program.empty() ? static_cast<int>(model.tool_choice->Sample(rng))
+                                           : model.program[(turn - 1) % model.program.size()];
     const ToolModel& t = model.tools[tool];
     const double duration_s = t.duration_s.SampleSeconds(rng);
     next.tool_calls.push_back({t.name, AddSeconds(0, duration_s)});
@@ -382,8 +396,8 @@ bool WorkloadGenerator::Impl::Next(Request* request) {
 }
 
 absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(const proto::WorkloadSpec& spec,
-                                                                              uint64_t seed,
-                                                                              const TraceOpener& open_trace) {
+                                                                             uint64_t seed,
+                                                                             const TraceOpener& open_trace) {
   auto impl = std::make_unique<Impl>();
   if (spec.block_tokens() < 0) {
     return Invalid("block_tokens", absl::StrCat("must be >= 0 (0 = ", kDefaultGeneratedBlockTokens, "), got ",
@@ -395,7 +409,9 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
   }
   impl->num_requests = spec.num_requests();
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.duration_s(), "duration_s"));
-  if (spec.duration_s() > 4e9) return Invalid("duration_s", absl::StrFormat("must be <= 4e9, got %g", spec.duration_s()));
+  if (spec.duration_s() > 4e9) {
+    return Invalid("duration_s", absl::StrFormat("must be <= 4e9, got %g", spec.duration_s()));
+  }
   impl->duration_ns = std::llround(spec.duration_s() * 1e9);
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.decode_s_per_token(), "decode_s_per_token"));
   impl->decode_s_per_token = spec.decode_s_per_token();
@@ -403,7 +419,8 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
   if (spec.classes().empty()) return Invalid("classes", "needs at least one workload class");
   std::vector<double> weights;
   for (int i = 0; i < spec.classes_size(); ++i) {
-    KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.classes(i).weight(), absl::StrCat("classes[", i, "].weight")));
+    KVSIM_RETURN_IF_ERROR(
+        CheckFiniteNonNegative(spec.classes(i).weight(), absl::StrCat("classes[", i, "].weight")));
     weights.push_back(spec.classes(i).weight() == 0 ? 1 : spec.classes(i).weight());
     KVSIM_ASSIGN_OR_RETURN(ClassModel model, BuildClass(spec.classes(i), i, seed, open_trace));
     impl->classes.push_back(std::move(model));

@@ -21,7 +21,8 @@ const char kChat[] = R"(
   decode_s_per_token: 0.02
   arrivals { gamma { cv: 2 } rate_per_s: 1 }
   classes {
-    system_prompts { num_prompts: 8 prompt_tokens_distribution { uniform { min: 200 max: 1500 } } zipf_exponent: 1 }
+    system_prompts { num_prompts: 8 zipf_exponent: 1
+                     prompt_tokens_distribution { uniform { min: 200 max: 1500 } } }
     chat { turns { zipf { min: 1 max: 30 exponent: 1 } }
            input_tokens { lognormal { median: 80 sigma: 1 } max_value: 4000 }
            output_tokens { lognormal { median: 250 sigma: 0.8 } max_value: 4000 }

@@ -33,7 +33,8 @@ TraceOpener TimesOpener(std::vector<int64_t> times) {
   };
 }
 
-std::vector<Request> Generate(const proto::WorkloadSpec& spec, uint64_t seed, const TraceOpener& open = nullptr) {
+std::vector<Request> Generate(const proto::WorkloadSpec& spec, uint64_t seed,
+                              const TraceOpener& open = nullptr) {
   std::vector<Request> out;
   const absl::Status status = GenerateWorkload(
       spec, seed,
@@ -269,7 +270,8 @@ TEST(WorkloadGeneratorTest, ClassWeights) {
   const proto::WorkloadSpec spec = Spec(R"(
     num_requests: 30000
     arrivals { poisson {} rate_per_s: 10 }
-    classes { weight: 3 single_turn { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } }
+    classes { weight: 3 single_turn { input_tokens { fixed { value: 1 } }
+                                      output_tokens { fixed { value: 1 } } } }
     classes { weight: 1 chat { turns { fixed { value: 2 } } input_tokens { fixed { value: 1 } }
                                output_tokens { fixed { value: 1 } } } })");
   const std::vector<Request> r = Generate(spec, 4);
@@ -301,7 +303,8 @@ TEST(WorkloadGeneratorTest, DurationLimitCutsAtTheTime) {
 
 TEST(WorkloadGeneratorTest, FiniteScheduleEndsWithoutLimits) {
   const proto::WorkloadSpec spec = Spec(R"(
-    arrivals { poisson {} schedule { points { time_s: 0 rate_per_s: 100 } points { time_s: 2 rate_per_s: 0 } } }
+    arrivals { poisson {} schedule { points { time_s: 0 rate_per_s: 100 }
+                                     points { time_s: 2 rate_per_s: 0 } } }
     classes { single_turn { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } })");
   const std::vector<Request> r = Generate(spec, 6);
   EXPECT_NEAR(static_cast<double>(r.size()), 201, kZ * std::sqrt(200.0));
@@ -324,10 +327,13 @@ const char kMixedSpec[] = R"(
     num_requests: 5000
     decode_s_per_token: 0.01
     arrivals { gamma { cv: 1.5 } rate_per_s: 4 }
-    classes { weight: 2 system_prompts { num_prompts: 5 prompt_tokens_distribution { uniform { min: 100 max: 900 } }
+    classes { weight: 2 system_prompts { num_prompts: 5
+                                         prompt_tokens_distribution { uniform { min: 100 max: 900 } }
                                          zipf_exponent: 1.1 }
-              chat { turns { zipf { min: 1 max: 20 exponent: 1 } } input_tokens { lognormal { median: 100 sigma: 1 } }
-                     output_tokens { gamma { mean: 200 cv: 0.8 } } think_time_s { exponential { mean: 20 } } } }
+              chat { turns { zipf { min: 1 max: 20 exponent: 1 } }
+                     input_tokens { lognormal { median: 100 sigma: 1 } }
+                     output_tokens { gamma { mean: 200 cv: 0.8 } }
+                     think_time_s { exponential { mean: 20 } } } }
     classes { agent { calls { uniform { min: 2 max: 30 } } task_tokens { fixed { value: 1500 } }
                       output_tokens { lognormal { median: 80 sigma: 0.6 } }
                       tools { name: "bash" weight: 3 duration_s { lognormal { median: 2 sigma: 1 } }
@@ -443,14 +449,18 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
   ExpectInvalid(arrivals + "block_tokens: -16 classes { " + single + " }", "block_tokens");
   ExpectInvalid(arrivals + "duration_s: -1 classes { " + single + " }", "duration_s");
   ExpectInvalid(arrivals + "decode_s_per_token: -0.1 classes { " + single + " }", "decode_s_per_token");
-  ExpectInvalid(arrivals + "classes { " + single + " } classes { weight: -1 " + single + " }", "classes[1].weight");
+  ExpectInvalid(arrivals + "classes { " + single + " } classes { weight: -1 " + single + " }",
+                "classes[1].weight");
   ExpectInvalid(arrivals + "classes { single_turn { input_tokens { fixed { value: 1 } } } }",
                 "classes[0].single_turn.output_tokens: no distribution set");
-  ExpectInvalid(arrivals + "classes { chat { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } }",
-                "classes[0].chat.turns: no distribution set");
-  ExpectInvalid(arrivals + "classes { " + single + " } classes { chat { turns { fixed { value: 2 } } "
-                "input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } "
-                "think_time_s { lognormal { median: 1 sigma: -1 } } } }",
+  ExpectInvalid(
+      arrivals +
+          "classes { chat { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } }",
+      "classes[0].chat.turns: no distribution set");
+  ExpectInvalid(arrivals + "classes { " + single +
+                    " } classes { chat { turns { fixed { value: 2 } } "
+                    "input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } "
+                    "think_time_s { lognormal { median: 1 sigma: -1 } } } }",
                 "classes[1].chat.think_time_s.lognormal.sigma");
   const std::string agent_head =
       "classes { agent { calls { fixed { value: 2 } } task_tokens { fixed { value: 1 } } "
@@ -466,6 +476,9 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
                 "classes[0].system_prompts.prompt_tokens[0]");
   ExpectInvalid(arrivals + "classes { system_prompts { num_prompts: 2 } " + single + " }",
                 "classes[0].system_prompts.prompt_tokens_distribution: no distribution set");
+  ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens_distribution { fixed { value: 9 } } } " +
+                    single + " }",
+                "classes[0].system_prompts.num_prompts: must be > 0");
   ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens: 5 probability: 1.5 } " + single + " }",
                 "classes[0].system_prompts.probability");
   ExpectInvalid("num_requests: 10 arrivals { gamma { cv: -1 } rate_per_s: 1 } classes { " + single + " }",
