@@ -2,10 +2,9 @@
 # Fuzzes every trace parser with libFuzzer (clang -fsanitize=fuzzer,address) for a bounded time each,
 # starting from the seed corpus in traces/fuzz/seeds/, and fails on any crash, sanitizer report or leak.
 # Skips (exit 0, printing SKIP) where clang or its fuzzer runtime is missing.
-# Arguments: KVSIM (to make a native seed) and the generated trace.pb.cc; FUZZ_SECONDS per parser.
+# Argument: the generated trace.pb.cc. FUZZ_SECONDS: seconds per parser.
 set -u
-kvsim="$1"
-pb_cc="$2"
+pb_cc="$1"
 seconds="${FUZZ_SECONDS:-5}"  # per parser
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 
@@ -27,7 +26,7 @@ pb_dir="$(dirname "$pb_cc")"
   for f in util/check.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
   for f in line_reader parse_util csv_reader text_detect trace_format import_reader jsonl_source \
            csv_source mooncake_reader bailian_reader hashed_reader azure_reader burstgpt_reader \
-           vidur_reader native_format jsonl_export trace_io trace_stats; do
+           vidur_reader native_format jsonl_export trace_io trace_stats trace_convert; do
     echo "#include \"traces/$f.cc\""
   done
 } >"$tmp/unity.cc"
@@ -42,11 +41,10 @@ if ! clang++ -std=c++17 -O1 -g0 -fsanitize=fuzzer,address -I. -I"$pb_dir/.." "$t
 fi
 echo "built the fuzzer in $((SECONDS - start)) s"
 
-# A native seed, made from the Mooncake seed.
+# Native seeds, made from the Mooncake seed by the fuzzer binary itself.
 mkdir -p "$tmp/native_seeds"
-"$kvsim" import traces/fuzz/seeds/mooncake.jsonl "$tmp/native_seeds/a.kvt" >/dev/null &&
-  "$kvsim" import traces/fuzz/seeds/mooncake.jsonl "$tmp/native_seeds/b.kvt" --import_zstd=false >/dev/null ||
-  { echo "FAIL: cannot make the native seed"; exit 1; }
+KVSIM_FUZZ_MAKE_NATIVE="traces/fuzz/seeds/mooncake.jsonl $tmp/native_seeds/mooncake" "$tmp/trace_fuzzer" ||
+  { echo "FAIL: cannot make the native seeds"; exit 1; }
 
 failures=0
 for format in mooncake bailian hashed azure burstgpt vidur jsonl native; do

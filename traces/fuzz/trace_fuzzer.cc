@@ -2,6 +2,8 @@
 // the importer named by the environment variable KVSIM_FUZZ_FORMAT ("mooncake", "azure", "native",
 // ...). Any crash, sanitizer report, hang or leak is a bug; errors (non-OK statuses) are expected.
 // Built and run by traces/fuzz/fuzz_test.sh with clang's -fsanitize=fuzzer,address.
+// With KVSIM_FUZZ_MAKE_NATIVE="IN OUT_PREFIX" it instead converts IN into native seeds
+// OUT_PREFIX.zst.kvt and OUT_PREFIX.raw.kvt and exits (the native parser's seed corpus).
 #include <unistd.h>
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "traces/trace_convert.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_stats.h"
 
@@ -20,6 +23,18 @@ std::string* path = nullptr;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (const char* make = std::getenv("KVSIM_FUZZ_MAKE_NATIVE")) {
+    const std::string spec = make;
+    const size_t space = spec.find(' ');
+    const std::string in = spec.substr(0, space), prefix = spec.substr(space + 1);
+    for (bool compress : {true, false}) {
+      kvsim::TraceWriterOptions options;
+      options.compress = compress;
+      const std::string out = prefix + (compress ? ".zst.kvt" : ".raw.kvt");
+      if (!kvsim::ConvertTrace(in, {}, out, "native", options).ok()) std::exit(1);
+    }
+    std::exit(0);
+  }
   const char* name = std::getenv("KVSIM_FUZZ_FORMAT");
   format = new std::string(name == nullptr ? "" : name);
   const char* dir = std::getenv("TEST_TMPDIR");
