@@ -210,12 +210,15 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
       uint64_t run;
       if (!d.Signed(&v) || !d.Varint(&run)) return "block hashes run past the frame";
       if (run >= count - k) return "a block hash run longer than the hash count";
-      uint64_t h = previous + v;
-      out[k++] = h;
-      for (const uint64_t end = k + run; k < end;) out[k++] = ++h;
-      previous = h;
+      const uint64_t h = previous + v;
+      uint64_t* run_out = out + k;
+      for (uint64_t j = 0; j <= run; ++j) run_out[j] = h + j;  // independent stores: vectorisable
+      k += run + 1;
+      previous = h + run;
     }
     if (count > 0) s->previous_first_hash = out[0];
+  } else {
+    r->block_hashes.clear();  // the caller may have left the previous record's ids
   }
   if (flags & kModelChanged) {
     if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
@@ -459,7 +462,12 @@ class NativeReader final : public TraceReader {
     if (frame_left_ == 0) {
       if (!LoadFrame()) return false;
     }
+    // Clear() empties block_hashes; keeping its old length instead lets DecodeRecord's resize() skip
+    // zero-filling ids it overwrites anyway.
+    std::vector<uint64_t> hashes;
+    hashes.swap(request->block_hashes);
     request->Clear();
+    hashes.swap(request->block_hashes);
     const char* problem = DecodeRecord(decoder_, header_.block_tokens(), &delta_, request);
     if (*problem != '\0') return Corrupt(problem);
     ++record_;
