@@ -35,7 +35,14 @@ struct SequenceWork {
   // The piece restores the KV of tokens that were computed before (segment reuse, preemption by
   // recompute); costed as CostModelConfig.recompute_cost says.
   bool recompute = false;
+  // Shared prefixes (unique vs total KV bytes): pieces of one batch with the same non-zero prefix_id
+  // attend to the same first shared_prefix_tokens of their context. Decodes after the first of a group
+  // read that KV from the L2 cache instead of HBM when it fits there (cost models charge them only
+  // their own context's bytes). 0 = not shared.
+  uint64_t prefix_id = 0;
+  int64_t shared_prefix_tokens = 0;
 };
+
 
 // Where an iteration's time goes (each term already summed over layers and rounded to ns);
 // total_ns == the sum of the terms == IterationTimeNs of the same batch.
@@ -53,6 +60,11 @@ struct CostBreakdown {
 struct BatchShape {
   std::vector<SequenceWork> sequences;
 };
+
+// For each decode piece (new_tokens == 1) of `batch`, the context tokens whose KV an earlier decode of
+// the same prefix group already read in this iteration and that stay in an L2 cache of `l2_bytes`
+// (`kv_bytes_per_token` per layer); 0 for all other pieces. Empty when no piece has a prefix_id.
+std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_per_token, int64_t l2_bytes);
 
 class CostModel {
  public:
@@ -77,6 +89,10 @@ class CostModel {
   // recompute = true}, without the fixed per-iteration overhead. For restore decisions (reload or
   // recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument otherwise).
   virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
+
+  // Caveats about the predictions made so far, one line, for the run's report (e.g. how many kernel
+  // times a table model extrapolated beyond its measurements); empty when there are none.
+  virtual std::string Warnings() const { return ""; }
 };
 
 using CostModelFactory =

@@ -6,8 +6,10 @@
 // dtype and shape, so hot paths never touch protos.
 //
 // Wave quantisation (used by the table model's prior only, so the analytic model stays the textbook
-// roofline): a kernel of W equal work items on S SMs runs ceil(W / S) waves, so its compute time is
-// divided by W / (ceil(W / S) x S).
+// roofline): a kernel of W equal work items on S SMs runs ceil(W / S) waves, so its time is divided by
+// W / (ceil(W / S) x S). KernelRooflineSeconds applies it to attention (one item per sequence, KV head
+// and query tile, split-KV filling the SMs for small batches), not to library GEMMs, whose split-K and
+// stream-K kernels largely hide partial waves; GemmSeconds offers it for custom GEMMs.
 //
 // Stateless functions over immutable values; thread-safe.
 //
@@ -38,6 +40,7 @@ struct DeviceRates {
   double link_step_s = 0;        // latency per ring step
   double pcie_bytes_per_s = 0;   // host <-> device, as given (no efficiency)
   int32_t num_sms = 0;           // 0 = no wave quantisation
+  int64_t l2_cache_bytes = 0;
 };
 
 DeviceRates MakeDeviceRates(const proto::DeviceSpec& device);
@@ -51,9 +54,11 @@ double GemmFlopsPerSecond(const DeviceRates& rates, int bits, bool is_fp8);
 double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_bytes_per_element,
                    int64_t tokens, int64_t out_features, int64_t in_features, bool wave_quantisation);
 
-// Attention of one sequence piece (context c, new n) with `heads` query heads and `kv_heads` KV heads.
+// Attention of one sequence piece (context c, new n) with `heads` query heads and `kv_heads` KV heads;
+// `l2_resident_tokens` of the context are read from the L2 cache (no HBM bytes).
 double AttentionSeconds(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
-                        int64_t head_dim, int64_t context_tokens, int64_t new_tokens);
+                        int64_t head_dim, int64_t context_tokens, int64_t new_tokens,
+                        int64_t l2_resident_tokens = 0);
 
 // Ring all-reduce of `bytes` over `gpus` GPUs: 2 (g - 1) steps of latency + 2 (g - 1) / g x bytes / link.
 double AllReduceSeconds(const DeviceRates& rates, double bytes, int64_t gpus);

@@ -120,7 +120,10 @@ KernelTable::Prediction KernelTable::PredictInSeries(const LogGridInterpolator& 
   auto prior = [this, &query](const std::vector<double>& f) {
     return std::max(RooflineSeconds(WithKernelFeatures(query, f)), 1e-15);
   };
-  const LogGridInterpolator::Result r = series.Predict(KernelFeatures(query), prior);
+  auto scale = [this, &query](const std::vector<double>& f) {
+    return KernelRooflineSeconds(WithKernelFeatures(query, f), rates_, /*wave_quantisation=*/false);
+  };
+  const LogGridInterpolator::Result r = series.Predict(KernelFeatures(query), prior, scale);
   Prediction p;
   p.extrapolated = r.extrapolated;
   p.seconds = r.extrapolated && !options_.anchor_extrapolation ? RooflineSeconds(query) : r.value;

@@ -14,7 +14,8 @@
 // The three GEMM kinds (KV projection, MLP, other linear) share series: a GEMM is a GEMM. Page size is
 // not part of the key (FlashInfer reports it barely matters; rows that differ only in it are averaged).
 //
-// Prediction: inside a series' measured range, interpolation (exact at measured points); outside, the
+// Prediction: inside a series' measured range, interpolation (exact at measured points) whose abscissae
+// are the log of the kernel roofline without wave quantisation (see log_interpolator.h); outside, the
 // kernel roofline (kernel_roofline.h, with wave quantisation over the SMs) scaled to meet the data at the
 // nearest measured point, or the bare roofline if anchoring is off; both flagged `extrapolated`. A
 // compressed-KV attention query with no series of its own borrows the bf16 series times the roofline

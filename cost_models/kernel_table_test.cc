@@ -130,13 +130,20 @@ TEST(KernelTableTest, ExtrapolationFallsBackToTheRooflineAndSaysSo) {
   KernelTable::Prediction p = bare.Predict(far);
   EXPECT_TRUE(p.extrapolated);
   EXPECT_DOUBLE_EQ(p.seconds, bare.RooflineSeconds(far));
-  // Anchored: the measured time at 128K, scaled by the roofline's growth from 128K to 1M.
+  // Anchored: the line t = a + b x roofline through the measured times at 64K and 128K, evaluated at
+  // the roofline time of 1M.
   const KernelTable anchored = Table();
+  const KernelQuery inner = Query(Attention(proto::KERNEL_KIND_DECODE_ATTENTION, 8, 1, 65536, 1));
+  const double r0 = anchored.RooflineSeconds(inner), r1 = anchored.RooflineSeconds(edge);
+  const double t0 = DecodeNs(8, 65536) * 1e-9, t1 = DecodeNs(8, 131072) * 1e-9;
+  const double b = (t1 - t0) / (r1 - r0), a = t1 - b * r1;
+  ASSERT_GT(b, 0);
+  ASSERT_GE(a, 0);
   p = anchored.Predict(far);
   EXPECT_TRUE(p.extrapolated);
-  EXPECT_NEAR(p.seconds,
-              DecodeNs(8, 131072) * 1e-9 * anchored.RooflineSeconds(far) / anchored.RooflineSeconds(edge),
-              1e-12 * p.seconds);
+  EXPECT_NEAR(p.seconds, a + b * anchored.RooflineSeconds(far), 1e-9 * p.seconds);
+  // The law itself is affine in the context, as the memory-bound roofline is: the fit is near exact.
+  EXPECT_NEAR(p.seconds, DecodeNs(8, 1 << 20) * 1e-9, 0.01 * p.seconds);
   // A kernel with no series at all: the roofline, flagged as unmeasured.
   proto::CalibrationPoint merge;
   merge.set_kind(proto::KERNEL_KIND_SEGMENT_MERGE);

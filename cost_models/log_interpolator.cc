@@ -78,25 +78,38 @@ void LogGridInterpolator::Finish(Node* node) {
 }
 
 double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<double>* features,
-                                      const Prior& prior, bool* extrapolated) const {
+                                      const Prior& prior, const Prior& scale, bool* extrapolated) const {
   const bool last = level + 1 == num_features_;
   auto value_at = [&](size_t i) {
-    return last ? node.log_values[i] : PredictAt(node.children[i], level + 1, features, prior, extrapolated);
+    return last ? node.log_values[i] : PredictAt(node.children[i], level + 1, features, prior, scale, extrapolated);
   };
   const double x = (*features)[level];
   const double key = std::log1p(x);
   if (x < node.raw.front() || x > node.raw.back()) {
-    // Clamp this feature, predict there, and scale by the prior's ratio.
     *extrapolated = true;
-    const double clamped = x < node.raw.front() ? node.raw.front() : node.raw.back();
-    const size_t index = x < node.raw.front() ? 0 : node.raw.size() - 1;
-    const std::vector<double> original = *features;
-    (*features)[level] = clamped;
-    const double at_boundary = value_at(index);
-    const std::vector<double> boundary_features = *features;
-    (*features)[level] = x;
-    const double ratio = prior(original) / prior(boundary_features);
-    return at_boundary + std::log(ratio);
+    const bool below = x < node.raw.front();
+    const size_t edge = below ? 0 : node.raw.size() - 1;
+    const double prior_query = prior(*features);
+    auto at = [&](size_t i, double* prior_i) {  // value and prior with this feature at raw[i]
+      (*features)[level] = node.raw[i];
+      *prior_i = prior(*features);
+      const double v = std::exp(value_at(i));
+      (*features)[level] = x;
+      return v;
+    };
+    double prior_edge = 0;
+    const double t_edge = at(edge, &prior_edge);
+    if (node.raw.size() >= 2) {
+      // Affine in the prior through the two outermost points: t = a + b x prior (a: fixed cost such
+      // as a launch; b: how far the kernel is from the prior's rates).
+      double prior_next = 0;
+      const double t_next = at(below ? 1 : edge - 1, &prior_next);
+      const double b = (t_edge - t_next) / (prior_edge - prior_next);
+      const double a = t_edge - b * prior_edge;
+      const double t = a + b * prior_query;
+      if (std::isfinite(b) && b > 0 && a >= 0 && t > 0) return std::log(t);
+    }
+    return std::log(t_edge * prior_query / prior_edge);  // proportional to the prior
   }
   auto it = std::lower_bound(node.raw.begin(), node.raw.end(), x);
   const size_t hi = it - node.raw.begin();
@@ -108,7 +121,28 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
   double v[4];
   for (size_t i = first; i < end; ++i) v[i - first] = value_at(i);
   auto val = [&](size_t i) { return v[i - first]; };
-  auto h = [&](size_t i) { return node.keys[i + 1] - node.keys[i]; };
+  // Abscissae: log scale at each measured value (the query's other features held), if the scale grows
+  // strictly along this feature in the window; else log(1 + feature).
+  double k[5];
+  double query_key = key;
+  bool use_prior = scale != nullptr;
+  for (size_t i = first; i < end && use_prior; ++i) {
+    (*features)[level] = node.raw[i];
+    const double p = scale(*features);
+    k[i - first] = std::log(p);
+    use_prior = std::isfinite(k[i - first]) && p > 0 &&
+                (i == first || k[i - first] - k[i - first - 1] > 1e-9);
+  }
+  (*features)[level] = x;
+  if (use_prior) {
+    query_key = std::log(scale(*features));
+    use_prior = query_key > k[lo - first] && query_key < k[hi - first];
+  }
+  if (!use_prior) {
+    for (size_t i = first; i < end; ++i) k[i - first] = node.keys[i];
+    query_key = key;
+  }
+  auto h = [&](size_t i) { return k[i + 1 - first] - k[i - first]; };
   auto secant = [&](size_t i) { return (val(i + 1) - val(i)) / h(i); };
   auto slope = [&](size_t j) {
     const bool has_left = j > first, has_right = j + 1 < end;
@@ -131,17 +165,17 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
     }
     return d;
   };
-  const double t = (key - node.keys[lo]) / h(lo);
+  const double t = (query_key - k[lo - first]) / h(lo);
   const double t2 = t * t, t3 = t2 * t;
   return (2 * t3 - 3 * t2 + 1) * val(lo) + (t3 - 2 * t2 + t) * h(lo) * slope(lo) +
          (-2 * t3 + 3 * t2) * val(hi) + (t3 - t2) * h(lo) * slope(hi);
 }
 
 LogGridInterpolator::Result LogGridInterpolator::Predict(const std::vector<double>& features,
-                                                         const Prior& prior) const {
+                                                         const Prior& prior, const Prior& scale) const {
   std::vector<double> f = features;
   Result result;
-  result.value = std::exp(PredictAt(root_, 0, &f, prior, &result.extrapolated));
+  result.value = std::exp(PredictAt(root_, 0, &f, prior, scale, &result.extrapolated));
   return result;
 }
 

@@ -89,9 +89,13 @@ double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
   return GemmSeconds(tokens, p_.vocab, p_.hidden);
 }
 
-double RooflineCostModel::AttentionSeconds(const SequenceWork& piece) const {
+double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens) const {
   return kvsim::AttentionSeconds(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim, piece.context_tokens,
-                                 piece.new_tokens);
+                                 piece.new_tokens, l2_resident_tokens);
+}
+
+double RooflineCostModel::KvBytesPerTokenPerLayer() const {
+  return 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement();
 }
 
 double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
@@ -103,14 +107,17 @@ absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchS
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   double attention_s = 0;
-  for (const SequenceWork& s : batch.sequences) {
+  const std::vector<int64_t> l2 =
+      L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceWork& s = batch.sequences[i];
     if (s.recompute && kv_projection) {
       projection_tokens += s.new_tokens;
       continue;
     }
     layer_tokens += s.new_tokens;
     if (s.samples_token && !s.recompute) ++sampling;
-    attention_s += AttentionSeconds(s);
+    attention_s += AttentionSeconds(s, l2.empty() ? 0 : l2[i]);
   }
   const double layers = p_.num_layers;
   CostBreakdown b;
@@ -126,6 +133,20 @@ absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchS
 absl::StatusOr<int64_t> RooflineCostModel::IterationTimeNs(const BatchShape& batch) const {
   KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, IterationBreakdown(batch));
   return b.total_ns;
+}
+
+absl::StatusOr<int64_t> RooflineCostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
+  if (position < 0 || num_tokens <= 0) return CostModel::RecomputeTimeNs(position, num_tokens);
+  const double layers = p_.num_layers;
+  if (p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION) {
+    return ToNs(layers * KvProjectionSeconds(num_tokens));
+  }
+  SequenceWork piece;
+  piece.context_tokens = position;
+  piece.new_tokens = num_tokens;
+  // The same terms, rounded the same way, as IterationBreakdown of the one-piece batch.
+  return ToNs(layers * LayerLinearSeconds(num_tokens)) + ToNs(layers * AttentionSeconds(piece)) +
+         ToNs(layers * 2 * AllReduceSeconds(num_tokens));
 }
 
 int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {

@@ -21,7 +21,9 @@
 //                                 products on CUDA cores (2 x heads-per-KV-head ops per KV element); every
 //                                 piece dequantises each KV element it reads (KvFormat), also on CUDA
 //                                 cores (peak_fp32_flops). That ALU work is why decode over 4-bit KV turns
-//                                 compute-bound while bf16/fp8/int8 stay memory-bound.
+//                                 compute-bound while bf16/fp8/int8 stay memory-bound. Decodes sharing
+//                                 a prefix (SequenceWork.prefix_id) that fits in L2 read it from HBM
+//                                 once per iteration (L2ResidentTokens in cost_model.h).
 //   AllReduce(M tokens)           ring: 2 (t - 1) steps x interconnect_latency_ns + 2 (t - 1) / t x
 //                                 M x hidden x 2 bytes / (interconnect bandwidth x efficiency); PCIe when
 //                                 the device has no interconnect.
@@ -91,11 +93,16 @@ class RooflineCostModel final : public CostModel {
   // latency_ns + bytes / the tier's bandwidth (the device's PCIe bandwidth if the tier gives none); the
   // tier's figure is taken as achieved, with no efficiency factor. 0 for bytes <= 0.
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
+  // As the base class defines it, computed without building a batch (the block manager asks often).
+  absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const override;
 
   // Per-operation times in seconds, for one layer where it applies (the table model uses them as its
   // prior and to scale measured points).
   double GemmSeconds(int64_t tokens, int64_t out_features, int64_t in_features) const;
-  double AttentionSeconds(const SequenceWork& piece) const;  // one layer, one piece
+  // One layer, one piece, `l2_resident_tokens` of its context read from L2.
+  double AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens = 0) const;
+  // KV bytes per token per layer on this GPU (scales included).
+  double KvBytesPerTokenPerLayer() const;
   double AllReduceSeconds(int64_t tokens) const;              // one all-reduce; 0 without TP
   // Linear layers of one layer over `tokens` tokens: QKV, O, gate+up and down GEMMs.
   double LayerLinearSeconds(int64_t tokens) const;

@@ -175,8 +175,9 @@ TEST(RooflineTest, RecomputeCostsFullLayersOrKvProjection) {
   // Full layers: a 16-token block costs more the later it sits (attention over its position).
   const int64_t early = *full->RecomputeTimeNs(0, 16), late = *full->RecomputeTimeNs(100000, 16);
   EXPECT_GT(late, early);
-  // It equals a non-sampling 16-token prefill piece at that position.
+  // It equals a non-sampling 16-token prefill piece at that position, and the base class's definition.
   EXPECT_EQ(late, *full->IterationTimeNs(Batch({Piece(100000, 16, false)})));
+  EXPECT_EQ(late, *full->CostModel::RecomputeTimeNs(100000, 16));
   config.mutable_cost_model()->set_recompute_cost(proto::RECOMPUTE_COST_KV_PROJECTION);
   auto projection = Model(config);
   // K/V projection only: per layer a 16 x 4096 -> 2048 GEMM, memory-bound: 2048 x 4096 x 2 weight bytes
@@ -184,6 +185,7 @@ TEST(RooflineTest, RecomputeCostsFullLayersOrKvProjection) {
   const double expected_ns = 32 * 16973824 / kHbm * 1e9;  // 141.4 us
   EXPECT_NEAR(*projection->RecomputeTimeNs(0, 16), expected_ns, 1.0);
   EXPECT_NEAR(*projection->RecomputeTimeNs(100000, 16), expected_ns, 1.0);
+  EXPECT_EQ(*projection->RecomputeTimeNs(100000, 16), *projection->CostModel::RecomputeTimeNs(100000, 16));
   EXPECT_LT(*projection->RecomputeTimeNs(100000, 16), late);
 }
 
@@ -212,6 +214,34 @@ TEST(RooflineTest, RegisteredAsRoofline) {
   absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config());
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->Describe().rfind("roofline", 0), 0u) << (*model)->Describe();
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(RooflineTest, SharedPrefixInL2IsReadFromHbmOnce) {
+  auto model = Model(Config());
+  SequenceWork a = Piece(5000, 1), b = Piece(5000, 1);
+  a.prefix_id = b.prefix_id = 7;
+  a.shared_prefix_tokens = b.shared_prefix_tokens = 4000;
+  // 4000 shared tokens x 4096 KV bytes per layer = 16.4 MB <= 50 MiB of L2: the second decode reads
+  // only its 1000 own tokens (+ itself) from HBM: (1002 x 2048 x 2 + 16384) bytes = 1.07 us, which
+  // leaves its CUDA-core dot products over all 5001 tokens, 4 x 32 x 128 x 5001 ops at 46.9e12/s =
+  // 1.75 us, as its bound.
+  const int64_t shared = model->IterationBreakdown(Batch({a, b}))->attention_ns;
+  const double second_s = std::max((1002.0 * 2048 * 2 + 16384) / kHbm, 4.0 * 32 * 128 * 5001 / kAlu);
+  EXPECT_NEAR(second_s, 4.0 * 32 * 128 * 5001 / kAlu, 1e-15);
+  const double expected_s = 32 * (model->AttentionSeconds(Piece(5000, 1)) + second_s);
+  EXPECT_NEAR(shared, expected_s * 1e9, 1.0);
+  EXPECT_LT(shared, model->IterationBreakdown(Batch({Piece(5000, 1), Piece(5000, 1)}))->attention_ns);
+  // 20,000 shared tokens = 82 MB do not fit in L2: no discount.
+  a.context_tokens = b.context_tokens = 21000;
+  a.shared_prefix_tokens = b.shared_prefix_tokens = 20000;
+  EXPECT_EQ(model->IterationBreakdown(Batch({a, b}))->attention_ns,
+            model->IterationBreakdown(Batch({Piece(21000, 1), Piece(21000, 1)}))->attention_ns);
 }
 
 }  // namespace

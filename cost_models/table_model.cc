@@ -102,7 +102,23 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
   q.num_kv_heads = p_.kv_heads;
   q.head_dim = p_.head_dim;
   if (q.num_segments == 1 || table_.HasSeries(q)) return Kernel(q);
-  // No series with this many segments: single-segment attention plus the merge of the partial states.
+  // Measured segment counts around this one (powers of two): interpolate between them in log-log.
+  int64_t lower = 0, upper = 0;
+  for (int64_t k = 1; k <= 4096; k *= 2) {
+    KernelQuery probe = q;
+    probe.num_segments = k;
+    if (!table_.HasSeries(probe)) continue;
+    if (k < q.num_segments) lower = k;
+    if (k > q.num_segments && upper == 0) upper = k;
+  }
+  if (lower > 0 && upper > 0) {
+    KernelQuery a = q, b = q;
+    a.num_segments = lower;
+    b.num_segments = upper;
+    const double w = std::log(static_cast<double>(q.num_segments) / lower) / std::log(static_cast<double>(upper) / lower);
+    return std::exp((1 - w) * std::log(Kernel(a)) + w * std::log(Kernel(b)));
+  }
+  // No series around it: single-segment attention plus the merge of the partial states.
   KernelQuery merge;
   merge.kind = proto::KERNEL_KIND_SEGMENT_MERGE;
   merge.batch = kind == proto::KERNEL_KIND_DECODE_ATTENTION ? batch : batch * piece.new_tokens;
@@ -119,8 +135,13 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) ++decodes;
   }
   double seconds = 0;
-  for (const SequenceWork& s : batch.sequences) {
+  const std::vector<int64_t> l2 = L2ResidentTokens(
+      batch, 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement(), p_.rates.l2_cache_bytes);
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    SequenceWork s = batch.sequences[i];
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) {
+      // Decode is memory-bound: KV already in L2 costs what a shorter context would.
+      if (!l2.empty()) s.context_tokens -= l2[i];
       seconds += Attention(proto::KERNEL_KIND_DECODE_ATTENTION, decodes, s) / decodes;
     }
   }

@@ -14,9 +14,13 @@
 // context, each decode is charged T(B, its own context) / B, so a skewed batch (one long request among
 // short ones) costs what its parts cost; this is exact when T is linear in the summed context at fixed B.
 // Prefill and recompute pieces are charged T(batch 1, chunk, context) each.
+// Shared prefixes (SequenceWork.prefix_id): a decode whose shared prefix an earlier decode of the batch
+// already read, and that fits in L2, is charged as if its context lacked those tokens (unique, not
+// total, KV bytes; see L2ResidentTokens in cost_model.h).
 // Multi-segment attention: a piece with k > 1 segments uses a series measured with k segments if the
-// table has one; otherwise it pays the single-segment attention plus a segment merge of k states (for
-// every decode of the batch, or every query token of a chunk).
+// table has one; else the log-log interpolation between the series of the nearest measured power-of-two
+// segment counts below and above k; else the single-segment attention plus a segment merge of k states
+// (for every decode of the batch, or every query token of a chunk).
 // Recompute (CostModelConfig.recompute_cost): FULL_LAYERS runs the piece through every kernel;
 // KV_PROJECTION runs only the K/V projection GEMM (kind kv_projection, or any GEMM series of that shape).
 // Compressed KV (cost_model.kv_quant_bits or model.kv_dtype) selects the attention series of that format;
@@ -66,7 +70,7 @@ class TableCostModel final : public CostModel {
   int64_t num_extrapolated() const { return extrapolated_.load(std::memory_order_relaxed); }
   int64_t num_unmeasured() const { return unmeasured_.load(std::memory_order_relaxed); }
   // One line, empty when nothing was extrapolated.
-  std::string Warnings() const;
+  std::string Warnings() const override;
 
   const KernelTable& table() const { return table_; }
 

@@ -168,3 +168,57 @@ TEST(TableModelTest, RecomputeByKvProjectionIsCheaperAndPositionIndependent) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+proto::CalibrationPoint SegmentedDecode(int64_t batch, int64_t context, int32_t segments, double ns) {
+  proto::CalibrationPoint p;
+  p.set_kind(proto::KERNEL_KIND_DECODE_ATTENTION);
+  p.set_dtype("bf16");
+  p.mutable_shape()->set_batch(batch);
+  p.mutable_shape()->set_query_tokens(1);
+  p.mutable_shape()->set_context_tokens(context);
+  p.mutable_shape()->set_num_segments(segments);
+  p.mutable_shape()->set_num_heads(32);
+  p.mutable_shape()->set_num_kv_heads(8);
+  p.mutable_shape()->set_head_dim(128);
+  p.set_median_ns(ns);
+  return p;
+}
+
+TEST(TableModelTest, UnmeasuredSegmentCountsInterpolateBetweenMeasuredOnes) {
+  // Decode series measured with 1, 2 and 8 segments: t = 10 us x (1 + 0.1 x segments) at every shape.
+  proto::CalibrationTable table;
+  for (int32_t s : {1, 2, 8}) {
+    for (int64_t b : {1, 2}) {
+      for (int64_t l : {1024, 8192}) *table.add_points() = SegmentedDecode(b, l, s, 10000 * (1 + 0.1 * s));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "seg");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // 8 segments: measured, 18 us per layer. 4 segments: halfway between 2 and 8 in log(segments), so
+  // sqrt(12 x 18) = 14.70 us per layer; 32 layers.
+  EXPECT_NEAR((*model)->IterationBreakdown(Batch({Piece(1024, 1, true, 8)}))->attention_ns, 32 * 18000.0, 1.0);
+  EXPECT_NEAR((*model)->IterationBreakdown(Batch({Piece(1024, 1, true, 4)}))->attention_ns,
+              32 * std::sqrt(12000.0 * 18000.0), 1.0);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(TableModelTest, SharedPrefixInL2CountsUniqueBytes) {
+  auto model = Model(TableConfig());
+  SequenceWork a = Piece(5000, 1), b = Piece(5000, 1);
+  a.prefix_id = b.prefix_id = 3;
+  a.shared_prefix_tokens = b.shared_prefix_tokens = 4000;  // 16.4 MB per layer: fits in 50 MiB of L2
+  const double expected = 32 * (model->table().Predict(Decode(2, 5000)).seconds +
+                                model->table().Predict(Decode(2, 1000)).seconds) / 2;
+  EXPECT_NEAR(model->IterationBreakdown(Batch({a, b}))->attention_ns, expected * 1e9, 1.0);
+}
+
+}  // namespace
+}  // namespace kvsim

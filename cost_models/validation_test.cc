@@ -36,27 +36,41 @@ void AddDecode(proto::CalibrationTable* t, int64_t b, int64_t l, double ns) {
   p->set_median_ns(ns);
 }
 
-TEST(ValidationTest, LeaveOneOutOfTheMiddlePointByHand) {
+void AddCopy(proto::CalibrationTable* t, int64_t bytes, double ns) {
+  proto::CalibrationPoint* p = t->add_points();
+  p->set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
+  p->mutable_shape()->set_bytes(bytes);
+  p->set_median_ns(ns);
+}
+
+TEST(ValidationTest, LeaveOneOutByHand) {
   proto::CalibrationTable t;
-  AddGemm(&t, 1, 10);
-  AddGemm(&t, 2, 20);
-  AddGemm(&t, 4, 40);
+  AddCopy(&t, 1000, 10);
+  AddCopy(&t, 2000, 25);
+  AddCopy(&t, 4000, 40);
   absl::StatusOr<ValidationReport> report = ValidateTable(t, H200(), {});
   ASSERT_TRUE(report.ok()) << report.status();
-  // Without (2, 20): the line through (log 2, ln 10) and (log 5, ln 40) at log 3 (keys are log(1 + m)):
-  // w = ln(3/2) / ln(5/2) = 0.4425; 10 x 4^w = 18.47, an error of 7.6%.
-  const double w = std::log(1.5) / std::log(2.5);
-  bool found = false;
-  for (const PredictedPoint& p : report->loo_points) {
-    if (p.measured_ns != 20) continue;
-    found = true;
-    EXPECT_NEAR(p.predicted_ns, 10 * std::pow(4.0, w), 1e-9);
-  }
-  EXPECT_TRUE(found);
-  ASSERT_EQ(report->leave_one_out.size(), 2u);  // mlp_gemm, all
-  EXPECT_EQ(report->leave_one_out[0].kind, "mlp_gemm");
+  // The prior of a copy is bytes / PCIe bandwidth, so the abscissa is log(bytes) + constant.
+  // Without (2000, 25): halfway between log 1000 and log 4000, exp((ln 10 + ln 40) / 2) = 20: 20% off.
+  // Without (1000, 10): the line t = a + b x prior through (2000, 25) and (4000, 40) is 10 + 15 x
+  // bytes / 2000, which gives 17.5 at 1000 bytes (75% off). Without (4000, 40): 10 + 15 x 4000 / 1000
+  // ... through (1000, 10) and (2000, 25): t = -5 + 15 x bytes / 1000 has a < 0, so proportional:
+  // 25 x 2 = 50 (25% off).
+  auto predicted = [&](double measured) {
+    for (const PredictedPoint& p : report->loo_points) {
+      if (std::abs(p.measured_ns - measured) < 1e-6) return p.predicted_ns;
+    }
+    return -1.0;
+  };
+  EXPECT_NEAR(predicted(25), 20, 1e-9);
+  EXPECT_NEAR(predicted(10), 17.5, 1e-9);
+  EXPECT_NEAR(predicted(40), 50, 1e-9);
+  ASSERT_EQ(report->leave_one_out.size(), 2u);  // host_device_copy, all
+  EXPECT_EQ(report->leave_one_out[0].kind, "host_device_copy");
   EXPECT_EQ(report->leave_one_out[0].count, 3);
   EXPECT_EQ(report->leave_one_out[0].extrapolated, 2);  // the two ends
+  EXPECT_NEAR(report->leave_one_out[0].median, 0.25, 1e-9);
+  EXPECT_NEAR(report->leave_one_out[0].worst, 0.75, 1e-9);
   EXPECT_EQ(report->leave_one_out[1].kind, "all");
 }
 
@@ -76,6 +90,9 @@ TEST(ValidationTest, SmoothLawValidatesWithinTwoPercentHeldOut) {
   const std::string text = FormatValidationReport(*report);
   EXPECT_NE(text.find("decode_attention"), std::string::npos) << text;
   EXPECT_NE(text.find("leave-one-out"), std::string::npos) << text;
+  EXPECT_NE(text.find("goal (held-out median <= 5%, p95 <= 15%, per kind): met for 2 of 2 kinds\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ValidationTest, PlotIsAnSvgScatterWithTheDiagonalAndLabels) {

@@ -116,10 +116,32 @@ struct DecodeParams {
   int num_q_heads;
   int num_kv_heads;
   int page_size;
+  int page_shift;  // log2(page_size) when a power of two, else -1 (then division)
   int group_size;
   int key_group_tokens;
   float scale_log2;  // softmax scale * log2(e)
 };
+
+__device__ __forceinline__ int PageIndexOf(int t, const DecodeParams& p) {
+  return p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size;
+}
+
+__device__ __forceinline__ int SlotOf(int t, const DecodeParams& p) {
+  return p.page_shift >= 0 ? t & (p.page_size - 1) : t % p.page_size;
+}
+
+// Pages of this lane's tokens in tile `tile` (token t0 stands in for tokens past the item's end).
+template <int kPasses>
+__device__ __forceinline__ void LookUpPages(const DecodeParams& p, const DecodeWorkItem& item, int tile, int half,
+                                            int32_t (&pages)[kPasses]) {
+  const int t0 = tile * (2 * kPasses);
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int t = t0 + 2 * i + half;
+    const int tt = t < item.num_tokens ? t : t0;
+    pages[i] = __ldg(p.page_table + item.page_table_offset + PageIndexOf(tt, p));
+  }
+}
 
 // Merges the online-softmax state of this lane with that of lane ^ 16 (the other token of the pair).
 template <int kGroup>
@@ -181,8 +203,14 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
   }
 
   const int num_tiles = (item.num_tokens + kTileTokens - 1) / kTileTokens;
+  // Page-table entries of the next tile are fetched while the current one computes.
+  int32_t next_pages[kPasses];
+  if (warp < num_tiles) LookUpPages<kPasses>(p, item, warp, half, next_pages);
   for (int tile = warp; tile < num_tiles; tile += kWarps) {
     const int t0 = tile * kTileTokens;
+    int32_t pages[kPasses];
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) pages[i] = next_pages[i];
     ChunkT kc[kPasses], vc[kPasses];
     float k_scale[kPasses], v_scale[kPasses], v_zero[kPasses];
     bool valid[kPasses];
@@ -192,8 +220,8 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
       const int t = t0 + 2 * i + half;
       valid[i] = t < item.num_tokens;
       const int tt = valid[i] ? t : t0;  // t0 is always a valid token
-      const int64_t page = p.page_table[item.page_table_offset + tt / ps];
-      const int slot = tt % ps;
+      const int64_t page = pages[i];
+      const int slot = SlotOf(tt, p);
       const int64_t row = (page * ps + slot) * hkv + kv_head;
       kc[i] = __ldg(reinterpret_cast<const ChunkT*>(p.k + row * kRowBytes) + sub);
       vc[i] = __ldg(reinterpret_cast<const ChunkT*>(p.v + row * kRowBytes) + sub);
@@ -209,35 +237,30 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
         v_zero[i] = __ldg(p.v_zero + param);
       }
     }
-    // Keys of int4 / int2: per-channel (scale, zero) of the tile's group folded into the query:
-    // sum_c q_c (code_c s_c + z_c) = sum_c (q_c s_c) code_c + sum_c q_c z_c.
-    float qk[kGroup][8], bias[kGroup];
+    if (tile + kWarps < num_tiles) LookUpPages<kPasses>(p, item, tile + kWarps, half, next_pages);
+    // Keys of int4 / int2: per-channel (scale, zero) of the tile's group (the tile lies within one group):
+    // sum_c q_c (code_c s_c + z_c) = sum_c q_c (code_c s_c) + bias with bias = sum_c q_c z_c.
+    float k_channel_scale[8], bias[kGroup];
 #pragma unroll
-    for (int g = 0; g < kGroup; ++g) {
-      bias[g] = 0.f;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) qk[g][c] = q[g][c];
-    }
+    for (int g = 0; g < kGroup; ++g) bias[g] = 0.f;
     if (kAsymmetric) {
-      const int64_t page0 = p.page_table[item.page_table_offset + t0 / ps];
+      const int64_t page0 = pages[0];  // the tile lies within one page (16-token aligned)
       const int groups_per_page = ps / p.key_group_tokens;
       const int64_t base =
           ((page0 * hkv + kv_head) * groups_per_page + (t0 % ps) / p.key_group_tokens) * kHeadDim + sub * 8;
-      float s[8], z[8];
+      float z[8];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const float4 s4 = __ldg(reinterpret_cast<const float4*>(p.k_scale + base) + j);
         const float4 z4 = __ldg(reinterpret_cast<const float4*>(p.k_zero + base) + j);
-        s[4 * j] = s4.x, s[4 * j + 1] = s4.y, s[4 * j + 2] = s4.z, s[4 * j + 3] = s4.w;
+        k_channel_scale[4 * j] = s4.x, k_channel_scale[4 * j + 1] = s4.y;
+        k_channel_scale[4 * j + 2] = s4.z, k_channel_scale[4 * j + 3] = s4.w;
         z[4 * j] = z4.x, z[4 * j + 1] = z4.y, z[4 * j + 2] = z4.z, z[4 * j + 3] = z4.w;
       }
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) {
-          qk[g][c] = q[g][c] * s[c];
-          bias[g] += q[g][c] * z[c];
-        }
+        for (int c = 0; c < 8; ++c) bias[g] = fmaf(q[g][c], z[c], bias[g]);
       }
     }
     // Scores (log2 units), then probabilities.
@@ -246,11 +269,15 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
     for (int i = 0; i < kPasses; ++i) {
       float kf[8];
       Decode8<kDtype>(kc[i], kf);
+      if (kAsymmetric) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) kf[c] *= k_channel_scale[c];
+      }
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
         float dot = bias[g];
 #pragma unroll
-        for (int c = 0; c < 8; ++c) dot = fmaf(qk[g][c], kf[c], dot);
+        for (int c = 0; c < 8; ++c) dot = fmaf(q[g][c], kf[c], dot);
 #pragma unroll
         for (int offset = 1; offset < 16; offset *= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
         if (kTokenScale) dot *= k_scale[i];
@@ -397,6 +424,10 @@ absl::Status LaunchDecodePartial(const DecodeArgs& args) {
   params.num_q_heads = args.num_q_heads;
   params.num_kv_heads = args.layout.num_kv_heads;
   params.page_size = args.layout.page_size;
+  params.page_shift = -1;
+  for (int shift = 0; shift < 31; ++shift) {
+    if ((1 << shift) == args.layout.page_size) params.page_shift = shift;
+  }
   params.group_size = args.group_size > 0 ? args.group_size : kHeadDim;
   params.key_group_tokens = KeyGroupTokens(params.group_size, args.layout.page_size);
   params.scale_log2 = static_cast<float>(args.softmax_scale * 1.4426950408889634);

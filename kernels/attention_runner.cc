@@ -51,10 +51,24 @@ absl::StatusOr<DeviceBuffer> UploadBf16(const std::vector<float>& values) {
 absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> DeviceDecodeProblem::Create(
     const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
     const QuantizedKvPool& k, const QuantizedKvPool& v, double softmax_scale, int min_ctas) {
-  KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   if (k.dtype != v.dtype || k.group_size != v.group_size) {
     return absl::InvalidArgumentError("decode: K and V pools must share format and group size");
   }
+  KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers k_buffers, UploadKvPool(k));
+  KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers v_buffers, UploadKvPool(v));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<DeviceDecodeProblem> p,
+                         CreateWithDeviceKv(layout, table, num_q_heads, q, k.dtype, k.group_size,
+                                            k_buffers.View(), v_buffers.View(), softmax_scale, min_ctas));
+  p->k_ = std::move(k_buffers);
+  p->v_ = std::move(v_buffers);
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> DeviceDecodeProblem::CreateWithDeviceKv(
+    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
+    KvDtype dtype, int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale,
+    int min_ctas) {
+  KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   const int64_t rows = int64_t{table.num_requests()} * num_q_heads;
   if (static_cast<int64_t>(q.size()) != rows * layout.head_dim) {
     return absl::InvalidArgumentError(
@@ -71,17 +85,15 @@ absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> DeviceDecodeProblem::Create
   KVSIM_ASSIGN_OR_RETURN(p->partial_lse_, DeviceBuffer::Allocate(num_items * num_q_heads * 4));
   KVSIM_ASSIGN_OR_RETURN(p->out_o_, DeviceBuffer::Allocate(rows * layout.head_dim * 4));
   KVSIM_ASSIGN_OR_RETURN(p->out_lse_, DeviceBuffer::Allocate(rows * 4));
-  KVSIM_ASSIGN_OR_RETURN(p->k_, UploadKvPool(k));
-  KVSIM_ASSIGN_OR_RETURN(p->v_, UploadKvPool(v));
   DecodeArgs& a = p->args_;
   a.layout = layout;
   a.num_q_heads = num_q_heads;
-  a.dtype = k.dtype;
-  a.group_size = k.group_size;
+  a.dtype = dtype;
+  a.group_size = group_size;
   a.softmax_scale = softmax_scale;
   a.q = p->q_.get();
-  a.k = p->k_.View();
-  a.v = p->v_.View();
+  a.k = k;
+  a.v = v;
   a.page_table = static_cast<const int32_t*>(p->page_table_.get());
   a.items = static_cast<const DecodeWorkItem*>(p->items_.get());
   a.num_items = static_cast<int>(num_items);
@@ -118,10 +130,24 @@ absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::Crea
     const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
     const std::vector<int32_t>& query_begin, const std::vector<float>& q, const QuantizedKvPool& k,
     const QuantizedKvPool& v, double softmax_scale) {
-  KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   if (k.dtype != KvDtype::kBf16 || v.dtype != KvDtype::kBf16) {
     return absl::InvalidArgumentError("prefill: K and V pools must be bf16");
   }
+  KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers k_buffers, UploadKvPool(k));
+  KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers v_buffers, UploadKvPool(v));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<DevicePrefillProblem> p,
+                         CreateWithDeviceKv(layout, table, num_q_heads, query_begin, q, k_buffers.data.get(),
+                                            v_buffers.data.get(), softmax_scale));
+  p->k_ = std::move(k_buffers);
+  p->v_ = std::move(v_buffers);
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::CreateWithDeviceKv(
+    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
+    const std::vector<int32_t>& query_begin, const std::vector<float>& q, const void* k, const void* v,
+    double softmax_scale) {
+  KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   if (static_cast<int>(query_begin.size()) != table.num_requests() + 1 || query_begin[0] != 0) {
     return absl::InvalidArgumentError("prefill: query_begin must have num_requests + 1 entries from 0");
   }
@@ -147,15 +173,13 @@ absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::Crea
   KVSIM_ASSIGN_OR_RETURN(p->query_begin_, Upload(query_begin));
   KVSIM_ASSIGN_OR_RETURN(p->out_o_, DeviceBuffer::Allocate(p->rows_ * num_q_heads * layout.head_dim * 4));
   KVSIM_ASSIGN_OR_RETURN(p->out_lse_, DeviceBuffer::Allocate(p->rows_ * num_q_heads * 4));
-  KVSIM_ASSIGN_OR_RETURN(p->k_, UploadKvPool(k));
-  KVSIM_ASSIGN_OR_RETURN(p->v_, UploadKvPool(v));
   PrefillArgs& a = p->args_;
   a.layout = layout;
   a.num_q_heads = num_q_heads;
   a.softmax_scale = softmax_scale;
   a.q = p->q_.get();
-  a.k = p->k_.data.get();
-  a.v = p->v_.data.get();
+  a.k = k;
+  a.v = v;
   a.page_table = static_cast<const int32_t*>(p->page_table_.get());
   a.segments = static_cast<const KvSegment*>(p->segments_.get());
   a.segment_begin = static_cast<const int32_t*>(p->segment_begin_.get());

@@ -52,6 +52,12 @@ class DeviceDecodeProblem {
       const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
       const QuantizedKvPool& k, const QuantizedKvPool& v, double softmax_scale, int min_ctas);
 
+  // As Create, with K/V already on the device (`dtype`, `group_size` describe them; kept by the caller).
+  static absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> CreateWithDeviceKv(
+      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
+      KvDtype dtype, int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale,
+      int min_ctas);
+
   // Fills outputs and partial states with 0xFF bytes (NaN) so that unwritten values cannot pass.
   absl::Status PoisonOutputs();
   absl::Status Run() { return LaunchDecodeChecked(true, true); }
@@ -84,6 +90,12 @@ class DevicePrefillProblem {
       const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
       const std::vector<int32_t>& query_begin, const std::vector<float>& q, const QuantizedKvPool& k,
       const QuantizedKvPool& v, double softmax_scale);
+
+  // As Create, with bf16 K/V already on the device (kept by the caller).
+  static absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> CreateWithDeviceKv(
+      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
+      const std::vector<int32_t>& query_begin, const std::vector<float>& q, const void* k, const void* v,
+      double softmax_scale);
 
   absl::Status PoisonOutputs();
   absl::Status Run();

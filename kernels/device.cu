@@ -83,6 +83,11 @@ absl::StatusOr<DeviceProperties> QueryDevice(int ordinal) {
   out.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaDriverGetVersion(&out.driver_version));
   KVSIM_CUDA_RETURN_IF_ERROR(cudaRuntimeGetVersion(&out.runtime_version));
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&out.sm_clock_khz, cudaDevAttrClockRate, ordinal));
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&out.memory_clock_khz, cudaDevAttrMemoryClockRate, ordinal));
+  size_t free_bytes = 0, total_bytes = 0;
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  out.free_memory_bytes = static_cast<int64_t>(free_bytes);
   return out;
 }
 

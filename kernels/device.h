@@ -32,6 +32,9 @@ struct DeviceProperties {
   int64_t memory_bytes = 0;
   int driver_version = 0;       // CUDA driver API version, e.g. 13000
   int runtime_version = 0;      // CUDA runtime version this binary was built with
+  int sm_clock_khz = 0;         // peak SM clock as reported
+  int memory_clock_khz = 0;     // peak memory clock as reported
+  int64_t free_memory_bytes = 0;  // free device memory at the query
 };
 
 // Properties of device `ordinal`. Unavailable where there is no CUDA or no such device.

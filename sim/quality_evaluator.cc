@@ -6,13 +6,13 @@
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "policies/token/token_policy_util.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
 
-using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstRowMap = Eigen::Map<const RowMatrixXf>;
 
 constexpr int64_t kMaxStepBlock = 64;
@@ -74,18 +74,22 @@ struct Accumulator {
   std::vector<int64_t> layer_count, head_count;
 };
 
-struct Point {
-  QualityPoint meta;
-  std::unique_ptr<TokenPolicy> policy;
-  Accumulator acc;
-};
-
-// Per-head work of one block of decode steps.
+// Per-head work of one block of decode steps: attention rows and outputs, exact or as a quantiser's
+// dequantised K/V make them.
 struct HeadBlock {
   RowMatrixXf probs;           // (G * steps) x cols, row j * steps + s
   RowMatrixXf outputs;         // (G * steps) x d
   std::vector<double> totals;  // row sums of probs
-  std::vector<float> kth;      // top-k threshold per row
+  std::vector<float> kth;      // top-k threshold per row (exact blocks only)
+  std::vector<float> heap;     // scratch
+};
+
+struct Point {
+  QualityPoint meta;
+  std::unique_ptr<TokenPolicy> policy;
+  bool quantised = false;
+  std::vector<HeadBlock> blocks;  // quantisers only: per head, the dequantised attention of the block
+  Accumulator acc;
 };
 
 // One query's metrics against one kept set.
@@ -93,94 +97,105 @@ struct Measurement {
   double recall = 0, error = 0, overlap = 0;
 };
 
+// What the policy's attention computes for one query: its full rows (probs, their total, outputs) and
+// the value rows behind them.
+struct Approx {
+  const float* probs = nullptr;
+  double total = 0;
+  const float* outputs = nullptr;
+  const float* values_hat = nullptr;  // null: exact values
+  int64_t values_exact_from = 0;
+};
+
 class Measurer {
  public:
-  Measurer(int64_t seq_len, int head_dim) : mark_(seq_len, 0), acc_(head_dim), ref_(head_dim) {}
+  Measurer(int64_t seq_len, int head_dim) : mark_(seq_len, 0), acc_(head_dim) {}
 
-  Measurement Measure(const HeadContext& c, int j, int64_t p, const float* a, double total, const float* o,
-                      float kth, int k, const std::vector<int32_t>& set, const KvOverride* kv) {
+  // a/total/o: the exact attention of the query at position p; `approx`: the attention the policy's
+  // cache computes over every token (equal to the exact one except for quantisers). o' is approx
+  // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
+  Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
+                      int k, const std::vector<int32_t>& set, const Approx& approx) {
     Measurement m;
     const int d = c.head_dim;
     double mass = 0;
     int64_t hits = 0;
-    std::fill(acc_.begin(), acc_.end(), 0.0);
-    const bool direct = kv != nullptr || 2 * static_cast<int64_t>(set.size()) <= p + 1;
     for (int32_t i : set) {
       mass += a[i];
       if (a[i] >= kth) ++hits;
-      if (direct && kv == nullptr) Axpy(a[i], c.value(i), d);
     }
     m.overlap = static_cast<double>(std::min<int64_t>(hits, k)) / k;
-    for (int t = 0; t < d; ++t) ref_[t] = o[t] / total;
-    double norm_mass = mass;  // what acc_ must be divided by
-    if (kv != nullptr) {
-      QuantisedOutput(c, j, p, set, *kv);
-      norm_mass = 1;  // acc_ already holds the normalised output
-    } else if (!direct) {
+    const float* ap = approx.probs;
+    auto value = [&](int64_t i) {
+      return (approx.values_hat != nullptr && i < approx.values_exact_from) ? approx.values_hat + i * d
+                                                                             : c.value(i);
+    };
+    double kept = 0;  // approx mass on the set
+    if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
+      acc_.setZero();
+      for (int32_t i : set) {
+        kept += ap[i];
+        Axpy(ap[i], value(i), d);
+      }
+    } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
       for (int32_t i : set) mark_[i] = 1;
-      double missing = 0;
-      for (int t = 0; t < d; ++t) acc_[t] = o[t];
+      double missing = 0, missing_approx = 0;
+      acc_ = Eigen::Map<const Eigen::VectorXf>(approx.outputs, d);
       for (int64_t i = 0; i <= p; ++i) {
         if (mark_[i]) continue;
         missing += a[i];
-        Axpy(-a[i], c.value(i), d);
+        missing_approx += ap[i];
+        Axpy(-ap[i], value(i), d);
       }
       for (int32_t i : set) mark_[i] = 0;
-      mass = norm_mass = total - missing;
+      mass = total - missing;
+      kept = approx.total - missing_approx;
     }
     m.recall = total > 0 ? mass / total : 0;
     double diff = 0, norm = 0;
     for (int t = 0; t < d; ++t) {
-      const double approx = norm_mass > 0 ? acc_[t] / norm_mass : 0.0;
-      diff += (ref_[t] - approx) * (ref_[t] - approx);
-      norm += ref_[t] * ref_[t];
+      const double ref = o[t] / total;
+      const double out = kept > 0 ? acc_(t) / kept : 0.0;
+      diff += (ref - out) * (ref - out);
+      norm += ref * ref;
     }
     m.error = norm > 0 ? std::sqrt(diff / norm) : 0;
     return m;
   }
 
  private:
-  void Axpy(double alpha, const float* x, int d) {
-    for (int t = 0; t < d; ++t) acc_[t] += alpha * x[t];
-  }
-
-  // acc_ = softmax over the set of q.k~ / sqrt(d), applied to v~.
-  void QuantisedOutput(const HeadContext& c, int j, int64_t p, const std::vector<int32_t>& set,
-                       const KvOverride& kv) {
-    const int d = c.head_dim;
-    const float* q = c.query(j, p);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    logits_.resize(set.size());
-    double max_logit = -std::numeric_limits<double>::infinity();
-    for (size_t s = 0; s < set.size(); ++s) {
-      const int64_t i = set[s];
-      const float* k = (kv.keys != nullptr && i < kv.keys_exact_from) ? kv.keys + i * d : c.key(i);
-      double dot = 0;
-      for (int t = 0; t < d; ++t) dot += static_cast<double>(q[t]) * k[t];
-      logits_[s] = dot * scale;
-      max_logit = std::max(max_logit, logits_[s]);
-    }
-    double total = 0;
-    for (double& l : logits_) total += (l = std::exp(l - max_logit));
-    for (size_t s = 0; s < set.size(); ++s) {
-      const int64_t i = set[s];
-      const float* v = (kv.values != nullptr && i < kv.values_exact_from) ? kv.values + i * d : c.value(i);
-      Axpy(logits_[s] / total, v, d);
-    }
-  }
+  // Float SIMD accumulation: o' needs ~1e-6 relative accuracy, far below any error worth reporting.
+  void Axpy(float alpha, const float* x, int d) { acc_.noalias() += alpha * Eigen::Map<const Eigen::VectorXf>(x, d); }
 
   std::vector<uint8_t> mark_;
-  std::vector<double> acc_, ref_, logits_;
+  Eigen::VectorXf acc_;
 };
 
-// Full attention rows and outputs for decode steps [s0, s0 + steps) of one head.
-void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, HeadBlock* block) {
+// The k-th largest of x[0..n) with a k-entry min-heap: one comparison for most entries.
+float KthLargest(const float* x, int64_t n, int k, std::vector<float>* heap) {
+  heap->assign(x, x + k);
+  std::make_heap(heap->begin(), heap->end(), std::greater<float>());
+  for (int64_t i = k; i < n; ++i) {
+    if (x[i] <= heap->front()) continue;
+    std::pop_heap(heap->begin(), heap->end(), std::greater<float>());
+    heap->back() = x[i];
+    std::push_heap(heap->begin(), heap->end(), std::greater<float>());
+  }
+  return heap->front();
+}
+
+// Attention rows and outputs for decode steps [s0, s0 + steps) of one head, by GEMMs over the block.
+// With `policy` (a quantiser) and its head index, the rows use the policy's dequantised keys and values
+// (Kv()), with each step's full-precision residual rows patched in exactly.
+void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, const TokenPolicy* policy,
+                  int head, HeadBlock* block) {
   const int64_t first = c.prompt_len + s0;
   const int64_t cols = first + steps;
   const int d = c.head_dim;
-  ConstRowMap keys(c.keys, cols, d);
-  ConstRowMap values(c.values, cols, d);
+  const KvOverride last = policy != nullptr ? policy->Kv(head, cols - 1) : KvOverride();
+  ConstRowMap keys(last.keys != nullptr ? last.keys : c.keys, cols, d);
+  ConstRowMap values(last.values != nullptr ? last.values : c.values, cols, d);
   block->probs.resize(c.group_size * steps, cols);
   for (int j = 0; j < c.group_size; ++j) {
     ConstRowMap queries(c.query(j, first), steps, d);
@@ -189,23 +204,35 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, He
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
-  std::vector<float> scratch;
   for (int64_t r = 0; r < block->probs.rows(); ++r) {
-    const int64_t n = first + r % steps + 1;  // visible keys
+    const int64_t p = first + r % steps;
     auto row = block->probs.row(r);
-    auto visible = row.head(n).array();
+    if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
+      const KvOverride kv = policy->Kv(head, p);
+      Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
+      for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
+    }
+    auto visible = row.head(p + 1).array();
     const float max_logit = visible.maxCoeff() * scale;
     visible = (visible * scale - max_logit).exp();
     const double sum = visible.cast<double>().sum();
     visible *= static_cast<float>(1.0 / sum);
-    row.tail(cols - n).setZero();
+    row.tail(cols - p - 1).setZero();
     block->totals[r] = visible.cast<double>().sum();
-    const int64_t k = std::min<int64_t>(top_k, n);
-    scratch.assign(row.data(), row.data() + n);
-    std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
-    block->kth[r] = scratch[k - 1];
+    if (policy != nullptr) continue;
+    block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)),
+                               &block->heap);
   }
   block->outputs.noalias() = block->probs * values;
+  if (last.values == nullptr) return;
+  for (int64_t r = 0; r < block->probs.rows(); ++r) {  // exact values for the residual rows
+    const int64_t p = first + r % steps;
+    const KvOverride kv = policy->Kv(head, p);
+    for (int64_t i = kv.values_exact_from; i <= p; ++i) {
+      const float w = block->probs(r, i);
+      for (int t = 0; t < d; ++t) block->outputs(r, t) += w * (c.value(i)[t] - kv.values[i * d + t]);
+    }
+  }
 }
 
 }  // namespace
@@ -214,6 +241,8 @@ struct QualityEvaluator::Impl {
   AttentionTraceHeader header;
   QualityOptions options;
   std::vector<Point> points;
+  std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
+  std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
   absl::Status AddSample(const AttentionSample& sample);
@@ -257,6 +286,7 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
       KVSIM_ASSIGN_OR_RETURN(point.policy, CreateTokenPolicy(name, TokenPolicyOptions{options.seed}));
       point.meta.policy = point.policy->Name();
       point.meta.kind = TokenPolicyKindName(point.policy->kind());
+      point.quantised = point.policy->kind() == TokenPolicy::Kind::kQuantize;
       point.meta.is_ratio = b >= tokens.size();
       point.meta.budget_value = point.meta.is_ratio ? ratios[b - tokens.size()] : tokens[b];
       point.acc.layer_recall.assign(num_layers, 0);
@@ -310,6 +340,9 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
     c.column_sums = t.column_sums.empty() ? nullptr : t.column_sums.data();
     c.rope = header.rope;
   }
+  caches.resize(num_heads);
+  for (PromptAttentionCache& cache : caches) cache.window = 0;  // keeps its storage
+  for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
   for (Point& point : points) {
     const int64_t budget = point.meta.is_ratio
                                ? std::max<int64_t>(1, std::llround(point.meta.budget_value * sample.prompt_len))
@@ -317,13 +350,25 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
     point.policy->BeginLayer(heads, budget);
   }
   const int64_t g = header.group_size(), n = sample.seq_len();
-  const int64_t block_steps =
-      std::max<int64_t>(1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (g * num_heads * n)));
-  std::vector<HeadBlock> blocks(num_heads);
+  int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
+  for (const Point& point : points) copies += point.quantised ? 1 : 0;
+  const int64_t block_steps = std::max<int64_t>(
+      1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
+  blocks.resize(num_heads);
   Measurer measurer(n, header.head_dim);
   for (int64_t s0 = 0; s0 < sample.num_decode_steps; s0 += block_steps) {
     const int64_t steps = std::min(block_steps, sample.num_decode_steps - s0);
-    for (size_t h = 0; h < num_heads; ++h) ComputeBlock(heads[h], s0, steps, options.top_k, &blocks[h]);
+    for (size_t h = 0; h < num_heads; ++h) {
+      ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
+    }
+    for (Point& point : points) {
+      if (!point.quantised) continue;
+      point.blocks.resize(num_heads);
+      for (size_t h = 0; h < num_heads; ++h) {
+        ComputeBlock(heads[h], s0, steps, options.top_k, point.policy.get(), static_cast<int>(h),
+                     &point.blocks[h]);
+      }
+    }
     for (int64_t s = 0; s < steps; ++s) {
       num_dots += static_cast<int64_t>(num_heads) * g * (sample.prompt_len + s0 + s + 1);
       StepAll(heads, blocks, s, steps, layer_index, measurer);
@@ -342,18 +387,20 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
   for (Point& point : points) {
     point.policy->Step(step, &kept);
-    const bool quantised = point.policy->kind() == TokenPolicy::Kind::kQuantize;
     Accumulator& acc = point.acc;
     for (size_t h = 0; h < heads.size(); ++h) {
       const HeadContext& c = heads[h];
-      const KvOverride kv = quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
+      const HeadBlock& b = blocks[h];
+      const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
       const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
       for (int j = 0; j < c.group_size; ++j) {
         const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? kept[h].per_query[0] : kept[h].per_query[j];
         const int64_t r = j * steps + s;
-        const HeadBlock& b = blocks[h];
-        Measurement m = measurer.Measure(c, j, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                         b.kth[r], k_top, set, quantised ? &kv : nullptr);
+        const HeadBlock& q = point.quantised ? point.blocks[h] : b;
+        const Approx approx{q.probs.row(r).data(), q.totals[r], q.outputs.row(r).data(), kv.values,
+                            kv.values_exact_from};
+        const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
+                                               b.kth[r], k_top, set, approx);
         acc.recall.Add(m.recall);
         acc.error.Add(m.error);
         acc.overlap.Add(m.overlap);

@@ -95,12 +95,13 @@ SyntheticTrace Synthetic(int64_t prompt_len = 256, int64_t steps = 12) {
 
 const std::vector<std::string> kAllPolicies = {"full", "random", "knorm", "streaming_llm", "h2o", "tova",
                                                "snapkv", "pyramidkv", "quest", "oracle_select",
-                                               "oracle_evict", "kivi4+h2o", "kivi8"};
+                                               "oracle_evict", "kivi4+h2o", "kivi8", "scissorhands",
+                                               "expected_attention", "rocketkv", "adakv+snapkv"};
 
 TEST(QualityEvaluatorTest, FullBudgetKeepsEverythingExactly) {
   QualityOptions options;
-  options.policies = {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "quest",
-                      "oracle_select", "oracle_evict"};
+  options.policies = kAllPolicies;
+  options.policies.erase(options.policies.begin() + 11, options.policies.begin() + 13);  // quantisers
   options.budget_tokens = {100000};
   QualityResults r = Evaluate(Synthetic(), options);
   for (const QualityPoint& p : r.points) {
@@ -120,6 +121,7 @@ TEST(QualityEvaluatorTest, NoPolicyBeatsTheSelectionOracle) {
   QualityOptions options;
   options.policies = kAllPolicies;
   options.policies.erase(options.policies.begin() + 7);  // pyramidkv moves budget between layers
+  options.policies.pop_back();                           // adakv moves budget between heads
   options.budget_tokens = {8, 32, 128};
   options.budget_ratios = {0.25};
   QualityResults r = Evaluate(Synthetic(), options);

@@ -57,6 +57,17 @@ expect 0 "$kvsim" config --config="$tmp/resolved.textproto"
 grep -v '^#' "$tmp/out" | grep -v '^name:' >"$tmp/again"
 grep -v '^name:' "$tmp/resolved.textproto" | diff - "$tmp/again" >/dev/null || fail "resolved config changed on reload"
 
+# kvsim calibrate: usage errors, and Unavailable (exit 2, one line) where there is no GPU.
+expect 2 "$kvsim" calibrate
+grep -q -- "--out (output directory) is required" "$tmp/err" || fail "calibrate without --out: $(cat "$tmp/err")"
+expect 2 "$kvsim" calibrate --out="$tmp/cal" --calibrate_only=decode,gemm
+grep -q "unknown kind 'decode'" "$tmp/err" || fail "calibrate bad kind: $(cat "$tmp/err")"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect 2 "$kvsim" calibrate --out="$tmp/cal"
+  grep -q "needs a CUDA GPU" "$tmp/err" || fail "calibrate without a GPU: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "calibrate error is not one line: $(cat "$tmp/err")"
+fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1

@@ -10,8 +10,6 @@
 namespace kvsim {
 namespace {
 
-constexpr int64_t kMaxTokens = int64_t{1} << 40;
-
 class AzureSource final : public CsvSource {
  public:
   static absl::StatusOr<std::unique_ptr<AzureSource>> Create(std::unique_ptr<CsvReader> csv) {
@@ -28,8 +26,8 @@ class AzureSource final : public CsvSource {
       return CsvFieldError("TIMESTAMP", "a time 'YYYY-MM-DD HH:MM:SS.fffffff'", fields[timestamp_]);
     }
     KVSIM_RETURN_IF_ERROR(
-        CsvInt(fields[context_], "ContextTokens", 0, kMaxTokens, &request->input_tokens));
-    return CsvInt(fields[generated_], "GeneratedTokens", 0, kMaxTokens, &request->output_tokens);
+        CsvInt(fields[context_], "ContextTokens", 0, kMaxTraceTokens, &request->input_tokens));
+    return CsvInt(fields[generated_], "GeneratedTokens", 0, kMaxTraceTokens, &request->output_tokens);
   }
 
  private:

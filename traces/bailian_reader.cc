@@ -15,8 +15,6 @@
 namespace kvsim {
 namespace {
 
-constexpr int64_t kMaxTokens = int64_t{1} << 40;
-
 absl::Status ParseType(simdjson::dom::element value, proto::RequestType* type) {
   std::string_view name;
   if (value.get_string().get(name) == simdjson::SUCCESS) {
@@ -61,10 +59,10 @@ class BailianSource final : public JsonlSource {
         }
         has_time = true;
       } else if (key == "input_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTokens, &r->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &r->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTokens, &r->output_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &r->output_tokens));
         has_output = true;
       } else if (key == "type") {
         KVSIM_RETURN_IF_ERROR(ParseType(value, &r->type));

@@ -14,8 +14,6 @@
 namespace kvsim {
 namespace {
 
-constexpr int64_t kMaxTokens = int64_t{1} << 40;
-
 // FNV-1a over the bytes, top bit cleared: a stable (build- and run-independent) id for text session ids.
 int64_t TextId(absl::string_view text) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -48,8 +46,8 @@ class BurstGptSource final : public CsvSource {
   absl::Status ParseFields(absl::Span<const absl::string_view> f, Request* r) override {
     KVSIM_RETURN_IF_ERROR(CsvDecimalNs(f[timestamp_], "Timestamp", 1'000'000'000, &r->arrival_ns));
     r->model = std::string(absl::StripAsciiWhitespace(f[model_]));
-    KVSIM_RETURN_IF_ERROR(CsvInt(f[request_], "Request tokens", 0, kMaxTokens, &r->input_tokens));
-    KVSIM_RETURN_IF_ERROR(CsvInt(f[response_], "Response tokens", 0, kMaxTokens, &r->output_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(f[request_], "Request tokens", 0, kMaxTraceTokens, &r->input_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(f[response_], "Response tokens", 0, kMaxTraceTokens, &r->output_tokens));
     const absl::string_view log_type = absl::StripAsciiWhitespace(f[log_type_]);
     if (log_type == "Conversation log") {
       r->type = proto::REQUEST_TYPE_CONVERSATION;

@@ -13,9 +13,7 @@
 namespace kvsim {
 namespace {
 
-constexpr int64_t kMaxTokens = int64_t{1} << 40;
-
-uint64_t Mix(uint64_t x) {
+uint64_t Finalize64(uint64_t x) {  // the SplitMix64 finaliser
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -56,10 +54,10 @@ class HashedSource final : public JsonlSource {
         }
         has_time = true;
       } else if (key == "input_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTokens, &r->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &r->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTokens, &r->output_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &r->output_tokens));
         has_output = true;
       } else if (key == "block_size") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "block_size", 1, INT32_MAX, &block_size));
@@ -137,7 +135,7 @@ int32_t FirstBlockSize(const std::string& path, const TraceOptions& options) {
 
 }  // namespace
 
-uint64_t ChainBlockHash(uint64_t previous, uint64_t content) { return Mix(Mix(previous) ^ content); }
+uint64_t ChainBlockHash(uint64_t previous, uint64_t content) { return Finalize64(Finalize64(previous) ^ content); }
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path,
                                                              const TraceOptions& options) {

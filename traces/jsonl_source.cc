@@ -7,7 +7,7 @@
 namespace kvsim {
 namespace {
 
-bool IsBlank(absl::string_view line) {
+bool IsBlankLine(absl::string_view line) {
   for (char c : line) {
     if (c != ' ' && c != '\t') return false;
   }
@@ -31,7 +31,7 @@ bool JsonlSource::Next(Request* request) {
         status_ = lines_->status();
         return false;
       }
-    } while (IsBlank(line));
+    } while (IsBlankLine(line));
   } while (std::exchange(skip_header_, false));
   request->Clear();
   simdjson::dom::element element;

@@ -1,5 +1,7 @@
 #include "traces/line_reader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +17,12 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
     if (errno == ENOENT) return absl::NotFoundError(message);
     if (errno == EACCES || errno == EPERM) return absl::PermissionDeniedError(message);
     return absl::InternalError(message);
+  }
+  // A file smaller than the buffer gets a buffer of its size (plus one byte, to see the end at once).
+  struct stat info;
+  if (fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) &&
+      static_cast<uint64_t>(info.st_size) < buffer_bytes) {
+    buffer_bytes = static_cast<size_t>(info.st_size) + 1;
   }
   return std::unique_ptr<LineReader>(new LineReader(path, file, buffer_bytes < 16 ? 16 : buffer_bytes));
 }

@@ -26,11 +26,11 @@ class MooncakeSource final : public JsonlSource {
                                       kMaxAbsTimestampNs / 1'000'000, &timestamp_ms));
         has_timestamp = true;
       } else if (key == "input_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTokens, &request->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &request->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
         KVSIM_RETURN_IF_ERROR(
-            JsonInt(value, "output_length", 0, kMaxTokens, &request->output_tokens));
+            JsonInt(value, "output_length", 0, kMaxTraceTokens, &request->output_tokens));
         has_output = true;
       } else if (key == "hash_ids") {
         KVSIM_RETURN_IF_ERROR(JsonIdArray(value, "hash_ids", &request->block_hashes));
@@ -51,9 +51,6 @@ class MooncakeSource final : public JsonlSource {
     request->arrival_ns = timestamp_ms * 1'000'000;
     return absl::OkStatus();
   }
-
- private:
-  static constexpr int64_t kMaxTokens = int64_t{1} << 40;
 };
 
 }  // namespace

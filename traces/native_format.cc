@@ -131,15 +131,19 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, 
   PutSigned(out, static_cast<uint64_t>(r.output_tokens));
   if (flags & kHasType) PutVarint(out, static_cast<uint32_t>(r.type));
   if (flags & kHasHashes) {
-    PutVarint(out, r.block_hashes.size());
-    if (!r.block_hashes.empty()) {
-      uint64_t previous = s->previous_first_hash;
-      for (uint64_t h : r.block_hashes) {
-        PutSigned(out, h - previous);
-        previous = h;
-      }
-      s->previous_first_hash = r.block_hashes[0];
+    const std::vector<uint64_t>& h = r.block_hashes;
+    PutVarint(out, h.size());
+    uint64_t previous = s->previous_first_hash;
+    for (size_t k = 0; k < h.size();) {
+      // A run: h[k] as a delta, then how many of the following ids continue it by +1 each.
+      PutSigned(out, h[k] - previous);
+      size_t end = k + 1;
+      while (end < h.size() && h[end] == h[end - 1] + 1) ++end;
+      PutVarint(out, end - k - 1);
+      previous = h[end - 1];
+      k = end;
     }
+    if (!h.empty()) s->previous_first_hash = h[0];
   }
   if (flags & kModelChanged) {
     PutVarint(out, r.model.size());
@@ -197,15 +201,24 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
     if (header_block_tokens == 0) return "block hashes in a trace whose header has block_tokens 0";
     r->block_tokens = header_block_tokens;
     uint64_t count;
-    if (!d.Varint(&count) || count > d.remaining()) return "block hash count runs past the frame";
+    if (!d.Varint(&count)) return "block hash count runs past the frame";
+    if (count > kNativeMaxHashesPerRecord) return "block hash count over the per-record limit";
     r->block_hashes.resize(count);
+    uint64_t* out = r->block_hashes.data();
     uint64_t previous = s->previous_first_hash;
-    for (uint64_t k = 0; k < count; ++k) {
-      if (!d.Signed(&v)) return "block hashes run past the frame";
-      previous += v;
-      r->block_hashes[k] = previous;
+    for (uint64_t k = 0; k < count;) {
+      uint64_t run;
+      if (!d.Signed(&v) || !d.Varint(&run)) return "block hashes run past the frame";
+      if (run >= count - k) return "a block hash run longer than the hash count";
+      const uint64_t h = previous + v;
+      uint64_t* run_out = out + k;
+      for (uint64_t j = 0; j <= run; ++j) run_out[j] = h + j;  // independent stores: vectorisable
+      k += run + 1;
+      previous = h + run;
     }
-    if (count > 0) s->previous_first_hash = r->block_hashes[0];
+    if (count > 0) s->previous_first_hash = out[0];
+  } else {
+    r->block_hashes.clear();  // the caller may have left the previous record's ids
   }
   if (flags & kModelChanged) {
     if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
@@ -449,7 +462,12 @@ class NativeReader final : public TraceReader {
     if (frame_left_ == 0) {
       if (!LoadFrame()) return false;
     }
+    // Clear() empties block_hashes; keeping its old length instead lets DecodeRecord's resize() skip
+    // zero-filling ids it overwrites anyway.
+    std::vector<uint64_t> hashes;
+    hashes.swap(request->block_hashes);
     request->Clear();
+    hashes.swap(request->block_hashes);
     const char* problem = DecodeRecord(decoder_, header_.block_tokens(), &delta_, request);
     if (*problem != '\0') return Corrupt(problem);
     ++record_;

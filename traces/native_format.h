@@ -25,8 +25,10 @@
 //     [turn]     zigzag varint turn
 //     zigzag varint input_tokens, zigzag varint output_tokens
 //     [type]     varint type
-//     [hashes]   varint count, then zigzag deltas: the first against the previous record's first hash,
-//                each next against the hash before it (prefix-chained sequential ids cost 1 byte each)
+//     [hashes]   varint count, then runs of consecutive ids (each = the one before + 1) until count ids:
+//                zigzag delta of the run's first id (against the previous record's first hash for the
+//                first run, else against the id before), varint number of ids that follow in the run.
+//                Sequentially numbered prefix ids (Mooncake) cost a few bytes per request.
 //     [model]    varint length + bytes (only when the model differs from the previous record's)
 //     [tools]    varint count, then per call: varint name length + bytes, zigzag varint duration_ns
 // Every Request field round-trips exactly. Corruption (bad magic, checksum mismatch, a record running
@@ -62,6 +64,9 @@ inline constexpr size_t kNativeHeaderBytes = 4096;
 inline constexpr size_t kNativeFrameHeaderBytes = 32;
 // Largest encoded frame a reader accepts (a corrupt length cannot make it allocate more).
 inline constexpr uint32_t kNativeMaxFrameBytes = 256u << 20;
+// Most block hashes one record may have (runs code many ids in few bytes, so the frame size is no
+// bound; this caps what a damaged record can make a reader allocate).
+inline constexpr uint64_t kNativeMaxHashesPerRecord = uint64_t{1} << 24;
 
 // Record flag bits.
 inline constexpr uint32_t kHasSession = 1u << 0;

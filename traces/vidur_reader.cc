@@ -2,14 +2,13 @@
 
 #include "traces/csv_source.h"
 #include "traces/import_reader.h"
+#include "traces/parse_util.h"
 #include "traces/text_detect.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
-
-constexpr int64_t kMaxTokens = int64_t{1} << 40;
 
 class VidurSource final : public CsvSource {
  public:
@@ -24,8 +23,8 @@ class VidurSource final : public CsvSource {
  protected:
   absl::Status ParseFields(absl::Span<const absl::string_view> f, Request* r) override {
     KVSIM_RETURN_IF_ERROR(CsvDecimalNs(f[arrived_], "arrived_at", 1'000'000'000, &r->arrival_ns));
-    KVSIM_RETURN_IF_ERROR(CsvInt(f[prefill_], "num_prefill_tokens", 0, kMaxTokens, &r->input_tokens));
-    return CsvInt(f[decode_], "num_decode_tokens", 0, kMaxTokens, &r->output_tokens);
+    KVSIM_RETURN_IF_ERROR(CsvInt(f[prefill_], "num_prefill_tokens", 0, kMaxTraceTokens, &r->input_tokens));
+    return CsvInt(f[decode_], "num_decode_tokens", 0, kMaxTraceTokens, &r->output_tokens);
   }
 
  private:

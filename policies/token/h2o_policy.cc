@@ -21,10 +21,8 @@ void H2oPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_t
         for (int64_t i = 0; i < n; ++i) state.hh[i] += head.column_sums[j * n + i];
       }
     } else {
-      RowMatrixXf probs = PromptWindowAttention(head, n);
-      for (int64_t r = 0; r < probs.rows(); ++r) {
-        for (int64_t i = 0; i < n; ++i) state.hh[i] += probs(r, i);
-      }
+      const std::vector<double> sums = PromptAttentionColumnSums(head);
+      for (int64_t i = 0; i < n; ++i) state.hh[i] = sums[i];
     }
     // Cut the prompt to the budget: the recent B_r plus the heaviest others.
     const int64_t recent = std::min(recent_, n);

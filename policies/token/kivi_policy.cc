@@ -22,9 +22,27 @@ void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
 
 std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits) {
   std::vector<float> out(keys, keys + tokens * dim);
+  std::vector<float> lo(dim), hi(dim), scale(dim);
+  const float levels = static_cast<float>((1 << bits) - 1);
   for (int64_t start = 0; start < tokens; start += group) {
     const int64_t count = std::min(group, tokens - start);
-    for (int c = 0; c < dim; ++c) QuantizeGroup(&out[start * dim + c], count, dim, bits);
+    const float* first = &out[start * dim];
+    std::copy(first, first + dim, lo.begin());
+    std::copy(first, first + dim, hi.begin());
+    for (int64_t i = 1; i < count; ++i) {
+      const float* row = &out[(start + i) * dim];
+      for (int c = 0; c < dim; ++c) {
+        lo[c] = std::min(lo[c], row[c]);
+        hi[c] = std::max(hi[c], row[c]);
+      }
+    }
+    for (int c = 0; c < dim; ++c) scale[c] = (hi[c] - lo[c]) / levels;
+    for (int64_t i = 0; i < count; ++i) {
+      float* row = &out[(start + i) * dim];
+      for (int c = 0; c < dim; ++c) {
+        row[c] = scale[c] > 0 ? lo[c] + scale[c] * std::nearbyint((row[c] - lo[c]) / scale[c]) : lo[c];
+      }
+    }
   }
   return out;
 }
@@ -48,12 +66,13 @@ std::string KiviPolicy::Name() const {
 
 void KiviPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
   inner_->BeginLayer(heads, budget_tokens);
-  keys_.clear();
-  values_.clear();
-  for (const HeadContext& h : heads) {
+  keys_.resize(heads.size());
+  values_.resize(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const HeadContext& h = heads[i];
     // Only complete key groups are ever read quantised (the rest is the full-precision residual).
-    keys_.push_back(QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_));
-    values_.push_back(QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_));
+    keys_[i] = QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_);
+    values_[i] = QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_);
   }
 }
 

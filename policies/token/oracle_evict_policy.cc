@@ -20,12 +20,12 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
     RowMatrixXf logits = queries * keys.transpose();
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t position = head.prompt_len + s;
-      float* r = logits.row(s).data();
-      float max_logit = -INFINITY;
-      for (int64_t i = 0; i <= position; ++i) max_logit = std::max(max_logit, r[i] * scale);
-      double total = 0;
-      for (int64_t i = 0; i <= position; ++i) total += std::exp(r[i] * scale - max_logit);
-      for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += std::exp(r[i] * scale - max_logit) / total;
+      auto visible = logits.row(s).head(position + 1).array();
+      const float max_logit = visible.maxCoeff() * scale;
+      visible = (visible * scale - max_logit).exp();
+      const double inv = 1.0 / visible.cast<double>().sum();
+      const float* r = logits.row(s).data();
+      for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += r[i] * inv;
     }
   }
   return scores;

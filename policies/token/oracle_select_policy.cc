@@ -15,9 +15,7 @@ void OracleSelectPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept)
   for (size_t h = 0; h < group_sizes_.size(); ++h) {
     (*kept)[h].per_query.resize(group_sizes_[h]);
     for (int j = 0; j < group_sizes_[h]; ++j) {
-      const float* row = step.heads[h].row(j);
-      scores_.assign(row, row + n);
-      (*kept)[h].per_query[j] = TopKIndices(scores_, budget_);
+      TopKSet(step.heads[h].row(j), n, budget_, &scratch_, &(*kept)[h].per_query[j]);
     }
   }
 }

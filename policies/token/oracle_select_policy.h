@@ -21,7 +21,7 @@ class OracleSelectPolicy final : public TokenPolicy {
  private:
   std::vector<int> group_sizes_;
   int64_t budget_ = 0;
-  std::vector<double> scores_;
+  std::vector<float> scratch_;
 };
 
 }  // namespace kvsim

@@ -46,18 +46,17 @@ void QuestPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     set.per_query.resize(head.group_size);
     const int d = head.head_dim;
     for (int j = 0; j < head.group_size; ++j) {
-      const float* q = head.query(j, p);
-      bounds_.assign(current_page, 0.0);
-      for (int64_t page = 0; page < current_page; ++page) {
-        const float* lo = &page_min_[h][page * d];
-        const float* hi = &page_max_[h][page * d];
-        double u = 0;
-        for (int c = 0; c < d; ++c) u += std::max(q[c] * hi[c], q[c] * lo[c]);
-        bounds_[page] = u;
-      }
+      // sum_c max(q_c M_c, q_c m_c) = M . max(q, 0) + m . min(q, 0).
+      Eigen::Map<const Eigen::VectorXf> q(head.query(j, p), d);
+      Eigen::Map<const RowMatrixXf> hi(page_max_[h].data(), current_page, d);
+      Eigen::Map<const RowMatrixXf> lo(page_min_[h].data(), current_page, d);
+      bounds_.resize(current_page);
+      Eigen::Map<Eigen::VectorXf>(bounds_.data(), current_page).noalias() =
+          hi * q.cwiseMax(0.0f) + lo * q.cwiseMin(0.0f);
       std::vector<int32_t>& tokens = set.per_query[j];
       tokens.clear();
-      for (int32_t page : TopKIndices(bounds_, num_pages_ - 1)) {
+      TopKSet(bounds_.data(), current_page, num_pages_ - 1, &scratch_, &pages_);
+      for (int32_t page : pages_) {
         for (int64_t i = page * kPageTokens; i < (page + 1) * kPageTokens; ++i) {
           tokens.push_back(static_cast<int32_t>(i));
         }

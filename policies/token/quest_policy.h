@@ -27,7 +27,8 @@ class QuestPolicy final : public TokenPolicy {
   std::vector<HeadContext> heads_;
   std::vector<std::vector<float>> page_min_, page_max_;  // per head: pages x head_dim
   int64_t num_pages_ = 0;                                // pages of the budget (K)
-  std::vector<double> bounds_;
+  std::vector<float> bounds_, scratch_;
+  std::vector<int32_t> pages_;
 };
 
 }  // namespace kvsim

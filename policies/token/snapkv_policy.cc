@@ -13,15 +13,13 @@ std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int ke
   const int64_t scored = n - w;  // tokens outside the window
   std::vector<double> scores(n, 0.0);
   if (w == 0) return scores;  // no observation window stored: no information, keep the earliest
-  RowMatrixXf probs = PromptWindowAttention(head, w);
+  RowMatrixXf scratch;
+  const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
   std::vector<double> mean(scored), pooled(scored);
   const int half = kernel / 2;
   for (int j = 0; j < head.group_size; ++j) {
-    for (int64_t i = 0; i < scored; ++i) {
-      double sum = 0;
-      for (int64_t r = 0; r < w; ++r) sum += probs(j * w + r, i);
-      mean[i] = sum / w;
-    }
+    const Eigen::VectorXf sums = probs.middleRows(j * w, w).colwise().sum().transpose();
+    for (int64_t i = 0; i < scored; ++i) mean[i] = static_cast<double>(sums(i)) / w;
     for (int64_t i = 0; i < scored; ++i) {
       double sum = 0;
       for (int64_t k = i - half; k <= i + half; ++k) {

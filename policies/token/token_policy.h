@@ -48,6 +48,8 @@
 
 namespace kvsim {
 
+struct PromptAttentionCache;  // token_policy_util.h
+
 // One kept (layer, KV head) of one sample, as policies see it. Pointers are into the sample's tensors
 // (attention_trace.h layouts) and stay valid until the next BeginLayer().
 struct HeadContext {
@@ -64,6 +66,9 @@ struct HeadContext {
   const float* queries = nullptr;      // group_size x (seq_len - query_start) x head_dim
   const float* column_sums = nullptr;  // group_size x prompt_len, or null
   RopeConfig rope;
+  // Optional memo, owned by the caller and shared by the policies evaluated on this head (null: none):
+  // PromptWindowAttention() computes the stored prompt queries' attention once into it.
+  PromptAttentionCache* prompt_cache = nullptr;
 
   const float* key(int64_t i) const { return keys + i * head_dim; }
   const float* value(int64_t i) const { return values + i * head_dim; }

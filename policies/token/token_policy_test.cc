@@ -10,13 +10,15 @@ namespace {
 TEST(TokenPolicyRegistryTest, KnowsEveryPolicy) {
   const std::vector<std::string> names = TokenPolicyNames();
   for (const char* name : {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "pyramidkv",
-                           "quest", "kivi2", "kivi4", "kivi8", "oracle_select", "oracle_evict"}) {
+                           "quest", "kivi2", "kivi4", "kivi8", "oracle_select", "oracle_evict", "scissorhands",
+                           "expected_attention", "rocketkv"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
     auto policy = CreateTokenPolicy(name);
     ASSERT_TRUE(policy.ok()) << name << ": " << policy.status();
     EXPECT_EQ((*policy)->Name(), name);
   }
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_NE(std::find(names.begin(), names.end(), "adakv"), names.end());  // a wrapper: adakv+POLICY
 }
 
 TEST(TokenPolicyRegistryTest, UnknownNameListsKnownOnes) {
@@ -50,6 +52,10 @@ TEST(TokenPolicyRegistryTest, KindsAreAsDocumented) {
   EXPECT_EQ(kind("oracle_select"), TokenPolicy::Kind::kSelect);
   EXPECT_EQ(kind("oracle_evict"), TokenPolicy::Kind::kEvict);
   EXPECT_EQ(kind("kivi2"), TokenPolicy::Kind::kQuantize);
+  EXPECT_EQ(kind("scissorhands"), TokenPolicy::Kind::kEvict);
+  EXPECT_EQ(kind("expected_attention"), TokenPolicy::Kind::kEvict);
+  EXPECT_EQ(kind("rocketkv"), TokenPolicy::Kind::kSelect);
+  EXPECT_EQ(kind("adakv+snapkv"), TokenPolicy::Kind::kEvict);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "util/check.h"
@@ -31,35 +32,102 @@ std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k) {
   return index;
 }
 
+void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out) {
+  k = std::max<int64_t>(0, std::min(k, n));
+  out->clear();
+  if (k == 0) return;
+  scratch->assign(values, values + n);
+  std::nth_element(scratch->begin(), scratch->begin() + (k - 1), scratch->end(), std::greater<float>());
+  const float threshold = (*scratch)[k - 1];
+  int64_t above = 0;
+  for (int64_t i = 0; i < n; ++i) above += values[i] > threshold ? 1 : 0;
+  int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
+  for (int64_t i = 0; i < n; ++i) {
+    if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));
+  }
+}
+
 std::vector<int32_t> RankIndices(const std::vector<double>& scores) {
   return TopKIndices(scores, static_cast<int64_t>(scores.size()));
 }
 
-RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window) {
+namespace {
+
+// Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
+void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs,
+                   int64_t row0) {
   const int64_t n = head.prompt_len;
-  const int64_t w = std::min(window, n - head.query_start);
-  KVSIM_CHECK(w >= 0);
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
-  RowMatrixXf probs(head.group_size * w, n);
-  if (w == 0) return probs;
-  for (int j = 0; j < head.group_size; ++j) {
-    Eigen::Map<const RowMatrixXf> queries(head.query(j, n - w), w, d);
-    probs.middleRows(j * w, w).noalias() = queries * keys.transpose();
-  }
+  Eigen::Map<const RowMatrixXf> queries(head.query(j, first), count, d);
+  probs->middleRows(row0, count).noalias() = queries * keys.transpose();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t row = 0; row < probs.rows(); ++row) {
-    const int64_t position = n - w + row % w;
-    float* r = probs.row(row).data();
-    float max_logit = -INFINITY;
-    for (int64_t i = 0; i <= position; ++i) max_logit = std::max(max_logit, r[i] * scale);
-    double total = 0;
-    for (int64_t i = 0; i <= position; ++i) total += (r[i] = std::exp(r[i] * scale - max_logit));
-    const float inv = static_cast<float>(1.0 / total);
-    for (int64_t i = 0; i <= position; ++i) r[i] *= inv;
-    for (int64_t i = position + 1; i < n; ++i) r[i] = 0.0f;
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t position = first + r;
+    auto row = probs->row(row0 + r);
+    auto visible = row.head(position + 1).array();
+    const float max_logit = visible.maxCoeff() * scale;
+    visible = (visible * scale - max_logit).exp();
+    visible *= static_cast<float>(1.0 / visible.cast<double>().sum());
+    row.tail(n - position - 1).setZero();
   }
-  return probs;
+}
+
+void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
+  probs->resize(head.group_size * w, head.prompt_len);
+  for (int j = 0; j < head.group_size && w > 0; ++j) AttentionRows(head, j, head.prompt_len - w, w, probs, j * w);
+}
+
+}  // namespace
+
+const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch) {
+  const int64_t stored = head.prompt_len - head.query_start;
+  const int64_t w = std::min(window, stored);
+  KVSIM_CHECK(w >= 0);
+  PromptAttentionCache* cache = head.prompt_cache;
+  if (cache == nullptr || w > PromptAttentionCache::kMaxWindow) {
+    ComputeWindow(head, w, scratch);
+    return *scratch;
+  }
+  const int64_t cached = std::min(stored, PromptAttentionCache::kMaxWindow);
+  if (cache->window != cached) {
+    ComputeWindow(head, cached, &cache->probs);
+    cache->window = cached;
+  }
+  if (w == cached) return cache->probs;
+  scratch->resize(head.group_size * w, head.prompt_len);
+  for (int j = 0; j < head.group_size; ++j) {
+    scratch->middleRows(j * w, w) = cache->probs.middleRows(j * cached + cached - w, w);
+  }
+  return *scratch;
+}
+
+RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window) {
+  RowMatrixXf scratch;
+  return PromptWindowAttentionView(head, window, &scratch);
+}
+
+std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
+  constexpr int64_t kRows = 128;
+  const int64_t n = head.prompt_len;
+  std::vector<double> sums(n, 0.0);
+  if (head.prompt_cache != nullptr && n - head.query_start <= PromptAttentionCache::kMaxWindow) {
+    RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows
+    const RowMatrixXf& probs = PromptWindowAttentionView(head, n - head.query_start, &scratch);
+    const Eigen::VectorXf column = probs.colwise().sum().transpose();
+    for (int64_t i = 0; i < n; ++i) sums[i] = column(i);
+    return sums;
+  }
+  RowMatrixXf probs(kRows, n);
+  for (int j = 0; j < head.group_size; ++j) {
+    for (int64_t first = head.query_start; first < n; first += kRows) {
+      const int64_t count = std::min(kRows, n - first);
+      AttentionRows(head, j, first, count, &probs, 0);
+      const Eigen::VectorXf column = probs.topRows(count).colwise().sum().transpose();
+      for (int64_t i = 0; i < n; ++i) sums[i] += column(i);
+    }
+  }
+  return sums;
 }
 
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

@@ -19,9 +19,21 @@ namespace kvsim {
 
 using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// The attention of the last `window` stored prompt queries of each group member, rows as in
+// PromptWindowAttention(); filled on first use (see HeadContext::prompt_cache).
+struct PromptAttentionCache {
+  static constexpr int64_t kMaxWindow = 128;  // larger windows are computed without the cache
+  int64_t window = 0;                          // 0 = empty
+  RowMatrixXf probs;
+};
+
 // The indices of the k largest scores (k clamped to scores.size()), in decreasing score order; equal
 // scores are ordered by increasing index. Deterministic.
 std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);
+
+// The same set as TopKIndices(values[0..n), k) (ties to the lower index), in increasing index order,
+// written to `out`; `scratch` is reused between calls. O(n), no allocation once the buffers have grown.
+void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out);
 
 // All indices ordered as TopKIndices would order them.
 std::vector<int32_t> RankIndices(const std::vector<double>& scores);
@@ -29,7 +41,16 @@ std::vector<int32_t> RankIndices(const std::vector<double>& scores);
 // Attention probabilities of the last `window` prompt queries of every group member over the prompt keys:
 // a (group_size * w) x prompt_len matrix, row j * w + r for member j and query position prompt_len - w + r,
 // with w = min(window, prompt_len - query_start). Causal: row entries beyond the query's position are 0.
+// Uses head.prompt_cache when set and w <= PromptAttentionCache::kMaxWindow.
 RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window);
+
+// The same, without a copy when the cache holds exactly this window (else computed into *scratch).
+// The reference is valid until the cache or *scratch changes.
+const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
+
+// Sum over every stored prompt query of every group member of its attention over the prompt keys
+// (prompt_len values), computed in blocks of rows (bounded memory even when all prompt queries are stored).
+std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
 
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

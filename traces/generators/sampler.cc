@@ -25,10 +25,10 @@ absl::Status CheckPositive(double value, bool allow_zero, const std::string& fie
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::SampleDistribution::Resample& spec,
+absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::ValueDistribution::Resample& spec,
                                                     const std::string& field, const TraceOpener& open_trace) {
   if (spec.trace_path().empty()) return Invalid(field + ".trace_path", "must name a trace file");
-  if (spec.field() == proto::SampleDistribution::Resample::FIELD_UNSPECIFIED) {
+  if (spec.field() == proto::ValueDistribution::Resample::FIELD_UNSPECIFIED) {
     return Invalid(field + ".field", "must be FIELD_INPUT_TOKENS or FIELD_OUTPUT_TOKENS");
   }
   if (!open_trace) {
@@ -37,7 +37,7 @@ absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::SampleDistribut
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, open_trace(spec.trace_path()));
   std::vector<int64_t> values;
   Request request;
-  const bool input = spec.field() == proto::SampleDistribution::Resample::FIELD_INPUT_TOKENS;
+  const bool input = spec.field() == proto::ValueDistribution::Resample::FIELD_INPUT_TOKENS;
   while (reader->Next(&request)) values.push_back(input ? request.input_tokens : request.output_tokens);
   KVSIM_RETURN_IF_ERROR(reader->status());
   if (values.empty()) return Invalid(field + ".trace_path", "trace " + spec.trace_path() + " has no records");
@@ -46,18 +46,18 @@ absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::SampleDistribut
 
 }  // namespace
 
-absl::StatusOr<Sampler> Sampler::Create(const proto::SampleDistribution& spec, const std::string& field,
+absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, const std::string& field,
                                         SampleUnit unit, const TraceOpener& open_trace) {
   Sampler s;
   s.unit_ = unit;
   const bool tokens = unit == SampleUnit::kTokens;
   switch (spec.kind_case()) {
-    case proto::SampleDistribution::kFixed:
+    case proto::ValueDistribution::kFixed:
       s.kind_ = Kind::kFixed;
       s.a_ = spec.fixed().value();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, true, field + ".fixed.value"));
       break;
-    case proto::SampleDistribution::kUniform:
+    case proto::ValueDistribution::kUniform:
       s.kind_ = Kind::kUniform;
       s.a_ = spec.uniform().min();
       s.b_ = spec.uniform().max();
@@ -73,28 +73,28 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::SampleDistribution& spec, c
         s.b_ = std::min<double>(std::floor(s.b_), kMaxSampleTokens);
       }
       break;
-    case proto::SampleDistribution::kExponential:
+    case proto::ValueDistribution::kExponential:
       s.kind_ = Kind::kExponential;
       s.a_ = spec.exponential().mean();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".exponential.mean"));
       break;
-    case proto::SampleDistribution::kLognormal:
+    case proto::ValueDistribution::kLognormal:
       s.kind_ = Kind::kLogNormal;
       s.a_ = spec.lognormal().median();
       s.b_ = spec.lognormal().sigma();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".lognormal.median"));
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.b_, false, field + ".lognormal.sigma"));
       break;
-    case proto::SampleDistribution::kGamma:
+    case proto::ValueDistribution::kGamma:
       s.kind_ = Kind::kGamma;
       s.a_ = spec.gamma().mean();
       s.b_ = spec.gamma().cv();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".gamma.mean"));
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.b_, false, field + ".gamma.cv"));
       break;
-    case proto::SampleDistribution::kZipf: {
+    case proto::ValueDistribution::kZipf: {
       s.kind_ = Kind::kZipf;
-      const proto::SampleDistribution::Zipf& z = spec.zipf();
+      const proto::ValueDistribution::Zipf& z = spec.zipf();
       if (z.min() < 0) return Invalid(field + ".zipf.min", absl::StrCat("must be >= 0, got ", z.min()));
       if (z.max() < z.min() || z.max() - z.min() >= kMaxZipfValues) {
         return Invalid(field + ".zipf.max", absl::StrCat("must be in [min, min + ", kMaxZipfValues - 1,
@@ -106,7 +106,7 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::SampleDistribution& spec, c
           std::make_shared<const DiscreteTable>(DiscreteTable::Zipf(z.max() - z.min() + 1, z.exponent()));
       break;
     }
-    case proto::SampleDistribution::kResample: {
+    case proto::ValueDistribution::kResample: {
       if (!tokens) return Invalid(field + ".resample", "only token distributions can be resampled");
       s.kind_ = Kind::kResample;
       KVSIM_ASSIGN_OR_RETURN(std::vector<int64_t> values,
@@ -114,7 +114,7 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::SampleDistribution& spec, c
       s.values_ = std::make_shared<const std::vector<int64_t>>(std::move(values));
       break;
     }
-    case proto::SampleDistribution::KIND_NOT_SET:
+    case proto::ValueDistribution::KIND_NOT_SET:
       return Invalid(field,
                      "no distribution set (expected one of fixed, uniform, exponential, lognormal, "
                      "gamma, zipf, resample)");
@@ -137,7 +137,7 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::SampleDistribution& spec, c
   return s;
 }
 
-absl::StatusOr<Sampler> Sampler::CreateOptional(bool has_field, const proto::SampleDistribution& spec,
+absl::StatusOr<Sampler> Sampler::CreateOptional(bool has_field, const proto::ValueDistribution& spec,
                                                 const std::string& field, SampleUnit unit,
                                                 const TraceOpener& open_trace) {
   if (has_field) return Create(spec, field, unit, open_trace);

@@ -1,6 +1,6 @@
 // File: traces/generators/sampler.h
 //
-// Sampler: a validated, ready-to-draw form of a proto::SampleDistribution (fixed, uniform, exponential,
+// Sampler: a validated, ready-to-draw form of a proto::ValueDistribution (fixed, uniform, exponential,
 // lognormal, gamma, Zipf, or resampled from a trace). All draws go through portable_random.h, so the same
 // engine state gives the same sample everywhere.
 //
@@ -44,11 +44,11 @@ class Sampler {
   // Validates `spec` and builds the sampler. `field` is the spec path used in errors, e.g.
   // "classes[0].chat.input_tokens"; an error reads "<field>.<subfield>: <what was expected>" with code
   // InvalidArgument (or the trace's own error for resample). `open_trace` is needed only for resample.
-  static absl::StatusOr<Sampler> Create(const proto::SampleDistribution& spec, const std::string& field,
+  static absl::StatusOr<Sampler> Create(const proto::ValueDistribution& spec, const std::string& field,
                                         SampleUnit unit, const TraceOpener& open_trace);
 
   // Create() when `has_field`, else a sampler that always returns 0 (for optional distributions).
-  static absl::StatusOr<Sampler> CreateOptional(bool has_field, const proto::SampleDistribution& spec,
+  static absl::StatusOr<Sampler> CreateOptional(bool has_field, const proto::ValueDistribution& spec,
                                                 const std::string& field, SampleUnit unit,
                                                 const TraceOpener& open_trace);
 

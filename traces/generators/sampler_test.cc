@@ -14,8 +14,8 @@ namespace {
 
 constexpr double kZ = 5;  // tolerances are 5 standard errors (see portable_random_test.cc)
 
-proto::SampleDistribution Parse(const std::string& text) {
-  proto::SampleDistribution d;
+proto::ValueDistribution Parse(const std::string& text) {
+  proto::ValueDistribution d;
   const absl::Status status = ParseTextProto(text, "test", &d);
   EXPECT_TRUE(status.ok()) << status;
   return d;
@@ -162,7 +162,7 @@ TEST(SamplerTest, ResampleDrawsTheTraceFieldUniformly) {
 
 TEST(SamplerTest, OptionalUnsetIsZero) {
   absl::StatusOr<Sampler> s =
-      Sampler::CreateOptional(false, proto::SampleDistribution(), "x", SampleUnit::kSeconds, nullptr);
+      Sampler::CreateOptional(false, proto::ValueDistribution(), "x", SampleUnit::kSeconds, nullptr);
   ASSERT_TRUE(s.ok());
   Rng rng(9);
   EXPECT_EQ(s->SampleSeconds(rng), 0.0);

@@ -1,0 +1,57 @@
+#include "policies/token/adakv_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "policies/token/token_policy_util.h"
+
+namespace kvsim {
+
+std::vector<int64_t> AdaKvBudgets(const std::vector<std::vector<double>>& scores, int64_t budget, double safeguard) {
+  const int64_t guard = static_cast<int64_t>(std::floor(safeguard * budget));
+  std::vector<int64_t> budgets(scores.size(), 0);
+  struct Candidate {
+    double score;
+    int head;
+    int32_t position;
+  };
+  std::vector<Candidate> rest;
+  int64_t free_slots = 0;
+  for (size_t h = 0; h < scores.size(); ++h) {
+    const std::vector<int32_t> ranking = RankIndices(scores[h]);
+    const int64_t n = static_cast<int64_t>(ranking.size());
+    budgets[h] = std::min(guard, n);
+    free_slots += std::min(budget, n) - budgets[h];
+    for (int64_t k = budgets[h]; k < n; ++k) {
+      rest.push_back({scores[h][ranking[k]], static_cast<int>(h), ranking[k]});
+    }
+  }
+  free_slots = std::min<int64_t>(free_slots, rest.size());
+  auto better = [](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(-a.score, a.head, a.position) < std::make_tuple(-b.score, b.head, b.position);
+  };
+  std::nth_element(rest.begin(), rest.begin() + free_slots, rest.end(), better);
+  for (int64_t k = 0; k < free_slots; ++k) ++budgets[rest[k].head];
+  // Budget beyond the prompt (room for decode tokens) stays with each head.
+  for (size_t h = 0; h < scores.size(); ++h) {
+    budgets[h] += budget - std::min<int64_t>(budget, static_cast<int64_t>(scores[h].size()));
+  }
+  return budgets;
+}
+
+std::vector<int64_t> AdaKvPolicy::HeadBudgets(absl::Span<const HeadContext> heads,
+                                              const std::vector<std::vector<double>>& scores,
+                                              int64_t budget_tokens) {
+  return AdaKvBudgets(scores, budget_tokens, kSafeguard);
+}
+
+KVSIM_REGISTER_TOKEN_POLICY_WRAPPER(
+    "adakv", [](const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner) -> std::unique_ptr<TokenPolicy> {
+      auto* scored = dynamic_cast<PromptScorePolicy*>(inner.get());
+      if (scored == nullptr) return nullptr;
+      inner.release();
+      return std::make_unique<AdaKvPolicy>(std::unique_ptr<PromptScorePolicy>(scored));
+    });
+
+}  // namespace kvsim

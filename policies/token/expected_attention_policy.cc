@@ -1,0 +1,93 @@
+#include "policies/token/expected_attention_policy.h"
+
+#include <cmath>
+#include <limits>
+
+#include "policies/token/token_policy_util.h"
+
+namespace kvsim {
+namespace {
+
+double Theta(const RopeConfig& rope, int c, int d) { return std::pow(rope.base, -2.0 * c / d); }
+
+double ScaledPosition(const RopeConfig& rope, int64_t position) {
+  return rope.scaling == RopeScaling::kLinear && rope.scaling_factor > 0 ? position / rope.scaling_factor
+                                                                        : static_cast<double>(position);
+}
+
+}  // namespace
+
+void ApplyRope(const RopeConfig& rope, int64_t position, bool inverse, float* x, int d) {
+  const int half = d / 2;
+  const double t = ScaledPosition(rope, position) * (inverse ? -1 : 1);
+  for (int c = 0; c < half; ++c) {
+    const double angle = t * Theta(rope, c, d);
+    const double cs = std::cos(angle), sn = std::sin(angle);
+    const double a = x[c], b = x[c + half];
+    x[c] = static_cast<float>(a * cs - b * sn);
+    x[c + half] = static_cast<float>(b * cs + a * sn);
+  }
+}
+
+std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadContext> heads, int h) {
+  const HeadContext& head = heads[h];
+  const int64_t n = head.prompt_len;
+  const int d = head.head_dim;
+  const int half = d / 2;
+  std::vector<double> scores(n, 0.0);
+  const int64_t first = std::max<int64_t>(head.query_start, kSinks);
+  // Mean rotation over the next positions: per frequency c, a 2x2 block [[C, -S], [S, C]].
+  std::vector<double> mean_cos(half, 0.0), mean_sin(half, 0.0);
+  for (int c = 0; c < half; ++c) {
+    for (int64_t k = 1; k <= kFuturePositions; ++k) {
+      const double angle = ScaledPosition(head.rope, n - 1 + k) * Theta(head.rope, c, d);
+      mean_cos[c] += std::cos(angle) / kFuturePositions;
+      mean_sin[c] += std::sin(angle) / kFuturePositions;
+    }
+  }
+  Eigen::MatrixXd rotation = Eigen::MatrixXd::Zero(d, d);
+  for (int c = 0; c < half; ++c) {
+    rotation(c, c) = mean_cos[c];
+    rotation(c, c + half) = -mean_sin[c];
+    rotation(c + half, c) = mean_sin[c];
+    rotation(c + half, c + half) = mean_cos[c];
+  }
+  Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
+  const Eigen::MatrixXd k = keys.cast<double>();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (first < n) {
+    for (int j = 0; j < head.group_size; ++j) {
+      const int64_t m = n - first;
+      Eigen::MatrixXd q(m, d);
+      std::vector<float> row(d);
+      for (int64_t t = first; t < n; ++t) {
+        std::copy(head.query(j, t), head.query(j, t) + d, row.begin());
+        ApplyRope(head.rope, t, /*inverse=*/true, row.data(), d);
+        for (int c = 0; c < d; ++c) q(t - first, c) = row[c];
+      }
+      const Eigen::VectorXd mu = q.colwise().mean().transpose();
+      const Eigen::MatrixXd centred = q.rowwise() - mu.transpose();
+      const Eigen::MatrixXd cov = m > 1 ? Eigen::MatrixXd(centred.transpose() * centred / (m - 1))
+                                        : Eigen::MatrixXd::Zero(d, d);
+      const Eigen::VectorXd rmu = rotation * mu;
+      const Eigen::MatrixXd rsr = rotation * cov * rotation.transpose();
+      const Eigen::VectorXd quad = ((k * rsr).cwiseProduct(k)).rowwise().sum();
+      Eigen::VectorXd z = k * rmu * scale + quad / (2.0 * d);
+      const double max_z = z.maxCoeff();
+      z = (z.array() - max_z).exp();
+      z /= z.sum();
+      for (int64_t i = 0; i < n; ++i) scores[i] += z(i) / head.group_size;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double norm = 0;
+    for (int c = 0; c < d; ++c) norm += static_cast<double>(head.value(i)[c]) * head.value(i)[c];
+    scores[i] = (scores[i] + kEpsilon) * std::sqrt(norm);
+  }
+  for (int64_t i = 0; i < std::min(kSinks, n); ++i) scores[i] = std::numeric_limits<double>::infinity();
+  return scores;
+}
+
+KVSIM_REGISTER_TOKEN_POLICY("expected_attention", ExpectedAttentionPolicy);
+
+}  // namespace kvsim

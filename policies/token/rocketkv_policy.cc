@@ -1,0 +1,111 @@
+#include "policies/token/rocketkv_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "policies/token/token_policy_util.h"
+
+namespace kvsim {
+
+std::vector<double> SnapKvPlusPlusScores(const HeadContext& head, int64_t window, int kernel) {
+  const int64_t n = head.prompt_len;
+  const int64_t w = std::min(window, n - head.query_start);
+  const int64_t scored = n - w;
+  std::vector<double> summed(scored, 0.0), scores(n, std::numeric_limits<double>::infinity());
+  if (w > 0) {
+    RowMatrixXf scratch;
+    const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
+    const Eigen::VectorXf sums = probs.colwise().sum().transpose();  // over the window and the group
+    for (int64_t i = 0; i < scored; ++i) summed[i] = sums(i);
+  }
+  const int half = kernel / 2;
+  for (int64_t i = 0; i < scored; ++i) {
+    double best = -std::numeric_limits<double>::infinity();
+    for (int64_t k = std::max<int64_t>(0, i - half); k <= std::min(scored - 1, i + half); ++k) {
+      best = std::max(best, summed[k]);
+    }
+    scores[i] = best;
+  }
+  return scores;
+}
+
+void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
+  heads_.assign(heads.begin(), heads.end());
+  budget_ = budget_tokens;
+  prompt_kept_.clear();
+  for (const HeadContext& head : heads) {
+    const int64_t keep = std::min(head.prompt_len, kMemoryFactor * budget_tokens);
+    std::vector<int32_t> kept = TopKIndices(SnapKvPlusPlusScores(head, kWindow, kPoolKernel), keep);
+    std::sort(kept.begin(), kept.end());
+    prompt_kept_.push_back(std::move(kept));
+  }
+}
+
+void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
+  const int64_t p = step.position;
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    const HeadContext& head = heads_[h];
+    std::vector<int32_t> cache = prompt_kept_[h];
+    for (int64_t i = head.prompt_len; i <= p; ++i) cache.push_back(static_cast<int32_t>(i));
+    (*kept)[h].per_query.resize(1);
+    std::vector<int32_t>& out = (*kept)[h].per_query[0];
+    const int64_t size = static_cast<int64_t>(cache.size());
+    if (size <= budget_) {
+      out = cache;
+      continue;
+    }
+    const int d = head.head_dim;
+    const double c = static_cast<double>(size) / budget_;
+    const int64_t s = static_cast<int64_t>(std::ceil(std::sqrt(c)));
+    const int r = static_cast<int>(std::clamp<int64_t>(std::llround(d * s / c), 1, d));
+    // Channels: the r largest mean |q| over the group; signs from the group's summed query.
+    std::vector<double> magnitude(d, 0.0), qbar(d, 0.0);
+    for (int j = 0; j < head.group_size; ++j) {
+      for (int ch = 0; ch < d; ++ch) {
+        magnitude[ch] += std::abs(head.query(j, p)[ch]);
+        qbar[ch] += head.query(j, p)[ch];
+      }
+    }
+    const std::vector<int32_t> channels = TopKIndices(magnitude, r);
+    const int64_t body = size - 1;  // the current token is read anyway
+    const int64_t chunks = (body + s - 1) / s;
+    std::vector<double> score(chunks, 0.0), logits(chunks);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    std::vector<double> khat(chunks * r);
+    for (int64_t k = 0; k < chunks; ++k) {
+      for (int x = 0; x < r; ++x) {
+        const int ch = channels[x];
+        const double sign = qbar[ch] >= 0 ? 1.0 : -1.0;
+        double best = -std::numeric_limits<double>::infinity();
+        for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) best = std::max(best, sign * head.key(cache[e])[ch]);
+        khat[k * r + x] = best;
+      }
+    }
+    for (int j = 0; j < head.group_size; ++j) {
+      const float* q = head.query(j, p);
+      double max_logit = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < chunks; ++k) {
+        double dot = 0;
+        for (int x = 0; x < r; ++x) {
+          const int ch = channels[x];
+          dot += q[ch] * (qbar[ch] >= 0 ? 1.0 : -1.0) * khat[k * r + x];
+        }
+        logits[k] = dot * scale;
+        max_logit = std::max(max_logit, logits[k]);
+      }
+      double total = 0;
+      for (double& l : logits) total += (l = std::exp(l - max_logit));
+      for (int64_t k = 0; k < chunks; ++k) score[k] += logits[k] / total / head.group_size;
+    }
+    out.clear();
+    for (int32_t k : TopKIndices(score, (budget_ - 1) / s)) {
+      for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) out.push_back(cache[e]);
+    }
+    out.push_back(static_cast<int32_t>(p));
+  }
+}
+
+KVSIM_REGISTER_TOKEN_POLICY("rocketkv", RocketKvPolicy);
+
+}  // namespace kvsim
