@@ -68,6 +68,11 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "calibrate error is not one line: $(cat "$tmp/err")"
 fi
 
+# Every bundled example experiment resolves.
+for config in presets/experiments/*.textproto; do
+  expect 0 "$kvsim" config --config="$config"
+done
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1
