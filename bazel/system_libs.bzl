@@ -132,7 +132,7 @@ def _cuda_configure_impl(ctx):
         ctx.symlink(cuda_home + "/include", "include")
         build.append("cc_library(")
         build.append("    name = \"cuda_headers\",")
-        build.append("    hdrs = glob([\"include/**/*.h\", \"include/**/*.hpp\"]),")
+        build.append("    hdrs = glob([\"include/**/*.h\", \"include/**/*.hpp\", \"include/nv/**\"]),")
         build.append("    includes = [\"include\"],")
         build.append(")")
         build.append("cc_library(")
