@@ -17,7 +17,9 @@ void* Library() {
   static void* handle = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const char* name : {"libcublasLt.so.13", "libcublasLt.so"}) {
+    // The loader's search path first, then the standard CUDA install (not on that path by default).
+    for (const char* name : {"libcublasLt.so.13", "libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so.13",
+                             "/usr/local/cuda/lib64/libcublasLt.so"}) {
       handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (handle != nullptr) break;
     }
