@@ -50,7 +50,7 @@ def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [],
             obj = cu.replace(".cu", ".pic.o")
             native.genrule(
                 name = cu.replace(".cu", "_nvcc").replace("/", "_"),
-                srcs = [cu] + hdrs + native.glob(["*.h", "*.cuh"]),
+                srcs = [cu] + hdrs + native.glob(["*.h", "*.cuh"], exclude = hdrs),
                 outs = [obj],
                 cmd = ("%s -ccbin /usr/bin/g++ -std=c++17 -O3 -Xcompiler -fPIC " % NVCC +
                        "-gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 " +
@@ -63,6 +63,9 @@ def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [],
             hdrs = hdrs,
             deps = deps + ["@cuda_config//:cudart"] + cuda_deps,
             defines = ["KVSIM_HAS_CUDA=1"],
+            # Static cudart must follow the kernel objects on the link line; a shared library in
+            # between would leave its CUDA runtime references unresolved.
+            linkstatic = True,
             **kwargs
         )
     else:

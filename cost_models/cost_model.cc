@@ -1,5 +1,6 @@
 #include "cost_models/cost_model.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,51 @@ std::string KindName(proto::CostModelKind kind) {
 }
 
 }  // namespace
+
+absl::StatusOr<CostBreakdown> CostModel::IterationBreakdown(const BatchShape& batch) const {
+  absl::StatusOr<int64_t> total = IterationTimeNs(batch);
+  if (!total.ok()) return total.status();
+  CostBreakdown breakdown;
+  breakdown.other_ns = *total;
+  breakdown.total_ns = *total;
+  return breakdown;
+}
+
+absl::StatusOr<int64_t> CostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
+  if (position < 0 || num_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("recompute needs position >= 0 and num_tokens > 0, got ",
+                                                   position, " and ", num_tokens));
+  }
+  BatchShape batch;
+  SequenceWork piece;
+  piece.context_tokens = position;
+  piece.new_tokens = num_tokens;
+  piece.samples_token = false;
+  piece.recompute = true;
+  batch.sequences.push_back(piece);
+  absl::StatusOr<CostBreakdown> breakdown = IterationBreakdown(batch);
+  if (!breakdown.ok()) return breakdown.status();
+  return breakdown->total_ns - breakdown->overhead_ns;
+}
+
+std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_per_token, int64_t l2_bytes) {
+  std::vector<int64_t> resident;
+  bool any = false;
+  for (const SequenceWork& s : batch.sequences) any = any || s.prefix_id != 0;
+  if (!any) return resident;
+  resident.assign(batch.sequences.size(), 0);
+  std::map<uint64_t, int64_t> first_shared;  // prefix group -> shared tokens its first decode read
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceWork& s = batch.sequences[i];
+    if (s.prefix_id == 0 || s.new_tokens != 1 || s.shared_prefix_tokens <= 0) continue;
+    const int64_t shared = std::min(s.shared_prefix_tokens, s.context_tokens);
+    auto [it, inserted] = first_shared.emplace(s.prefix_id, shared);
+    if (inserted) continue;
+    const int64_t common = std::min(shared, it->second);
+    if (common * kv_bytes_per_token <= static_cast<double>(l2_bytes)) resident[i] = common;
+  }
+  return resident;
+}
 
 bool RegisterCostModel(absl::string_view name, CostModelFactory factory) {
   Registry()[std::string(name)] = std::move(factory);

@@ -29,12 +29,42 @@ struct SequenceWork {
   int64_t context_tokens = 0;  // tokens already in the KV cache that this piece attends to
   int64_t new_tokens = 0;      // tokens computed in this iteration (1 for a decode); > 0
   int32_t num_segments = 1;    // non-contiguous KV runs of the context (multi-segment attention); >= 1
+  // The piece ends with a sampled token (a decode, the last chunk of a prompt): only these pay the LM
+  // head. Set false for non-final prefill chunks; ignored (never samples) for recompute pieces.
+  bool samples_token = true;
+  // The piece restores the KV of tokens that were computed before (segment reuse, preemption by
+  // recompute); costed as CostModelConfig.recompute_cost says.
+  bool recompute = false;
+  // Shared prefixes (unique vs total KV bytes): pieces of one batch with the same non-zero prefix_id
+  // attend to the same first shared_prefix_tokens of their context. Decodes after the first of a group
+  // read that KV from the L2 cache instead of HBM when it fits there (cost models charge them only
+  // their own context's bytes). 0 = not shared.
+  uint64_t prefix_id = 0;
+  int64_t shared_prefix_tokens = 0;
+};
+
+
+// Where an iteration's time goes (each term already summed over layers and rounded to ns);
+// total_ns == the sum of the terms == IterationTimeNs of the same batch.
+struct CostBreakdown {
+  int64_t linear_ns = 0;      // QKV, O and MLP GEMMs (and K/V projections of recompute pieces)
+  int64_t lm_head_ns = 0;     // LM head GEMM of the pieces that sample a token
+  int64_t attention_ns = 0;   // prefill, decode and recompute attention, segment merges
+  int64_t allreduce_ns = 0;   // tensor-parallel all-reduces
+  int64_t overhead_ns = 0;    // CostModelConfig.iteration_overhead_ns
+  int64_t other_ns = 0;       // what a model does not attribute to the terms above
+  int64_t total_ns = 0;
 };
 
 // The shape of one iteration of one replica.
 struct BatchShape {
   std::vector<SequenceWork> sequences;
 };
+
+// For each decode piece (new_tokens == 1) of `batch`, the context tokens whose KV an earlier decode of
+// the same prefix group already read in this iteration and that stay in an L2 cache of `l2_bytes`
+// (`kv_bytes_per_token` per layer); 0 for all other pieces. Empty when no piece has a prefix_id.
+std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_per_token, int64_t l2_bytes);
 
 class CostModel {
  public:
@@ -49,6 +79,20 @@ class CostModel {
 
   // Time to move `bytes` between the GPU and `tier`: latency + bytes / bandwidth.
   virtual int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const = 0;
+
+  // The terms of IterationTimeNs(batch), for reports. Errors as IterationTimeNs. The default puts the
+  // whole time in other_ns; models that know their terms override it.
+  virtual absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const;
+
+  // Time to recompute the KV of `num_tokens` tokens at positions [position, position + num_tokens) when
+  // run alone: IterationTimeNs of a one-piece batch {context_tokens = position, new_tokens = num_tokens,
+  // recompute = true}, without the fixed per-iteration overhead. For restore decisions (reload or
+  // recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument otherwise).
+  virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
+
+  // Caveats about the predictions made so far, one line, for the run's report (e.g. how many kernel
+  // times a table model extrapolated beyond its measurements); empty when there are none.
+  virtual std::string Warnings() const { return ""; }
 };
 
 using CostModelFactory =

@@ -29,6 +29,25 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::strin
   return it->second();
 }
 
+absl::Status EvictionPolicy::Configure(const proto::EvictionPolicyConfig& config) {
+  if (config.params_case() != proto::EvictionPolicyConfig::PARAMS_NOT_SET) {
+    return absl::InvalidArgumentError(absl::StrCat("eviction policy '", Name(),
+                                                   "' takes no parameters; got eviction.",
+                                                   config.GetDescriptor()->FindFieldByNumber(
+                                                       config.params_case())->name()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateConfiguredEvictionPolicy(
+    absl::string_view name, const proto::EvictionPolicyConfig& config) {
+  auto policy = CreateEvictionPolicy(name);
+  if (!policy.ok()) return policy.status();
+  absl::Status status = (*policy)->Configure(config);
+  if (!status.ok()) return status;
+  return policy;
+}
+
 std::vector<std::string> EvictionPolicyNames() {
   std::vector<std::string> names;
   for (const auto& [name, factory] : Registry()) names.push_back(name);

@@ -12,6 +12,9 @@
 //   SelectVictim()   asked when the cache is full: returns a resident block for which `evictable(b)` is true
 //                    (blocks of running requests are pinned and not evictable). The cache evicts it and then
 //                    calls OnRemove(victim).
+// Optional, before the first callback: Configure(config) (per-policy parameters) and SetCapacity(n) (the
+// cache's size in blocks; policies sized by it, such as ARC, S3-FIFO and 2Q, need it). Optional at the end
+// of each request: OnRequestEnd(end) (the TTL-pinning wrapper needs it; others ignore it).
 // Each callback carries an AccessInfo with what the cache knows about the access. Policies use what they
 // need (Belady the next use, cost-aware policies the restore cost) and ignore the rest.
 //
@@ -31,19 +34,35 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+#include "proto/config.pb.h"
 
 namespace kvsim {
 
 using BlockId = uint64_t;
+
+// The end of a request's use of its blocks (the serving simulator: the request finished; cache replay: its
+// last block was accessed), for policies that act per request (TTL pinning).
+struct RequestEndInfo {
+  uint64_t request_id = 0;
+  int64_t session_id = -1;        // -1 = none
+  int64_t time_ns = 0;            // when it ended (cache replay: the request's arrival time)
+  bool ends_in_tool_call = false; // the request's output is a tool call; the session resumes after it
+  std::string tool_name;          // empty if unknown
+  // How long the tool actually ran, known only once it returns: at time_ns + tool_duration_ns. Policies
+  // must not use it before then (the TTL wrapper adds it to its history at that time). -1 = unknown.
+  int64_t tool_duration_ns = -1;
+};
 
 // What the cache knows about one access, insert or removal of a block.
 struct AccessInfo {
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
   int64_t clock = 0;              // logical time: the index of this access in the cache's access stream
-  int64_t time_ns = 0;            // simulated time (0 in cache-replay mode)
+  int64_t time_ns = 0;            // simulated time (cache-replay mode: the request's arrival time)
   uint64_t request_id = 0;        // request that made the access
   int64_t session_id = -1;        // its session, -1 = none
   int32_t block_index = 0;        // the block's position in the request's prompt (0 = first block)
@@ -73,6 +92,27 @@ class EvictionPolicy {
   // Returns a resident block with evictable(block) true. REQUIRES: at least one exists.
   virtual BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) = 0;
 
+  // Like SelectVictim, but returns absl::nullopt when no resident block is evictable, instead of
+  // requiring one. Wrappers use it to try a stricter filter first (TTL pins). Every policy in policies/
+  // implements it; the default forwards to SelectVictim, whose REQUIRES then applies.
+  virtual absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+    return SelectVictim(evictable);
+  }
+
+  // Per-policy parameters (the params oneof of EvictionPolicyConfig; the wrapper options are applied by
+  // CreateEvictionPolicyFromConfig, not here). REQUIRES: called at most once, before any other callback.
+  // InvalidArgument naming the field when a parameter is out of range or belongs to another policy.
+  // Default: accepts a config with no params set.
+  virtual absl::Status Configure(const proto::EvictionPolicyConfig& config);
+
+  // The cache's capacity in blocks, > 0. REQUIRES: before the first OnInsert. Policies that size their
+  // queues from it (ARC, S3-FIFO, 2Q, asym's default half-life) fall back to the number of resident
+  // blocks at the first SelectVictim call when it is never given. Default: ignored.
+  virtual void SetCapacity(int64_t num_blocks) {}
+
+  // The request that made the latest accesses is done with its blocks. Default: ignored.
+  virtual void OnRequestEnd(const RequestEndInfo& end) {}
+
   // Admission (cache-replay mode only; the serving simulator must hold every block of a running request):
   // false = do not insert `block` at all, leaving the cache as it is (Belady bypasses a block whose next
   // use is later than every resident block's). Called on a miss with a full cache. Default: admit.
@@ -89,6 +129,11 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::strin
 
 // Registered names, sorted.
 std::vector<std::string> EvictionPolicyNames();
+
+// Default-constructs the policy `name` and calls Configure(config) (config.name is ignored); used by
+// policy factories such as the wrappers. InvalidArgument if unknown or the parameters are rejected.
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateConfiguredEvictionPolicy(
+    absl::string_view name, const proto::EvictionPolicyConfig& config);
 
 }  // namespace kvsim
 

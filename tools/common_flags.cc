@@ -6,6 +6,40 @@ ABSL_FLAG(std::string, config, "",
           "experiment config (text proto); empty = the default (Llama-3.1-8B on H200, prefix reuse, LRU)");
 ABSL_FLAG(std::string, trace, "", "request trace file, any supported format (see 'kvsim help import')");
 ABSL_FLAG(std::string, trace_format, "", "trace importer name; empty = detect from the content");
-ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
+ABSL_FLAG(std::string, out, "",
+          "output directory (created if missing); for commands that write one file (gen), that file");
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(uint64_t, seed, 0, "seed of every random choice; recorded in the results");
+ABSL_FLAG(bool, chain_hashes, false,
+          "hash-per-block traces: turn per-block content hashes into prefix ids, "
+          "id'_k = H(id'_{k-1}, id_k), so that equal ids mean equal prefixes");
+ABSL_FLAG(int64_t, reorder_window, 4096,
+          "records (count) held while importing to re-sort out-of-order timestamps; a record displaced "
+          "further is an error");
+ABSL_FLAG(int32_t, trace_block_tokens, 0,
+          "tokens per hash block for traces that do not state it (hash-per-block JSONL without "
+          "block_size); 0 = the format's own");
+ABSL_FLAG(int32_t, block_tokens, 0,
+          "tokens per block: for traces without block hashes and for capacity figures; 0 = the config's "
+          "cache.block_tokens (default 16)");
+ABSL_FLAG(std::string, policy, "lru",
+          "eviction policies, comma-separated, each NAME[+leaf_first][+ttl] (see 'kvsim help cache')");
+ABSL_FLAG(std::string, capacity_blocks, "",
+          "cache capacities in blocks: a comma list, ranges LO:HI:xFACTOR or LO:HI:+STEP allowed");
+ABSL_FLAG(std::string, restore_cost, "uniform",
+          "cache replay restore cost per block: uniform (all equal) or position (tokens up to the block's end, "
+          "the linear-in-position recompute model)");
+ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs; 0 = all cores");
+
+namespace kvsim {
+
+TraceOptions TraceOptionsFromFlags() {
+  TraceOptions options;
+  options.format = absl::GetFlag(FLAGS_trace_format);
+  options.chain_hashes = absl::GetFlag(FLAGS_chain_hashes);
+  options.reorder_window = absl::GetFlag(FLAGS_reorder_window);
+  options.block_tokens = absl::GetFlag(FLAGS_trace_block_tokens);
+  return options;
+}
+
+}  // namespace kvsim

@@ -10,9 +10,6 @@
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
-ABSL_FLAG(int32_t, block_tokens, 0,
-          "tokens per block for the capacity figures; 0 = the config's cache.block_tokens");
-
 namespace kvsim {
 namespace {
 

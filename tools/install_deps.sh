@@ -13,6 +13,7 @@ PACKAGES=(
   libsimdjson-dev                                   # JSON trace import
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
+  clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
 )
 
 missing=()

@@ -3,6 +3,16 @@
 set -euo pipefail
 out=${1:-out}
 kvsim=bazel-bin/tools/kvsim
+trace=traces/data/mooncake_synthetic.jsonl
+mkdir -p "$out"
 $kvsim version
 $kvsim config > "$out/config.textproto"
-echo "resolved config written to $out/config.textproto"
+echo "resolved default config written to $out/config.textproto"
+echo
+# Serving replay, default config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.
+# One GPU cannot keep up with this trace's arrival rate: the queueing shows in TTFT.
+$kvsim replay --trace="$trace" --out="$out/replay" --replay_timeline
+echo
+# The same model on 8 H200s with a host-DRAM tier and cache-aware routing.
+$kvsim replay --config=presets/experiments/llama8b-8xh200-host.textproto --trace="$trace" \
+  --out="$out/replay_8xh200"

@@ -57,6 +57,12 @@ class TraceReader {
 struct TraceOptions {
   std::string format;         // importer name; empty = detect from the file's content
   bool chain_hashes = false;  // hash-per-block JSONL: chain content hashes into prefix ids
+  // Tokens per hash block for formats whose records do not say (hash-per-block JSONL without
+  // "block_size"); 0 = the format's own. >= 0.
+  int32_t block_tokens = 0;
+  // Text importers re-sort records by timestamp within a window of this many records (memory grows with
+  // it, not with the trace); a record displaced further is an error. >= 1. See traces/import_reader.h.
+  int64_t reorder_window = 4096;
 };
 
 // Opens `path` with the named importer (or the detected one). InvalidArgument naming the known formats

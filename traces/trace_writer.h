@@ -33,11 +33,24 @@ class TraceWriter {
   virtual absl::Status Close() = 0;
 };
 
+// Options of OpenTraceWriter. Every field has a safe default.
+struct TraceWriterOptions {
+  int32_t block_tokens = 0;    // tokens per hash block of the requests written (0 = no hashes)
+  std::string source_format;   // native: recorded in the header (the importer that read the source)
+  bool compress = true;        // native: zstd-compress each frame
+  int zstd_level = 3;          // native: zstd level, 1 (fastest) .. 19
+  int64_t frame_bytes = 64 * 1024;  // native: encoded bytes per independently decodable frame, >= 64
+};
+
 // `format`: "native" (binary, see traces/native_format.h) or "jsonl" (one JSON object per record with
-// every field). `block_tokens`: tokens per hash block of the requests written (0 = no hashes).
+// every field; traces/jsonl_export.h). `block_tokens`: tokens per hash block of the requests written
+// (0 = no hashes). InvalidArgument for an unknown format.
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
                                                              const std::string& format,
                                                              int32_t block_tokens);
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
+                                                             const std::string& format,
+                                                             const TraceWriterOptions& options);
 
 }  // namespace kvsim
 

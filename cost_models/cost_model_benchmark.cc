@@ -1,0 +1,61 @@
+// Speed of the cost models on the simulator's hot paths: one iteration's time for typical batches,
+// and the recompute time the block manager asks for on every restore decision.
+#include <memory>
+#include <string>
+
+#include "benchmark/benchmark.h"
+#include "cost_models/calibration_table.h"
+#include "cost_models/cost_model.h"
+#include "cost_models/synthetic_table.h"
+#include "cost_models/table_model.h"
+#include "sim/config.h"
+#include "util/check.h"
+
+namespace kvsim {
+namespace {
+
+std::unique_ptr<CostModel> MakeModel(bool table) {
+  proto::ExperimentConfig config = *ResolveExperimentConfig(proto::ExperimentConfig(), "benchmark");
+  if (!table) return std::move(*CreateCostModel(config));
+  absl::StatusOr<proto::CalibrationTable> t = SynthesizeTable(config, SynthOptions());
+  KVSIM_CHECK(t.ok());
+  return std::move(*TableCostModel::FromTable(config, *t, "synthetic"));
+}
+
+BatchShape Decodes(int n) {
+  BatchShape batch;
+  for (int i = 0; i < n; ++i) {
+    SequenceWork s;
+    s.context_tokens = 1000 + 37 * i;
+    s.new_tokens = 1;
+    batch.sequences.push_back(s);
+  }
+  return batch;
+}
+
+void BM_Iteration(benchmark::State& state) {
+  const auto model = MakeModel(state.range(0) == 1);
+  BatchShape batch = Decodes(state.range(1));
+  SequenceWork chunk;
+  chunk.context_tokens = 2048;
+  chunk.new_tokens = 512;
+  batch.sequences.push_back(chunk);
+  for (auto _ : state) benchmark::DoNotOptimize(*model->IterationTimeNs(batch));
+  state.SetLabel(state.range(0) == 1 ? "table" : "roofline");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Iteration)->ArgsProduct({{0, 1}, {1, 32, 256}});
+
+void BM_Recompute(benchmark::State& state) {
+  const auto model = MakeModel(state.range(0) == 1);
+  int64_t position = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(*model->RecomputeTimeNs(position, 16));
+    position = (position + 16) % 100000;
+  }
+  state.SetLabel(state.range(0) == 1 ? "table" : "roofline");
+}
+BENCHMARK(BM_Recompute)->Arg(0)->Arg(1);
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,170 @@
+#include "cost_models/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sim/config.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+}  // namespace
+
+absl::Status ValidateBatch(const BatchShape& batch) {
+  if (batch.sequences.empty()) return absl::InvalidArgumentError("cost model: empty batch");
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceWork& s = batch.sequences[i];
+    if (s.new_tokens <= 0 || s.context_tokens < 0 || s.num_segments < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cost model: batch piece ", i, " needs new_tokens > 0, context_tokens >= 0 and num_segments >= 1, got ",
+          s.new_tokens, ", ", s.context_tokens, " and ", s.num_segments));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig& config) {
+  const proto::ModelSpec& m = config.model();
+  const proto::DeviceSpec& d = config.device();
+  KVSIM_RETURN_IF_ERROR(ValidateModelSpec(m, "roofline cost model"));
+  KVSIM_RETURN_IF_ERROR(ValidateDeviceSpec(d, "roofline cost model"));
+  RooflineParams p;
+  p.tp = m.tensor_parallel_size();
+  p.num_layers = m.num_layers();
+  p.hidden = m.hidden_size();
+  p.heads = m.num_attention_heads() / p.tp;
+  p.kv_heads = std::max<int64_t>(1, m.num_kv_heads() / p.tp);
+  p.head_dim = m.head_dim();
+  p.intermediate = (m.intermediate_size() + p.tp - 1) / p.tp;
+  p.vocab = (m.vocab_size() + p.tp - 1) / p.tp;
+  p.weight_bytes_per_element = DTypeBits(m.weight_dtype()) / 8.0;
+  KVSIM_ASSIGN_OR_RETURN(p.kv, ResolveKvFormat(m, config.cost_model()));
+  p.rates = MakeDeviceRates(d);
+  p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()),
+                                            m.weight_dtype() == proto::DTYPE_FP8);
+  p.overhead_ns = config.cost_model().iteration_overhead_ns();
+  if (p.overhead_ns < 0) {
+    return absl::InvalidArgumentError("cost_model.iteration_overhead_ns: must be >= 0");
+  }
+  p.recompute_cost = config.cost_model().recompute_cost() == proto::RECOMPUTE_COST_KV_PROJECTION
+                         ? proto::RECOMPUTE_COST_KV_PROJECTION
+                         : proto::RECOMPUTE_COST_FULL_LAYERS;
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<RooflineCostModel>> RooflineCostModel::Create(
+    const proto::ExperimentConfig& config) {
+  KVSIM_ASSIGN_OR_RETURN(RooflineParams params, MakeRooflineParams(config));
+  return std::make_unique<RooflineCostModel>(params);
+}
+
+std::string RooflineCostModel::Describe() const {
+  return absl::StrFormat("roofline (KV %s, TP %d, recompute %s)", p_.kv.Name(), p_.tp,
+                         p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION ? "kv-projection"
+                                                                                  : "full-layers");
+}
+
+double RooflineCostModel::GemmSeconds(int64_t tokens, int64_t out_features, int64_t in_features) const {
+  return kvsim::GemmSeconds(p_.rates, p_.linear_flops_per_s, p_.weight_bytes_per_element, tokens,
+                            out_features, in_features, /*wave_quantisation=*/false);
+}
+
+double RooflineCostModel::LayerLinearSeconds(int64_t tokens) const {
+  const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim;
+  return GemmSeconds(tokens, q + 2 * kv, p_.hidden) + GemmSeconds(tokens, p_.hidden, q) +
+         GemmSeconds(tokens, 2 * p_.intermediate, p_.hidden) +
+         GemmSeconds(tokens, p_.hidden, p_.intermediate);
+}
+
+double RooflineCostModel::KvProjectionSeconds(int64_t tokens) const {
+  return GemmSeconds(tokens, 2 * p_.kv_heads * p_.head_dim, p_.hidden);
+}
+
+double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
+  return GemmSeconds(tokens, p_.vocab, p_.hidden);
+}
+
+double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens) const {
+  return kvsim::AttentionSeconds(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim, piece.context_tokens,
+                                 piece.new_tokens, l2_resident_tokens);
+}
+
+double RooflineCostModel::KvBytesPerTokenPerLayer() const {
+  return 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement();
+}
+
+double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
+  return kvsim::AllReduceSeconds(p_.rates, static_cast<double>(tokens) * p_.hidden * 2, p_.tp);
+}
+
+absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchShape& batch) const {
+  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+  const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
+  int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
+  double attention_s = 0;
+  const std::vector<int64_t> l2 =
+      L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceWork& s = batch.sequences[i];
+    if (s.recompute && kv_projection) {
+      projection_tokens += s.new_tokens;
+      continue;
+    }
+    layer_tokens += s.new_tokens;
+    if (s.samples_token && !s.recompute) ++sampling;
+    attention_s += AttentionSeconds(s, l2.empty() ? 0 : l2[i]);
+  }
+  const double layers = p_.num_layers;
+  CostBreakdown b;
+  b.linear_ns = ToNs(layers * (LayerLinearSeconds(layer_tokens) + KvProjectionSeconds(projection_tokens)));
+  b.lm_head_ns = ToNs(LmHeadSeconds(sampling));
+  b.attention_ns = ToNs(layers * attention_s);
+  b.allreduce_ns = ToNs(layers * 2 * AllReduceSeconds(layer_tokens));
+  b.overhead_ns = p_.overhead_ns;
+  b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.overhead_ns;
+  return b;
+}
+
+absl::StatusOr<int64_t> RooflineCostModel::IterationTimeNs(const BatchShape& batch) const {
+  KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, IterationBreakdown(batch));
+  return b.total_ns;
+}
+
+absl::StatusOr<int64_t> RooflineCostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
+  if (position < 0 || num_tokens <= 0) return CostModel::RecomputeTimeNs(position, num_tokens);
+  const double layers = p_.num_layers;
+  if (p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION) {
+    return ToNs(layers * KvProjectionSeconds(num_tokens));
+  }
+  SequenceWork piece;
+  piece.context_tokens = position;
+  piece.new_tokens = num_tokens;
+  // The same terms, rounded the same way, as IterationBreakdown of the one-piece batch.
+  return ToNs(layers * LayerLinearSeconds(num_tokens)) + ToNs(layers * AttentionSeconds(piece)) +
+         ToNs(layers * 2 * AllReduceSeconds(num_tokens));
+}
+
+int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+  if (bytes <= 0) return 0;
+  const double bandwidth =
+      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
+  return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<CostModel>> CreateRoofline(const proto::ExperimentConfig& config) {
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<RooflineCostModel> model, RooflineCostModel::Create(config));
+  return std::unique_ptr<CostModel>(std::move(model));
+}
+
+}  // namespace
+
+KVSIM_REGISTER_COST_MODEL("roofline", roofline, CreateRoofline);
+
+}  // namespace kvsim

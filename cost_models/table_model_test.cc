@@ -1,0 +1,224 @@
+#include "cost_models/table_model.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "cost_models/calibration_table.h"
+#include "cost_models/synthetic_table.h"
+#include "gtest/gtest.h"
+#include "sim/config.h"
+
+namespace kvsim {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+proto::ExperimentConfig Config() {
+  absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(proto::ExperimentConfig(), "test");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+// A table for Llama-3.1-8B on H200 written to disk, and a config that names it.
+proto::ExperimentConfig TableConfig() {
+  proto::ExperimentConfig config = Config();
+  static const std::string* path = [&config] {
+    auto* p = new std::string(TempPath("h200.csv"));
+    absl::StatusOr<proto::CalibrationTable> table = SynthesizeTable(config, SynthOptions());
+    EXPECT_TRUE(table.ok()) << table.status();
+    EXPECT_TRUE(WriteCalibrationTable(*p, *table).ok());
+    return p;
+  }();
+  config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
+  config.mutable_cost_model()->set_table_path(*path);
+  return config;
+}
+
+std::unique_ptr<TableCostModel> Model(const proto::ExperimentConfig& config) {
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::Create(config);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return std::move(*model);
+}
+
+SequenceWork Piece(int64_t context, int64_t new_tokens, bool samples = true, int32_t segments = 1) {
+  SequenceWork s;
+  s.context_tokens = context;
+  s.new_tokens = new_tokens;
+  s.samples_token = samples;
+  s.num_segments = segments;
+  return s;
+}
+
+BatchShape Batch(std::initializer_list<SequenceWork> pieces) {
+  BatchShape b;
+  b.sequences = pieces;
+  return b;
+}
+
+KernelQuery Decode(int64_t batch, int64_t context, int64_t segments = 1) {
+  KernelQuery q;
+  q.kind = proto::KERNEL_KIND_DECODE_ATTENTION;
+  q.batch = batch;
+  q.context_tokens = context;
+  q.num_segments = segments;
+  q.num_heads = 32;
+  q.num_kv_heads = 8;
+  q.head_dim = 128;
+  return q;
+}
+
+TEST(TableModelTest, RegisteredAsTableAndSaysWhatTableItUses) {
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(TableConfig());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string description = (*model)->Describe();
+  EXPECT_NE(description.find("h200.csv"), std::string::npos) << description;
+  EXPECT_NE(description.find("synthetic from datasheet"), std::string::npos) << description;
+  EXPECT_NE(description.find("H200-SXM"), std::string::npos) << description;
+}
+
+TEST(TableModelTest, MissingTableIsAnErrorNamingIt) {
+  proto::ExperimentConfig config = TableConfig();
+  config.mutable_cost_model()->set_table_path(TempPath("nowhere.csv"));
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(config);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("nowhere.csv"), absl::string_view::npos);
+}
+
+TEST(TableModelTest, MixedBatchIsTheSumOfItsPartsPlusOverhead) {
+  proto::ExperimentConfig config = TableConfig();
+  config.mutable_cost_model()->set_iteration_overhead_ns(7000);
+  auto model = Model(config);
+  const SequenceWork d1 = Piece(3000, 1), d2 = Piece(70000, 1), chunk = Piece(512, 1024, false);
+  const CostBreakdown mixed = *model->IterationBreakdown(Batch({d1, d2, chunk}));
+  // Attention: the decodes as one batch-2 kernel, plus the chunk's own kernel.
+  EXPECT_NEAR(mixed.attention_ns,
+              model->IterationBreakdown(Batch({d1, d2}))->attention_ns +
+                  model->IterationBreakdown(Batch({chunk}))->attention_ns,
+              2);
+  // GEMMs: over all 1026 new tokens at once.
+  EXPECT_EQ(mixed.linear_ns, model->IterationBreakdown(Batch({Piece(0, 1026, false)}))->linear_ns);
+  EXPECT_EQ(mixed.lm_head_ns, model->IterationBreakdown(Batch({d1, d2}))->lm_head_ns);
+  EXPECT_EQ(mixed.overhead_ns, 7000);
+  EXPECT_EQ(mixed.total_ns, mixed.linear_ns + mixed.lm_head_ns + mixed.attention_ns + mixed.allreduce_ns + 7000);
+  EXPECT_EQ(*model->IterationTimeNs(Batch({d1, d2, chunk})), mixed.total_ns);
+}
+
+TEST(TableModelTest, EachDecodePaysItsOwnContextNotTheMean) {
+  auto model = Model(TableConfig());
+  const CostBreakdown b = *model->IterationBreakdown(Batch({Piece(1000, 1), Piece(100000, 1)}));
+  // 32 layers x (T(2, 1000) + T(2, 100000)) / 2.
+  const double expected = 32 * (model->table().Predict(Decode(2, 1000)).seconds +
+                                model->table().Predict(Decode(2, 100000)).seconds) / 2;
+  EXPECT_NEAR(b.attention_ns, expected * 1e9, 1.0);
+}
+
+TEST(TableModelTest, SegmentsWithoutTheirOwnSeriesPayAttentionPlusMerge) {
+  auto model = Model(TableConfig());
+  const CostBreakdown b = *model->IterationBreakdown(Batch({Piece(8192, 1, true, 4)}));
+  KernelQuery merge;
+  merge.kind = proto::KERNEL_KIND_SEGMENT_MERGE;
+  merge.batch = 1;
+  merge.num_segments = 4;
+  merge.num_heads = 32;
+  merge.head_dim = 128;
+  const double expected = 32 * (model->table().Predict(Decode(1, 8192)).seconds +
+                                model->table().Predict(merge).seconds);
+  EXPECT_NEAR(b.attention_ns, expected * 1e9, 1.0);
+  EXPECT_GT(b.attention_ns, model->IterationBreakdown(Batch({Piece(8192, 1)}))->attention_ns);
+}
+
+TEST(TableModelTest, ExtrapolationIsCountedAndReported) {
+  auto model = Model(TableConfig());
+  ASSERT_TRUE(model->IterationTimeNs(Batch({Piece(4096, 1)})).ok());
+  EXPECT_EQ(model->num_extrapolated(), 0);
+  EXPECT_EQ(model->Warnings(), "");
+  // 1M tokens of context: beyond the table's 128K.
+  ASSERT_TRUE(model->IterationTimeNs(Batch({Piece(1 << 20, 1)})).ok());
+  EXPECT_EQ(model->num_extrapolated(), 1);
+  EXPECT_NE(model->Warnings().find("1 of"), std::string::npos) << model->Warnings();
+}
+
+TEST(TableModelTest, FourBitKvDecodeIsNotJustFewerBytes) {
+  proto::ExperimentConfig config = TableConfig();
+  auto bf16 = Model(config);
+  config.mutable_cost_model()->set_kv_quant_bits(4);
+  auto int4 = Model(config);
+  const BatchShape batch = Batch({Piece(32768, 1), Piece(32768, 1), Piece(32768, 1), Piece(32768, 1)});
+  const double ratio = static_cast<double>(int4->IterationBreakdown(batch)->attention_ns) /
+                       bf16->IterationBreakdown(batch)->attention_ns;
+  // Bytes alone would give 0.53125 / 2 = 0.27; the dequantisation makes it compute-bound (~0.45).
+  EXPECT_GT(ratio, 0.35);
+  EXPECT_LT(ratio, 0.6);
+}
+
+TEST(TableModelTest, RecomputeByKvProjectionIsCheaperAndPositionIndependent) {
+  proto::ExperimentConfig config = TableConfig();
+  auto full = Model(config);
+  config.mutable_cost_model()->set_recompute_cost(proto::RECOMPUTE_COST_KV_PROJECTION);
+  auto projection = Model(config);
+  EXPECT_GT(*full->RecomputeTimeNs(65536, 16), *full->RecomputeTimeNs(0, 16));
+  EXPECT_EQ(*projection->RecomputeTimeNs(65536, 16), *projection->RecomputeTimeNs(0, 16));
+  EXPECT_LT(*projection->RecomputeTimeNs(65536, 16), *full->RecomputeTimeNs(65536, 16));
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+proto::CalibrationPoint SegmentedDecode(int64_t batch, int64_t context, int32_t segments, double ns) {
+  proto::CalibrationPoint p;
+  p.set_kind(proto::KERNEL_KIND_DECODE_ATTENTION);
+  p.set_dtype("bf16");
+  p.mutable_shape()->set_batch(batch);
+  p.mutable_shape()->set_query_tokens(1);
+  p.mutable_shape()->set_context_tokens(context);
+  p.mutable_shape()->set_num_segments(segments);
+  p.mutable_shape()->set_num_heads(32);
+  p.mutable_shape()->set_num_kv_heads(8);
+  p.mutable_shape()->set_head_dim(128);
+  p.set_median_ns(ns);
+  return p;
+}
+
+TEST(TableModelTest, UnmeasuredSegmentCountsInterpolateBetweenMeasuredOnes) {
+  // Decode series measured with 1, 2 and 8 segments: t = 10 us x (1 + 0.1 x segments) at every shape.
+  proto::CalibrationTable table;
+  for (int32_t s : {1, 2, 8}) {
+    for (int64_t b : {1, 2}) {
+      for (int64_t l : {1024, 8192}) *table.add_points() = SegmentedDecode(b, l, s, 10000 * (1 + 0.1 * s));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "seg");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // 8 segments: measured, 18 us per layer. 4 segments: halfway between 2 and 8 in log(segments), so
+  // sqrt(12 x 18) = 14.70 us per layer; 32 layers.
+  EXPECT_NEAR((*model)->IterationBreakdown(Batch({Piece(1024, 1, true, 8)}))->attention_ns, 32 * 18000.0, 1.0);
+  EXPECT_NEAR((*model)->IterationBreakdown(Batch({Piece(1024, 1, true, 4)}))->attention_ns,
+              32 * std::sqrt(12000.0 * 18000.0), 1.0);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(TableModelTest, SharedPrefixInL2CountsUniqueBytes) {
+  auto model = Model(TableConfig());
+  SequenceWork a = Piece(5000, 1), b = Piece(5000, 1);
+  a.prefix_id = b.prefix_id = 3;
+  a.shared_prefix_tokens = b.shared_prefix_tokens = 4000;  // 16.4 MB per layer: fits in 50 MiB of L2
+  const double expected = 32 * (model->table().Predict(Decode(2, 5000)).seconds +
+                                model->table().Predict(Decode(2, 1000)).seconds) / 2;
+  EXPECT_NEAR(model->IterationBreakdown(Batch({a, b}))->attention_ns, expected * 1e9, 1.0);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,317 @@
+#include "cost_models/vidur_import.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cost_models/calibration_table.h"
+#include "util/file.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+// Splits one CSV line, honouring double quotes as pandas writes them.
+std::vector<std::string> SplitCsv(absl::string_view line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"') {
+      if (quoted && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else {
+        quoted = !quoted;
+      }
+    } else if (c == ',' && !quoted) {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  for (std::string& cell : cells) cell = std::string(absl::StripAsciiWhitespace(cell));
+  return cells;
+}
+
+// One data row with typed access by column name; errors name file:line and the column.
+class Row {
+ public:
+  Row(const std::map<std::string, size_t>& columns, std::vector<std::string> cells, std::string where)
+      : columns_(columns), cells_(std::move(cells)), where_(std::move(where)) {}
+
+  const std::string& where() const { return where_; }
+  bool Has(const std::string& name) const { return columns_.count(name) > 0; }
+  bool Empty(const std::string& name) const {
+    auto it = columns_.find(name);
+    if (it == columns_.end()) return true;
+    const std::string& v = cells_[it->second];
+    return v.empty() || absl::EqualsIgnoreCase(v, "nan");
+  }
+  absl::StatusOr<double> Number(const std::string& name) const {
+    auto it = columns_.find(name);
+    if (it == columns_.end()) return Error(name, "missing column");
+    double v = 0;
+    if (!absl::SimpleAtod(cells_[it->second], &v) || !std::isfinite(v)) {
+      return Error(name, absl::StrCat("expected a number, got '", cells_[it->second], "'"));
+    }
+    return v;
+  }
+  absl::StatusOr<int64_t> Integer(const std::string& name) const {
+    KVSIM_ASSIGN_OR_RETURN(double v, Number(name));
+    if (v != std::floor(v) || v < 0) return Error(name, absl::StrCat("expected a count, got ", v));
+    return static_cast<int64_t>(v);
+  }
+  absl::StatusOr<bool> Bool(const std::string& name) const {
+    auto it = columns_.find(name);
+    if (it == columns_.end()) return Error(name, "missing column");
+    const std::string v = absl::AsciiStrToLower(cells_[it->second]);
+    if (v == "true" || v == "1") return true;
+    if (v == "false" || v == "0") return false;
+    return Error(name, absl::StrCat("expected True or False, got '", cells_[it->second], "'"));
+  }
+  std::string Text(const std::string& name) const {
+    auto it = columns_.find(name);
+    return it == columns_.end() ? "" : cells_[it->second];
+  }
+
+ private:
+  absl::Status Error(const std::string& column, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(where_, ": column ", column, ": ", what));
+  }
+  const std::map<std::string, size_t>& columns_;
+  std::vector<std::string> cells_;
+  std::string where_;
+};
+
+// Calls `on_row` for each data row; checks that `required` columns exist.
+absl::Status ForEachRow(absl::string_view text, absl::string_view source, const std::vector<std::string>& required,
+                        VidurImportReport* report, std::map<std::string, size_t>* columns,
+                        const std::function<absl::Status(const Row&)>& on_row) {
+  int line_number = 0;
+  bool have_header = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    std::vector<std::string> cells = SplitCsv(absl::StripTrailingAsciiWhitespace(line));
+    const std::string where = absl::StrCat(source, ":", line_number);
+    if (!have_header) {
+      for (size_t i = 0; i < cells.size(); ++i) (*columns)[cells[i]] = i;
+      for (const std::string& name : required) {
+        if (columns->count(name) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": missing column '", name, "'"));
+        }
+      }
+      have_header = true;
+      continue;
+    }
+    if (cells.size() != columns->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": expected ", columns->size(), " cells, got ",
+                                                     cells.size()));
+    }
+    ++report->rows;
+    KVSIM_RETURN_IF_ERROR(on_row(Row(*columns, std::move(cells), where)));
+  }
+  if (!have_header) return absl::InvalidArgumentError(absl::StrCat(source, ": empty file, expected a header row"));
+  report->files.push_back(std::string(source));
+  return absl::OkStatus();
+}
+
+proto::CalibrationPoint* AddPoint(proto::CalibrationTable* table, proto::KernelKind kind, double ms,
+                                  VidurImportReport* report) {
+  proto::CalibrationPoint* p = table->add_points();
+  p->set_kind(kind);
+  p->set_dtype("fp16");
+  p->set_median_ns(ms * kNsPerMs);
+  ++report->points;
+  return p;
+}
+
+void NoteUnusedTimeColumns(const std::map<std::string, size_t>& columns, const std::vector<std::string>& used,
+                           absl::string_view source, VidurImportReport* report) {
+  for (const auto& [name, index] : columns) {
+    if (!absl::StartsWith(name, "time_stats.") || !absl::EndsWith(name, ".median")) continue;
+    if (std::find(used.begin(), used.end(), name) == used.end()) {
+      report->unused.push_back(absl::StrCat(source, ": ", name));
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source,
+                                     proto::CalibrationTable* table, VidurImportReport* report) {
+  const std::string prefill_col = "time_stats.attn_prefill.median", decode_col = "time_stats.attn_decode.median";
+  std::map<std::string, size_t> columns;
+  KVSIM_RETURN_IF_ERROR(ForEachRow(
+      text, source,
+      {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "batch_size", "kv_cache_size",
+       "prefill_chunk_size", "is_prefill"},
+      report, &columns, [&](const Row& row) -> absl::Status {
+        KVSIM_ASSIGN_OR_RETURN(bool prefill, row.Bool("is_prefill"));
+        const std::string& time_col = prefill ? prefill_col : decode_col;
+        if (row.Empty(time_col)) {
+          report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
+          return absl::OkStatus();
+        }
+        KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(time_col));
+        KVSIM_ASSIGN_OR_RETURN(int64_t embd, row.Integer("n_embd"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t heads, row.Integer("n_q_head"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t kv_heads, row.Integer("n_kv_head"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t tp, row.Integer("num_tensor_parallel_workers"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t batch, row.Integer("batch_size"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t kv_cache, row.Integer("kv_cache_size"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t chunk, row.Integer("prefill_chunk_size"));
+        if (heads == 0 || tp == 0 || embd % heads != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": n_q_head and num_tensor_parallel_workers must "
+                                                         "be > 0 and n_q_head must divide n_embd"));
+        }
+        if (ms <= 0) {
+          report->skipped.push_back(absl::StrCat(row.where(), ": non-positive time"));
+          return absl::OkStatus();
+        }
+        proto::CalibrationPoint* p = AddPoint(
+            table, prefill ? proto::KERNEL_KIND_PREFILL_ATTENTION : proto::KERNEL_KIND_DECODE_ATTENTION, ms, report);
+        proto::KernelShape* s = p->mutable_shape();
+        s->set_batch(std::max<int64_t>(1, batch));
+        s->set_query_tokens(prefill ? chunk : 1);
+        s->set_context_tokens(kv_cache);
+        s->set_num_segments(1);
+        s->set_num_heads(heads / tp);
+        s->set_num_kv_heads(std::max<int64_t>(1, kv_heads / tp));
+        s->set_head_dim(embd / heads);
+        if (row.Has("block_size") && !row.Empty("block_size")) {
+          KVSIM_ASSIGN_OR_RETURN(int64_t block, row.Integer("block_size"));
+          s->set_page_size(block);
+        }
+        return ValidateCalibrationPoint(*p, row.where());
+      }));
+  NoteUnusedTimeColumns(columns, {prefill_col, decode_col}, source, report);
+  return absl::OkStatus();
+}
+
+absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                               VidurImportReport* report) {
+  struct Op {
+    std::string column;
+    proto::KernelKind kind;
+  };
+  const std::vector<Op> ops = {{"time_stats.attn_pre_proj.median", proto::KERNEL_KIND_LINEAR_GEMM},
+                               {"time_stats.attn_post_proj.median", proto::KERNEL_KIND_LINEAR_GEMM},
+                               {"time_stats.mlp_up_proj.median", proto::KERNEL_KIND_MLP_GEMM},
+                               {"time_stats.mlp_down_proj.median", proto::KERNEL_KIND_MLP_GEMM}};
+  std::map<std::string, size_t> columns;
+  KVSIM_RETURN_IF_ERROR(ForEachRow(
+      text, source,
+      {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp", "num_tensor_parallel_workers",
+       "num_tokens"},
+      report, &columns, [&](const Row& row) -> absl::Status {
+        KVSIM_ASSIGN_OR_RETURN(int64_t heads, row.Integer("n_head"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t kv_heads, row.Integer("n_kv_head"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t embd, row.Integer("n_embd"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t expanded, row.Integer("n_expanded_embd"));
+        KVSIM_ASSIGN_OR_RETURN(bool gated, row.Bool("use_gated_mlp"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t tp, row.Integer("num_tensor_parallel_workers"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t tokens, row.Integer("num_tokens"));
+        if (heads == 0 || tp == 0 || embd % heads != 0 || tokens == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              row.where(), ": n_head, num_tensor_parallel_workers and num_tokens must be > 0 and n_head must "
+                           "divide n_embd"));
+        }
+        const int64_t head_dim = embd / heads;
+        const int64_t in_out[4][2] = {{embd, (heads / tp + 2 * std::max<int64_t>(1, kv_heads / tp)) * head_dim},
+                                      {heads / tp * head_dim, embd},
+                                      {embd, (gated ? 2 : 1) * expanded / tp},
+                                      {expanded / tp, embd}};
+        for (size_t i = 0; i < ops.size(); ++i) {
+          if (!row.Has(ops[i].column)) continue;
+          if (row.Empty(ops[i].column)) {
+            report->skipped.push_back(absl::StrCat(row.where(), ": no ", ops[i].column));
+            continue;
+          }
+          KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(ops[i].column));
+          if (ms <= 0) {
+            report->skipped.push_back(absl::StrCat(row.where(), ": non-positive ", ops[i].column));
+            continue;
+          }
+          proto::CalibrationPoint* p = AddPoint(table, ops[i].kind, ms, report);
+          p->mutable_shape()->set_query_tokens(tokens);
+          p->mutable_shape()->set_in_features(in_out[i][0]);
+          p->mutable_shape()->set_out_features(in_out[i][1]);
+          FillCalibrationDefaults(p);
+          KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(*p, row.where()));
+        }
+        return absl::OkStatus();
+      }));
+  std::vector<std::string> used;
+  for (const Op& op : ops) used.push_back(op.column);
+  NoteUnusedTimeColumns(columns, used, source, report);
+  return absl::OkStatus();
+}
+
+absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
+                                     proto::CalibrationTable* table, VidurImportReport* report) {
+  const std::string time_col = "time_stats.all_reduce.median";
+  std::map<std::string, size_t> columns;
+  return ForEachRow(text, source, {"num_workers", "size", "collective"}, report, &columns,
+                    [&](const Row& row) -> absl::Status {
+                      if (row.Text("collective") != "all_reduce") {
+                        report->skipped.push_back(
+                            absl::StrCat(row.where(), ": collective '", row.Text("collective"), "' not modelled"));
+                        return absl::OkStatus();
+                      }
+                      if (row.Empty(time_col)) {
+                        report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
+                        return absl::OkStatus();
+                      }
+                      KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(time_col));
+                      KVSIM_ASSIGN_OR_RETURN(int64_t workers, row.Integer("num_workers"));
+                      KVSIM_ASSIGN_OR_RETURN(int64_t bytes, row.Integer("size"));
+                      if (ms <= 0 || workers < 2 || bytes < 1) {
+                        report->skipped.push_back(absl::StrCat(row.where(), ": needs time > 0, num_workers >= 2 "
+                                                               "and size >= 1"));
+                        return absl::OkStatus();
+                      }
+                      proto::CalibrationPoint* p = AddPoint(table, proto::KERNEL_KIND_ALL_REDUCE, ms, report);
+                      p->mutable_shape()->set_bytes(bytes);
+                      p->mutable_shape()->set_num_gpus(workers);
+                      FillCalibrationDefaults(p);
+                      return ValidateCalibrationPoint(*p, row.where());
+                    });
+}
+
+absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report) {
+  proto::CalibrationTable table;
+  using Importer = absl::Status (*)(absl::string_view, absl::string_view, proto::CalibrationTable*,
+                                    VidurImportReport*);
+  const std::pair<const char*, Importer> files[] = {{"attention.csv", ImportVidurAttentionCsv},
+                                                    {"mlp.csv", ImportVidurMlpCsv},
+                                                    {"all_reduce.csv", ImportVidurAllReduceCsv}};
+  int found = 0;
+  for (const auto& [name, importer] : files) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) {
+      if (text.status().code() == absl::StatusCode::kNotFound) continue;
+      return text.status();
+    }
+    ++found;
+    KVSIM_RETURN_IF_ERROR(importer(*text, path, &table, report));
+  }
+  if (found == 0) {
+    return absl::NotFoundError(absl::StrCat(dir, ": none of attention.csv, mlp.csv, all_reduce.csv found"));
+  }
+  proto::CalibrationHeader* h = table.mutable_header();
+  h->set_synthetic_from_datasheet(false);
+  h->set_source(absl::StrCat("imported from Vidur profiles in ", dir));
+  return table;
+}
+
+}  // namespace kvsim

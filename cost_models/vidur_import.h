@@ -1,0 +1,59 @@
+// File: cost_models/vidur_import.h
+//
+// Importers of Vidur's profiling CSVs (github.com/microsoft/vidur, data/profiling/...) into calibration
+// tables, so users with Vidur profiles can start with the table model at once.
+//   - attention.csv (vidur/profiling/attention): columns n_embd, n_q_head, n_kv_head,
+//     num_tensor_parallel_workers, batch_size, kv_cache_size, prefill_chunk_size, is_prefill,
+//     time_stats.attn_prefill.median, time_stats.attn_decode.median (ms), block_size (optional).
+//     Prefill rows become prefill_attention points (batch, query_tokens = prefill_chunk_size,
+//     context_tokens = kv_cache_size); decode rows decode_attention points. Heads per GPU = heads / TP;
+//     head_dim = n_embd / n_q_head.
+//   - mlp.csv (vidur/profiling/mlp): columns n_head, n_kv_head, n_embd, n_expanded_embd, use_gated_mlp,
+//     num_tensor_parallel_workers, num_tokens and time_stats.<op>.median (ms) for attn_pre_proj (QKV),
+//     attn_post_proj (O), mlp_up_proj and mlp_down_proj, which become GEMM points with their per-GPU
+//     in/out features. Vidur's element-wise ops (norms, activation, RoPE, add) have no counterpart in the
+//     kvsim composition and are reported as not imported.
+//   - all_reduce.csv (vidur/profiling/collectives): columns num_workers, size (bytes), collective,
+//     time_stats.all_reduce.median (ms); rows of other collectives are reported as skipped.
+// Vidur profiles fp16 and records no percentiles or repetition counts, so dtype is "fp16" and p10/p90 and
+// repetitions are 0 (unknown). Nothing is dropped silently: skipped rows and unused columns are listed in
+// the report. Errors name file:line and the column.
+//
+// Example:
+//   VidurImportReport report;
+//   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles("profiles/h100", &report));
+#ifndef KVSIM_COST_MODELS_VIDUR_IMPORT_H_
+#define KVSIM_COST_MODELS_VIDUR_IMPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/calibration.pb.h"
+
+namespace kvsim {
+
+struct VidurImportReport {
+  std::vector<std::string> files;        // the files read
+  int64_t rows = 0;                      // data rows read
+  int64_t points = 0;                    // calibration points written
+  std::vector<std::string> skipped;      // "file:line: reason", one per skipped row
+  std::vector<std::string> unused;       // "file: column" of time columns not imported
+};
+
+// Each parses one file's text (`source` names it in errors) and appends points to `table`.
+absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source,
+                                     proto::CalibrationTable* table, VidurImportReport* report);
+absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                               VidurImportReport* report);
+absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
+                                     proto::CalibrationTable* table, VidurImportReport* report);
+
+// Reads whichever of attention.csv, mlp.csv and all_reduce.csv exist in `dir` (NotFound if none).
+absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_COST_MODELS_VIDUR_IMPORT_H_

@@ -1,0 +1,549 @@
+#include "kernels/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "kernels/attention_runner.h"
+#include "kernels/blaslt_gemm.h"
+#include "kernels/device.h"
+#include "kernels/recompute_shapes.h"
+#include "kernels/reference/attention_reference.h"
+#include "kernels/reference/kv_quant.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kKvHeads = 8;
+const LayerShape kLayer{4096, 32, 8, 128, 14336};  // Llama-3-8B-like layer for the GEMM sweep
+
+bool Wanted(const CalibrationOptions& options, const std::string& kind) {
+  return options.only.empty() || std::find(options.only.begin(), options.only.end(), kind) != options.only.end();
+}
+
+std::vector<float> RandomBf16Values(int64_t n, std::mt19937_64& rng) {
+  std::normal_distribution<double> dist(0.0, 1.0);
+  std::vector<float> out(n);
+  for (float& x : out) x = RoundToBf16(static_cast<float>(dist(rng)));
+  return out;
+}
+
+// Splits `tokens` into `segments` page-aligned runs (the last takes the remainder) over distinct random
+// pages drawn from `pages` (a shuffled list consumed from `next`).
+void AddSegmentedRequest(int64_t tokens, int segments, int page_size, const std::vector<int32_t>& pages,
+                         int64_t* next, SegmentTable* table, int extra_tokens = 0) {
+  std::vector<SegmentTable::SegmentSpec> specs;
+  const int64_t per = std::max<int64_t>(page_size, tokens / segments / page_size * page_size);
+  int64_t left = tokens;
+  for (int s = 0; s < segments && left > 0; ++s) {
+    SegmentTable::SegmentSpec spec;
+    spec.num_tokens = static_cast<int32_t>(s == segments - 1 ? left : std::min(per, left));
+    left -= spec.num_tokens;
+    for (int i = 0; i < (spec.num_tokens + page_size - 1) / page_size; ++i) spec.pages.push_back(pages[(*next)++]);
+    specs.push_back(spec);
+  }
+  if (extra_tokens > 0) {  // the prefill chunk's own segment
+    SegmentTable::SegmentSpec spec;
+    spec.num_tokens = extra_tokens;
+    for (int i = 0; i < (extra_tokens + page_size - 1) / page_size; ++i) spec.pages.push_back(pages[(*next)++]);
+    specs.push_back(spec);
+  }
+  table->AddRequest(specs);
+}
+
+std::vector<int32_t> ShuffledPages(int64_t n, std::mt19937_64& rng) {
+  std::vector<int32_t> pages(n);
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  return pages;
+}
+
+// Byte sizes of one pool's data and parameter arrays.
+struct PoolBytes {
+  int64_t data = 0, scale = 0, zero = 0;
+  int64_t Total() const { return data + scale + zero; }
+};
+
+PoolBytes KvPoolBytes(const PagedKvLayout& l, KvDtype dtype, int group_size, bool is_key) {
+  PoolBytes b;
+  b.data = l.NumElements() * KvDtypeBits(dtype) / 8;
+  const int64_t tokens = l.num_pages * l.page_size * l.num_kv_heads;
+  if (dtype == KvDtype::kFp8E4m3 || dtype == KvDtype::kInt8) b.scale = tokens * 4;
+  if (dtype == KvDtype::kInt4 || dtype == KvDtype::kInt2) {
+    const int64_t params = is_key ? l.num_pages * l.num_kv_heads * (l.page_size / KeyGroupTokens(group_size, l.page_size)) *
+                                        l.head_dim
+                                  : tokens * (l.head_dim / group_size);
+    b.scale = b.zero = params * 4;
+  }
+  return b;
+}
+
+// `copies` copies of a K or V pool in three device arrays, filled with random codes and parameters.
+struct RotatedPool {
+  PoolBytes bytes;
+  DeviceBuffer data, scale, zero;
+  DeviceKvPool View(int copy) const {
+    DeviceKvPool v;
+    v.data = static_cast<const char*>(data.get()) + copy * bytes.data;
+    v.scale = bytes.scale ? reinterpret_cast<const float*>(static_cast<const char*>(scale.get()) + copy * bytes.scale)
+                          : nullptr;
+    v.zero = bytes.zero ? reinterpret_cast<const float*>(static_cast<const char*>(zero.get()) + copy * bytes.zero)
+                        : nullptr;
+    return v;
+  }
+};
+
+absl::StatusOr<RotatedPool> MakeRotatedPool(const PagedKvLayout& l, KvDtype dtype, int group_size, bool is_key,
+                                            int copies, uint64_t seed) {
+  RotatedPool pool;
+  pool.bytes = KvPoolBytes(l, dtype, group_size, is_key);
+  KVSIM_ASSIGN_OR_RETURN(pool.data, DeviceBuffer::Allocate(pool.bytes.data * copies));
+  KVSIM_ASSIGN_OR_RETURN(pool.scale, DeviceBuffer::Allocate(pool.bytes.scale * copies));
+  KVSIM_ASSIGN_OR_RETURN(pool.zero, DeviceBuffer::Allocate(pool.bytes.zero * copies));
+  switch (dtype) {
+    case KvDtype::kBf16:
+      KVSIM_RETURN_IF_ERROR(DeviceFillRandom(pool.data.get(), pool.data.size_bytes(), FillKind::kBf16, seed));
+      break;
+    case KvDtype::kFp8E4m3:
+      KVSIM_RETURN_IF_ERROR(DeviceFillRandom(pool.data.get(), pool.data.size_bytes(), FillKind::kBytes, seed, 0xB7));
+      break;
+    default:
+      KVSIM_RETURN_IF_ERROR(DeviceFillRandom(pool.data.get(), pool.data.size_bytes(), FillKind::kBytes, seed));
+  }
+  KVSIM_RETURN_IF_ERROR(
+      DeviceFillRandom(pool.scale.get(), pool.scale.size_bytes(), FillKind::kFloat, seed + 1, 0xff, 0.002f, 0.02f));
+  KVSIM_RETURN_IF_ERROR(
+      DeviceFillRandom(pool.zero.get(), pool.zero.size_bytes(), FillKind::kFloat, seed + 2, 0xff, -0.1f, 0.f));
+  return pool;
+}
+
+int RotationCopies(int64_t bytes_per_copy, const DeviceProperties& props) {
+  const int64_t want = (4 * props.l2_cache_bytes + bytes_per_copy - 1) / std::max<int64_t>(bytes_per_copy, 1);
+  const int64_t fit = std::max<int64_t>(1, props.free_memory_bytes * 6 / 10 / std::max<int64_t>(bytes_per_copy, 1));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({want, fit, 256})));
+}
+
+// Times `run(i)` (i counts every call) `reps` times after `warmup` untimed runs. A point under
+// kShortRunNs per run is timed as groups of back-to-back runs (the group's time divided by its size), so
+// that launch gaps are amortised as in continuous serving rather than dominating.
+constexpr double kShortRunNs = 20e3;
+
+template <typename Fn>
+absl::StatusOr<std::vector<double>> TimeRuns(int warmup, int reps, Fn run) {
+  int call = 0;
+  for (int i = 0; i < warmup; ++i) KVSIM_RETURN_IF_ERROR(run(call++));
+  KVSIM_RETURN_IF_ERROR(DeviceSynchronize());
+  DeviceTimer timer;
+  KVSIM_RETURN_IF_ERROR(timer.Start());
+  KVSIM_RETURN_IF_ERROR(run(call++));
+  KVSIM_ASSIGN_OR_RETURN(double probe_ms, timer.StopMs());
+  const int group = probe_ms * 1e6 < kShortRunNs
+                        ? static_cast<int>(std::min(64.0, std::ceil(kShortRunNs / std::max(probe_ms * 1e6, 1.0))))
+                        : 1;
+  std::vector<double> ns;
+  for (int i = 0; i < reps; ++i) {
+    KVSIM_RETURN_IF_ERROR(timer.Start());
+    for (int j = 0; j < group; ++j) KVSIM_RETURN_IF_ERROR(run(call++));
+    KVSIM_ASSIGN_OR_RETURN(double ms, timer.StopMs());
+    ns.push_back(ms * 1e6 / group);
+  }
+  return ns;
+}
+
+void SetTimes(const std::vector<double>& ns, CalibrationRow* row) {
+  Percentiles(ns, &row->p10_ns, &row->median_ns, &row->p90_ns);
+  row->repetitions = static_cast<int>(ns.size());
+}
+
+// ---- validation ----------------------------------------------------------------------------------------
+
+absl::Status CompareWithReference(const HostAttentionResult& gpu, const AttentionOutput& ref, double o_tol,
+                                  const std::string& what) {
+  for (size_t i = 0; i < ref.o.size(); ++i) {
+    if (!std::isfinite(gpu.o[i]) || std::fabs(gpu.o[i] - ref.o[i]) > o_tol) {
+      return absl::InternalError(absl::StrFormat("validation of %s: o[%d] = %g, reference %g (tolerance %g)", what, i,
+                                                 gpu.o[i], ref.o[i], o_tol));
+    }
+  }
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    const bool both_empty = std::isinf(ref.lse[i]) && gpu.lse[i] == -INFINITY;
+    if (!both_empty && !(std::fabs(gpu.lse[i] - ref.lse[i]) <= 1e-3)) {
+      return absl::InternalError(
+          absl::StrFormat("validation of %s: lse[%d] = %g, reference %g", what, i, gpu.lse[i], ref.lse[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKernels(uint64_t seed, std::vector<std::string>* notes) {
+  std::mt19937_64 rng(seed);
+  const double scale = 1.0 / std::sqrt(128.0);
+  struct Format { KvDtype dtype; int group; };
+  for (Format f : {Format{KvDtype::kBf16, 0}, Format{KvDtype::kFp8E4m3, 0}, Format{KvDtype::kInt8, 0},
+                   Format{KvDtype::kInt4, 32}, Format{KvDtype::kInt4, 128}, Format{KvDtype::kInt2, 32}}) {
+    PagedKvLayout layout{0, f.dtype == KvDtype::kInt4 && f.group == 128 ? 128 : 16, 2, kHeadDim};
+    const int num_q_heads = 8;
+    SegmentTable table;
+    int64_t next = 0;
+    const std::vector<int32_t> pages = ShuffledPages(4 * 80, rng);
+    for (int r = 0; r < 4; ++r) AddSegmentedRequest(300 + 97 * r, 1 + r, layout.page_size, pages, &next, &table);
+    layout.num_pages = static_cast<int64_t>(pages.size());
+    const std::vector<float> q = RandomBf16Values(int64_t{4} * num_q_heads * kHeadDim, rng);
+    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool k,
+                           QuantizeKvPool(RandomBf16Values(layout.NumElements(), rng), layout, f.dtype, f.group, true));
+    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool v,
+                           QuantizeKvPool(RandomBf16Values(layout.NumElements(), rng), layout, f.dtype, f.group, false));
+    KVSIM_ASSIGN_OR_RETURN(AttentionOutput ref, DecodeReference(layout, table, num_q_heads, q, DequantizeKvPool(k),
+                                                                DequantizeKvPool(v), scale));
+    for (int min_ctas : {1, 4096}) {
+      KVSIM_ASSIGN_OR_RETURN(auto problem,
+                             DeviceDecodeProblem::Create(layout, table, num_q_heads, q, k, v, scale, min_ctas));
+      KVSIM_RETURN_IF_ERROR(problem->PoisonOutputs());
+      KVSIM_RETURN_IF_ERROR(problem->Run());
+      KVSIM_ASSIGN_OR_RETURN(HostAttentionResult out, problem->Download());
+      KVSIM_RETURN_IF_ERROR(CompareWithReference(out, ref, 2e-3, "decode " + CalibrationDtypeName(f.dtype)));
+    }
+  }
+  {
+    PagedKvLayout layout{0, 16, 2, kHeadDim};
+    SegmentTable table;
+    int64_t next = 0;
+    const std::vector<int32_t> pages = ShuffledPages(3 * 40, rng);
+    std::vector<int32_t> query_begin = {0};
+    for (int r = 0; r < 3; ++r) {
+      AddSegmentedRequest(200 + 50 * r, 1 + r, 16, pages, &next, &table, /*extra_tokens=*/70 + 20 * r);
+      query_begin.push_back(query_begin.back() + 70 + 20 * r);
+    }
+    layout.num_pages = static_cast<int64_t>(pages.size());
+    const std::vector<float> q = RandomBf16Values(int64_t{query_begin.back()} * 8 * kHeadDim, rng);
+    const std::vector<float> kf = RandomBf16Values(layout.NumElements(), rng);
+    const std::vector<float> vf = RandomBf16Values(layout.NumElements(), rng);
+    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool k, QuantizeKvPool(kf, layout, KvDtype::kBf16, 0, true));
+    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool v, QuantizeKvPool(vf, layout, KvDtype::kBf16, 0, false));
+    KVSIM_ASSIGN_OR_RETURN(AttentionOutput ref, PrefillReference(layout, table, 8, query_begin, q, kf, vf, scale));
+    KVSIM_ASSIGN_OR_RETURN(auto problem, DevicePrefillProblem::Create(layout, table, 8, query_begin, q, k, v, scale));
+    KVSIM_RETURN_IF_ERROR(problem->PoisonOutputs());
+    KVSIM_RETURN_IF_ERROR(problem->Run());
+    KVSIM_ASSIGN_OR_RETURN(HostAttentionResult out, problem->Download());
+    KVSIM_RETURN_IF_ERROR(CompareWithReference(out, ref, 2e-2, "prefill"));
+  }
+  notes->push_back("validation: decode (bf16, fp8, int8, int4 g32/g128, int2; split and unsplit) and prefill "
+                   "match the float64 reference");
+  return absl::OkStatus();
+}
+
+// ---- sweeps --------------------------------------------------------------------------------------------
+
+absl::Status TimeDecode(const DecodePoint& pt, const CalibrationOptions& options, const DeviceProperties& props,
+                        std::mt19937_64& rng, CalibrationResult* result) {
+  PagedKvLayout layout{0, pt.page_size, kKvHeads, kHeadDim};
+  const int64_t pages_per_request = (pt.context_tokens + pt.page_size - 1) / pt.page_size + pt.num_segments;
+  layout.num_pages = pages_per_request * pt.batch;
+  const std::vector<int32_t> pages = ShuffledPages(layout.num_pages, rng);
+  SegmentTable table;
+  int64_t next = 0;
+  for (int r = 0; r < pt.batch; ++r) {
+    AddSegmentedRequest(pt.context_tokens, pt.num_segments, pt.page_size, pages, &next, &table);
+  }
+  const int64_t copy_bytes = KvPoolBytes(layout, pt.dtype, pt.group_size, true).Total() +
+                             KvPoolBytes(layout, pt.dtype, pt.group_size, false).Total();
+  const int copies = RotationCopies(copy_bytes, props);
+  KVSIM_ASSIGN_OR_RETURN(RotatedPool k, MakeRotatedPool(layout, pt.dtype, pt.group_size, true, copies, rng()));
+  KVSIM_ASSIGN_OR_RETURN(RotatedPool v, MakeRotatedPool(layout, pt.dtype, pt.group_size, false, copies, rng()));
+  const int num_q_heads = kKvHeads * pt.gqa;
+  const std::vector<float> q = RandomBf16Values(int64_t{pt.batch} * num_q_heads * kHeadDim, rng);
+  KVSIM_ASSIGN_OR_RETURN(auto problem, DeviceDecodeProblem::CreateWithDeviceKv(
+                                           layout, table, num_q_heads, q, pt.dtype, pt.group_size, k.View(0),
+                                           v.View(0), 1.0 / std::sqrt(128.0), props.num_sms * 4));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int i) {
+                           problem->UseKv(k.View(i % copies), v.View(i % copies));
+                           return problem->Run();
+                         }));
+  CalibrationRow row;
+  row.kind = "decode_attention";
+  row.dtype = CalibrationDtypeName(pt.dtype);
+  row.group_size = pt.group_size;
+  row.batch = pt.batch;
+  row.query_tokens = 1;
+  row.context_tokens = pt.context_tokens;
+  row.num_segments = pt.num_segments;
+  row.num_heads = num_q_heads;
+  row.num_kv_heads = kKvHeads;
+  row.head_dim = kHeadDim;
+  row.page_size = pt.page_size;
+  SetTimes(ns, &row);
+  result->rows.push_back(row);
+  if (pt.dtype == KvDtype::kBf16 && !problem->plan().direct) {
+    KVSIM_ASSIGN_OR_RETURN(std::vector<double> merge_ns,
+                           TimeRuns(options.warmup, options.repetitions, [&](int) { return problem->RunMergeOnly(); }));
+    CalibrationRow merge = row;
+    merge.kind = "segment_merge";
+    merge.num_segments = static_cast<int64_t>(problem->plan().items.size()) / pt.batch;  // states per sequence
+    SetTimes(merge_ns, &merge);
+    result->rows.push_back(merge);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& options, const DeviceProperties& props,
+                         std::mt19937_64& rng, CalibrationResult* result) {
+  const int page_size = 16;
+  PagedKvLayout layout{0, page_size, kKvHeads, kHeadDim};
+  const int64_t pages_per_request =
+      (pt.prefix_tokens + pt.chunk_tokens) / page_size + pt.prefix_segments + 2;
+  layout.num_pages = pages_per_request * pt.batch;
+  const std::vector<int32_t> pages = ShuffledPages(layout.num_pages, rng);
+  SegmentTable table;
+  int64_t next = 0;
+  std::vector<int32_t> query_begin = {0};
+  for (int r = 0; r < pt.batch; ++r) {
+    AddSegmentedRequest(pt.prefix_tokens, pt.prefix_tokens > 0 ? pt.prefix_segments : 0, page_size, pages, &next,
+                        &table, pt.chunk_tokens);
+    query_begin.push_back(query_begin.back() + pt.chunk_tokens);
+  }
+  const int64_t copy_bytes = 2 * KvPoolBytes(layout, KvDtype::kBf16, 0, true).Total();
+  const int copies = RotationCopies(copy_bytes, props);
+  KVSIM_ASSIGN_OR_RETURN(RotatedPool k, MakeRotatedPool(layout, KvDtype::kBf16, 0, true, copies, rng()));
+  KVSIM_ASSIGN_OR_RETURN(RotatedPool v, MakeRotatedPool(layout, KvDtype::kBf16, 0, false, copies, rng()));
+  const int num_q_heads = kKvHeads * pt.gqa;
+  const std::vector<float> q = RandomBf16Values(int64_t{query_begin.back()} * num_q_heads * kHeadDim, rng);
+  KVSIM_ASSIGN_OR_RETURN(auto problem,
+                         DevicePrefillProblem::CreateWithDeviceKv(layout, table, num_q_heads, query_begin, q,
+                                                                  k.View(0).data, v.View(0).data,
+                                                                  1.0 / std::sqrt(128.0)));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int i) {
+                           problem->UseKv(k.View(i % copies).data, v.View(i % copies).data);
+                           return problem->Run();
+                         }));
+  CalibrationRow row;
+  row.kind = "prefill_attention";
+  row.batch = pt.batch;
+  row.query_tokens = pt.chunk_tokens;
+  row.context_tokens = pt.prefix_tokens;
+  row.num_segments = table.segment_begin[1];
+  row.num_heads = num_q_heads;
+  row.num_kv_heads = kKvHeads;
+  row.head_dim = kHeadDim;
+  row.page_size = page_size;
+  SetTimes(ns, &row);
+  result->rows.push_back(row);
+  return absl::OkStatus();
+}
+
+absl::Status TimeGemm(const GemmPoint& pt, BlasLtGemm& gemm, const CalibrationOptions& options,
+                      const DeviceProperties& props, std::mt19937_64& rng, CalibrationResult* result) {
+  const int64_t a_bytes = pt.tokens * pt.in_features * 2, b_bytes = pt.in_features * pt.out_features * 2;
+  const int copies = std::min(RotationCopies(a_bytes + b_bytes, props), 16);
+  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer a, DeviceBuffer::Allocate(a_bytes * copies));
+  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(b_bytes * copies));
+  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer c, DeviceBuffer::Allocate(pt.tokens * pt.out_features * 2));
+  KVSIM_RETURN_IF_ERROR(DeviceFillRandom(a.get(), a.size_bytes(), FillKind::kBf16, rng()));
+  KVSIM_RETURN_IF_ERROR(DeviceFillRandom(b.get(), b.size_bytes(), FillKind::kBf16, rng()));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int i) {
+                           const int copy = i % copies;
+                           return gemm.Run(pt.tokens, pt.out_features, pt.in_features,
+                                           static_cast<char*>(a.get()) + copy * a_bytes,
+                                           static_cast<char*>(b.get()) + copy * b_bytes, c.get());
+                         }));
+  CalibrationRow row;
+  row.kind = pt.kind;
+  row.query_tokens = pt.tokens;
+  row.in_features = pt.in_features;
+  row.out_features = pt.out_features;
+  SetTimes(ns, &row);
+  result->rows.push_back(row);
+  return absl::OkStatus();
+}
+
+absl::Status TimeCopies(const std::vector<int64_t>& sizes, const CalibrationOptions& options,
+                        CalibrationResult* result) {
+  if (sizes.empty()) return absl::OkStatus();
+  const int64_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
+  PinnedHostBuffer host;
+  KVSIM_RETURN_IF_ERROR(host.Allocate(max_bytes));
+  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer device, DeviceBuffer::Allocate(max_bytes));
+  std::fill_n(static_cast<char*>(host.get()), max_bytes, 0x5a);
+  for (int64_t bytes : sizes) {
+    for (bool h2d : {true, false}) {
+      KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int) {
+                               return h2d ? CopyAsync(device.get(), host.get(), bytes, true)
+                                          : CopyAsync(host.get(), device.get(), bytes, false);
+                             }));
+      CalibrationRow row;
+      row.kind = "host_device_copy";
+      row.bytes = bytes;
+      SetTimes(ns, &row);
+      if (h2d) {
+        result->rows.push_back(row);
+      } else {
+        result->notes.push_back(absl::StrFormat("device_to_host_copy bytes=%d median_ns=%.0f (%.1f GB/s)", bytes,
+                                                row.median_ns, bytes / row.median_ns));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ClockText(const DeviceProperties& p) {
+  return absl::StrFormat("sm %d MHz, mem %d MHz (peak, as reported)", p.sm_clock_khz / 1000,
+                         p.memory_clock_khz / 1000);
+}
+
+std::string VersionText(int v) { return absl::StrFormat("%d.%d", v / 1000, (v % 1000) / 10); }
+
+}  // namespace
+
+std::string CalibrationDtypeName(KvDtype dtype) { return KvDtypeName(dtype); }
+
+void Percentiles(std::vector<double> samples, double* p10, double* median, double* p90) {
+  std::sort(samples.begin(), samples.end());
+  const auto rank = [&](double q) {
+    const size_t i = static_cast<size_t>(std::ceil(q * samples.size()));
+    return samples[std::min(samples.size() - 1, i == 0 ? 0 : i - 1)];
+  };
+  *p10 = rank(0.10);
+  *median = rank(0.50);
+  *p90 = rank(0.90);
+}
+
+CalibrationGrid MakeCalibrationGrid(bool full) {
+  CalibrationGrid grid;
+  const int64_t max_tokens = full ? int64_t{1} << 23 : int64_t{1} << 21;
+  std::vector<int> batches = full ? std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256} : std::vector<int>{1, 8, 64, 256};
+  std::vector<int> contexts = full ? std::vector<int>{256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+                                                      16384, 24576, 32768, 49152, 65536, 131072}
+                                   : std::vector<int>{512, 2048, 8192, 32768};
+  std::vector<int> segments = full ? std::vector<int>{1, 2, 4, 8, 16, 64} : std::vector<int>{1, 4, 16};
+  struct Format { KvDtype dtype; int group; };
+  std::vector<Format> formats = {{KvDtype::kBf16, 0}, {KvDtype::kFp8E4m3, 0}, {KvDtype::kInt8, 0},
+                                 {KvDtype::kInt4, 32}, {KvDtype::kInt4, 128}};
+  if (full) {
+    formats.push_back({KvDtype::kInt4, 64});
+    formats.push_back({KvDtype::kInt2, 32});
+  }
+  for (int page_size : {16, 64}) {
+    for (int gqa : {4, 8}) {
+      for (const Format& f : formats) {
+        for (int b : batches) {
+          for (int l : contexts) {
+            for (int s : segments) {
+              if (int64_t{b} * l > max_tokens || int64_t{s} * page_size > l) continue;
+              if (!full && (page_size == 64 || gqa == 8) && s != 4) continue;  // coarse: fewer variants
+              grid.decode.push_back({b, l, s, f.dtype, f.group, gqa, page_size});
+            }
+          }
+        }
+      }
+    }
+  }
+  std::vector<int> chunks = full ? std::vector<int>{16, 64, 256, 512, 1024, 2048, 4096, 8192}
+                                 : std::vector<int>{128, 512, 2048, 8192};
+  std::vector<int> prefixes = full ? std::vector<int>{0, 1024, 4096, 16384, 65536, 131072}
+                                   : std::vector<int>{0, 2048, 8192, 32768};
+  for (int batch : {1, 4}) {
+    for (int c : chunks) {
+      for (int p : prefixes) {
+        for (int s : {1, 4, 16}) {
+          if (p == 0 && s != 1) continue;
+          if (int64_t{batch} * (c + p) > max_tokens) continue;
+          if (!full && batch == 4 && c > 2048) continue;
+          grid.prefill.push_back({batch, c, p, s, 4});
+        }
+      }
+    }
+  }
+  std::vector<int64_t> tokens = full ? std::vector<int64_t>{16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
+                                     : std::vector<int64_t>{16, 128, 1024, 4096, 16384};
+  for (int64_t t : tokens) {
+    for (const GemmShape& g : KvProjectionGemms(kLayer, t)) grid.gemm.push_back({"kv_projection", g.name, t, g.k, g.n});
+    for (const GemmShape& g : FullLayerGemms(kLayer, t)) {
+      grid.gemm.push_back({g.name.rfind("mlp", 0) == 0 ? "mlp_gemm" : "linear_gemm", g.name, t, g.k, g.n});
+    }
+  }
+  grid.copy_bytes = full ? std::vector<int64_t>{4096, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20, int64_t{1} << 30}
+                         : std::vector<int64_t>{65536, 1 << 20, 16 << 20, 256 << 20};
+  return grid;
+}
+
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options, std::ostream* log) {
+  if (!CudaDeviceAvailable()) {
+    return absl::UnavailableError("kvsim calibrate needs a CUDA GPU: none is usable here (or this kvsim was "
+                                  "built without CUDA)");
+  }
+  KVSIM_ASSIGN_OR_RETURN(DeviceProperties props, QueryDevice(0));
+  CalibrationResult result;
+  result.header = {{"gpu_name", props.name},
+                   {"driver_version", VersionText(props.driver_version)},
+                   {"cuda_version", VersionText(props.runtime_version)},
+                   {"clocks", ClockText(props)},
+                   {"tool_revision", options.tool_revision.empty() ? "kvsim" : options.tool_revision},
+                   {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
+                   {"source", absl::StrCat("kvsim calibrate (", options.full ? "full" : "coarse",
+                                           " grid, KV pools rotated over >= 4x L2, random page order, ",
+                                           options.warmup, " warm-up runs, CUDA events)")}};
+  if (options.validate) KVSIM_RETURN_IF_ERROR(ValidateKernels(options.seed, &result.notes));
+  const CalibrationGrid grid = MakeCalibrationGrid(options.full);
+  std::mt19937_64 rng(options.seed);
+  const absl::Time start = absl::Now();
+  size_t done = 0;
+  auto progress = [&](const std::string& what) {
+    ++done;
+    if (log != nullptr && !result.rows.empty()) {
+      const CalibrationRow& r = result.rows.back();
+      *log << absl::StrFormat("[%6.1f s] %s -> median %.1f us\n", absl::ToDoubleSeconds(absl::Now() - start), what,
+                              r.median_ns / 1e3);
+    }
+  };
+  if (Wanted(options, "decode_attention")) {
+    for (const DecodePoint& pt : grid.decode) {
+      KVSIM_RETURN_IF_ERROR(TimeDecode(pt, options, props, rng, &result));
+      progress(absl::StrFormat("decode %s g%d B=%d L=%d S=%d gqa=%d page=%d", CalibrationDtypeName(pt.dtype),
+                               pt.group_size, pt.batch, pt.context_tokens, pt.num_segments, pt.gqa, pt.page_size));
+    }
+  }
+  if (Wanted(options, "prefill_attention")) {
+    for (const PrefillPoint& pt : grid.prefill) {
+      KVSIM_RETURN_IF_ERROR(TimePrefill(pt, options, props, rng, &result));
+      progress(absl::StrFormat("prefill B=%d chunk=%d prefix=%d S=%d", pt.batch, pt.chunk_tokens, pt.prefix_tokens,
+                               pt.prefix_segments));
+    }
+  }
+  if (Wanted(options, "gemm")) {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlasLtGemm> gemm, BlasLtGemm::Create());
+    for (const GemmPoint& pt : grid.gemm) {
+      KVSIM_RETURN_IF_ERROR(TimeGemm(pt, *gemm, options, props, rng, &result));
+      progress(absl::StrFormat("gemm %s T=%d %dx%d", pt.name, pt.tokens, pt.in_features, pt.out_features));
+    }
+  }
+  if (Wanted(options, "host_device_copy")) KVSIM_RETURN_IF_ERROR(TimeCopies(grid.copy_bytes, options, &result));
+  result.notes.push_back(absl::StrFormat("%d rows in %.1f s", result.rows.size(),
+                                         absl::ToDoubleSeconds(absl::Now() - start)));
+  return result;
+}
+
+std::string CalibrationCsv(const CalibrationResult& result) {
+  std::string out;
+  for (const auto& [key, value] : result.header) absl::StrAppend(&out, "# ", key, ": ", value, "\n");
+  absl::StrAppend(&out,
+                  "kind,dtype,group_size,batch,query_tokens,context_tokens,num_segments,num_heads,num_kv_heads,"
+                  "head_dim,page_size,in_features,out_features,bytes,num_gpus,median_ns,p10_ns,p90_ns,"
+                  "repetitions\n");
+  for (const CalibrationRow& r : result.rows) {
+    absl::StrAppend(&out, absl::StrFormat("%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%d\n", r.kind,
+                                          r.dtype, r.group_size, r.batch, r.query_tokens, r.context_tokens,
+                                          r.num_segments, r.num_heads, r.num_kv_heads, r.head_dim, r.page_size,
+                                          r.in_features, r.out_features, r.bytes, r.num_gpus, r.median_ns, r.p10_ns,
+                                          r.p90_ns, r.repetitions));
+  }
+  return out;
+}
+
+}  // namespace kvsim

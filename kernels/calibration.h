@@ -1,0 +1,117 @@
+// File: kernels/calibration.h
+//
+// `kvsim calibrate`'s library: the sweep grids, the timing of each point on the GPU, and the calibration
+// table in the CSV form of the cost model (cost_models/calibration_table.h on the cost branch):
+// `# key: value` header lines (gpu_name, driver_version, cuda_version, clocks, tool_revision, date,
+// source), one row of column names, then one row per point with the columns
+//   kind, dtype, group_size, batch, query_tokens, context_tokens, num_segments, num_heads, num_kv_heads,
+//   head_dim, page_size, in_features, out_features, bytes, num_gpus, median_ns, p10_ns, p90_ns, repetitions
+// Kinds written: decode_attention (includes its merge), segment_merge (the merge alone, bf16 rows only),
+// prefill_attention, kv_projection, linear_gemm (QKV and O projections), mlp_gemm, host_device_copy
+// (host to device, pinned; device-to-host figures go to the summary only, the table has no direction).
+// int4 rows: group_size is the value group along channels; keys are grouped per channel over
+// min(group_size, page_size) tokens (kernels/kv_layout.h), so their scale bytes depend on page_size too.
+//
+// Method: KV pools are filled on the device with random values (never zeros) and rotated so that the
+// bytes touched between two runs of a point exceed 4x the L2; pages are in a random order (seeded);
+// warm-up runs precede `repetitions` runs timed one by one with CUDA events (points under 20 us per run
+// are timed as groups of back-to-back runs, amortising launch gaps as in continuous serving); median, p10
+// and p90 are reported. Before timing, small shapes of every kernel are checked against the float64 CPU reference.
+//
+// Example:
+//   CalibrationOptions options;
+//   KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
+//   KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, CalibrationCsv(result)));
+//
+// Thread-safety: RunCalibration uses the current GPU exclusively for its duration.
+#ifndef KVSIM_KERNELS_CALIBRATION_H_
+#define KVSIM_KERNELS_CALIBRATION_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/kv_layout.h"
+
+namespace kvsim {
+
+struct DecodePoint {
+  int batch = 1;
+  int context_tokens = 1024;
+  int num_segments = 1;
+  KvDtype dtype = KvDtype::kBf16;
+  int group_size = 0;
+  int gqa = 4;  // query heads per KV head (8 KV heads)
+  int page_size = 16;
+};
+
+struct PrefillPoint {
+  int batch = 1;  // chunks in the batch (one per request)
+  int chunk_tokens = 512;
+  int prefix_tokens = 0;
+  int prefix_segments = 1;
+  int gqa = 4;
+};
+
+struct GemmPoint {
+  std::string kind;  // "kv_projection", "linear_gemm", "mlp_gemm"
+  std::string name;  // e.g. "qkv_proj"
+  int64_t tokens = 0, in_features = 0, out_features = 0;
+};
+
+struct CalibrationGrid {
+  std::vector<DecodePoint> decode;
+  std::vector<PrefillPoint> prefill;
+  std::vector<GemmPoint> gemm;
+  std::vector<int64_t> copy_bytes;
+};
+
+// The coarse grid (fits in under 5 minutes on an H200) or, with `full`, the full grid of KERNELS.md §3.
+// Decode points have batch x context <= max_tokens (coarse 2^21 tokens, full 2^23: 32 GiB of bf16 KV).
+CalibrationGrid MakeCalibrationGrid(bool full);
+
+struct CalibrationOptions {
+  bool full = false;
+  int repetitions = 30;
+  int warmup = 3;
+  uint64_t seed = 1;
+  bool validate = true;
+  std::string tool_revision;
+  // Optional: only points whose kind is listed ("decode_attention", "prefill_attention", "gemm",
+  // "host_device_copy"); empty = all.
+  std::vector<std::string> only;
+};
+
+struct CalibrationRow {
+  std::string kind, dtype = "bf16";
+  int64_t group_size = 0, batch = 1, query_tokens = 0, context_tokens = 0, num_segments = 0, num_heads = 0,
+          num_kv_heads = 0, head_dim = 0, page_size = 0, in_features = 0, out_features = 0, bytes = 0,
+          num_gpus = 0;
+  double median_ns = 0, p10_ns = 0, p90_ns = 0;
+  int repetitions = 0;
+};
+
+struct CalibrationResult {
+  std::vector<std::pair<std::string, std::string>> header;  // key, value in CSV order
+  std::vector<CalibrationRow> rows;
+  std::vector<std::string> notes;  // summary lines (validation, D2H copies, skipped points)
+};
+
+// Runs validation then the sweep, writing one progress line per point to `log` (may be null).
+// Unavailable without a GPU; Internal when validation fails.
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options, std::ostream* log);
+
+// The table in CSV form (see the file comment).
+std::string CalibrationCsv(const CalibrationResult& result);
+
+// Median, 10th and 90th percentile (nearest rank) of `samples`. REQUIRES: !samples.empty().
+void Percentiles(std::vector<double> samples, double* p10, double* median, double* p90);
+
+// Dtype name for the table: "bf16", "fp8", "int8", "int4", "int2".
+std::string CalibrationDtypeName(KvDtype dtype);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_KERNELS_CALIBRATION_H_

@@ -1,0 +1,72 @@
+#include "kernels/calibration.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+#include "kernels/device.h"
+
+namespace kvsim {
+namespace {
+
+// Nearest-rank percentiles of 1..10: p10 is the 1st value, the median the 5th, p90 the 9th.
+TEST(CalibrationTest, PercentilesAreNearestRank) {
+  double p10, median, p90;
+  Percentiles({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, &p10, &median, &p90);
+  EXPECT_EQ(p10, 1);
+  EXPECT_EQ(median, 5);
+  EXPECT_EQ(p90, 9);
+  Percentiles({42}, &p10, &median, &p90);
+  EXPECT_EQ(p10, 42);
+  EXPECT_EQ(p90, 42);
+}
+
+TEST(CalibrationTest, CoarseGridRespectsTheTokenCapAndCoversEveryFormat) {
+  const CalibrationGrid grid = MakeCalibrationGrid(false);
+  std::set<std::pair<int, int>> formats;
+  for (const DecodePoint& p : grid.decode) {
+    EXPECT_LE(int64_t{p.batch} * p.context_tokens, int64_t{1} << 21);
+    EXPECT_LE(p.num_segments * p.page_size, p.context_tokens);
+    formats.insert({static_cast<int>(p.dtype), p.group_size});
+  }
+  EXPECT_EQ(formats.size(), 5u);  // bf16, fp8, int8, int4 g32, int4 g128
+  // The headline shape of the issue is in the grid: B = 64, L = 8192, 4 segments, bf16, GQA 4.
+  bool headline = false;
+  for (const DecodePoint& p : grid.decode) {
+    headline |= p.batch == 64 && p.context_tokens == 8192 && p.num_segments == 4 && p.dtype == KvDtype::kBf16 &&
+                p.gqa == 4;
+  }
+  EXPECT_TRUE(headline);
+  EXPECT_LT(grid.decode.size(), 600u);  // ~30 runs each: well inside the 5-minute budget
+  EXPECT_GT(MakeCalibrationGrid(true).decode.size(), grid.decode.size());
+  for (const PrefillPoint& p : grid.prefill) EXPECT_TRUE(p.prefix_tokens > 0 || p.prefix_segments == 1);
+}
+
+TEST(CalibrationTest, CsvHasTheCostModelColumns) {
+  CalibrationResult result;
+  result.header = {{"gpu_name", "Test GPU"}, {"date", "2026-11-30"}};
+  CalibrationRow row;
+  row.kind = "decode_attention";
+  row.dtype = "int4";
+  row.group_size = 128;
+  row.batch = 64;
+  row.query_tokens = 1;
+  row.context_tokens = 8192;
+  row.median_ns = 123456.25;
+  row.repetitions = 30;
+  result.rows.push_back(row);
+  EXPECT_EQ(CalibrationCsv(result),
+            "# gpu_name: Test GPU\n# date: 2026-11-30\n"
+            "kind,dtype,group_size,batch,query_tokens,context_tokens,num_segments,num_heads,num_kv_heads,head_dim,"
+            "page_size,in_features,out_features,bytes,num_gpus,median_ns,p10_ns,p90_ns,repetitions\n"
+            "decode_attention,int4,128,64,1,8192,0,0,0,0,0,0,0,0,0,123456.2,0.0,0.0,30\n");
+}
+
+TEST(CalibrationTest, WithoutAGpuCalibrationIsUnavailable) {
+  if (CudaDeviceAvailable()) GTEST_SKIP() << "a GPU is available";
+  absl::StatusOr<CalibrationResult> result = RunCalibration(CalibrationOptions(), nullptr);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(result.status().message().find("needs a CUDA GPU"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim

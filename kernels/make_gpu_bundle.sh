@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds, on this (GPU-less) machine, the statically linked binaries that kernels/run_on_gpu.sh runs on a
+# GPU machine, and copies them into gpu_bundle/ (ignored by git; carry it to the GPU machine). Abseil,
+# Protobuf, GoogleTest, Benchmark and cudart are static; libcublasLt.so.13 is loaded from the CUDA
+# installation there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+binaries=(tools:kvsim kernels:attention_kernels_test kernels:blaslt_gemm_test kernels:device_test
+          kernels:attention_benchmark)
+bazel build --config=static "${binaries[@]/#/\/\/}"
+rm -rf gpu_bundle
+mkdir -p gpu_bundle
+for b in "${binaries[@]}"; do cp "bazel-bin/${b/://}" gpu_bundle/; done
+chmod u+w gpu_bundle/*
+revision=$(git rev-parse --short HEAD)
+git diff --quiet HEAD || revision="${revision}-dirty"
+echo "$revision" > gpu_bundle/REVISION
+du -ch gpu_bundle/* | tail -n 1
+echo "dynamic libraries of kvsim:" && ldd gpu_bundle/kvsim | awk '{print "  " $1}'

@@ -1,0 +1,49 @@
+#include "policies/belady_policy.h"
+
+#include "util/check.h"
+
+namespace kvsim {
+
+void BeladyPolicy::SetNextUse(BlockId block, const AccessInfo& info) {
+  KVSIM_CHECK(info.next_access_clock >= 0)
+      << "belady: block " << block << " has no next_access_clock (needs the cache-replay pre-pass)";
+  auto [it, inserted] = next_use_.try_emplace(block, info.next_access_clock);
+  if (!inserted) {
+    by_next_use_.erase({it->second, block});
+    it->second = info.next_access_clock;
+  }
+  by_next_use_.insert({info.next_access_clock, block});
+}
+
+void BeladyPolicy::OnInsert(BlockId block, const AccessInfo& info) { SetNextUse(block, info); }
+void BeladyPolicy::OnAccess(BlockId block, const AccessInfo& info) { SetNextUse(block, info); }
+
+void BeladyPolicy::OnRemove(BlockId block) {
+  auto it = next_use_.find(block);
+  KVSIM_CHECK(it != next_use_.end()) << "belady: removal of non-resident block " << block;
+  by_next_use_.erase({it->second, block});
+  next_use_.erase(it);
+}
+
+absl::optional<BlockId> BeladyPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+  for (auto it = by_next_use_.rbegin(); it != by_next_use_.rend(); ++it) {
+    if (evictable(it->second)) return it->second;
+  }
+  return absl::nullopt;
+}
+
+BlockId BeladyPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
+  absl::optional<BlockId> victim = TrySelectVictim(evictable);
+  KVSIM_CHECK(victim.has_value()) << "belady: no evictable block";
+  return *victim;
+}
+
+bool BeladyPolicy::ShouldAdmit(BlockId block, const AccessInfo& info) {
+  KVSIM_CHECK(info.next_access_clock >= 0) << "belady: block " << block << " has no next_access_clock";
+  if (by_next_use_.empty()) return true;
+  return info.next_access_clock < by_next_use_.rbegin()->first;
+}
+
+KVSIM_REGISTER_EVICTION_POLICY("belady", BeladyPolicy);
+
+}  // namespace kvsim

@@ -1,0 +1,53 @@
+// File: policies/belady_policy.h
+//
+// BeladyPolicy ("belady"): the MIN oracle. On a miss with a full cache it evicts, among the resident
+// blocks and the incoming one, the block whose next use is furthest in the future (never again =
+// infinity): if that is the incoming block, ShouldAdmit() returns false and the cache stays as it is
+// (bypass); otherwise SelectVictim() returns the resident block with the furthest next use. With unit
+// block sizes this maximises the hit count of every access stream (Belady, "A study of replacement
+// algorithms for a virtual-storage computer", IBM Systems Journal 1966; Mattson et al. 1970 for the
+// bypass form), so it is the upper bound of every policy in cache-replay tables.
+//
+// Needs AccessInfo::next_access_clock on every OnInsert/OnAccess: cache replay computes it in a pre-pass
+// over the whole trace held in memory. A call with next_access_clock == -1 (unknown) is a contract
+// violation (checked). Ties between equal next uses break towards the larger BlockId (deterministic).
+// O(log n) per operation (a B-tree ordered by next use).
+//
+// Example:
+//   info.next_access_clock = 10; belady.OnInsert(1, info);
+//   info.next_access_clock = AccessInfo::kNever; belady.OnInsert(2, info);
+//   belady.SelectVictim(all);  // 2: never used again
+//
+// Thread-safety: one cache on one thread.
+#ifndef KVSIM_POLICIES_BELADY_POLICY_H_
+#define KVSIM_POLICIES_BELADY_POLICY_H_
+
+#include <utility>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "policies/eviction_policy.h"
+
+namespace kvsim {
+
+class BeladyPolicy final : public EvictionPolicy {
+ public:
+  absl::string_view Name() const override { return "belady"; }
+  void OnInsert(BlockId block, const AccessInfo& info) override;
+  void OnAccess(BlockId block, const AccessInfo& info) override;
+  void OnRemove(BlockId block) override;
+  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  // False when the incoming block's next use is no earlier than every resident block's.
+  bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
+
+ private:
+  void SetNextUse(BlockId block, const AccessInfo& info);
+
+  absl::btree_set<std::pair<int64_t, BlockId>> by_next_use_;
+  absl::flat_hash_map<BlockId, int64_t> next_use_;
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_POLICIES_BELADY_POLICY_H_

@@ -1,0 +1,37 @@
+// File: policies/clock_policy.h
+//
+// ClockPolicy ("clock"): CLOCK / second chance (Corbató, "A paging experiment with the Multics system",
+// MIT Project MAC 1968). Blocks sit in insertion order with a reference bit, set by a hit. The hand looks
+// at the oldest block: bit set -> clear it and give the block a second chance at the newest end; bit
+// clear and evictable -> the victim. Blocks the cache marks not evictable are passed over without
+// changing their bit. O(1) amortised per operation (each search clears at most the bits it passes).
+//
+// Example:
+//   clock.OnInsert(1, info); clock.OnInsert(2, info); clock.OnAccess(1, info);
+//   clock.SelectVictim(all);  // 2: 1's bit gives it a second chance
+//
+// Thread-safety: one cache on one thread.
+#ifndef KVSIM_POLICIES_CLOCK_POLICY_H_
+#define KVSIM_POLICIES_CLOCK_POLICY_H_
+
+#include "policies/block_lists.h"
+#include "policies/eviction_policy.h"
+
+namespace kvsim {
+
+class ClockPolicy final : public EvictionPolicy {
+ public:
+  absl::string_view Name() const override { return "clock"; }
+  void OnInsert(BlockId block, const AccessInfo& info) override;
+  void OnAccess(BlockId block, const AccessInfo& info) override;
+  void OnRemove(BlockId block) override;
+  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
+
+ private:
+  BlockLists lists_{1};  // front = newest; mark = reference bit
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_POLICIES_CLOCK_POLICY_H_

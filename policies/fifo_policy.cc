@@ -1,0 +1,30 @@
+#include "policies/fifo_policy.h"
+
+namespace kvsim {
+
+void FifoPolicy::OnInsert(BlockId block, const AccessInfo& info) { lists_.PushFront(0, block); }
+
+void FifoPolicy::OnAccess(BlockId block, const AccessInfo& info) {}  // insertion order only
+
+void FifoPolicy::OnRemove(BlockId block) {
+  int32_t s = lists_.Find(block);
+  KVSIM_CHECK(s != kNoSlot) << "fifo: removal of non-resident block " << block;
+  lists_.Erase(s);
+}
+
+absl::optional<BlockId> FifoPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+  for (int32_t s = lists_.Back(0); s != kNoSlot; s = lists_.Prev(s)) {
+    if (evictable(lists_.Block(s))) return lists_.Block(s);
+  }
+  return absl::nullopt;
+}
+
+BlockId FifoPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
+  absl::optional<BlockId> victim = TrySelectVictim(evictable);
+  KVSIM_CHECK(victim.has_value()) << "fifo: no evictable block";
+  return *victim;
+}
+
+KVSIM_REGISTER_EVICTION_POLICY("fifo", FifoPolicy);
+
+}  // namespace kvsim

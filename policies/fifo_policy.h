@@ -1,0 +1,38 @@
+// File: policies/fifo_policy.h
+//
+// FifoPolicy ("fifo"): evicts the evictable block inserted longest ago; hits change nothing. One
+// index-linked list: insert at the front, victim search from the back skipping blocks the cache marks not
+// evictable. O(1) per operation (plus skipped blocks in the search).
+// Reference: Belady, "A study of replacement algorithms for a virtual-storage computer", IBM Systems
+// Journal 1966 (FIFO among the algorithms studied).
+//
+// Example:
+//   FifoPolicy fifo;
+//   fifo.OnInsert(7, info); fifo.OnInsert(8, info); fifo.OnAccess(7, info);
+//   fifo.SelectVictim([](BlockId) { return true; });  // 7: inserted first; the hit does not count
+//
+// Thread-safety: one cache on one thread.
+#ifndef KVSIM_POLICIES_FIFO_POLICY_H_
+#define KVSIM_POLICIES_FIFO_POLICY_H_
+
+#include "policies/block_lists.h"
+#include "policies/eviction_policy.h"
+
+namespace kvsim {
+
+class FifoPolicy final : public EvictionPolicy {
+ public:
+  absl::string_view Name() const override { return "fifo"; }
+  void OnInsert(BlockId block, const AccessInfo& info) override;
+  void OnAccess(BlockId block, const AccessInfo& info) override;
+  void OnRemove(BlockId block) override;
+  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
+
+ private:
+  BlockLists lists_{1};
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_POLICIES_FIFO_POLICY_H_

@@ -1,0 +1,55 @@
+#include "policies/policy_factory.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "policies/leaf_first_policy.h"
+#include "policies/ttl_pin_policy.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
+    const proto::EvictionPolicyConfig& config) {
+  const std::string name = config.name().empty() ? "lru" : config.name();
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<EvictionPolicy> policy,
+                         CreateConfiguredEvictionPolicy(name, config));
+  if (config.leaf_first()) policy = std::make_unique<LeafFirstPolicy>(std::move(policy));
+  if (config.has_ttl_pin()) {
+    KVSIM_RETURN_IF_ERROR(TtlPinPolicy::ValidateTtlPinParams(config.ttl_pin()));
+    policy = std::make_unique<TtlPinPolicy>(std::move(policy), config.ttl_pin());
+  }
+  return policy;
+}
+
+absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view spec) {
+  std::vector<absl::string_view> parts = absl::StrSplit(spec, '+');
+  proto::EvictionPolicyConfig config;
+  if (parts[0].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy spec '", spec, "': empty policy name"));
+  }
+  config.set_name(std::string(parts[0]));
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i] == "leaf_first") {
+      config.set_leaf_first(true);
+    } else if (parts[i] == "ttl") {
+      config.mutable_ttl_pin();
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("policy spec '", spec, "': unknown modifier '",
+                                                     parts[i], "'; known: leaf_first, ttl"));
+    }
+  }
+  return config;
+}
+
+std::string PolicyLabel(const proto::EvictionPolicyConfig& config) {
+  std::string label = config.name().empty() ? "lru" : config.name();
+  if (config.leaf_first()) absl::StrAppend(&label, "+leaf_first");
+  if (config.has_ttl_pin()) absl::StrAppend(&label, "+ttl");
+  return label;
+}
+
+bool PolicyNeedsOracle(const proto::EvictionPolicyConfig& config) { return config.name() == "belady"; }
+
+}  // namespace kvsim

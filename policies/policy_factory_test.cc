@@ -1,0 +1,49 @@
+#include "policies/policy_factory.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+TEST(PolicyFactoryTest, ParsesSpecsAndLabels) {
+  auto config = ParsePolicySpec("lru+leaf_first+ttl");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->name(), "lru");
+  EXPECT_TRUE(config->leaf_first());
+  EXPECT_TRUE(config->has_ttl_pin());
+  EXPECT_EQ(PolicyLabel(*config), "lru+leaf_first+ttl");
+  auto policy = CreateEvictionPolicyFromConfig(*config);
+  ASSERT_TRUE(policy.ok());
+  EXPECT_EQ((*policy)->Name(), "lru+leaf_first+ttl");
+}
+
+TEST(PolicyFactoryTest, UnknownModifierAndNameAreErrors) {
+  auto bad = ParsePolicySpec("lru+sticky");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("sticky"), absl::string_view::npos);
+  proto::EvictionPolicyConfig config;
+  config.set_name("nope");
+  auto policy = CreateEvictionPolicyFromConfig(config);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(policy.status().message().find("known: "), absl::string_view::npos);
+  EXPECT_NE(policy.status().message().find("belady"), absl::string_view::npos);
+}
+
+TEST(PolicyFactoryTest, ParametersOfAnotherPolicyAreRejected) {
+  proto::EvictionPolicyConfig config;
+  config.set_name("lru");
+  config.mutable_s3fifo()->set_small_queue_ratio(0.2);
+  auto policy = CreateEvictionPolicyFromConfig(config);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(policy.status().message().find("s3fifo"), absl::string_view::npos);
+}
+
+TEST(PolicyFactoryTest, DefaultNameIsLru) {
+  auto policy = CreateEvictionPolicyFromConfig(proto::EvictionPolicyConfig());
+  ASSERT_TRUE(policy.ok());
+  EXPECT_EQ((*policy)->Name(), "lru");
+}
+
+}  // namespace
+}  // namespace kvsim

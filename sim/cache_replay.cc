@@ -1,0 +1,272 @@
+#include "sim/cache_replay.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "policies/policy_factory.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+int64_t TotalToolDurationNs(const Request& request) {
+  if (request.tool_calls.empty()) return -1;
+  int64_t total = 0;
+  for (const ToolCall& call : request.tool_calls) total += std::max<int64_t>(call.duration_ns, 0);
+  return total;
+}
+
+}  // namespace
+
+absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
+  if (request->block_hashes.empty()) {
+    AssignFreshBlockHashes(options.block_tokens, request);
+  } else if (request->block_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("request ", request->request_id, ": has ",
+                                                   request->block_hashes.size(),
+                                                   " block hashes but block_tokens ",
+                                                   request->block_tokens, " (expected > 0)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateReplayOptions(const CacheReplayOptions& options) {
+  if (options.block_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_tokens must be > 0 (tokens per block), got ", options.block_tokens));
+  }
+  if (options.max_requests < 0) return absl::InvalidArgumentError("max_requests must be >= 0");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Creates the simulators of `specs`, validating each.
+absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(
+    const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
+  std::vector<std::unique_ptr<CacheSimulator>> simulators;
+  for (const CacheRunSpec& spec : specs) {
+    const std::string label = absl::StrCat(PolicyLabel(spec.policy), " @ ", spec.capacity_blocks);
+    if (spec.capacity_blocks <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("run ", label, ": capacity_blocks must be > 0"));
+    }
+    auto policy = CreateEvictionPolicyFromConfig(spec.policy);
+    if (!policy.ok()) {
+      return absl::Status(policy.status().code(),
+                          absl::StrCat("run ", label, ": ", policy.status().message()));
+    }
+    simulators.push_back(std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks,
+                                                          options.restore_cost));
+  }
+  return simulators;
+}
+
+std::vector<CacheRunResult> Collect(const std::vector<CacheRunSpec>& specs,
+                                    const std::vector<std::unique_ptr<CacheSimulator>>& simulators) {
+  std::vector<CacheRunResult> results;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    results.push_back({specs[i], PolicyLabel(specs[i].policy), simulators[i]->stats()});
+  }
+  return results;
+}
+
+}  // namespace
+
+void BlockTokens(const Request& request, std::vector<int32_t>* tokens) {
+  const int64_t n = static_cast<int64_t>(request.block_hashes.size());
+  const int32_t bt = request.block_tokens;
+  tokens->assign(n, bt);
+  if (n == 0) return;
+  const int64_t last = request.input_tokens - (n - 1) * static_cast<int64_t>(bt);
+  if (last > 0 && last <= bt) tokens->back() = static_cast<int32_t>(last);
+}
+
+RequestView CompiledTrace::View(int64_t r) const {
+  const RequestMeta& meta = requests[r];
+  const int64_t begin = request_begin[r];
+  RequestView view;
+  view.request_id = meta.request_id;
+  view.arrival_ns = meta.arrival_ns;
+  view.session_id = meta.session_id;
+  view.block_tokens = meta.block_tokens;
+  view.blocks = blocks.data() + begin;
+  view.tokens = tokens.data() + begin;
+  view.next_use = next_use.empty() ? nullptr : next_use.data() + begin;
+  view.num_blocks = request_begin[r + 1] - begin;
+  view.ends_in_tool_call = meta.ends_in_tool_call;
+  view.tool_name = meta.tool_name;
+  view.tool_duration_ns = meta.tool_duration_ns;
+  return view;
+}
+
+absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheReplayOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
+  CompiledTrace trace;
+  Request request;
+  std::vector<int32_t> tokens;
+  trace.request_begin.push_back(0);
+  while ((options.max_requests == 0 || trace.num_requests() < options.max_requests) &&
+         reader->Next(&request)) {
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+    BlockTokens(request, &tokens);
+    trace.blocks.insert(trace.blocks.end(), request.block_hashes.begin(), request.block_hashes.end());
+    trace.tokens.insert(trace.tokens.end(), tokens.begin(), tokens.end());
+    trace.request_begin.push_back(trace.num_accesses());
+    CompiledTrace::RequestMeta meta;
+    meta.request_id = request.request_id;
+    meta.arrival_ns = request.arrival_ns;
+    meta.session_id = request.session_id;
+    meta.block_tokens = request.block_tokens;
+    meta.ends_in_tool_call = !request.tool_calls.empty();
+    if (meta.ends_in_tool_call) meta.tool_name = request.tool_calls.front().name;
+    meta.tool_duration_ns = TotalToolDurationNs(request);
+    trace.requests.push_back(std::move(meta));
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return trace;
+}
+
+void ComputeNextUse(CompiledTrace* trace) {
+  const int64_t n = trace->num_accesses();
+  trace->next_use.assign(n, AccessInfo::kNever);
+  absl::flat_hash_map<BlockId, int64_t> next;
+  next.reserve(static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 24)));
+  for (int64_t i = n - 1; i >= 0; --i) {
+    auto [it, inserted] = next.try_emplace(trace->blocks[i], i);
+    if (!inserted) {
+      trace->next_use[i] = it->second;
+      it->second = i;
+    }
+  }
+}
+
+CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
+                               RestoreCost restore_cost)
+    : policy_(std::move(policy)),
+      capacity_blocks_(capacity_blocks),
+      restore_cost_(restore_cost),
+      all_evictable_([](BlockId) { return true; }) {
+  KVSIM_CHECK(capacity_blocks_ > 0);
+  policy_->SetCapacity(capacity_blocks_);
+}
+
+void CacheSimulator::ProcessRequest(const RequestView& request) {
+  ++stats_.requests;
+  bool in_prefix = true;
+  AccessInfo info;
+  info.time_ns = request.arrival_ns;
+  info.request_id = request.request_id;
+  info.session_id = request.session_id;
+  for (int64_t k = 0; k < request.num_blocks; ++k) {
+    const BlockId block = request.blocks[k];
+    const int32_t tokens = request.tokens[k];
+    info.clock = clock_++;
+    info.block_index = static_cast<int32_t>(k);
+    info.position_tokens = k * static_cast<int64_t>(request.block_tokens);
+    info.restore_ns = restore_cost_ == RestoreCost::kPosition ? info.position_tokens + tokens : 0;
+    info.next_access_clock = request.next_use != nullptr ? request.next_use[k] : -1;
+    info.has_parent = k > 0;
+    info.parent = k > 0 ? request.blocks[k - 1] : 0;
+    ++stats_.accesses;
+    stats_.tokens += tokens;
+    if (resident_.contains(block)) {
+      ++stats_.hits;
+      stats_.hit_tokens += tokens;
+      if (in_prefix) {
+        ++stats_.prefix_hits;
+        stats_.prefix_hit_tokens += tokens;
+      }
+      policy_->OnAccess(block, info);
+      continue;
+    }
+    in_prefix = false;
+    if (static_cast<int64_t>(resident_.size()) >= capacity_blocks_) {
+      if (!policy_->ShouldAdmit(block, info)) {
+        ++stats_.bypasses;
+        continue;
+      }
+      const BlockId victim = policy_->SelectVictim(all_evictable_);
+      KVSIM_CHECK(resident_.erase(victim) == 1)
+          << policy_->Name() << " chose non-resident victim " << victim;
+      policy_->OnRemove(victim);
+      ++stats_.evictions;
+      if (victims_ != nullptr) victims_->push_back(victim);
+    }
+    resident_.insert(block);
+    policy_->OnInsert(block, info);
+  }
+  RequestEndInfo end;
+  end.request_id = request.request_id;
+  end.session_id = request.session_id;
+  end.time_ns = request.arrival_ns;
+  end.ends_in_tool_call = request.ends_in_tool_call;
+  end.tool_name = request.tool_name;
+  end.tool_duration_ns = request.tool_duration_ns;
+  policy_->OnRequestEnd(end);
+}
+
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
+    CompiledTrace* trace, const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
+                         CreateSimulators(specs, options));
+  bool oracle = false;
+  for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
+  if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
+  int num_threads = options.num_threads > 0 ? options.num_threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+  num_threads = std::max(1, std::min<int>(num_threads, static_cast<int>(specs.size())));
+  std::atomic<size_t> next_run{0};
+  auto worker = [&] {
+    for (size_t i = next_run++; i < simulators.size(); i = next_run++) {
+      for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < num_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& thread : threads) thread.join();
+  return Collect(specs, simulators);
+}
+
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
+                                                            const std::vector<CacheRunSpec>& specs,
+                                                            const CacheReplayOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
+  bool oracle = false;
+  for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
+  if (oracle) {
+    KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader, options));
+    return RunCacheReplaysOnTrace(&trace, specs, options);
+  }
+  // Streaming: every simulator sees each request as it is read.
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
+                         CreateSimulators(specs, options));
+  Request request;
+  std::vector<int32_t> tokens;
+  int64_t num_requests = 0;
+  while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
+    ++num_requests;
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+    BlockTokens(request, &tokens);
+    RequestView view;
+    view.request_id = request.request_id;
+    view.arrival_ns = request.arrival_ns;
+    view.session_id = request.session_id;
+    view.block_tokens = request.block_tokens;
+    view.blocks = request.block_hashes.data();
+    view.tokens = tokens.data();
+    view.num_blocks = static_cast<int64_t>(request.block_hashes.size());
+    view.ends_in_tool_call = !request.tool_calls.empty();
+    if (view.ends_in_tool_call) view.tool_name = request.tool_calls.front().name;
+    view.tool_duration_ns = TotalToolDurationNs(request);
+    for (auto& simulator : simulators) simulator->ProcessRequest(view);
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return Collect(specs, simulators);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,213 @@
+#include "sim/mrc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr uint64_t kSampleModulus = uint64_t{1} << 24;
+
+uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void Bump(std::vector<int64_t>* histogram, int64_t index, int64_t amount) {
+  if (static_cast<int64_t>(histogram->size()) <= index) histogram->resize(index + 1, 0);
+  (*histogram)[index] += amount;
+}
+
+void Accumulate(std::vector<int64_t>* histogram, size_t size) {
+  histogram->resize(size, 0);
+  for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
+}
+
+}  // namespace
+
+// Builds an LruMrc access by access (see the header comment for the method).
+class MrcBuilder {
+ public:
+  MrcBuilder(double sample_rate, bool prefix) {
+    mrc_.sample_rate_ = sample_rate;
+    mrc_.has_prefix_ = prefix;
+    threshold_ = static_cast<uint64_t>(std::llround(sample_rate * kSampleModulus));
+    Rebuild(1 << 16);
+  }
+
+  void BeginRequest() {
+    request_max_ = 0;
+    request_cold_ = false;
+  }
+
+  void Access(BlockId block, int32_t tokens) {
+    if (threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
+    ++mrc_.accesses_;
+    mrc_.tokens_ += tokens;
+    if (next_time_ == capacity_) Compact();
+    auto [it, inserted] = last_.try_emplace(block, next_time_);
+    int64_t distance = 0;  // 0 = cold miss (infinite distance)
+    if (!inserted) {
+      distance = markers_ - Prefix(it->second) + 1;
+      Add(it->second, -1);
+      --markers_;
+      it->second = next_time_;
+      Bump(&mrc_.hits_, distance, 1);
+      Bump(&mrc_.hit_tokens_, distance, tokens);
+    }
+    Add(next_time_++, +1);
+    ++markers_;
+    if (!mrc_.has_prefix_) return;
+    if (distance == 0) request_cold_ = true;
+    request_max_ = std::max(request_max_, distance);
+    if (!request_cold_) {
+      Bump(&mrc_.prefix_hits_, request_max_, 1);
+      Bump(&mrc_.prefix_hit_tokens_, request_max_, tokens);
+    }
+  }
+
+  LruMrc Finish() {
+    const size_t size = std::max({mrc_.hits_.size(), mrc_.prefix_hits_.size(), size_t{1}});
+    for (auto* h : {&mrc_.hits_, &mrc_.hit_tokens_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_}) {
+      Accumulate(h, size);
+    }
+    return std::move(mrc_);
+  }
+
+ private:
+  // Fenwick tree over times [0, capacity_): 1 at each block's latest access.
+  void Add(int64_t time, int32_t delta) {
+    for (int64_t i = time + 1; i <= capacity_; i += i & -i) tree_[i] += delta;
+  }
+  int64_t Prefix(int64_t time) const {  // markers at times <= time
+    int64_t sum = 0;
+    for (int64_t i = time + 1; i > 0; i -= i & -i) sum += tree_[i];
+    return sum;
+  }
+
+  // Renumbers the live markers 0..D-1 (in time order) in a tree of at least 2D times.
+  void Compact() {
+    std::vector<std::pair<int64_t, BlockId>> live;
+    live.reserve(last_.size());
+    for (const auto& [block, time] : last_) live.push_back({time, block});
+    std::sort(live.begin(), live.end());
+    for (size_t i = 0; i < live.size(); ++i) last_[live[i].second] = static_cast<int64_t>(i);
+    int64_t capacity = capacity_;
+    while (capacity < 2 * static_cast<int64_t>(live.size())) capacity *= 2;
+    Rebuild(capacity);
+    for (size_t i = 0; i < live.size(); ++i) tree_[i + 1] = 1;
+    for (int64_t i = 1; i <= capacity_; ++i) {
+      const int64_t j = i + (i & -i);
+      if (j <= capacity_) tree_[j] += tree_[i];
+    }
+    next_time_ = static_cast<int64_t>(live.size());
+  }
+
+  void Rebuild(int64_t capacity) {
+    capacity_ = capacity;
+    tree_.assign(capacity_ + 1, 0);
+  }
+
+  LruMrc mrc_;
+  uint64_t threshold_ = kSampleModulus;
+  std::vector<int32_t> tree_;
+  int64_t capacity_ = 0;
+  int64_t next_time_ = 0;
+  int64_t markers_ = 0;
+  absl::flat_hash_map<BlockId, int64_t> last_;
+  int64_t request_max_ = 0;
+  bool request_cold_ = false;
+};
+
+int64_t LruMrc::CountAtMost(const std::vector<int64_t>& cumulative, int64_t capacity_blocks) const {
+  if (cumulative.empty()) return 0;
+  // d / R <= C  <=>  d <= C x R (up to rounding; exact when R = 1).
+  const double limit = std::floor(static_cast<double>(capacity_blocks) * sample_rate_ + 1e-9);
+  const int64_t index = std::min<int64_t>(static_cast<int64_t>(limit), cumulative.size() - 1);
+  return index < 0 ? 0 : cumulative[index];
+}
+
+MrcPoint LruMrc::At(int64_t capacity_blocks) const {
+  MrcPoint point;
+  point.capacity_blocks = capacity_blocks;
+  if (accesses_ == 0) return point;
+  point.hit_ratio = static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_;
+  point.token_hit_ratio = static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_;
+  if (has_prefix_) {
+    point.prefix_hit_ratio = static_cast<double>(CountAtMost(prefix_hits_, capacity_blocks)) / accesses_;
+    point.prefix_token_hit_ratio =
+        static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
+  }
+  return point;
+}
+
+std::vector<MrcPoint> LruMrc::StepPoints() const {
+  std::vector<MrcPoint> points;
+  int64_t last_capacity = -1;
+  for (size_t d = 1; d < hits_.size(); ++d) {
+    const bool step = hits_[d] != hits_[d - 1] || (has_prefix_ && prefix_hits_[d] != prefix_hits_[d - 1]);
+    if (!step) continue;
+    const int64_t capacity = static_cast<int64_t>(std::ceil(d / sample_rate_ - 1e-9));
+    if (capacity == last_capacity) continue;
+    points.push_back(At(capacity));
+    last_capacity = capacity;
+  }
+  return points;
+}
+
+namespace {
+
+absl::Status ValidateMrcOptions(const MrcOptions& options) {
+  if (!(options.sample_rate > 0 && options.sample_rate <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample rate must be in (0, 1], got ", options.sample_rate));
+  }
+  if (options.prefix && options.sample_rate < 1) {
+    return absl::InvalidArgumentError(
+        "the prefix-hit curve is exact only: sampling drops most of a request's leading blocks; use a "
+        "sample rate of 1 with prefix");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
+  MrcBuilder builder(options.sample_rate, options.prefix);
+  for (int64_t r = 0; r < trace.num_requests(); ++r) {
+    builder.BeginRequest();
+    for (int64_t i = trace.request_begin[r]; i < trace.request_begin[r + 1]; ++i) {
+      builder.Access(trace.blocks[i], trace.tokens[i]);
+    }
+  }
+  return builder.Finish();
+}
+
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay,
+                                     const MrcOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
+  MrcBuilder builder(options.sample_rate, options.prefix);
+  Request request;
+  std::vector<int32_t> tokens;
+  int64_t num_requests = 0;
+  while ((replay.max_requests == 0 || num_requests < replay.max_requests) && reader->Next(&request)) {
+    ++num_requests;
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
+    BlockTokens(request, &tokens);
+    builder.BeginRequest();
+    for (size_t k = 0; k < request.block_hashes.size(); ++k) builder.Access(request.block_hashes[k], tokens[k]);
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return builder.Finish();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# End-to-end checks of the kvsim command line: dispatch, help, exit codes, one-line errors.
+set -u
+kvsim="$1"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE CMD... : runs CMD, captures stdout/stderr, checks the exit code.
+expect() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
+}
+
+expect 0 "$kvsim" version
+grep -q '^kvsim [0-9]' "$tmp/out" || fail "version line missing: $(cat "$tmp/out")"
+
+expect 0 "$kvsim" help
+for cmd in config version; do
+  grep -q "^  $cmd " "$tmp/out" || fail "help does not list '$cmd'"
+done
+
+expect 0 "$kvsim" help config
+grep -q -- '--config' "$tmp/out" || fail "help config does not list --config"
+grep -q 'default: ' "$tmp/out" || fail "help config shows no defaults"
+
+expect 2 "$kvsim" frobnicate
+grep -q "unknown command 'frobnicate'" "$tmp/err" || fail "unknown command message: $(cat "$tmp/err")"
+
+expect 2 "$kvsim" version --trace=x
+grep -q "unknown flag --trace for 'kvsim version'" "$tmp/err" || fail "unknown flag message: $(cat "$tmp/err")"
+
+expect 2 "$kvsim"
+
+# A malformed config: one line naming file:line, exit code 2, nothing on stdout.
+printf 'name: "x"\ncache {\n  block_tokens: "sixteen"\n}\n' >"$tmp/bad.textproto"
+expect 2 "$kvsim" config --config="$tmp/bad.textproto"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "malformed config error is not one line: $(cat "$tmp/err")"
+grep -q "bad.textproto:3:" "$tmp/err" || fail "malformed config error lacks file:line: $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "malformed config printed to stdout"
+
+# An impossible value: names the field.
+printf 'model { num_kv_heads: 3 }\n' >"$tmp/impossible.textproto"
+expect 2 "$kvsim" config --config="$tmp/impossible.textproto"
+grep -q "impossible.textproto: field model.num_kv_heads" "$tmp/err" || fail "impossible value: $(cat "$tmp/err")"
+
+expect 2 "$kvsim" config --config="$tmp/missing.textproto"
+grep -q "missing.textproto" "$tmp/err" || fail "missing config not named: $(cat "$tmp/err")"
+
+# The resolved config reloads unchanged.
+expect 0 "$kvsim" config
+grep -v '^#' "$tmp/out" >"$tmp/resolved.textproto"
+expect 0 "$kvsim" config --config="$tmp/resolved.textproto"
+grep -v '^#' "$tmp/out" | grep -v '^name:' >"$tmp/again"
+grep -v '^name:' "$tmp/resolved.textproto" | diff - "$tmp/again" >/dev/null || fail "resolved config changed on reload"
+
+# kvsim calibrate: usage errors, and Unavailable (exit 2, one line) where there is no GPU.
+expect 2 "$kvsim" calibrate
+grep -q -- "--out (output directory) is required" "$tmp/err" || fail "calibrate without --out: $(cat "$tmp/err")"
+expect 2 "$kvsim" calibrate --out="$tmp/cal" --calibrate_only=decode,gemm
+grep -q "unknown kind 'decode'" "$tmp/err" || fail "calibrate bad kind: $(cat "$tmp/err")"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect 2 "$kvsim" calibrate --out="$tmp/cal"
+  grep -q "needs a CUDA GPU" "$tmp/err" || fail "calibrate without a GPU: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "calibrate error is not one line: $(cat "$tmp/err")"
+fi
+
+# Every bundled example experiment resolves.
+for config in presets/experiments/*.textproto; do
+  expect 0 "$kvsim" config --config="$config"
+done
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

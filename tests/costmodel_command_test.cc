@@ -1,0 +1,86 @@
+// End-to-end checks of `kvsim costmodel` through the command dispatcher.
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tools/command.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+std::string Tmp(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+int RunCli(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "kvsim");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::ostringstream o, e;
+  const int code = RunKvsim(argv.size(), argv.data(), o, e);
+  *out = o.str();
+  *err = e.str();
+  return code;
+}
+
+TEST(CostModelCommandTest, ValidatesTheBundledH200TableAndWritesAPlot) {
+  std::string out, err;
+  const std::string svg = Tmp("plot.svg");
+  ASSERT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--out=" + svg}, &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("synthetic from datasheet"), std::string::npos) << out;
+  EXPECT_NE(out.find("decode_attention   leave-one-out"), std::string::npos) << out;
+  EXPECT_NE(out.find("held-out"), std::string::npos) << out;
+  absl::StatusOr<std::string> plot = ReadFile(svg);
+  ASSERT_TRUE(plot.ok());
+  EXPECT_NE(plot->find("<svg"), std::string::npos);
+}
+
+TEST(CostModelCommandTest, SynthThenShowWithTheTableModel) {
+  std::string out, err;
+  const std::string table = Tmp("l40s.csv");
+  ASSERT_EQ(RunCli({"costmodel", "synth", table, "--costmodel_device=l40s"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("wrote 595 synthetic points (Llama-3.1-8B, L40S)"), std::string::npos) << out;
+  const std::string config = Tmp("table.textproto");
+  ASSERT_TRUE(WriteFileAtomically(config, "device_preset: \"l40s\"\ncost_model { kind: COST_MODEL_KIND_TABLE "
+                                          "table_path: \"" + table + "\" }\n")
+                  .ok());
+  ASSERT_EQ(RunCli({"costmodel", "show", "--config=" + config}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("cost model: table " + table), std::string::npos) << out;
+  EXPECT_NE(out.find("64 decodes, context 4K"), std::string::npos) << out;
+}
+
+TEST(CostModelCommandTest, ImportsVidurProfiles) {
+  const std::string dir = Tmp("vidur");
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n"
+                                  "2,65536,all_reduce,0.01\n4,65536,all_reduce,0.015\n")
+                  .ok());
+  std::string out, err;
+  const std::string table = Tmp("vidur.csv");
+  ASSERT_EQ(RunCli({"costmodel", "import-vidur", dir, table}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("wrote 2 points"), std::string::npos) << out;
+  absl::StatusOr<std::string> text = ReadFile(table);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("all_reduce,fp16"), std::string::npos) << *text;
+}
+
+TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
+  std::string out, err;
+  EXPECT_EQ(RunCli({"costmodel"}, &out, &err), 2);
+  EXPECT_EQ(RunCli({"costmodel", "frobnicate"}, &out, &err), 2);
+  EXPECT_NE(err.find("unknown verb 'frobnicate'"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "validate", Tmp("missing.csv")}, &out, &err), 2);
+  EXPECT_NE(err.find("missing.csv"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "memory"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("weights"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `kvsim replay` end to end: the bundled Mooncake trace with the default config (Llama-3.1-8B on H200,
+# prefix reuse, LRU, roofline), its files, and its errors (exit code 2, one line naming the problem).
+set -u
+kvsim="$1"
+trace="$2"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+"$kvsim" replay --trace="$trace" --out="$tmp/out" --replay_timeline >"$tmp/stdout" 2>"$tmp/stderr"
+[ $? -eq 0 ] || fail "replay exited non-zero: $(cat "$tmp/stderr")"
+grep -q "requests finished *3993 of 3993 (0 rejected)" "$tmp/stdout" || fail "summary table: $(cat "$tmp/stdout")"
+for f in results.pb summary.json requests.csv timeseries.csv timeline.json; do
+  [ -s "$tmp/out/$f" ] || fail "missing $f"
+done
+# One CSV row per request, plus the header.
+[ "$(wc -l < "$tmp/out/requests.csv")" -eq 3994 ] || fail "requests.csv rows: $(wc -l < "$tmp/out/requests.csv")"
+grep -q '"finished_requests": "3993"' "$tmp/out/summary.json" || fail "summary.json: $(head -c 400 "$tmp/out/summary.json")"
+ls "$tmp/out" | grep -q '\.tmp\.' && fail "temporary files left in the output directory"
+
+# Same inputs, same bytes.
+"$kvsim" replay --trace="$trace" --out="$tmp/again" >/dev/null 2>&1
+for f in results.pb summary.json requests.csv timeseries.csv; do
+  cmp -s "$tmp/out/$f" "$tmp/again/$f" || fail "$f differs between two runs"
+done
+
+"$kvsim" replay --out="$tmp/x" >/dev/null 2>"$tmp/stderr"
+[ $? -eq 2 ] || fail "missing --trace should exit 2"
+grep -q -- "--trace is required" "$tmp/stderr" || fail "missing --trace message: $(cat "$tmp/stderr")"
+
+"$kvsim" replay --trace="$tmp/nope.jsonl" >/dev/null 2>"$tmp/stderr"
+[ $? -eq 2 ] || fail "missing trace file should exit 2"
+[ "$(wc -l < "$tmp/stderr")" -eq 1 ] || fail "error is not one line: $(cat "$tmp/stderr")"
+
+printf 'scheduler { preemption: PREEMPTION_MODE_SWAP }\n' > "$tmp/swap.textproto"
+"$kvsim" replay --config="$tmp/swap.textproto" --trace="$trace" >/dev/null 2>"$tmp/stderr"
+[ $? -eq 2 ] || fail "swap without a host tier should exit 2"
+grep -q "needs a host tier" "$tmp/stderr" || fail "swap message: $(cat "$tmp/stderr")"
+
+[ "$failures" -eq 0 ] && echo "PASS" || exit 1

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# End-to-end checks of `kvsim import` and `kvsim inspect` on the bundled traces and on bad input.
+set -u
+kvsim="$1"
+data="traces/data"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE CMD... : runs CMD, captures stdout/stderr, checks the exit code.
+expect() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
+}
+has() { grep -q -- "$1" "$tmp/$2" || fail "missing '$1' in $2: $(head -c 600 "$tmp/$2")"; }
+
+# The issue's cross-check figures for the Mooncake trace, through the command line.
+expect 0 "$kvsim" inspect "$data/mooncake_synthetic.jsonl"
+has "^requests  *3993$" out
+has "^block references  *121877$" out
+has "^distinct blocks  *43924$" out
+has "^unbounded-cache hit ratio  *0.640$" out
+has "p25 2269  p50 6265  p75 12728" out
+
+expect 0 "$kvsim" inspect "$data/mooncake_synthetic.jsonl" --json
+has '"requests": 3993' out
+has '"stack_distance": {"p25": 2269, "p50": 6265, "p75": 12728}' out
+
+# import -> native -> inspect gives the same facts; -> jsonl -> native again.
+expect 0 "$kvsim" import "$data/mooncake_synthetic.jsonl" "$tmp/m.kvt"
+has "imported 3993 requests" out
+expect 0 "$kvsim" inspect "$tmp/m.kvt" --json
+has '"block_references": 121877' out
+expect 0 "$kvsim" import "$tmp/m.kvt" "$tmp/m.jsonl"
+expect 0 "$kvsim" import "$tmp/m.jsonl" "$tmp/m2.kvt" --import_zstd=false
+cmp -s <("$kvsim" inspect "$tmp/m.kvt" --json | sed 's/"path": "[^"]*", "format": "[^"]*"//') \
+       <("$kvsim" inspect "$tmp/m2.kvt" --json | sed 's/"path": "[^"]*", "format": "[^"]*"//') ||
+  fail "facts differ after native -> jsonl -> native"
+
+expect 0 "$kvsim" import "$data/azure_code_2023.csv" "$tmp/a.kvt"
+has "imported 8819 requests" out
+expect 0 "$kvsim" inspect "$tmp/a.kvt"
+has "^requests  *8819$" out
+has "no block hashes" out
+
+# Bad input: one line on stderr naming the file and line, exit code 2, no output file left behind.
+printf '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_len' >"$tmp/bad.jsonl"
+expect 2 "$kvsim" import "$tmp/bad.jsonl" "$tmp/bad.kvt"
+has "bad.jsonl:2: expected one JSON object per line" err
+[ ! -e "$tmp/bad.kvt" ] || fail "a failed import left $tmp/bad.kvt"
+ls "$tmp" | grep -q 'bad.kvt.tmp' && fail "a failed import left a temporary file"
+: >"$tmp/empty.csv"
+expect 2 "$kvsim" inspect "$tmp/empty.csv"
+has "the file is empty" err
+expect 2 "$kvsim" inspect "$data/azure_code_2023.csv" --trace_format=nope
+has "unknown trace format 'nope'" err
+expect 2 "$kvsim" inspect "$tmp/missing.jsonl"
+expect 2 "$kvsim" import "$data/azure_code_2023.csv"
+has "expected two arguments" err
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all trace CLI checks passed"

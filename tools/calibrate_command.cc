@@ -1,0 +1,76 @@
+// `kvsim calibrate`: times kvsim's kernels on this machine's GPU over a grid of shapes and writes the
+// calibration table (CSV) the table cost model reads. The work lives in kernels/calibration.h.
+#include <iostream>
+#include <ostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "kernels/calibration.h"
+#include "tools/command.h"
+#include "tools/common_flags.h"
+#include "util/file.h"
+#include "util/status_macros.h"
+#include "util/version.h"
+
+ABSL_FLAG(bool, full, false,
+          "calibrate: sweep the full grid (tens of minutes) instead of the coarse one (under 5 minutes on an "
+          "H200)");
+ABSL_FLAG(int32_t, calibrate_repetitions, 30, "calibrate: timed runs per point (count; median/p10/p90 over them)");
+ABSL_FLAG(std::string, calibrate_only, "",
+          "calibrate: comma-separated kinds to sweep (decode_attention, prefill_attention, gemm, "
+          "host_device_copy); empty = all");
+ABSL_FLAG(std::string, calibrate_revision, "",
+          "calibrate: revision of the build recorded in the table header (e.g. a git commit); empty = the "
+          "kvsim version");
+
+namespace kvsim {
+namespace {
+
+absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
+  const std::string dir = absl::GetFlag(FLAGS_out);
+  if (dir.empty()) return absl::InvalidArgumentError("--out (output directory) is required");
+  CalibrationOptions options;
+  options.full = absl::GetFlag(FLAGS_full);
+  options.repetitions = absl::GetFlag(FLAGS_calibrate_repetitions);
+  if (options.repetitions < 1) return absl::InvalidArgumentError("--calibrate_repetitions must be >= 1");
+  options.seed = absl::GetFlag(FLAGS_seed);
+  const std::string revision = absl::GetFlag(FLAGS_calibrate_revision);
+  options.tool_revision = absl::StrFormat("kvsim %s%s", kKvsimVersion, revision.empty() ? "" : " " + revision);
+  const std::string only = absl::GetFlag(FLAGS_calibrate_only);
+  if (!only.empty()) {
+    for (absl::string_view kind : absl::StrSplit(only, ',')) {
+      if (kind != "decode_attention" && kind != "prefill_attention" && kind != "gemm" && kind != "host_device_copy") {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--calibrate_only: unknown kind '%s' (expected decode_attention, prefill_attention, gemm, "
+            "host_device_copy)", kind));
+      }
+      options.only.emplace_back(kind);
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
+  const std::string path = dir + "/calibration.csv";
+  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, CalibrationCsv(result)));
+  for (const std::string& note : result.notes) out << "# " << note << "\n";
+  out << absl::StrFormat("wrote %s (%d rows)\n", path, result.rows.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+KVSIM_REGISTER_COMMAND(calibrate, {
+    .name = "calibrate",
+    .summary = "time kvsim's kernels on this GPU and write the calibration table (CSV)",
+    .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]",
+    .details = "Checks every kernel against the float64 CPU reference on small shapes, then times decode\n"
+               "attention (batch x context x segments x KV format x GQA x page size), chunked prefill (chunk x\n"
+               "prefix x segments), the recompute GEMMs (cuBLASLt) and host-to-device copies, and writes\n"
+               "DIR/calibration.csv in the cost model's table format. Needs a CUDA GPU: fails with exit\n"
+               "status 2 (Unavailable) elsewhere.",
+    .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_revision"},
+    .run = RunCalibrate,
+});
+
+}  // namespace kvsim

@@ -1,0 +1,204 @@
+// `kvsim costmodel VERB ...`: calibration tables and cost models (validate, import-vidur, synth, show,
+// memory). The work is done by the cost_models/ libraries; this file parses arguments and prints.
+#include <ostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cost_models/calibration_table.h"
+#include "cost_models/cost_model.h"
+#include "cost_models/kernel_roofline.h"
+#include "cost_models/peak_memory.h"
+#include "cost_models/synthetic_table.h"
+#include "cost_models/validation.h"
+#include "cost_models/vidur_import.h"
+#include "sim/config.h"
+#include "tools/command.h"
+#include "tools/common_flags.h"
+#include "util/file.h"
+#include "util/status_macros.h"
+
+ABSL_FLAG(std::string, costmodel_device, "",
+          "device preset or spec file for `synth` (e.g. h200); empty = the config's device");
+ABSL_FLAG(std::string, costmodel_model, "",
+          "model preset or spec file for `synth` (e.g. llama-3.1-8b); empty = the config's model");
+ABSL_FLAG(double, costmodel_launch_ns, 2000,
+          "`synth`: nanoseconds added to every kernel's roofline time (launch and tail latency)");
+ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
+          "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
+ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
+          "`memory`: resident KV tokens per GPU to size; 0 = report the most that fit");
+
+namespace kvsim {
+namespace {
+
+absl::StatusOr<proto::ExperimentConfig> LoadConfigWithOverrides() {
+  proto::ExperimentConfig config;
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (!path.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(config, LoadExperimentConfig(path));
+  }
+  const std::string device = absl::GetFlag(FLAGS_costmodel_device);
+  const std::string model = absl::GetFlag(FLAGS_costmodel_model);
+  if (!device.empty()) {
+    config.set_device_preset(device);
+    config.clear_device();
+  }
+  if (!model.empty()) {
+    config.set_model_preset(model);
+    config.clear_model();
+  }
+  return ResolveExperimentConfig(std::move(config), path.empty() ? "default" : path);
+}
+
+absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() != 1) return absl::InvalidArgumentError("usage: kvsim costmodel validate TABLE [--out=plot.svg]");
+  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ReadCalibrationTable(args[0]));
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  ValidationOptions options;
+  options.holdout_every = absl::GetFlag(FLAGS_costmodel_holdout_every);
+  if (options.holdout_every < 2) return absl::InvalidArgumentError("--costmodel_holdout_every must be >= 2");
+  KVSIM_ASSIGN_OR_RETURN(ValidationReport report, ValidateTable(table, MakeDeviceRates(config.device()), options));
+  const proto::CalibrationHeader& h = table.header();
+  out << "table " << args[0] << ": GPU " << (h.gpu_name().empty() ? "unknown" : h.gpu_name())
+      << (h.synthetic_from_datasheet() ? " (synthetic from datasheet figures, not measured)" : "")
+      << "; roofline prior from " << config.device().name() << "\n";
+  out << FormatValidationReport(report);
+  const std::string svg_path = absl::GetFlag(FLAGS_out);
+  if (!svg_path.empty()) {
+    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(svg_path, ValidationPlotSvg(report, args[0])));
+    out << "plot: " << svg_path << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() != 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR OUT");
+  VidurImportReport report;
+  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles(args[0], &report));
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[1], table));
+  out << absl::StrFormat("read %d rows from %s\nwrote %d points to %s\n", report.rows,
+                         absl::StrJoin(report.files, ", "), report.points, args[1]);
+  if (!report.skipped.empty()) {
+    out << absl::StrFormat("skipped %d rows:\n", report.skipped.size());
+    for (const std::string& s : report.skipped) out << "  " << s << "\n";
+  }
+  if (!report.unused.empty()) {
+    out << "time columns not imported (no counterpart in the kvsim composition):\n";
+    for (const std::string& s : report.unused) out << "  " << s << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Synth(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() != 1) return absl::InvalidArgumentError("usage: kvsim costmodel synth OUT [--costmodel_device=h200]");
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  SynthOptions options;
+  options.launch_ns = absl::GetFlag(FLAGS_costmodel_launch_ns);
+  if (!(options.launch_ns >= 0)) return absl::InvalidArgumentError("--costmodel_launch_ns must be >= 0");
+  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, SynthesizeTable(config, options));
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[0], table));
+  out << absl::StrFormat("wrote %d synthetic points (%s, %s) to %s\n", table.points_size(), config.model().name(),
+                         config.device().name(), args[0]);
+  return absl::OkStatus();
+}
+
+absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty()) return absl::InvalidArgumentError("usage: kvsim costmodel show [--config=FILE]");
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CreateCostModel(config));
+  out << "cost model: " << model->Describe() << "\n";
+  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear", "lm_head",
+                         "attention", "allreduce", "overhead");
+  struct Example {
+    std::string name;
+    std::vector<SequenceWork> pieces;
+  };
+  auto piece = [](int64_t context, int64_t tokens, int32_t segments = 1) {
+    SequenceWork s;
+    s.context_tokens = context;
+    s.new_tokens = tokens;
+    s.num_segments = segments;
+    return s;
+  };
+  std::vector<Example> examples = {
+      {"1 decode, context 1K", {piece(1000, 1)}},
+      {"1 decode, context 32K", {piece(32768, 1)}},
+      {"64 decodes, context 4K", std::vector<SequenceWork>(64, piece(4096, 1))},
+      {"prefill 2K chunk after 6K", {piece(6144, 2048)}},
+      {"64 decodes @4K + 1K chunk", std::vector<SequenceWork>(64, piece(4096, 1))},
+      {"1 decode, 32K in 8 segments", {piece(32768, 1, 8)}},
+  };
+  examples[4].pieces.push_back(piece(0, 1024));
+  for (const Example& e : examples) {
+    BatchShape batch;
+    batch.sequences = e.pieces;
+    KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, model->IterationBreakdown(batch));
+    out << absl::StrFormat("%-34s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", e.name, b.total_ns / 1e3,
+                           b.linear_ns / 1e3, b.lm_head_ns / 1e3, b.attention_ns / 1e3, b.allreduce_ns / 1e3,
+                           b.overhead_ns / 1e3);
+  }
+  KVSIM_ASSIGN_OR_RETURN(int64_t block_ns, model->RecomputeTimeNs(32768, 16));
+  out << absl::StrFormat("recompute of 16 tokens at position 32K: %.1f us\n", block_ns / 1e3);
+  return absl::OkStatus();
+}
+
+absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty()) return absl::InvalidArgumentError("usage: kvsim costmodel memory [--config=FILE]");
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  int64_t tokens = absl::GetFlag(FLAGS_costmodel_kv_tokens);
+  if (tokens < 0) return absl::InvalidArgumentError("--costmodel_kv_tokens must be >= 0");
+  if (tokens == 0) {
+    KVSIM_ASSIGN_OR_RETURN(tokens, MaxKvTokens(config));
+  }
+  KVSIM_ASSIGN_OR_RETURN(PeakMemory peak, EstimatePeakMemory(config, tokens));
+  const double gib = 1 << 30;
+  out << absl::StrFormat(
+      "%s on %s, KV %s, %d KV tokens per GPU\n  weights     %8.2f GiB\n  kv          %8.2f GiB\n"
+      "  activations %8.2f GiB\n  workspace   %8.2f GiB\n  total       %8.2f GiB of %.2f GiB (x %.2f "
+      "utilization = %.2f GiB)\n",
+      config.model().name(), config.device().name(), peak.kv_format, tokens, peak.weights_bytes / gib,
+      peak.kv_bytes / gib, peak.activation_bytes / gib, peak.workspace_bytes / gib, peak.total_bytes / gib,
+      config.device().memory_bytes() / gib, config.cache().gpu_memory_utilization(),
+      config.device().memory_bytes() * config.cache().gpu_memory_utilization() / gib);
+  return absl::OkStatus();
+}
+
+absl::Status RunCostModel(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) {
+    return absl::InvalidArgumentError("expected a verb: validate, import-vidur, synth, show or memory");
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "validate") return Validate(rest, out);
+  if (args[0] == "import-vidur") return ImportVidur(rest, out);
+  if (args[0] == "synth") return Synth(rest, out);
+  if (args[0] == "show") return Show(rest, out);
+  if (args[0] == "memory") return Memory(rest, out);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown verb '", args[0], "'; expected validate, import-vidur, synth, show or memory"));
+}
+
+}  // namespace
+
+KVSIM_REGISTER_COMMAND(costmodel, {
+    .name = "costmodel",
+    .summary = "calibration tables and cost models: validate, import-vidur, synth, show, memory",
+    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | synth OUT | show | memory",
+    .details =
+        "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
+        "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot.\n"
+        "import-vidur DIR OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in DIR) into a\n"
+        "                    calibration table OUT (.csv, or .textproto); lists skipped rows.\n"
+        "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
+        "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
+        "show                the configured cost model's per-term times for a few typical iterations.\n"
+        "memory              peak GPU memory (weights, KV at its format, activations, workspace).\n"
+        "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
+        "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
+    .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
+              "costmodel_holdout_every", "costmodel_kv_tokens"},
+    .run = RunCostModel,
+});
+
+}  // namespace kvsim

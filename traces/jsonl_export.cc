@@ -1,0 +1,314 @@
+#include "traces/jsonl_export.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+#include "traces/import_reader.h"
+#include "traces/jsonl_source.h"
+#include "traces/text_detect.h"
+#include "traces/trace_format.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr int64_t kJsonlVersion = 1;
+
+class JsonlWriter final : public TraceWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
+                                                           const TraceWriterOptions& options) {
+    if (options.block_tokens < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
+    }
+    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    std::FILE* file = std::fopen(tmp.c_str(), "wb");
+    if (file == nullptr) {
+      return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
+    }
+    std::unique_ptr<JsonlWriter> writer(new JsonlWriter(path, tmp, file, options.block_tokens));
+    std::string line = absl::StrCat("{\"kvsim_trace\": ", kJsonlVersion, ", \"source_format\": ");
+    AppendJsonString(options.source_format, &line);
+    absl::StrAppend(&line, ", \"block_tokens\": ", options.block_tokens, "}\n");
+    KVSIM_RETURN_IF_ERROR(writer->Put(line));
+    return std::unique_ptr<TraceWriter>(std::move(writer));
+  }
+
+  ~JsonlWriter() override {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      std::remove(tmp_.c_str());
+    }
+  }
+
+  absl::Status Write(const Request& r) override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+    if ((r.block_tokens != 0 && r.block_tokens != block_tokens_) ||
+        (r.block_tokens == 0 && !r.block_hashes.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": record ", records_, ": block_tokens: expected 0 (no hashes) or the trace's ",
+          block_tokens_, ", got ", r.block_tokens));
+    }
+    line_.clear();
+    absl::StrAppend(&line_, "{\"request_id\": ", r.request_id, ", \"arrival_ns\": ", r.arrival_ns,
+                    ", \"session_id\": ", r.session_id, ", \"parent_id\": ", r.parent_id,
+                    ", \"turn\": ", r.turn, ", \"input_tokens\": ", r.input_tokens,
+                    ", \"output_tokens\": ", r.output_tokens, ", \"block_tokens\": ", r.block_tokens,
+                    ", \"block_hashes\": [");
+    for (size_t k = 0; k < r.block_hashes.size(); ++k) {
+      if (k > 0) line_ += ", ";
+      absl::StrAppend(&line_, r.block_hashes[k]);
+    }
+    absl::StrAppend(&line_, "], \"type\": \"", proto::RequestType_Name(r.type), "\", \"failed\": ",
+                    r.failed ? "true" : "false", ", \"model\": ");
+    AppendJsonString(r.model, &line_);
+    line_ += ", \"tool_calls\": [";
+    for (size_t k = 0; k < r.tool_calls.size(); ++k) {
+      line_ += k > 0 ? ", {\"name\": " : "{\"name\": ";
+      AppendJsonString(r.tool_calls[k].name, &line_);
+      absl::StrAppend(&line_, ", \"duration_ns\": ", r.tool_calls[k].duration_ns, "}");
+    }
+    line_ += "]}\n";
+    ++records_;
+    return Put(line_);
+  }
+
+  absl::Status Close() override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
+    std::FILE* file = file_;
+    file_ = nullptr;
+    const bool flushed = std::fflush(file) == 0 && fsync(fileno(file)) == 0;
+    if (std::fclose(file) != 0 || !flushed) {
+      std::remove(tmp_.c_str());
+      return absl::InternalError(absl::StrCat(tmp_, ": cannot write: ", std::strerror(errno)));
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      const int error = errno;
+      std::remove(tmp_.c_str());
+      return absl::InternalError(absl::StrCat("cannot rename ", tmp_, " to ", path_, ": ", std::strerror(error)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  JsonlWriter(std::string path, std::string tmp, std::FILE* file, int32_t block_tokens)
+      : path_(std::move(path)), tmp_(std::move(tmp)), file_(file), block_tokens_(block_tokens) {}
+
+  absl::Status Put(absl::string_view bytes) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      return absl::InternalError(absl::StrCat(tmp_, ": cannot write: ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string path_;
+  std::string tmp_;
+  std::FILE* file_;
+  int32_t block_tokens_;
+  uint64_t records_ = 0;
+  std::string line_;
+};
+
+absl::Status JsonString(simdjson::dom::element value, absl::string_view field, std::string* out) {
+  std::string_view text;
+  if (value.get_string().get(text) != simdjson::SUCCESS) return JsonFieldError(field, "a string", value);
+  out->assign(text.data(), text.size());
+  return absl::OkStatus();
+}
+
+absl::Status JsonUint64(simdjson::dom::element value, absl::string_view field, uint64_t* out) {
+  if (value.get_uint64().get(*out) != simdjson::SUCCESS) {
+    return JsonFieldError(field, "an unsigned 64-bit integer", value);
+  }
+  return absl::OkStatus();
+}
+
+class KvsimJsonlSource final : public JsonlSource {
+ public:
+  KvsimJsonlSource(std::unique_ptr<LineReader> lines, int32_t block_tokens)
+      : JsonlSource(std::move(lines)), block_tokens_(block_tokens) {
+    SkipHeaderLine();  // OpenJsonlTrace has read it
+  }
+
+  bool has_request_ids() const override { return true; }
+  bool times_are_relative() const override { return true; }
+
+ protected:
+  absl::Status ParseObject(simdjson::dom::object object, Request* r) override {
+    constexpr int64_t kMax = INT64_MAX;
+    bool has_id = false, has_arrival = false, has_input = false, has_output = false;
+    int64_t v;
+    for (auto [key, value] : object) {
+      if (key == "request_id") {
+        KVSIM_RETURN_IF_ERROR(JsonUint64(value, "request_id", &r->request_id));
+        has_id = true;
+      } else if (key == "arrival_ns") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "arrival_ns", INT64_MIN, kMax, &r->arrival_ns));
+        has_arrival = true;
+      } else if (key == "session_id") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "session_id", -1, kMax, &r->session_id));
+      } else if (key == "parent_id") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "parent_id", -1, kMax, &r->parent_id));
+      } else if (key == "turn") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "turn", INT32_MIN, INT32_MAX, &v));
+        r->turn = static_cast<int32_t>(v);
+      } else if (key == "input_tokens") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_tokens", 0, kMax, &r->input_tokens));
+        has_input = true;
+      } else if (key == "output_tokens") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_tokens", 0, kMax, &r->output_tokens));
+        has_output = true;
+      } else if (key == "block_tokens") {
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "block_tokens", 0, INT32_MAX, &v));
+        if (v != 0 && v != block_tokens_) {
+          return JsonFieldError("block_tokens", absl::StrCat("0 or the header's ", block_tokens_), value);
+        }
+        r->block_tokens = static_cast<int32_t>(v);
+      } else if (key == "block_hashes") {
+        simdjson::dom::array array;
+        if (value.get_array().get(array) != simdjson::SUCCESS) {
+          return JsonFieldError("block_hashes", "an array of unsigned 64-bit ids", value);
+        }
+        r->block_hashes.clear();
+        for (simdjson::dom::element id : array) {
+          uint64_t h;
+          KVSIM_RETURN_IF_ERROR(JsonUint64(id, "block_hashes[]", &h));
+          r->block_hashes.push_back(h);
+        }
+      } else if (key == "type") {
+        std::string name;
+        KVSIM_RETURN_IF_ERROR(JsonString(value, "type", &name));
+        if (!proto::RequestType_Parse(name, &r->type)) {
+          return JsonFieldError("type", "a RequestType name such as \"REQUEST_TYPE_TEXT\"", value);
+        }
+      } else if (key == "failed") {
+        if (value.get_bool().get(r->failed) != simdjson::SUCCESS) {
+          return JsonFieldError("failed", "true or false", value);
+        }
+      } else if (key == "model") {
+        KVSIM_RETURN_IF_ERROR(JsonString(value, "model", &r->model));
+      } else if (key == "tool_calls") {
+        KVSIM_RETURN_IF_ERROR(ParseToolCalls(value, r));
+      }
+    }
+    if (!has_id) return JsonMissingField("request_id", "an unsigned 64-bit integer");
+    if (!has_arrival) return JsonMissingField("arrival_ns", "ns since the trace start");
+    if (!has_input) return JsonMissingField("input_tokens", "prompt tokens");
+    if (!has_output) return JsonMissingField("output_tokens", "generated tokens");
+    if (r->block_tokens == 0 && !r->block_hashes.empty()) {
+      return absl::InvalidArgumentError("block_hashes: given with block_tokens 0");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static absl::Status ParseToolCalls(simdjson::dom::element value, Request* r) {
+    simdjson::dom::array array;
+    if (value.get_array().get(array) != simdjson::SUCCESS) {
+      return JsonFieldError("tool_calls", "an array of {\"name\", \"duration_ns\"} objects", value);
+    }
+    for (simdjson::dom::element call : array) {
+      simdjson::dom::object object;
+      if (call.get_object().get(object) != simdjson::SUCCESS) {
+        return JsonFieldError("tool_calls[]", "an object", call);
+      }
+      ToolCall& out = r->tool_calls.emplace_back();
+      for (auto [key, field] : object) {
+        if (key == "name") {
+          KVSIM_RETURN_IF_ERROR(JsonString(field, "tool_calls[].name", &out.name));
+        } else if (key == "duration_ns") {
+          KVSIM_RETURN_IF_ERROR(JsonInt(field, "tool_calls[].duration_ns", 0, INT64_MAX, &out.duration_ns));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int32_t block_tokens_;
+};
+
+// Reads the header line: {"kvsim_trace": 1, "source_format": ..., "block_tokens": N}.
+absl::StatusOr<int32_t> ReadHeader(const std::string& path) {
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
+  absl::string_view line;
+  do {
+    if (!lines->Next(&line)) {
+      KVSIM_RETURN_IF_ERROR(lines->status());
+      return absl::InvalidArgumentError(absl::StrCat(path, ":1: expected the header line {\"kvsim_trace\": 1, ...}, found an empty file"));
+    }
+  } while (absl::StripAsciiWhitespace(line).empty());
+  const std::string where = absl::StrCat(path, ":", lines->line_number(), ": ");
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(line.data(), line.size(), false).get(object) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "expected the header object {\"kvsim_trace\": 1, ...}"));
+  }
+  int64_t version = 0, block_tokens = 0;
+  simdjson::dom::element value;
+  if (object["kvsim_trace"].get(value) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "kvsim_trace: missing (expected the header line first)"));
+  }
+  absl::Status status = JsonInt(value, "kvsim_trace", kJsonlVersion, kJsonlVersion, &version);
+  if (status.ok() && object["block_tokens"].get(value) == simdjson::SUCCESS) {
+    status = JsonInt(value, "block_tokens", 0, INT32_MAX, &block_tokens);
+  }
+  if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(where, status.message()));
+  return static_cast<int32_t>(block_tokens);
+}
+
+}  // namespace
+
+void AppendJsonString(absl::string_view text, std::string* out) {
+  out->push_back('"');
+  for (char c : text) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenJsonlTraceWriter(const std::string& path,
+                                                                  const TraceWriterOptions& options) {
+  return JsonlWriter::Open(path, options);
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenJsonlTrace(const std::string& path,
+                                                            const TraceOptions& options) {
+  KVSIM_ASSIGN_OR_RETURN(int32_t block_tokens, ReadHeader(path));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
+  auto source = std::make_unique<KvsimJsonlSource>(std::move(lines), block_tokens);
+  return MakeImportReader(std::move(source), TraceInfo{path, "jsonl", block_tokens}, options);
+}
+
+bool LooksLikeKvsimJsonl(absl::string_view head) {
+  const absl::string_view line = FirstNonBlankLine(head);
+  return absl::StartsWith(line, "{") && HasJsonKey(line, "kvsim_trace");
+}
+
+KVSIM_REGISTER_TRACE_FORMAT(jsonl, {
+    .name = "jsonl",
+    .description = "kvsim JSONL export: a {\"kvsim_trace\": 1} header line, then every Request field",
+    .detect_order = 10,
+    .detect = LooksLikeKvsimJsonl,
+    .open = OpenJsonlTrace,
+});
+
+}  // namespace kvsim

@@ -1,0 +1,99 @@
+#include "traces/jsonl_export.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "traces/test_util.h"
+#include "traces/trace_io.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+TEST(JsonlExportTest, WritesEveryFieldInTheDocumentedForm) {
+  const std::string path = ::testing::TempDir() + "/one.jsonl";
+  TraceWriterOptions options;
+  options.block_tokens = 16;
+  options.source_format = "bailian";
+  auto writer = OpenJsonlTraceWriter(path, options);
+  ASSERT_TRUE(writer.ok());
+  Request r;
+  r.request_id = 7;
+  r.arrival_ns = 250;
+  r.session_id = 2;
+  r.parent_id = 6;
+  r.turn = 3;
+  r.input_tokens = 20;
+  r.output_tokens = 4;
+  r.block_tokens = 16;
+  r.block_hashes = {18446744073709551615u, 9};
+  r.type = proto::REQUEST_TYPE_TEXT;
+  r.failed = true;
+  r.model = "a\"b\\c\n";
+  r.tool_calls = {{"bash", 5}};
+  ASSERT_TRUE((*writer)->Write(r).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(*ReadFile(path),
+            "{\"kvsim_trace\": 1, \"source_format\": \"bailian\", \"block_tokens\": 16}\n"
+            "{\"request_id\": 7, \"arrival_ns\": 250, \"session_id\": 2, \"parent_id\": 6, \"turn\": 3, "
+            "\"input_tokens\": 20, \"output_tokens\": 4, \"block_tokens\": 16, "
+            "\"block_hashes\": [18446744073709551615, 9], \"type\": \"REQUEST_TYPE_TEXT\", "
+            "\"failed\": true, \"model\": \"a\\\"b\\\\c\\n\", "
+            "\"tool_calls\": [{\"name\": \"bash\", \"duration_ns\": 5}]}\n");
+  auto back = ReadAll(path, {});  // detected as "jsonl"
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ(RequestDifference((*back)[0], r), "");  // arrival 250 kept: times are already relative
+}
+
+TEST(JsonlExportTest, HandWrittenMinimalRecordsGetDefaults) {
+  const std::string path = WriteTempFile(
+      "minimal.jsonl",
+      "{\"kvsim_trace\": 1}\n"
+      "{\"request_id\": 4, \"arrival_ns\": 10, \"input_tokens\": 3, \"output_tokens\": 2}\n");
+  auto back = ReadAll(path, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 1u);
+  Request expected;
+  expected.request_id = 4;
+  expected.arrival_ns = 10;
+  expected.input_tokens = 3;
+  expected.output_tokens = 2;
+  EXPECT_EQ(RequestDifference((*back)[0], expected), "");
+}
+
+TEST(JsonlExportTest, BadRecordsNameLineAndField) {
+  struct Case {
+    std::string name, contents, expected;
+  } cases[] = {
+      {"noheader.jsonl", "{\"request_id\": 4, \"arrival_ns\": 10, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+       "noheader.jsonl:1: kvsim_trace: missing"},
+      {"version.jsonl", "{\"kvsim_trace\": 2}\n", "version.jsonl:1: kvsim_trace: expected an integer in [1, 1]"},
+      {"blocks.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"block_tokens\": 512}\n",
+       "blocks.jsonl:2: block_tokens: expected 0 or the header's 16, got 512"},
+      {"nohashbt.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"block_hashes\": [1]}\n",
+       "nohashbt.jsonl:2: block_hashes: given with block_tokens 0"},
+      {"type.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"type\": \"TEXT\"}\n",
+       "type.jsonl:2: type: expected a RequestType name"},
+      {"missing.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+       "missing.jsonl:2: arrival_ns: missing"},
+  };
+  for (const Case& c : cases) {
+    TraceOptions options;
+    options.format = "jsonl";
+    auto requests = ReadAll(WriteTempFile(c.name, c.contents), options);
+    EXPECT_EQ(requests.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(requests.status().message().find(c.expected), absl::string_view::npos)
+        << c.name << ": " << requests.status();
+  }
+}
+
+TEST(JsonlExportTest, UnknownWriterFormatIsAnError) {
+  auto writer = OpenTraceWriter(::testing::TempDir() + "/x.csv", "csv", 0);
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(writer.status().message().find("known: native, jsonl"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace kvsim

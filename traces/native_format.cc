@@ -1,0 +1,600 @@
+#include "traces/native_format.h"
+
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "traces/trace_format.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr uint32_t kFrameMagic = 0x5246564b;  // "KVFR" little-endian
+
+// ---- Little-endian fixed-width and varint coding ---------------------------------------------------
+
+void PutFixed32(std::string* out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 4);
+}
+void PutFixed64(std::string* out, uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 8);
+}
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+uint64_t GetFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+
+inline void PutVarint(std::string* out, uint64_t v) {
+  char b[10];
+  int n = 0;
+  while (v >= 0x80) {
+    b[n++] = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  b[n++] = static_cast<char>(v);
+  out->append(b, n);
+}
+inline uint64_t ZigZag(uint64_t v) {  // v is a two's-complement int64 bit pattern
+  return (v << 1) ^ (0 - (v >> 63));
+}
+inline uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
+inline void PutSigned(std::string* out, uint64_t v) { PutVarint(out, ZigZag(v)); }
+
+// Bounds-checked decoding of one frame's bytes.
+class Decoder {
+ public:
+  Decoder(const char* begin, const char* end) : p_(reinterpret_cast<const uint8_t*>(begin)),
+                                                end_(reinterpret_cast<const uint8_t*>(end)) {}
+  bool Varint(uint64_t* v) {
+    if (p_ < end_ && *p_ < 0x80) {  // one-byte fast path
+      *v = *p_++;
+      return true;
+    }
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
+      const uint64_t byte = *p_++;
+      result |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Signed(uint64_t* v) {
+    if (!Varint(v)) return false;
+    *v = UnZigZag(*v);
+    return true;
+  }
+  bool Bytes(uint64_t n, std::string* out) {
+    if (n > static_cast<uint64_t>(end_ - p_)) return false;
+    out->assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  size_t remaining() const { return end_ - p_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// Per-frame delta state, shared by the encoder and the decoder.
+struct DeltaState {
+  uint64_t previous_id = ~uint64_t{0};  // so that request 0 first in a frame codes as delta 0
+  uint64_t previous_arrival = 0;
+  uint64_t previous_session = 0;
+  uint64_t previous_first_hash = 0;
+  std::string previous_model;
+};
+
+void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, std::string* out) {
+  uint32_t flags = 0;
+  if (r.session_id >= 0) flags |= kHasSession;
+  if (r.parent_id >= 0) flags |= kHasParent;
+  if (r.turn != 0) flags |= kHasTurn;
+  if (r.type != proto::REQUEST_TYPE_UNSPECIFIED) flags |= kHasType;
+  if (r.block_tokens != 0 && r.block_tokens == header_block_tokens) flags |= kHasHashes;
+  if (r.model != s->previous_model) flags |= kModelChanged;
+  if (!r.tool_calls.empty()) flags |= kHasToolCalls;
+  if (r.failed) flags |= kFailed;
+  PutVarint(out, flags);
+  PutSigned(out, r.request_id - (s->previous_id + 1));
+  s->previous_id = r.request_id;
+  const uint64_t arrival = static_cast<uint64_t>(r.arrival_ns);
+  PutSigned(out, arrival - s->previous_arrival);
+  s->previous_arrival = arrival;
+  if (flags & kHasSession) {
+    PutSigned(out, static_cast<uint64_t>(r.session_id) - s->previous_session);
+    s->previous_session = static_cast<uint64_t>(r.session_id);
+  }
+  if (flags & kHasParent) PutSigned(out, r.request_id - static_cast<uint64_t>(r.parent_id));
+  if (flags & kHasTurn) PutSigned(out, static_cast<uint64_t>(static_cast<int64_t>(r.turn)));
+  PutSigned(out, static_cast<uint64_t>(r.input_tokens));
+  PutSigned(out, static_cast<uint64_t>(r.output_tokens));
+  if (flags & kHasType) PutVarint(out, static_cast<uint32_t>(r.type));
+  if (flags & kHasHashes) {
+    const std::vector<uint64_t>& h = r.block_hashes;
+    PutVarint(out, h.size());
+    uint64_t previous = s->previous_first_hash;
+    for (size_t k = 0; k < h.size();) {
+      // A run: h[k] as a delta, then how many of the following ids continue it by +1 each.
+      PutSigned(out, h[k] - previous);
+      size_t end = k + 1;
+      while (end < h.size() && h[end] == h[end - 1] + 1) ++end;
+      PutVarint(out, end - k - 1);
+      previous = h[end - 1];
+      k = end;
+    }
+    if (!h.empty()) s->previous_first_hash = h[0];
+  }
+  if (flags & kModelChanged) {
+    PutVarint(out, r.model.size());
+    out->append(r.model);
+    s->previous_model = r.model;
+  }
+  if (flags & kHasToolCalls) {
+    PutVarint(out, r.tool_calls.size());
+    for (const ToolCall& call : r.tool_calls) {
+      PutVarint(out, call.name.size());
+      out->append(call.name);
+      PutSigned(out, static_cast<uint64_t>(call.duration_ns));
+    }
+  }
+}
+
+// Decodes one record; returns "" or what is wrong.
+const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s, Request* r) {
+  uint64_t flags, v;
+  if (!d.Varint(&flags)) return "record flags run past the frame";
+  if (flags & ~uint64_t{kKnownFlags}) return "unknown record flags";
+  if (!d.Signed(&v)) return "request_id runs past the frame";
+  r->request_id = s->previous_id + 1 + v;
+  s->previous_id = r->request_id;
+  if (!d.Signed(&v)) return "arrival_ns runs past the frame";
+  s->previous_arrival += v;
+  r->arrival_ns = static_cast<int64_t>(s->previous_arrival);
+  if (flags & kHasSession) {
+    if (!d.Signed(&v)) return "session_id runs past the frame";
+    s->previous_session += v;
+    r->session_id = static_cast<int64_t>(s->previous_session);
+    if (r->session_id < 0) return "negative session_id";
+  }
+  if (flags & kHasParent) {
+    if (!d.Signed(&v)) return "parent_id runs past the frame";
+    r->parent_id = static_cast<int64_t>(r->request_id - v);
+    if (r->parent_id < 0) return "negative parent_id";
+  }
+  if (flags & kHasTurn) {
+    if (!d.Signed(&v)) return "turn runs past the frame";
+    const int64_t turn = static_cast<int64_t>(v);
+    if (turn < INT32_MIN || turn > INT32_MAX || turn == 0) return "turn out of range";
+    r->turn = static_cast<int32_t>(turn);
+  }
+  if (!d.Signed(&v)) return "input_tokens runs past the frame";
+  r->input_tokens = static_cast<int64_t>(v);
+  if (!d.Signed(&v)) return "output_tokens runs past the frame";
+  r->output_tokens = static_cast<int64_t>(v);
+  if (flags & kHasType) {
+    if (!d.Varint(&v)) return "type runs past the frame";
+    if (v == 0 || !proto::RequestType_IsValid(static_cast<int>(v))) return "unknown request type";
+    r->type = static_cast<proto::RequestType>(v);
+  }
+  if (flags & kHasHashes) {
+    if (header_block_tokens == 0) return "block hashes in a trace whose header has block_tokens 0";
+    r->block_tokens = header_block_tokens;
+    uint64_t count;
+    if (!d.Varint(&count)) return "block hash count runs past the frame";
+    if (count > kNativeMaxHashesPerRecord) return "block hash count over the per-record limit";
+    r->block_hashes.resize(count);
+    uint64_t* out = r->block_hashes.data();
+    uint64_t previous = s->previous_first_hash;
+    for (uint64_t k = 0; k < count;) {
+      uint64_t run;
+      if (!d.Signed(&v) || !d.Varint(&run)) return "block hashes run past the frame";
+      if (run >= count - k) return "a block hash run longer than the hash count";
+      const uint64_t h = previous + v;
+      uint64_t* run_out = out + k;
+      for (uint64_t j = 0; j <= run; ++j) run_out[j] = h + j;  // independent stores: vectorisable
+      k += run + 1;
+      previous = h + run;
+    }
+    if (count > 0) s->previous_first_hash = out[0];
+  } else {
+    r->block_hashes.clear();  // the caller may have left the previous record's ids
+  }
+  if (flags & kModelChanged) {
+    if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
+  }
+  r->model = s->previous_model;
+  if (flags & kHasToolCalls) {
+    uint64_t count;
+    if (!d.Varint(&count) || count == 0 || count > d.remaining()) return "tool call count runs past the frame";
+    r->tool_calls.resize(count);
+    for (ToolCall& call : r->tool_calls) {
+      if (!d.Varint(&v) || !d.Bytes(v, &call.name)) return "tool name runs past the frame";
+      if (!d.Signed(&v)) return "tool duration runs past the frame";
+      call.duration_ns = static_cast<int64_t>(v);
+    }
+  }
+  r->failed = (flags & kFailed) != 0;
+  return "";
+}
+
+absl::Status OpenError(const std::string& path, const char* verb) {
+  const std::string message = absl::StrCat(path, ": cannot ", verb, ": ", std::strerror(errno));
+  if (errno == ENOENT) return absl::NotFoundError(message);
+  if (errno == EACCES || errno == EPERM) return absl::PermissionDeniedError(message);
+  return absl::InternalError(message);
+}
+
+// Parses and checks the 4096-byte header block.
+absl::StatusOr<proto::TraceHeader> ParseHeader(const std::string& path, const std::string& block) {
+  if (block.size() < kNativeHeaderBytes || std::memcmp(block.data(), kNativeMagic, 8) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a native kvsim trace (expected the magic \"KVSIMTRC\" and a ",
+                     kNativeHeaderBytes, "-byte header)"));
+  }
+  const uint32_t version = GetFixed32(block.data() + 8);
+  if (version != kNativeVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": native trace version ", version,
+                                                   "; this build reads version ", kNativeVersion));
+  }
+  const uint32_t length = GetFixed32(block.data() + 12);
+  if (length > kNativeHeaderBytes - 24) {
+    return absl::DataLossError(absl::StrCat(path, ": corrupt header: length ", length));
+  }
+  const absl::string_view bytes(block.data() + 24, length);
+  proto::TraceHeader header;
+  if (NativeChecksum(bytes) != GetFixed64(block.data() + 16) ||
+      !header.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat(path, ": corrupt header: checksum mismatch"));
+  }
+  if (header.block_tokens() < 0) {
+    return absl::DataLossError(absl::StrCat(path, ": corrupt header: block_tokens < 0"));
+  }
+  return header;
+}
+
+// ---- Writer -------------------------------------------------------------------------------------
+
+class NativeWriter final : public TraceWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
+                                                           const TraceWriterOptions& options) {
+    if (options.block_tokens < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
+    }
+    if (options.frame_bytes < 64 || options.frame_bytes > kNativeMaxFrameBytes / 2) {
+      return absl::InvalidArgumentError(absl::StrCat("frame_bytes: expected 64 .. ",
+                                                     kNativeMaxFrameBytes / 2, ", got ", options.frame_bytes));
+    }
+    if (options.compress && (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel())) {
+      return absl::InvalidArgumentError(absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(),
+                                                     ", got ", options.zstd_level));
+    }
+    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    std::FILE* file = std::fopen(tmp.c_str(), "wb");
+    if (file == nullptr) return OpenError(tmp, "create");
+    std::unique_ptr<NativeWriter> writer(new NativeWriter(path, tmp, file, options));
+    const std::string zeros(kNativeHeaderBytes, '\0');  // the header is written last, in place
+    KVSIM_RETURN_IF_ERROR(writer->Put(zeros));
+    return std::unique_ptr<TraceWriter>(std::move(writer));
+  }
+
+  ~NativeWriter() override {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      std::remove(tmp_.c_str());
+    }
+    ZSTD_freeCCtx(cctx_);
+  }
+
+  absl::Status Write(const Request& r) override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+    if (r.block_tokens != 0 && r.block_tokens != options_.block_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": record ", header_.num_requests(), ": block_tokens: expected 0 or the trace's ",
+          options_.block_tokens, ", got ", r.block_tokens));
+    }
+    if (r.block_tokens == 0 && !r.block_hashes.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
+    }
+    if (frame_records_ == 0) frame_first_record_ = header_.num_requests();
+    EncodeRecord(r, options_.block_tokens, &delta_, &frame_);
+    ++frame_records_;
+    UpdateSummary(r);
+    if (frame_.size() >= static_cast<size_t>(options_.frame_bytes)) return FlushFrame();
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
+    KVSIM_RETURN_IF_ERROR(FlushFrame());
+    std::string bytes;
+    header_.SerializeToString(&bytes);
+    if (bytes.size() > kNativeHeaderBytes - 24) {
+      return absl::InternalError(absl::StrCat(path_, ": header too large: ", bytes.size()));
+    }
+    std::string block(kNativeMagic, 8);
+    PutFixed32(&block, kNativeVersion);
+    PutFixed32(&block, static_cast<uint32_t>(bytes.size()));
+    PutFixed64(&block, NativeChecksum(bytes));
+    block += bytes;
+    block.resize(kNativeHeaderBytes, '\0');
+    if (std::fseek(file_, 0, SEEK_SET) != 0) return Failure("seek");
+    KVSIM_RETURN_IF_ERROR(Put(block));
+    if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) return Failure("flush");
+    std::FILE* file = file_;
+    file_ = nullptr;
+    if (std::fclose(file) != 0) {
+      std::remove(tmp_.c_str());
+      return absl::InternalError(absl::StrCat(tmp_, ": cannot close: ", std::strerror(errno)));
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      const int error = errno;
+      std::remove(tmp_.c_str());
+      return absl::InternalError(absl::StrCat("cannot rename ", tmp_, " to ", path_, ": ", std::strerror(error)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  NativeWriter(std::string path, std::string tmp, std::FILE* file, const TraceWriterOptions& options)
+      : path_(std::move(path)), tmp_(std::move(tmp)), file_(file), options_(options) {
+    header_.set_source_format(options.source_format);
+    header_.set_block_tokens(options.block_tokens);
+    header_.set_compression(options.compress ? proto::TRACE_COMPRESSION_ZSTD
+                                             : proto::TRACE_COMPRESSION_NONE);
+    if (options.compress) cctx_ = ZSTD_createCCtx();
+  }
+
+  absl::Status Failure(const char* what) {
+    return absl::InternalError(absl::StrCat(tmp_, ": cannot ", what, ": ", std::strerror(errno)));
+  }
+  absl::Status Put(absl::string_view bytes) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) return Failure("write");
+    return absl::OkStatus();
+  }
+
+  void UpdateSummary(const Request& r) {
+    const uint64_t n = header_.num_requests();
+    if (n == 0) first_arrival_ns_ = r.arrival_ns;
+    if (n > 0 && r.arrival_ns < last_arrival_ns_) {
+      header_.set_num_out_of_order(header_.num_out_of_order() + 1);
+    }
+    last_arrival_ns_ = r.arrival_ns;
+    header_.set_duration_ns(r.arrival_ns - first_arrival_ns_);
+    header_.set_num_requests(n + 1);
+    header_.set_input_tokens_total(header_.input_tokens_total() + r.input_tokens);
+    header_.set_output_tokens_total(header_.output_tokens_total() + r.output_tokens);
+    header_.set_block_references(header_.block_references() + r.block_hashes.size());
+    header_.set_max_input_tokens(std::max(header_.max_input_tokens(), r.input_tokens));
+    header_.set_max_output_tokens(std::max(header_.max_output_tokens(), r.output_tokens));
+    if (r.failed) header_.set_num_failed(header_.num_failed() + 1);
+  }
+
+  absl::Status FlushFrame() {
+    if (frame_records_ == 0) return absl::OkStatus();
+    absl::string_view stored = frame_;
+    if (options_.compress) {
+      compressed_.resize(ZSTD_compressBound(frame_.size()));
+      const size_t size = ZSTD_compressCCtx(cctx_, compressed_.data(), compressed_.size(),
+                                            frame_.data(), frame_.size(), options_.zstd_level);
+      if (ZSTD_isError(size)) {
+        return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(size)));
+      }
+      stored = absl::string_view(compressed_.data(), size);
+    }
+    std::string head;
+    PutFixed32(&head, kFrameMagic);
+    PutFixed32(&head, static_cast<uint32_t>(frame_records_));
+    PutFixed32(&head, static_cast<uint32_t>(frame_.size()));
+    PutFixed32(&head, static_cast<uint32_t>(stored.size()));
+    PutFixed64(&head, frame_first_record_);
+    PutFixed64(&head, NativeChecksum(frame_));
+    KVSIM_RETURN_IF_ERROR(Put(head));
+    KVSIM_RETURN_IF_ERROR(Put(stored));
+    header_.set_num_frames(header_.num_frames() + 1);
+    frame_.clear();
+    frame_records_ = 0;
+    delta_ = DeltaState();
+    return absl::OkStatus();
+  }
+
+  std::string path_;
+  std::string tmp_;
+  std::FILE* file_;
+  TraceWriterOptions options_;
+  ZSTD_CCtx* cctx_ = nullptr;
+  proto::TraceHeader header_;
+  std::string frame_;
+  std::string compressed_;
+  uint64_t frame_records_ = 0;
+  uint64_t frame_first_record_ = 0;
+  DeltaState delta_;
+  int64_t first_arrival_ns_ = 0;
+  int64_t last_arrival_ns_ = 0;
+};
+
+// ---- Reader -------------------------------------------------------------------------------------
+
+class NativeReader final : public TraceReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) return OpenError(path, "open");
+    std::unique_ptr<NativeReader> reader(new NativeReader(path, file));
+    std::string block(kNativeHeaderBytes, '\0');
+    const size_t got = std::fread(block.data(), 1, block.size(), file);
+    block.resize(got);
+    KVSIM_ASSIGN_OR_RETURN(reader->header_, ParseHeader(path, block));
+    reader->info_.block_tokens = reader->header_.block_tokens();
+    reader->offset_ = kNativeHeaderBytes;
+    return std::unique_ptr<TraceReader>(std::move(reader));
+  }
+
+  ~NativeReader() override {
+    std::fclose(file_);
+    ZSTD_freeDCtx(dctx_);
+  }
+
+  bool Next(Request* request) override {
+    if (!status_.ok()) return false;
+    if (frame_left_ == 0) {
+      if (!LoadFrame()) return false;
+    }
+    // Clear() empties block_hashes; keeping its old length instead lets DecodeRecord's resize() skip
+    // zero-filling ids it overwrites anyway.
+    std::vector<uint64_t> hashes;
+    hashes.swap(request->block_hashes);
+    request->Clear();
+    hashes.swap(request->block_hashes);
+    const char* problem = DecodeRecord(decoder_, header_.block_tokens(), &delta_, request);
+    if (*problem != '\0') return Corrupt(problem);
+    ++record_;
+    if (--frame_left_ == 0 && decoder_.remaining() != 0) {
+      return Corrupt("bytes left over after the frame's last record");
+    }
+    return true;
+  }
+
+  absl::Status status() const override { return status_; }
+  const TraceInfo& info() const override { return info_; }
+
+ private:
+  NativeReader(std::string path, std::FILE* file)
+      : file_(file), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {
+    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  }
+
+  bool Corrupt(absl::string_view what) {
+    status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ",
+                                               frame_offset_, "): corrupt or truncated trace: ", what));
+    return false;
+  }
+
+  // Reads the next frame; false at a clean end (all records read, nothing after) or on error.
+  bool LoadFrame() {
+    frame_offset_ = offset_;
+    char head[kNativeFrameHeaderBytes];
+    const size_t got = std::fread(head, 1, sizeof(head), file_);
+    offset_ += got;
+    if (record_ == header_.num_requests()) {
+      if (got == 0 && !std::ferror(file_)) return false;  // clean end
+      return Corrupt("data after the last record the header announces");
+    }
+    if (got < sizeof(head)) {
+      return Corrupt(absl::StrCat("file ends after ", record_, " of the header's ",
+                                  header_.num_requests(), " records"));
+    }
+    const uint32_t records = GetFixed32(head + 4);
+    const uint32_t encoded = GetFixed32(head + 8);
+    const uint32_t stored = GetFixed32(head + 12);
+    if (GetFixed32(head) != kFrameMagic) return Corrupt("bad frame magic");
+    if (GetFixed64(head + 16) != record_) return Corrupt("frame starts at an unexpected record index");
+    if (records == 0 || records > header_.num_requests() - record_) return Corrupt("bad frame record count");
+    if (encoded > kNativeMaxFrameBytes || stored > kNativeMaxFrameBytes) return Corrupt("frame too large");
+    const bool zstd = header_.compression() == proto::TRACE_COMPRESSION_ZSTD;
+    if (!zstd && stored != encoded) return Corrupt("stored size differs from the encoded size");
+    std::string& target = zstd ? compressed_ : frame_;
+    target.resize(stored);
+    const size_t read = std::fread(target.data(), 1, stored, file_);
+    offset_ += read;
+    if (read < stored) return Corrupt("file ends inside a frame");
+    if (zstd) {
+      frame_.resize(encoded);
+      if (dctx_ == nullptr) dctx_ = ZSTD_createDCtx();
+      const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), frame_.size(), compressed_.data(), stored);
+      if (ZSTD_isError(size) || size != encoded) return Corrupt("zstd frame does not decompress");
+    }
+    if (NativeChecksum(frame_) != GetFixed64(head + 24)) return Corrupt("frame checksum mismatch");
+    decoder_ = Decoder(frame_.data(), frame_.data() + frame_.size());
+    delta_ = DeltaState();
+    frame_left_ = records;
+    return true;
+  }
+
+  std::FILE* file_;
+  TraceInfo info_;
+  proto::TraceHeader header_;
+  ZSTD_DCtx* dctx_ = nullptr;
+  std::string frame_;
+  std::string compressed_;
+  Decoder decoder_;
+  DeltaState delta_;
+  uint64_t frame_left_ = 0;
+  uint64_t record_ = 0;
+  uint64_t offset_ = 0;
+  uint64_t frame_offset_ = 0;
+  absl::Status status_;
+};
+
+}  // namespace
+
+uint64_t NativeChecksum(absl::string_view data) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = 0x243f6a8885a308d3ULL ^ data.size();
+  size_t i = 0;
+  for (; i + 8 <= data.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, data.data() + i, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < data.size(); ++k) tail |= uint64_t{static_cast<uint8_t>(data[i + k])} << (8 * k);
+  h = (h ^ tail) * kMul;
+  return h ^ (h >> 32);
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path,
+                                                             const TraceOptions& options) {
+  return NativeReader::Open(path);
+}
+
+absl::StatusOr<proto::TraceHeader> ReadNativeHeader(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return OpenError(path, "open");
+  std::string block(kNativeHeaderBytes, '\0');
+  block.resize(std::fread(block.data(), 1, block.size(), file));
+  std::fclose(file);
+  return ParseHeader(path, block);
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenNativeTraceWriter(const std::string& path,
+                                                                   const TraceWriterOptions& options) {
+  return NativeWriter::Open(path, options);
+}
+
+bool LooksLikeNative(absl::string_view head) {
+  return absl::StartsWith(head, absl::string_view(kNativeMagic, 8));
+}
+
+KVSIM_REGISTER_TRACE_FORMAT(native, {
+    .name = "native",
+    .description = "kvsim native binary trace (magic KVSIMTRC; varint records in zstd frames)",
+    .detect_order = 0,
+    .detect = LooksLikeNative,
+    .open = OpenNativeTrace,
+});
+
+}  // namespace kvsim

@@ -1,0 +1,246 @@
+#include "traces/native_format.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "traces/test_util.h"
+#include "traces/trace_io.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+// Requests exercising every field and the coder's edge cases.
+std::vector<Request> EdgeRequests() {
+  std::vector<Request> out;
+  Request a;
+  a.request_id = 0;
+  a.arrival_ns = 0;
+  a.input_tokens = 1000;
+  a.output_tokens = 7;
+  a.block_tokens = 16;
+  a.block_hashes = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+                    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48,
+                    49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67};  // 63
+  out.push_back(a);
+  Request b;  // a session turn with a parent, a model, tool calls, huge hashes
+  b.request_id = 17;
+  b.arrival_ns = 1'500'000'000;
+  b.session_id = 3;
+  b.parent_id = 0;
+  b.turn = 2;
+  b.input_tokens = 20;
+  b.output_tokens = 0;
+  b.block_tokens = 16;
+  b.block_hashes = {~uint64_t{0}, 1, uint64_t{1} << 63};
+  b.type = proto::REQUEST_TYPE_API;
+  b.failed = true;
+  b.model = "GPT-4 \"turbo\"";
+  b.tool_calls = {{"bash", 2'000'000}, {"", 0}};
+  out.push_back(b);
+  Request c;  // earlier than b (non-monotonic), id going down, same model, no hashes but block_tokens
+  c.request_id = 5;
+  c.arrival_ns = 1'000;
+  c.session_id = 3;
+  c.turn = -1;
+  c.input_tokens = 0;
+  c.output_tokens = 1;
+  c.block_tokens = 16;
+  c.model = "GPT-4 \"turbo\"";
+  out.push_back(c);
+  Request d;  // no blocks at all, model back to empty, extreme values
+  d.request_id = ~uint64_t{0};
+  d.arrival_ns = INT64_MAX;
+  d.session_id = INT64_MAX;
+  d.input_tokens = INT64_MAX;
+  d.output_tokens = 0;
+  d.type = proto::REQUEST_TYPE_CONVERSATION;
+  out.push_back(d);
+  Request e;  // hash runs of several lengths, one wrapping past 2^64 - 1, a repeated id
+  e.request_id = 6;
+  e.arrival_ns = 5;
+  e.input_tokens = 7 * 16;
+  e.block_tokens = 16;
+  e.block_hashes = {~uint64_t{0} - 1, ~uint64_t{0}, 0, 1, 100, 100, 101};
+  out.push_back(e);
+  return out;
+}
+
+absl::Status WriteNative(const std::string& path, const std::vector<Request>& requests,
+                         TraceWriterOptions options) {
+  auto writer = OpenNativeTraceWriter(path, options);
+  if (!writer.ok()) return writer.status();
+  for (const Request& r : requests) {
+    absl::Status status = (*writer)->Write(r);
+    if (!status.ok()) return status;
+  }
+  return (*writer)->Close();
+}
+
+void ExpectSame(const std::vector<Request>& expected, const std::vector<Request>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(RequestDifference(expected[i], actual[i]), "") << "record " << i;
+  }
+}
+
+TEST(NativeFormatTest, EveryFieldRoundTripsWithAndWithoutCompressionAndAcrossFrames) {
+  std::vector<Request> requests;
+  for (int copy = 0; copy < 50; ++copy) {
+    for (const Request& r : EdgeRequests()) requests.push_back(r);
+  }
+  for (bool compress : {false, true}) {
+    for (int64_t frame_bytes : {64, 65536}) {
+      TraceWriterOptions options;
+      options.block_tokens = 16;
+      options.compress = compress;
+      options.frame_bytes = frame_bytes;
+      const std::string path = ::testing::TempDir() + "/edge.kvt";
+      ASSERT_TRUE(WriteNative(path, requests, options).ok());
+      auto reader = OpenNativeTrace(path, {});
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      auto actual = ReadAll(**reader);
+      ASSERT_TRUE(actual.ok()) << actual.status();
+      ExpectSame(requests, *actual);
+      EXPECT_EQ((*reader)->info().format, "native");
+      EXPECT_EQ((*reader)->info().block_tokens, 16);
+      auto header = ReadNativeHeader(path);
+      ASSERT_TRUE(header.ok());
+      // 64-byte frames hold a record or two each: many frames; 64 KiB holds all 250 records.
+      if (frame_bytes == 65536) {
+        EXPECT_EQ(header->num_frames(), 1u);
+      } else {
+        EXPECT_GT(header->num_frames(), 50u);
+      }
+    }
+  }
+}
+
+TEST(NativeFormatTest, HeaderCarriesHandComputedSummary) {
+  const std::vector<Request> requests = EdgeRequests();
+  TraceWriterOptions options;
+  options.block_tokens = 16;
+  options.source_format = "test";
+  const std::string path = ::testing::TempDir() + "/summary.kvt";
+  ASSERT_TRUE(WriteNative(path, requests, options).ok());
+  auto header = ReadNativeHeader(path);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->source_format(), "test");
+  EXPECT_EQ(header->block_tokens(), 16);
+  EXPECT_EQ(header->num_requests(), 5u);
+  EXPECT_EQ(header->duration_ns(), 5);  // last (5 ns) - first (0)
+  EXPECT_EQ(header->input_tokens_total(), 1000u + 20 + 0 + uint64_t{INT64_MAX} + 112);
+  EXPECT_EQ(header->output_tokens_total(), 8u);  // 7 + 0 + 1 + 0 + 0
+  EXPECT_EQ(header->block_references(), 73u);    // 63 + 3 + 7
+  EXPECT_EQ(header->max_input_tokens(), INT64_MAX);
+  EXPECT_EQ(header->max_output_tokens(), 7);
+  EXPECT_EQ(header->num_failed(), 1u);
+  EXPECT_EQ(header->num_out_of_order(), 2u);  // c (1000 ns) after b (1.5 s); e (5 ns) after d
+  EXPECT_EQ(header->compression(), proto::TRACE_COMPRESSION_ZSTD);
+}
+
+TEST(NativeFormatTest, WriterRejectsInconsistentBlockSizesAndLeavesNoFile) {
+  const std::string path = ::testing::TempDir() + "/rejected.kvt";
+  std::remove(path.c_str());
+  TraceWriterOptions options;
+  options.block_tokens = 512;
+  auto writer = OpenNativeTraceWriter(path, options);
+  ASSERT_TRUE(writer.ok());
+  Request r;
+  r.block_tokens = 16;
+  r.block_hashes = {1};
+  absl::Status status = (*writer)->Write(r);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("record 0: block_tokens: expected 0 or the trace's 512, got 16"),
+            absl::string_view::npos)
+      << status;
+  r.block_tokens = 0;
+  EXPECT_EQ((*writer)->Write(r).code(), absl::StatusCode::kInvalidArgument);
+  writer->reset();  // abandoned: nothing appears at `path`
+  EXPECT_EQ(ReadFile(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Writes the edge requests uncompressed in 64-byte frames and returns the file's bytes.
+std::string EdgeFileBytes(const std::string& path) {
+  TraceWriterOptions options;
+  options.block_tokens = 16;
+  options.compress = false;
+  options.frame_bytes = 64;
+  EXPECT_TRUE(WriteNative(path, EdgeRequests(), options).ok());
+  return *ReadFile(path);
+}
+
+absl::Status ReadBack(const std::string& path, const std::string& bytes, size_t* records) {
+  EXPECT_TRUE(WriteFileAtomically(path, bytes).ok());
+  auto reader = OpenTrace(path, {});
+  if (!reader.ok()) return reader.status();
+  Request r;
+  *records = 0;
+  while ((*reader)->Next(&r)) ++*records;
+  return (*reader)->status();
+}
+
+TEST(NativeFormatTest, CorruptionAndTruncationNameTheRecord) {
+  const std::string path = ::testing::TempDir() + "/corrupt.kvt";
+  const std::string good = EdgeFileBytes(path);
+  size_t records = 0;
+  ASSERT_TRUE(ReadBack(path, good, &records).ok());
+  ASSERT_EQ(records, 5u);
+
+  // Truncated in the middle of the last frame: the first records still come out, then DataLoss.
+  absl::Status truncated = ReadBack(path, good.substr(0, good.size() - 3), &records);
+  EXPECT_EQ(truncated.code(), absl::StatusCode::kDataLoss);
+  // The records of the intact frames come out; the error names the first record of the cut frame.
+  EXPECT_GE(records, 1u);
+  EXPECT_LT(records, 5u);
+  EXPECT_NE(truncated.message().find(absl::StrCat("record ", records, " (frame at byte")),
+            absl::string_view::npos)
+      << truncated;
+  EXPECT_NE(truncated.message().find("file ends inside a frame"), absl::string_view::npos) << truncated;
+
+  // A flipped byte inside the first frame's data: checksum mismatch at record 0.
+  std::string flipped = good;
+  flipped[kNativeHeaderBytes + kNativeFrameHeaderBytes + 5] ^= 0x40;
+  absl::Status corrupt = ReadBack(path, flipped, &records);
+  EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(corrupt.message().find("record 0 (frame at byte 4096): corrupt or truncated trace: frame checksum mismatch"),
+            absl::string_view::npos)
+      << corrupt;
+
+  // Extra bytes after the last frame.
+  absl::Status trailing = ReadBack(path, good + "x", &records);
+  EXPECT_EQ(trailing.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(trailing.message().find("data after the last record"), absl::string_view::npos);
+
+  // A damaged header.
+  std::string header = good;
+  header[30] ^= 1;
+  EXPECT_EQ(ReadBack(path, header, &records).code(), absl::StatusCode::kDataLoss);
+  // Cut inside the header: not recognisable as a native trace any more when named explicitly.
+  auto cut = OpenNativeTrace((WriteFileAtomically(path, good.substr(0, 100)).ok(), path), {});
+  EXPECT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(cut.status().message().find("not a native kvsim trace"), absl::string_view::npos);
+}
+
+TEST(NativeFormatTest, EveryTruncationPointIsAnErrorNeverACrashOrSilentLoss) {
+  const std::string path = ::testing::TempDir() + "/every_cut.kvt";
+  const std::string good = EdgeFileBytes(path);
+  for (size_t size = kNativeHeaderBytes; size < good.size(); ++size) {
+    size_t records = 0;
+    absl::Status status = ReadBack(path, good.substr(0, size), &records);
+    EXPECT_FALSE(status.ok()) << "cut at " << size;
+    EXPECT_LT(records, 5u);
+  }
+}
+
+TEST(NativeFormatTest, DetectedByMagic) {
+  EXPECT_TRUE(LooksLikeNative(absl::string_view("KVSIMTRC\x01\0\0\0", 12)));
+  EXPECT_FALSE(LooksLikeNative("KVSIMTR"));
+  EXPECT_FALSE(LooksLikeNative("{\"kvsim_trace\": 1}"));
+}
+
+}  // namespace
+}  // namespace kvsim

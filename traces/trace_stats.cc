@@ -1,0 +1,212 @@
+#include "traces/trace_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "traces/jsonl_export.h"
+
+namespace kvsim {
+namespace {
+
+constexpr int64_t kMinuteNs = 60'000'000'000;
+
+// A Fenwick (binary indexed) tree over positions 1..n that grows one position at a time.
+class GrowingFenwick {
+ public:
+  // Appends position n+1 with value `value`; returns its index.
+  int64_t Append(int32_t value) {
+    const int64_t i = static_cast<int64_t>(tree_.size());  // 1-based index of the new position
+    // tree[i] covers (i - lowbit(i), i]: the sum of the covered old positions plus the new value.
+    const int64_t low = i - (i & -i);
+    tree_.push_back(static_cast<int32_t>(Prefix(i - 1) - Prefix(low)) + value);
+    return i;
+  }
+  void Add(int64_t i, int32_t delta) {
+    for (; i < static_cast<int64_t>(tree_.size()); i += i & -i) tree_[i] += delta;
+  }
+  int64_t Prefix(int64_t i) const {  // sum of positions 1..i
+    int64_t sum = 0;
+    for (; i > 0; i -= i & -i) sum += tree_[i];
+    return sum;
+  }
+
+ private:
+  std::vector<int32_t> tree_ = {0};  // tree_[0] unused
+};
+
+struct BlockState {
+  int64_t last_access = 0;  // Fenwick position of the latest access
+  int64_t accesses = 0;
+};
+
+Distribution Summarise(std::vector<int64_t>& values) {
+  Distribution d;
+  if (values.empty()) return d;
+  long double sum = 0;
+  for (int64_t v : values) sum += v;
+  d.mean = static_cast<double>(sum / values.size());
+  d.p50 = NearestRankPercentile(values, 50);
+  d.p90 = NearestRankPercentile(values, 90);
+  d.p99 = NearestRankPercentile(values, 99);
+  d.max = values.back();  // sorted by the calls above
+  return d;
+}
+
+}  // namespace
+
+int64_t NearestRankPercentile(std::vector<int64_t>& values, double percent) {
+  if (values.empty()) return 0;
+  if (!std::is_sorted(values.begin(), values.end())) std::sort(values.begin(), values.end());
+  const double rank = std::ceil(percent / 100.0 * static_cast<double>(values.size()));
+  const size_t index = rank < 1 ? 0 : std::min(values.size(), static_cast<size_t>(rank)) - 1;
+  return values[index];
+}
+
+absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
+  TraceStats stats;
+  stats.path = reader.info().path;
+  stats.format = reader.info().format;
+  stats.block_tokens = reader.info().block_tokens;
+  std::vector<int64_t> inputs, outputs, distances;
+  absl::flat_hash_map<int64_t, int64_t> minute_counts;
+  absl::flat_hash_set<int64_t> sessions;
+  absl::flat_hash_map<uint64_t, BlockState> blocks;
+  GrowingFenwick fenwick;
+  int64_t hits = 0, prefix_hits = 0, first_arrival = 0, last_arrival = 0;
+  Request r;
+  while (reader.Next(&r)) {
+    if (stats.num_requests == 0) first_arrival = r.arrival_ns;
+    last_arrival = r.arrival_ns;
+    ++stats.num_requests;
+    ++minute_counts[(r.arrival_ns - first_arrival) / kMinuteNs];
+    inputs.push_back(r.input_tokens);
+    outputs.push_back(r.output_tokens);
+    if (r.failed) ++stats.num_failed;
+    if (r.session_id >= 0) {
+      sessions.insert(r.session_id);
+      ++stats.requests_in_sessions;
+      stats.max_turn = std::max(stats.max_turn, r.turn);
+    }
+    bool leading = true;
+    for (uint64_t id : r.block_hashes) {
+      const int64_t now = fenwick.Append(1);
+      auto [it, inserted] = blocks.try_emplace(id);
+      BlockState& block = it->second;
+      if (!inserted) {
+        ++hits;
+        if (leading) ++prefix_hits;
+        // Distinct blocks whose latest access lies strictly between the previous access and now.
+        const int64_t between = fenwick.Prefix(now - 1) - fenwick.Prefix(block.last_access);
+        distances.push_back(between);
+        fenwick.Add(block.last_access, -1);
+      } else {
+        leading = false;
+      }
+      block.last_access = now;
+      ++block.accesses;
+    }
+    stats.block_references += static_cast<int64_t>(r.block_hashes.size());
+  }
+  if (!reader.status().ok()) return reader.status();
+  stats.warnings = reader.warnings();
+  stats.duration_ns = last_arrival - first_arrival;
+  stats.mean_requests_per_minute =
+      stats.duration_ns > 0 ? stats.num_requests / (static_cast<double>(stats.duration_ns) / kMinuteNs)
+                            : static_cast<double>(stats.num_requests);
+  for (const auto& [minute, count] : minute_counts) {
+    stats.peak_requests_per_minute = std::max(stats.peak_requests_per_minute, count);
+  }
+  stats.input_tokens = Summarise(inputs);
+  stats.output_tokens = Summarise(outputs);
+  stats.num_sessions = static_cast<int64_t>(sessions.size());
+  if (stats.num_sessions > 0) {
+    stats.mean_requests_per_session = static_cast<double>(stats.requests_in_sessions) / stats.num_sessions;
+  }
+  stats.distinct_blocks = static_cast<int64_t>(blocks.size());
+  if (stats.block_references > 0) {
+    stats.unbounded_hit_ratio = static_cast<double>(hits) / stats.block_references;
+    stats.prefix_hit_ratio = static_cast<double>(prefix_hits) / stats.block_references;
+  }
+  int64_t reused = 0;
+  for (const auto& [id, block] : blocks) reused += block.accesses >= 2;
+  if (stats.distinct_blocks > 0) stats.reused_block_fraction = static_cast<double>(reused) / stats.distinct_blocks;
+  stats.num_reuses = static_cast<int64_t>(distances.size());
+  stats.stack_distance_p25 = NearestRankPercentile(distances, 25);
+  stats.stack_distance_p50 = NearestRankPercentile(distances, 50);
+  stats.stack_distance_p75 = NearestRankPercentile(distances, 75);
+  return stats;
+}
+
+std::string FormatTraceStats(const TraceStats& s) {
+  std::string out;
+  auto line = [&out](absl::string_view name, const std::string& value) {
+    absl::StrAppend(&out, absl::StrFormat("%-32s %s\n", name, value));
+  };
+  auto dist = [](const Distribution& d) {
+    return absl::StrFormat("mean %.1f  p50 %d  p90 %d  p99 %d  max %d", d.mean, d.p50, d.p90, d.p99, d.max);
+  };
+  line("trace", absl::StrCat(s.path, " (", s.format, ")"));
+  line("requests", absl::StrCat(s.num_requests));
+  line("duration", absl::StrFormat("%.3f s", s.duration_ns / 1e9));
+  line("arrival rate per minute", absl::StrFormat("mean %.2f  peak %d", s.mean_requests_per_minute,
+                                                  s.peak_requests_per_minute));
+  line("input tokens", dist(s.input_tokens));
+  line("output tokens", dist(s.output_tokens));
+  if (s.num_failed > 0) line("failed requests", absl::StrCat(s.num_failed));
+  if (s.num_sessions > 0) {
+    line("sessions", absl::StrFormat("%d (%d requests, %.2f per session, max turn %d)", s.num_sessions,
+                                     s.requests_in_sessions, s.mean_requests_per_session, s.max_turn));
+  } else {
+    line("sessions", "unknown (the trace has no session ids)");
+  }
+  if (s.block_references == 0) {
+    line("blocks", "none (the trace has no block hashes)");
+  } else {
+    line("block size", absl::StrCat(s.block_tokens, " tokens"));
+    line("block references", absl::StrCat(s.block_references));
+    line("distinct blocks", absl::StrCat(s.distinct_blocks));
+    line("unbounded-cache hit ratio", absl::StrFormat("%.3f", s.unbounded_hit_ratio));
+    line("prefix-hit ratio", absl::StrFormat("%.3f", s.prefix_hit_ratio));
+    line("blocks used twice or more", absl::StrFormat("%.3f", s.reused_block_fraction));
+    line("LRU stack distance (blocks)", absl::StrFormat("p25 %d  p50 %d  p75 %d  (%d reuses; hit at +1)",
+                                                        s.stack_distance_p25, s.stack_distance_p50,
+                                                        s.stack_distance_p75, s.num_reuses));
+  }
+  for (const std::string& w : s.warnings) line("warning", w);
+  return out;
+}
+
+std::string FormatTraceStatsJson(const TraceStats& s) {
+  auto dist = [](const Distribution& d) {
+    return absl::StrFormat("{\"mean\": %.6g, \"p50\": %d, \"p90\": %d, \"p99\": %d, \"max\": %d}", d.mean,
+                           d.p50, d.p90, d.p99, d.max);
+  };
+  std::string path, format;
+  AppendJsonString(s.path, &path);
+  AppendJsonString(s.format, &format);
+  std::string warnings = "[";
+  for (size_t i = 0; i < s.warnings.size(); ++i) {
+    if (i > 0) warnings += ", ";
+    AppendJsonString(s.warnings[i], &warnings);
+  }
+  warnings += "]";
+  return absl::StrFormat(
+      "{\"path\": %s, \"format\": %s, \"block_tokens\": %d, \"requests\": %d, \"duration_ns\": %d, "
+      "\"mean_requests_per_minute\": %.6g, \"peak_requests_per_minute\": %d, \"input_tokens\": %s, "
+      "\"output_tokens\": %s, \"failed_requests\": %d, \"sessions\": %d, \"requests_in_sessions\": %d, "
+      "\"mean_requests_per_session\": %.6g, \"max_turn\": %d, \"block_references\": %d, "
+      "\"distinct_blocks\": %d, \"unbounded_hit_ratio\": %.6g, \"prefix_hit_ratio\": %.6g, "
+      "\"reused_block_fraction\": %.6g, \"reuses\": %d, \"stack_distance\": {\"p25\": %d, \"p50\": %d, "
+      "\"p75\": %d}, \"warnings\": %s}\n",
+      path, format, s.block_tokens, s.num_requests, s.duration_ns, s.mean_requests_per_minute,
+      s.peak_requests_per_minute, dist(s.input_tokens), dist(s.output_tokens), s.num_failed,
+      s.num_sessions, s.requests_in_sessions, s.mean_requests_per_session, s.max_turn, s.block_references,
+      s.distinct_blocks, s.unbounded_hit_ratio, s.prefix_hit_ratio, s.reused_block_fraction, s.num_reuses,
+      s.stack_distance_p25, s.stack_distance_p50, s.stack_distance_p75, warnings);
+}
+
+}  // namespace kvsim
