@@ -53,7 +53,6 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
     rotation(c + half, c + half) = mean_cos[c];
   }
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
-  const Eigen::MatrixXd k = keys.cast<double>();
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (first < n) {
     for (int j = 0; j < head.group_size; ++j) {
@@ -69,10 +68,14 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
       const Eigen::MatrixXd centred = q.rowwise() - mu.transpose();
       const Eigen::MatrixXd cov = m > 1 ? Eigen::MatrixXd(centred.transpose() * centred / (m - 1))
                                         : Eigen::MatrixXd::Zero(d, d);
-      const Eigen::VectorXd rmu = rotation * mu;
-      const Eigen::MatrixXd rsr = rotation * cov * rotation.transpose();
-      const Eigen::VectorXd quad = ((k * rsr).cwiseProduct(k)).rowwise().sum();
-      Eigen::VectorXd z = k * rmu * scale + quad / (2.0 * d);
+      // The statistics are double; the n x d products with the keys run as float GEMMs.
+      const Eigen::VectorXf rmu = (rotation * mu).cast<float>();
+      const Eigen::MatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
+      scratch_.resize(n, d);  // reused from head to head: no page faults for a fresh n x d matrix
+      scratch_.noalias() = keys * rsr;
+      const Eigen::VectorXf quad = (scratch_.array() * keys.array()).rowwise().sum();
+      const Eigen::VectorXf linear = keys * rmu;
+      Eigen::VectorXd z = linear.cast<double>() * scale + quad.cast<double>() / (2.0 * d);
       const double max_z = z.maxCoeff();
       z = (z.array() - max_z).exp();
       z /= z.sum();

@@ -15,6 +15,7 @@
 #define KVSIM_POLICIES_TOKEN_EXPECTED_ATTENTION_POLICY_H_
 
 #include "policies/token/prompt_score_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -26,6 +27,9 @@ class ExpectedAttentionPolicy final : public PromptScorePolicy {
   explicit ExpectedAttentionPolicy(const TokenPolicyOptions&) {}
   std::string Name() const override { return "expected_attention"; }
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
+
+ private:
+  RowMatrixXf scratch_;  // keys x (R S R^T)
 };
 
 // Rotates x (d values, d even) by RoPE at `position` (inverse = true: by -position), in place.

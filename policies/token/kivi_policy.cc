@@ -21,7 +21,15 @@ void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
 }
 
 std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits) {
-  std::vector<float> out(keys, keys + tokens * dim);
+  std::vector<float> out;
+  QuantizeKeysPerChannelInto(keys, tokens, dim, group, bits, &out);
+  return out;
+}
+
+void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int64_t group, int bits,
+                                std::vector<float>* result) {
+  std::vector<float>& out = *result;
+  out.assign(keys, keys + tokens * dim);  // reuses the capacity of an earlier layer
   std::vector<float> lo(dim), hi(dim), scale(dim);
   const float levels = static_cast<float>((1 << bits) - 1);
   for (int64_t start = 0; start < tokens; start += group) {
@@ -44,17 +52,23 @@ std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int
       }
     }
   }
-  return out;
 }
 
 std::vector<float> QuantizeValuesPerToken(const float* values, int64_t tokens, int dim, int64_t group, int bits) {
-  std::vector<float> out(values, values + tokens * dim);
+  std::vector<float> out;
+  QuantizeValuesPerTokenInto(values, tokens, dim, group, bits, &out);
+  return out;
+}
+
+void QuantizeValuesPerTokenInto(const float* values, int64_t tokens, int dim, int64_t group, int bits,
+                                std::vector<float>* result) {
+  std::vector<float>& out = *result;
+  out.assign(values, values + tokens * dim);
   for (int64_t i = 0; i < tokens; ++i) {
     for (int64_t c = 0; c < dim; c += group) {
       QuantizeGroup(&out[i * dim + c], std::min<int64_t>(group, dim - c), 1, bits);
     }
   }
-  return out;
 }
 
 KiviPolicy::KiviPolicy(int bits, std::unique_ptr<TokenPolicy> inner) : bits_(bits), inner_(std::move(inner)) {}
@@ -71,8 +85,8 @@ void KiviPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_
   for (size_t i = 0; i < heads.size(); ++i) {
     const HeadContext& h = heads[i];
     // Only complete key groups are ever read quantised (the rest is the full-precision residual).
-    keys_[i] = QuantizeKeysPerChannel(h.keys, h.seq_len, h.head_dim, kGroup, bits_);
-    values_[i] = QuantizeValuesPerToken(h.values, h.seq_len, h.head_dim, kGroup, bits_);
+    QuantizeKeysPerChannelInto(h.keys, h.seq_len, h.head_dim, kGroup, bits_, &keys_[i]);
+    QuantizeValuesPerTokenInto(h.values, h.seq_len, h.head_dim, kGroup, bits_, &values_[i]);
   }
 }
 

@@ -41,6 +41,11 @@ void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits);
 // Dequantised copies: keys per channel in token groups of `group`, values per token in channel groups.
 std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits);
 std::vector<float> QuantizeValuesPerToken(const float* values, int64_t tokens, int dim, int64_t group, int bits);
+// The same into *out, reusing its storage.
+void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int64_t group, int bits,
+                                std::vector<float>* out);
+void QuantizeValuesPerTokenInto(const float* values, int64_t tokens, int dim, int64_t group, int bits,
+                                std::vector<float>* out);
 
 }  // namespace kvsim
 
