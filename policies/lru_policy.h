@@ -23,6 +23,7 @@ namespace kvsim {
 class LruPolicy final : public EvictionPolicy {
  public:
   absl::string_view Name() const override { return "lru"; }
+  void SetCapacity(int64_t num_blocks) override { lists_.Reserve(num_blocks + 1); }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;

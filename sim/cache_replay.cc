@@ -151,6 +151,7 @@ CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t c
       restore_cost_(restore_cost),
       all_evictable_([](BlockId) { return true; }) {
   KVSIM_CHECK(capacity_blocks_ > 0);
+  resident_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, int64_t{1} << 26)) + 1);
   policy_->SetCapacity(capacity_blocks_);
 }
 
