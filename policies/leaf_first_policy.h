@@ -42,6 +42,8 @@ class LeafFirstPolicy : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
+  bool TracksResidency() const override { return inner_->TracksResidency(); }
+  bool IsResident(BlockId block) const override { return inner_->IsResident(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
