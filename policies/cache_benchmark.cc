@@ -110,14 +110,23 @@ BENCHMARK(BM_OnePassMrc)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Policy(benchmark::State& state, std::string name) { RunPolicy(state, name); }
 
-const bool kRegistered = [] {
+// After static initialisation, when every policy has registered.
+void RegisterPolicyBenchmarks() {
   for (const std::string& name : EvictionPolicyNames()) {
     benchmark::RegisterBenchmark(("BM_Policy/" + name).c_str(), BM_Policy, name)
         ->Unit(benchmark::kMillisecond)
         ->Iterations(1);
   }
-  return true;
-}();
+}
 
 }  // namespace
 }  // namespace kvsim
+
+int main(int argc, char** argv) {
+  kvsim::RegisterPolicyBenchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
