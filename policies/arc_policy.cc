@@ -65,6 +65,11 @@ BlockId ArcPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
   return *victim;
 }
 
+bool ArcPolicy::IsResident(BlockId block) const {
+  const int32_t s = lists_.Find(block);
+  return s != kNoSlot && lists_.ListOf(s) <= kT2;
+}
+
 KVSIM_REGISTER_EVICTION_POLICY("arc", ArcPolicy);
 
 }  // namespace kvsim

@@ -36,6 +36,8 @@ class BeladyPolicy final : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
+  bool TracksResidency() const override { return true; }
+  bool IsResident(BlockId block) const override { return next_use_.contains(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
   // False when the incoming block's next use is no earlier than every resident block's.

@@ -110,6 +110,12 @@ class EvictionPolicy {
   // blocks at the first SelectVictim call when it is never given. Default: ignored.
   virtual void SetCapacity(int64_t num_blocks) {}
 
+  // Residency as this policy sees it: inserted and not yet removed. A cache may use it instead of an index
+  // of its own (cache replay does: one hash lookup per access instead of two). TracksResidency() false
+  // (the default) means IsResident is not implemented and the cache must keep its own index.
+  virtual bool TracksResidency() const { return false; }
+  virtual bool IsResident(BlockId block) const { return false; }
+
   // The request that made the latest accesses is done with its blocks. Default: ignored.
   virtual void OnRequestEnd(const RequestEndInfo& end) {}
 

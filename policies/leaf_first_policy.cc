@@ -54,7 +54,64 @@ bool LeafFirstPolicy::ShouldAdmit(BlockId block, const AccessInfo& info) {
   return inner_->ShouldAdmit(block, info);
 }
 
-LeafLruPolicy::LeafLruPolicy() : LeafFirstPolicy(std::make_unique<LruPolicy>()) { name_ = "leaf_lru"; }
+void LeafLruPolicy::OnInsert(BlockId block, const AccessInfo& info) {
+  const int64_t now = uses_++;
+  bool inserted = last_use_.emplace(block, now).second;
+  KVSIM_CHECK(inserted) << "leaf_lru: block " << block << " inserted twice";
+  all_.insert({now, block});
+  if (IsLeaf(block)) leaves_.insert({now, block});
+  if (info.has_parent && info.parent != block) {
+    parent_of_[block] = info.parent;
+    if (++child_count_[info.parent] == 1) {
+      auto parent = last_use_.find(info.parent);
+      if (parent != last_use_.end()) leaves_.erase({parent->second, info.parent});
+    }
+  }
+}
+
+void LeafLruPolicy::OnAccess(BlockId block, const AccessInfo& info) {
+  auto it = last_use_.find(block);
+  KVSIM_CHECK(it != last_use_.end()) << "leaf_lru: access to non-resident block " << block;
+  all_.erase({it->second, block});
+  const bool leaf = leaves_.erase({it->second, block}) > 0;
+  it->second = uses_++;
+  all_.insert({it->second, block});
+  if (leaf) leaves_.insert({it->second, block});
+}
+
+void LeafLruPolicy::OnRemove(BlockId block) {
+  auto it = last_use_.find(block);
+  KVSIM_CHECK(it != last_use_.end()) << "leaf_lru: removal of non-resident block " << block;
+  all_.erase({it->second, block});
+  leaves_.erase({it->second, block});
+  last_use_.erase(it);
+  auto parent = parent_of_.find(block);
+  if (parent == parent_of_.end()) return;
+  auto count = child_count_.find(parent->second);
+  KVSIM_CHECK(count != child_count_.end() && count->second > 0);
+  if (--count->second == 0) {
+    child_count_.erase(count);
+    auto p = last_use_.find(parent->second);
+    if (p != last_use_.end()) leaves_.insert({p->second, parent->second});
+  }
+  parent_of_.erase(parent);
+}
+
+absl::optional<BlockId> LeafLruPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+  for (const auto& [last_use, block] : leaves_) {
+    if (evictable(block)) return block;
+  }
+  for (const auto& [last_use, block] : all_) {
+    if (evictable(block)) return block;
+  }
+  return absl::nullopt;
+}
+
+BlockId LeafLruPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
+  absl::optional<BlockId> victim = TrySelectVictim(evictable);
+  KVSIM_CHECK(victim.has_value()) << "leaf_lru: no evictable block";
+  return *victim;
+}
 
 KVSIM_REGISTER_EVICTION_POLICY("leaf_lru", LeafLruPolicy);
 

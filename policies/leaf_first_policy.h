@@ -8,10 +8,11 @@
 // the constraint costs O(1) per callback. The inner policy ranks the candidates: SelectVictim asks it
 // for its first choice among evictable leaves.
 //
-// "leaf_lru" is LeafFirstPolicy(LruPolicy), registered by name: the SGLang radix-cache policy (LRU over
-// leaves). Any other policy gets the constraint with EvictionPolicyConfig.leaf_first (policy_factory.h).
-// We chose a wrapper over a dedicated leaf-LRU heap so that every policy can run under the constraint;
-// the price is that the inner search skips non-leaf blocks (for LRU, a request's earlier blocks).
+// Any policy gets the constraint with EvictionPolicyConfig.leaf_first (policy_factory.h); the price of
+// generality is that the inner search skips non-leaf blocks, which can cost O(resident blocks) per
+// eviction when most recent blocks have children. "leaf_lru", the SGLang radix-cache policy (LRU over
+// leaves), is therefore a dedicated class, LeafLruPolicy: a B-tree of the leaves ordered by last use,
+// O(log n) per operation, choosing exactly the victims of LeafFirstPolicy(LruPolicy) (a test checks it).
 //
 // When no evictable block is a leaf (the leaves all pinned by the cache, or a cycle in a malformed
 // trace's parent links), the constraint is dropped for that one choice: the inner policy picks among all
@@ -27,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
 
@@ -42,6 +44,8 @@ class LeafFirstPolicy : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
+  bool TracksResidency() const override { return inner_->TracksResidency(); }
+  bool IsResident(BlockId block) const override { return inner_->IsResident(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
@@ -60,10 +64,28 @@ class LeafFirstPolicy : public EvictionPolicy {
   absl::flat_hash_map<BlockId, int32_t> child_count_;     // > 0 entries only
 };
 
-// "leaf_lru": LRU among leaves of the prefix tree (SGLang's radix cache).
-class LeafLruPolicy final : public LeafFirstPolicy {
+// "leaf_lru": LRU among the leaves of the prefix tree (SGLang's radix cache), O(log n) per operation.
+// Without an evictable leaf it falls back to the least recently used evictable block.
+class LeafLruPolicy final : public EvictionPolicy {
  public:
-  LeafLruPolicy();
+  absl::string_view Name() const override { return "leaf_lru"; }
+  void OnInsert(BlockId block, const AccessInfo& info) override;
+  void OnAccess(BlockId block, const AccessInfo& info) override;
+  void OnRemove(BlockId block) override;
+  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
+  bool TracksResidency() const override { return true; }
+  bool IsResident(BlockId block) const override { return last_use_.contains(block); }
+
+ private:
+  bool IsLeaf(BlockId block) const { return !child_count_.contains(block); }
+
+  absl::flat_hash_map<BlockId, int64_t> last_use_;        // resident blocks
+  absl::flat_hash_map<BlockId, BlockId> parent_of_;       // resident blocks that have a parent
+  absl::flat_hash_map<BlockId, int32_t> child_count_;     // > 0 entries only
+  absl::btree_set<std::pair<int64_t, BlockId>> leaves_;   // resident leaves by last use
+  absl::btree_set<std::pair<int64_t, BlockId>> all_;      // every resident block by last use (fallback)
+  int64_t uses_ = 0;
 };
 
 }  // namespace kvsim

@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include "policies/lru_policy.h"
 #include "policies/policy_test_util.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace kvsim {
 namespace {
@@ -52,6 +53,49 @@ TEST(LeafFirstPolicyTest, LeafLruIsRegistered) {
   (*policy)->OnInsert(1, AccessInfo{});
   (*policy)->OnInsert(2, Child(1, 1));
   EXPECT_EQ((*policy)->SelectVictim([](BlockId) { return true; }), 2u);
+}
+
+// leaf_lru (B-tree of leaves) chooses exactly the victims of LeafFirstPolicy(LruPolicy) (LRU scan).
+TEST(LeafFirstPolicyTest, LeafLruMatchesTheGenericWrapperOverLru) {
+  uint64_t x = 99;
+  auto next = [&x] { return (x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (int64_t capacity : {3, 40, 300}) {
+    LeafLruPolicy fast;
+    LeafFirstPolicy generic(std::make_unique<LruPolicy>());
+    absl::flat_hash_set<BlockId> resident;
+    std::vector<BlockId> victims[2];
+    int64_t clock = 0;
+    for (int r = 0; r < 4000; ++r) {
+      // Prompts: a root from 3, then a chain of 1..6 blocks from a small alphabet (prefix-like reuse).
+      BlockId prev = 1000 + next() % 3;
+      std::vector<BlockId> prompt = {prev};
+      for (int k = 0; k < 1 + static_cast<int>(next() % 6); ++k) prompt.push_back(prev = prev * 31 + next() % 4);
+      for (size_t k = 0; k < prompt.size(); ++k) {
+        AccessInfo info = k == 0 ? AccessInfo{} : Child(prompt[k - 1], clock);
+        info.clock = clock++;
+        const BlockId b = prompt[k];
+        if (resident.contains(b)) {
+          fast.OnAccess(b, info);
+          generic.OnAccess(b, info);
+          continue;
+        }
+        if (static_cast<int64_t>(resident.size()) >= capacity) {
+          auto all = [](BlockId) { return true; };
+          victims[0].push_back(fast.SelectVictim(all));
+          victims[1].push_back(generic.SelectVictim(all));
+          ASSERT_EQ(victims[0].back(), victims[1].back()) << "capacity " << capacity << " eviction "
+                                                          << victims[0].size();
+          resident.erase(victims[0].back());
+          fast.OnRemove(victims[0].back());
+          generic.OnRemove(victims[0].back());
+        }
+        resident.insert(b);
+        fast.OnInsert(b, info);
+        generic.OnInsert(b, info);
+      }
+    }
+    EXPECT_GT(victims[0].size(), 100u);
+  }
 }
 
 }  // namespace

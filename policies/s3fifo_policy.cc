@@ -122,6 +122,11 @@ BlockId S3FifoPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable
   return *victim;
 }
 
+bool S3FifoPolicy::IsResident(BlockId block) const {
+  const int32_t s = lists_.Find(block);
+  return s != kNoSlot && lists_.ListOf(s) != kGhost;
+}
+
 KVSIM_REGISTER_EVICTION_POLICY("s3fifo", S3FifoPolicy);
 
 }  // namespace kvsim

@@ -76,6 +76,11 @@ BlockId TwoQPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) 
   return *victim;
 }
 
+bool TwoQPolicy::IsResident(BlockId block) const {
+  const int32_t s = lists_.Find(block);
+  return s != kNoSlot && lists_.ListOf(s) != kA1out;
+}
+
 KVSIM_REGISTER_EVICTION_POLICY("2q", TwoQPolicy);
 
 }  // namespace kvsim

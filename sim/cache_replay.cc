@@ -145,12 +145,16 @@ void ComputeNextUse(CompiledTrace* trace) {
 }
 
 CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
-                               RestoreCost restore_cost)
+                               RestoreCost restore_cost, bool own_index)
     : policy_(std::move(policy)),
       capacity_blocks_(capacity_blocks),
       restore_cost_(restore_cost),
+      use_policy_index_(!own_index && policy_->TracksResidency()),
       all_evictable_([](BlockId) { return true; }) {
   KVSIM_CHECK(capacity_blocks_ > 0);
+  if (!use_policy_index_) {
+    resident_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, int64_t{1} << 26)) + 1);
+  }
   policy_->SetCapacity(capacity_blocks_);
 }
 
@@ -173,7 +177,7 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
     info.parent = k > 0 ? request.blocks[k - 1] : 0;
     ++stats_.accesses;
     stats_.tokens += tokens;
-    if (resident_.contains(block)) {
+    if (IsResident(block)) {
       ++stats_.hits;
       stats_.hit_tokens += tokens;
       if (in_prefix) {
@@ -184,19 +188,21 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
       continue;
     }
     in_prefix = false;
-    if (static_cast<int64_t>(resident_.size()) >= capacity_blocks_) {
+    if (num_resident_ >= capacity_blocks_) {
       if (!policy_->ShouldAdmit(block, info)) {
         ++stats_.bypasses;
         continue;
       }
       const BlockId victim = policy_->SelectVictim(all_evictable_);
-      KVSIM_CHECK(resident_.erase(victim) == 1)
+      KVSIM_CHECK(use_policy_index_ ? policy_->IsResident(victim) : resident_.erase(victim) == 1)
           << policy_->Name() << " chose non-resident victim " << victim;
       policy_->OnRemove(victim);
+      --num_resident_;
       ++stats_.evictions;
       if (victims_ != nullptr) victims_->push_back(victim);
     }
-    resident_.insert(block);
+    if (!use_policy_index_) resident_.insert(block);
+    ++num_resident_;
     policy_->OnInsert(block, info);
   }
   RequestEndInfo end;

@@ -142,9 +142,11 @@ void BlockTokens(const Request& request, std::vector<int32_t>* tokens);
 // One policy on one cache of `capacity_blocks` blocks.
 class CacheSimulator {
  public:
-  // REQUIRES: capacity_blocks > 0; the policy fresh (SetCapacity is called here).
+  // REQUIRES: capacity_blocks > 0; the policy fresh (SetCapacity is called here). Residency comes from
+  // the policy when it tracks it (EvictionPolicy::TracksResidency) and `own_index` is false; otherwise
+  // the simulator keeps its own index (tests compare the two).
   CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
-                 RestoreCost restore_cost = RestoreCost::kUniform);
+                 RestoreCost restore_cost = RestoreCost::kUniform, bool own_index = false);
 
   void ProcessRequest(const RequestView& request);
 
@@ -152,14 +154,18 @@ class CacheSimulator {
   void RecordVictims(std::vector<BlockId>* victims) { victims_ = victims; }
 
   const CacheStats& stats() const { return stats_; }
-  int64_t resident_blocks() const { return static_cast<int64_t>(resident_.size()); }
-  bool IsResident(BlockId block) const { return resident_.contains(block); }
+  int64_t resident_blocks() const { return num_resident_; }
+  bool IsResident(BlockId block) const {
+    return use_policy_index_ ? policy_->IsResident(block) : resident_.contains(block);
+  }
 
  private:
   std::unique_ptr<EvictionPolicy> policy_;
   int64_t capacity_blocks_;
   RestoreCost restore_cost_;
-  absl::flat_hash_set<BlockId> resident_;
+  bool use_policy_index_;
+  absl::flat_hash_set<BlockId> resident_;  // unused when use_policy_index_
+  int64_t num_resident_ = 0;
   std::function<bool(BlockId)> all_evictable_;
   int64_t clock_ = 0;
   CacheStats stats_;

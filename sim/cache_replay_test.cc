@@ -132,6 +132,46 @@ TEST(CacheReplayTest, InputErrorsAreReported) {
   EXPECT_NE(no_size.status().message().find("request 9"), absl::string_view::npos);
 }
 
+// Residency from the policy's own index (the fast path) and from the simulator's index agree for every
+// policy and wrapper: same statistics and the same victims.
+TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
+  std::vector<Request> requests;
+  uint64_t x = 12345;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    std::vector<uint64_t> hashes = {i % 4};
+    for (int k = 0; k < 4; ++k) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      hashes.push_back(10 + (x >> 33) % 700);
+    }
+    requests.push_back(Req(i, hashes, 16 * 5));
+    requests.back().session_id = static_cast<int64_t>(i % 9);
+    requests.back().arrival_ns = static_cast<int64_t>(i) * 100;
+    requests.back().tool_calls.push_back({"t", 250});
+  }
+  VectorTraceReader reader(requests, {});
+  auto trace = CompileTrace(&reader, {});
+  ASSERT_TRUE(trace.ok());
+  ComputeNextUse(&*trace);
+  for (const std::string& name : EvictionPolicyNames()) {
+    for (const char* modifier : {"", "+leaf_first", "+ttl"}) {
+      const std::string label = name + modifier;
+      std::vector<BlockId> victims[2];
+      CacheStats stats[2];
+      for (int own = 0; own < 2; ++own) {
+        CacheSimulator sim(*CreateEvictionPolicyFromConfig(*ParsePolicySpec(label)), 50, RestoreCost::kPosition,
+                           own == 1);
+        sim.RecordVictims(&victims[own]);
+        for (int64_t r = 0; r < trace->num_requests(); ++r) sim.ProcessRequest(trace->View(r));
+        stats[own] = sim.stats();
+      }
+      EXPECT_EQ(stats[0].hits, stats[1].hits) << label;
+      EXPECT_EQ(stats[0].prefix_hits, stats[1].prefix_hits) << label;
+      EXPECT_EQ(victims[0], victims[1]) << label;
+      EXPECT_GT(stats[0].hits, 0) << label;
+    }
+  }
+}
+
 TEST(CacheReplayTest, BeladyRunsWithTheOraclePrePass) {
   VectorTraceReader reader(ThreeRequests(), {});
   auto results = RunCacheReplays(&reader, {Spec("belady", 4), Spec("lru", 4)}, {});

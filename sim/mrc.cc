@@ -20,13 +20,8 @@ uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
   return x ^ (x >> 31);
 }
 
-void Bump(std::vector<int64_t>* histogram, int64_t index, int64_t amount) {
-  if (static_cast<int64_t>(histogram->size()) <= index) histogram->resize(index + 1, 0);
-  (*histogram)[index] += amount;
-}
 
 void Accumulate(std::vector<int64_t>* histogram, size_t size) {
-  histogram->resize(size, 0);
   for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
 }
 
@@ -51,16 +46,16 @@ class MrcBuilder {
     if (threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
     ++mrc_.accesses_;
     mrc_.tokens_ += tokens;
+    if (reference_tokens_ < 0) reference_tokens_ = tokens;
     if (next_time_ == capacity_) Compact();
     auto [it, inserted] = last_.try_emplace(block, next_time_);
     int64_t distance = 0;  // 0 = cold miss (infinite distance)
     if (!inserted) {
       distance = markers_ - Prefix(it->second) + 1;
-      Add(it->second, -1);
+      Add(it->second, -1);  // clears its bit
       --markers_;
       it->second = next_time_;
-      Bump(&mrc_.hits_, distance, 1);
-      Bump(&mrc_.hit_tokens_, distance, tokens);
+      Count(&hits_, &hit_token_deficit_, distance, tokens);
     }
     Add(next_time_++, +1);
     ++markers_;
@@ -68,31 +63,39 @@ class MrcBuilder {
     if (distance == 0) request_cold_ = true;
     request_max_ = std::max(request_max_, distance);
     if (!request_cold_) {
-      Bump(&mrc_.prefix_hits_, request_max_, 1);
-      Bump(&mrc_.prefix_hit_tokens_, request_max_, tokens);
+      Count(&prefix_hits_, &prefix_token_deficit_, request_max_, tokens);
     }
   }
 
   LruMrc Finish() {
-    const size_t size = std::max({mrc_.hits_.size(), mrc_.prefix_hits_.size(), size_t{1}});
-    for (auto* h : {&mrc_.hits_, &mrc_.hit_tokens_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_}) {
-      Accumulate(h, size);
+    // Histograms are sized by the largest distance seen plus one.
+    size_t size = 1;
+    for (size_t d = 0; d < hits_.size(); ++d) {
+      if (hits_[d] || (d < prefix_hits_.size() && prefix_hits_[d])) size = d + 1;
     }
+    Split(hits_, hit_token_deficit_, &mrc_.hits_, &mrc_.hit_tokens_, size);
+    Split(prefix_hits_, prefix_token_deficit_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_, size);
     return std::move(mrc_);
   }
 
  private:
-  // Fenwick tree over times [0, capacity_): 1 at each block's latest access.
-  void Add(int64_t time, int32_t delta) {
-    for (int64_t i = time + 1; i <= capacity_; i += i & -i) tree_[i] += delta;
+  // Markers: one bit per time in `bits_` (64 times per word) and a Fenwick tree over the words' counts,
+  // so the tree is 64 times smaller than the time range and stays in cache.
+  void Add(int64_t time, int delta) {
+    const int64_t word = time >> 6;
+    bits_[word] ^= uint64_t{1} << (time & 63);
+    for (int64_t i = word + 1; i <= num_words_; i += i & -i) tree_[i] += delta;
   }
   int64_t Prefix(int64_t time) const {  // markers at times <= time
-    int64_t sum = 0;
-    for (int64_t i = time + 1; i > 0; i -= i & -i) sum += tree_[i];
+    const int64_t word = time >> 6;
+    const int bit = static_cast<int>(time & 63);
+    const uint64_t mask = bit == 63 ? ~uint64_t{0} : (uint64_t{2} << bit) - 1;
+    int64_t sum = __builtin_popcountll(bits_[word] & mask);
+    for (int64_t i = word; i > 0; i -= i & -i) sum += tree_[i];
     return sum;
   }
 
-  // Renumbers the live markers 0..D-1 (in time order) in a tree of at least 2D times.
+  // Renumbers the live markers 0..D-1 (in time order) in a range of at least 4D times.
   void Compact() {
     std::vector<std::pair<int64_t, BlockId>> live;
     live.reserve(last_.size());
@@ -100,24 +103,57 @@ class MrcBuilder {
     std::sort(live.begin(), live.end());
     for (size_t i = 0; i < live.size(); ++i) last_[live[i].second] = static_cast<int64_t>(i);
     int64_t capacity = capacity_;
-    while (capacity < 2 * static_cast<int64_t>(live.size())) capacity *= 2;
+    // At least 4 times the live markers: the next compaction is >= 3 x D accesses away.
+    while (capacity < 4 * static_cast<int64_t>(live.size())) capacity *= 2;
     Rebuild(capacity);
-    for (size_t i = 0; i < live.size(); ++i) tree_[i + 1] = 1;
-    for (int64_t i = 1; i <= capacity_; ++i) {
+    for (size_t i = 0; i < live.size(); ++i) bits_[i >> 6] |= uint64_t{1} << (i & 63);
+    for (int64_t w = 0; w < num_words_; ++w) tree_[w + 1] = __builtin_popcountll(bits_[w]);
+    for (int64_t i = 1; i <= num_words_; ++i) {
       const int64_t j = i + (i & -i);
-      if (j <= capacity_) tree_[j] += tree_[i];
+      if (j <= num_words_) tree_[j] += tree_[i];
     }
     next_time_ = static_cast<int64_t>(live.size());
   }
 
-  void Rebuild(int64_t capacity) {
+  void Rebuild(int64_t capacity) {  // REQUIRES: capacity a multiple of 64
     capacity_ = capacity;
-    tree_.assign(capacity_ + 1, 0);
+    num_words_ = capacity / 64;
+    bits_.assign(num_words_, 0);
+    tree_.assign(num_words_ + 1, 0);
+    hits_.resize(capacity_ + 1, 0);
+    if (mrc_.has_prefix_) prefix_hits_.resize(capacity_ + 1, 0);
+  }
+
+  // Counts an access at `distance`. Tokens are kept as a deficit against reference_tokens_ (the first
+  // access's), written only for partial blocks, so a full block costs one histogram write.
+  void Count(std::vector<int64_t>* histogram, absl::flat_hash_map<int64_t, int64_t>* deficit, int64_t distance,
+             int32_t tokens) {
+    ++(*histogram)[distance];
+    if (tokens != reference_tokens_) (*deficit)[distance] += reference_tokens_ - tokens;
+  }
+
+  void Split(const std::vector<int64_t>& counts, const absl::flat_hash_map<int64_t, int64_t>& deficit,
+             std::vector<int64_t>* accesses, std::vector<int64_t>* tokens, size_t size) const {
+    accesses->assign(counts.begin(), counts.begin() + std::min(size, counts.size()));
+    accesses->resize(size, 0);
+    tokens->assign(size, 0);
+    for (size_t d = 0; d < size; ++d) (*tokens)[d] = (*accesses)[d] * reference_tokens_;
+    for (const auto& [d, missing] : deficit) {
+      if (d < static_cast<int64_t>(size)) (*tokens)[d] -= missing;
+    }
+    Accumulate(accesses, size);
+    Accumulate(tokens, size);
   }
 
   LruMrc mrc_;
+  // Accesses by distance (index = distance; sized with the time range, which bounds every distance).
+  std::vector<int64_t> hits_, prefix_hits_;
+  absl::flat_hash_map<int64_t, int64_t> hit_token_deficit_, prefix_token_deficit_;
+  int32_t reference_tokens_ = -1;
   uint64_t threshold_ = kSampleModulus;
+  std::vector<uint64_t> bits_;
   std::vector<int32_t> tree_;
+  int64_t num_words_ = 0;
   int64_t capacity_ = 0;
   int64_t next_time_ = 0;
   int64_t markers_ = 0;

@@ -4,10 +4,11 @@
 // in the cache-replay semantics of sim/cache_replay.h. LRU is a stack algorithm (Mattson et al., IBM
 // Systems Journal 1970): an access hits in an LRU cache of C blocks iff its stack distance d (the number
 // of distinct blocks accessed since the previous access of the same block, itself included) is <= C.
-// Distances come from a Fenwick tree over access times holding one marker per block at its latest
-// access: d = markers after the block's previous marker + 1, O(log n) per access. Times are renumbered
-// (compacted) whenever they reach twice the number of distinct blocks, so memory is O(distinct blocks),
-// not O(accesses).
+// Distances come from markers over access times, one per block at its latest access: d = markers after
+// the block's previous marker + 1. The markers are a bitmap with a Fenwick tree over its 64-bit words'
+// counts (O(log n) per access; the tree is 64 times smaller than the time range, so it stays in cache). When the times reach
+// the tree's size they are renumbered (compacted) into a tree of at least 4 x the distinct blocks, so
+// memory is O(distinct blocks), not O(accesses).
 //
 // Prefix hits: an access is a prefix hit at size C iff it and every earlier block of its request hit,
 // i.e. the running maximum of the request's distances is <= C; its histogram gives the prefix curve.
