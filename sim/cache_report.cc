@@ -25,7 +25,7 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result) {
   return p;
 }
 
-Table CacheStatsTable(const std::vector<std::string>& leading) {
+Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing) {
   std::vector<std::string> columns = leading;
   std::vector<bool> numeric(leading.size(), false);
   const std::vector<std::pair<const char*, bool>> stats = {
@@ -37,6 +37,10 @@ Table CacheStatsTable(const std::vector<std::string>& leading) {
   for (const auto& [name, is_numeric] : stats) {
     columns.push_back(name);
     numeric.push_back(is_numeric);
+  }
+  for (const std::string& name : trailing) {
+    columns.push_back(name);
+    numeric.push_back(true);
   }
   return Table(columns, numeric);
 }
@@ -51,6 +55,7 @@ void AddCacheStatsRow(const proto::CacheRunStats& s, const std::vector<std::stri
         FormatDouble(s.prefix_token_hit_ratio()), i(s.evictions()), i(s.bypasses())}) {
     row.push_back(std::move(cell));
   }
+  row.resize(table->columns().size());  // trailing columns stay empty
   table->AddRow(std::move(row));
 }
 

@@ -25,7 +25,9 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result);
 // A table with `leading` columns (strings, e.g. grid coordinates) followed by the statistics columns:
 // policy, capacity_blocks, requests, accesses, hits, hit_ratio, prefix_hits, prefix_hit_ratio, tokens,
 // hit_tokens, token_hit_ratio, prefix_hit_tokens, prefix_token_hit_ratio, evictions, bypasses.
-Table CacheStatsTable(const std::vector<std::string>& leading);
+// `trailing` names numeric columns after the cache statistics (e.g. a sweep's replay summary), left
+// empty by AddCacheStatsRow.
+Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing = {});
 
 // Appends `stats` with the `leading` cells. REQUIRES: leading.size() matches the table's.
 void AddCacheStatsRow(const proto::CacheRunStats& stats, const std::vector<std::string>& leading,

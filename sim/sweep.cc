@@ -338,6 +338,27 @@ absl::StatusOr<std::pair<int, int>> ParseShard(absl::string_view shard) {
   return std::make_pair(i, n);
 }
 
+namespace {
+
+// Serving-summary columns of replay points (empty for cache points).
+const std::vector<std::string>& ReplayColumns() {
+  static const auto* columns = new std::vector<std::string>{
+      "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms",
+      "ttft_p99_ms",       "tpot_p50_ms",               "tpot_p99_ms",            "e2e_p50_ms",
+      "reuse_hit_ratio",   "prefix_hit_ratio",          "evicted_blocks",         "preemptions"};
+  return *columns;
+}
+
+std::vector<std::string> ReplayCells(const proto::Summary& s) {
+  return {absl::StrCat(s.finished_requests()), FormatDouble(s.throughput_requests_per_s()),
+          FormatDouble(s.goodput_requests_per_s()), FormatDouble(s.ttft_ms().p50()),
+          FormatDouble(s.ttft_ms().p99()), FormatDouble(s.tpot_ms().p50()), FormatDouble(s.tpot_ms().p99()),
+          FormatDouble(s.e2e_ms().p50()), FormatDouble(s.reuse_hit_ratio()), FormatDouble(s.prefix_hit_ratio()),
+          absl::StrCat(s.evicted_blocks()), absl::StrCat(s.preemptions())};
+}
+
+}  // namespace
+
 Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
   std::vector<std::string> leading;
   if (!results.empty()) {
@@ -345,7 +366,7 @@ Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
   }
   leading.push_back("point");
   leading.push_back("mode");
-  Table table = CacheStatsTable(leading);
+  Table table = CacheStatsTable(leading, ReplayColumns());
   for (const proto::SweepPointResult& r : results) {
     std::vector<std::string> cells;
     for (const auto& c : r.coordinates()) cells.push_back(c.value());
@@ -355,8 +376,10 @@ Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
     if (r.has_cache()) {
       AddCacheStatsRow(r.cache(), cells, &table);
     } else {
-      // A mode without cache statistics (replay): its coordinates, the cache columns empty.
-      cells.resize(table.columns().size());
+      // A replay point: its coordinates, the cache columns empty, then the serving summary.
+      const size_t num_cache_columns = table.columns().size() - ReplayColumns().size();
+      cells.resize(num_cache_columns);
+      for (std::string& cell : ReplayCells(r.replay().summary())) cells.push_back(std::move(cell));
       table.AddRow(cells);
     }
   }
@@ -388,7 +411,7 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
       return absl::InvalidArgumentError(absl::StrCat(
           "point ", index, ": mode '", mode, "' is not available; available: ",
           absl::StrJoin(Modes(), ", ", [](std::string* out, const auto& m) { out->append(m.first); }),
-          " (\"replay\" is registered by the serving simulator)"));
+          " (\"replay\" is registered by linking //sim:sweep_replay)"));
     }
     const std::string path = PointPath(options.out_dir, index);
     if (std::filesystem::exists(path)) {

@@ -1,8 +1,8 @@
 // File: sim/sweep.h
 //
 // Sweeps: a grid over policies x capacities x any ExperimentConfig field, each point one run (a `cache`
-// replay; a `replay` of the serving simulator once it registers that mode), on all cores, resumable and
-// shardable.
+// replay, or a `replay` of the serving simulator: sim/sweep_replay.h registers that mode), on all cores,
+// resumable and shardable.
 //
 // Grid syntax: space-separated axes NAME=VALUES. VALUES is a comma list of items; an item LO:HI:xF is
 // the geometric range LO, LO*F, ... <= HI, and LO:HI:+S the arithmetic range LO, LO+S, ... <= HI
@@ -85,7 +85,7 @@ struct SweepPointContext {
 using SweepModeRunner = std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>;
 
 // Registers a mode (at static initialisation or before RunSweep). "cache" is built in; the serving
-// simulator registers "replay". Returns true.
+// simulator registers "replay" (sim/sweep_replay.h). Returns true.
 bool RegisterSweepMode(const std::string& name, SweepModeRunner runner);
 
 struct SweepOptions {
