@@ -74,9 +74,13 @@ class Decoder {
  public:
   Decoder(const char* begin, const char* end) : p_(reinterpret_cast<const uint8_t*>(begin)),
                                                 end_(reinterpret_cast<const uint8_t*>(end)) {}
-  // Varints of up to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
+  // Varints of 2 to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
   // their length; longer ones take the byte loop.
   bool Varint(uint64_t* v) {
+    if (*p_ < 0x80 && p_ < end_) {  // one byte: the common case, and the shortest dependency chain
+      *v = *p_++;
+      return true;
+    }
     uint64_t word;
     std::memcpy(&word, p_, 8);
 #if defined(ABSL_IS_BIG_ENDIAN)
