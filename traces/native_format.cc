@@ -1,5 +1,6 @@
 #include "traces/native_format.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -498,11 +499,12 @@ class NativeWriter final : public TraceWriter {
 class NativeReader final : public TraceReader {
  public:
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path) {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr) return OpenError(path, "open");
-    std::unique_ptr<NativeReader> reader(new NativeReader(path, file));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return OpenError(path, "open");
+    std::unique_ptr<NativeReader> reader(new NativeReader(path, fd));
     std::string block(kNativeHeaderBytes, '\0');
-    const size_t got = std::fread(block.data(), 1, block.size(), file);
+    const size_t got = reader->ReadFully(block.data(), block.size());
+    if (!reader->status_.ok()) return reader->status_;
     block.resize(got);
     KVSIM_ASSIGN_OR_RETURN(reader->header_, ParseHeader(path, block));
     reader->info_.block_tokens = reader->header_.block_tokens();
@@ -511,7 +513,7 @@ class NativeReader final : public TraceReader {
   }
 
   ~NativeReader() override {
-    std::fclose(file_);
+    ::close(fd_);
     ZSTD_freeDCtx(dctx_);
   }
 
@@ -533,9 +535,26 @@ class NativeReader final : public TraceReader {
   const TraceInfo& info() const override { return info_; }
 
  private:
-  NativeReader(std::string path, std::FILE* file)
-      : file_(file), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {
-    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  NativeReader(std::string path, int fd)
+      : fd_(fd), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {}
+
+  // Reads up to `n` bytes (fewer only at the end of the file) straight into `out`: frames are large, so
+  // a stdio buffer would only add a copy. Sets status_ on a read error.
+  size_t ReadFully(char* out, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::read(fd_, out + done, n - done);
+      if (got > 0) {
+        done += static_cast<size_t>(got);
+      } else if (got == 0) {
+        break;
+      } else if (errno != EINTR) {
+        status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ",
+                                                   frame_offset_, "): cannot read: ", std::strerror(errno)));
+        break;
+      }
+    }
+    return done;
   }
 
   bool Corrupt(absl::string_view what) {
@@ -548,10 +567,11 @@ class NativeReader final : public TraceReader {
   bool LoadFrame() {
     frame_offset_ = offset_;
     char head[kNativeFrameHeaderBytes];
-    const size_t got = std::fread(head, 1, sizeof(head), file_);
+    const size_t got = ReadFully(head, sizeof(head));
+    if (!status_.ok()) return false;
     offset_ += got;
     if (record_ == header_.num_requests()) {
-      if (got == 0 && !std::ferror(file_)) return false;  // clean end
+      if (got == 0) return false;  // clean end
       return Corrupt("data after the last record the header announces");
     }
     if (got < sizeof(head)) {
@@ -571,7 +591,8 @@ class NativeReader final : public TraceReader {
     frame_.resize(encoded + kFramePaddingBytes);
     std::string& target = zstd ? compressed_ : frame_;
     if (zstd) target.resize(stored);
-    const size_t read = std::fread(target.data(), 1, stored, file_);
+    const size_t read = ReadFully(target.data(), stored);
+    if (!status_.ok()) return false;
     offset_ += read;
     if (read < stored) return Corrupt("file ends inside a frame");
     if (zstd) {
@@ -587,7 +608,7 @@ class NativeReader final : public TraceReader {
     return true;
   }
 
-  std::FILE* file_;
+  int fd_;
   TraceInfo info_;
   proto::TraceHeader header_;
   ZSTD_DCtx* dctx_ = nullptr;
