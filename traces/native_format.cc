@@ -8,7 +8,6 @@
 #include <emmintrin.h>
 #endif
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
