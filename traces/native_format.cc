@@ -1,13 +1,20 @@
 #include "traces/native_format.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zstd.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "absl/base/config.h"
+#include "absl/numeric/bits.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "traces/trace_format.h"
@@ -57,26 +64,40 @@ inline uint64_t ZigZag(uint64_t v) {  // v is a two's-complement int64 bit patte
 inline uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
 inline void PutSigned(std::string* out, uint64_t v) { PutVarint(out, ZigZag(v)); }
 
+// Readable bytes a decoded frame's buffer holds after its end, so that Decoder may load 8 bytes at any
+// position up to the end at once (their values past the end never reach a result).
+constexpr size_t kFramePaddingBytes = 16;
+
 // Bounds-checked decoding of one frame's bytes.
+// REQUIRES: kFramePaddingBytes readable bytes after `end`.
 class Decoder {
  public:
   Decoder(const char* begin, const char* end) : p_(reinterpret_cast<const uint8_t*>(begin)),
                                                 end_(reinterpret_cast<const uint8_t*>(end)) {}
+  // Varints of 2 to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
+  // their length; longer ones take the byte loop.
   bool Varint(uint64_t* v) {
-    if (p_ < end_ && *p_ < 0x80) {  // one-byte fast path
+    if (*p_ < 0x80 && p_ < end_) {  // one byte: the common case, and the shortest dependency chain
       *v = *p_++;
       return true;
     }
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      const uint64_t byte = *p_++;
-      result |= (byte & 0x7f) << shift;
-      if (byte < 0x80) {
-        *v = result;
-        return true;
-      }
-    }
-    return false;
+    uint64_t word;
+    std::memcpy(&word, p_, 8);
+#if defined(ABSL_IS_BIG_ENDIAN)
+    word = __builtin_bswap64(word);
+#endif
+    const uint64_t stops = ~word & 0x8080808080808080ULL;  // the high bit of each final-byte candidate
+    if (stops == 0) return LongVarint(v);
+    const uint64_t through_stop = stops ^ (stops - 1);      // ones up to and including the first stop bit
+    const size_t length = (absl::countr_zero(stops) + 1) >> 3;
+    if (length > static_cast<size_t>(end_ - p_)) return false;
+    uint64_t x = word & through_stop & 0x7f7f7f7f7f7f7f7fULL;  // the 7-bit groups, one per byte
+    x = (x & 0x007f007f007f007fULL) | ((x & 0x7f007f007f007f00ULL) >> 1);  // 14 bits per 16
+    x = (x & 0x00003fff00003fffULL) | ((x & 0x3fff00003fff0000ULL) >> 2);  // 28 bits per 32
+    x = (x & 0x000000000fffffffULL) | ((x & 0x0fffffff00000000ULL) >> 4);  // 56 bits
+    *v = x;
+    p_ += length;
+    return true;
   }
   bool Signed(uint64_t* v) {
     if (!Varint(v)) return false;
@@ -92,9 +113,39 @@ class Decoder {
   size_t remaining() const { return end_ - p_; }
 
  private:
+  bool LongVarint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
+      const uint64_t byte = *p_++;
+      result |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
 };
+
+// Writes first, first + 1, ..., first + n - 1 (mod 2^64) to out[0, n).
+inline void FillRun(uint64_t first, uint64_t n, uint64_t* out) {
+  uint64_t j = 0;
+#if defined(__SSE2__)
+  __m128i a = _mm_set_epi64x(static_cast<int64_t>(first + 1), static_cast<int64_t>(first));
+  __m128i b = _mm_add_epi64(a, _mm_set1_epi64x(2));
+  const __m128i four = _mm_set1_epi64x(4);
+  for (; j + 4 <= n; j += 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j + 2), b);
+    a = _mm_add_epi64(a, four);
+    b = _mm_add_epi64(b, four);
+  }
+#endif
+  for (; j < n; ++j) out[j] = first + j;
+}
 
 // Per-frame delta state, shared by the encoder and the decoder.
 struct DeltaState {
@@ -160,7 +211,8 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, 
   }
 }
 
-// Decodes one record; returns "" or what is wrong.
+// Decodes one record into `*r`, setting every field (so `*r` needs no clearing and keeps its vectors'
+// capacity); returns "" or what is wrong.
 const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s, Request* r) {
   uint64_t flags, v;
   if (!d.Varint(&flags)) return "record flags run past the frame";
@@ -171,6 +223,11 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
   if (!d.Signed(&v)) return "arrival_ns runs past the frame";
   s->previous_arrival += v;
   r->arrival_ns = static_cast<int64_t>(s->previous_arrival);
+  r->session_id = -1;
+  r->parent_id = -1;
+  r->turn = 0;
+  r->type = proto::REQUEST_TYPE_UNSPECIFIED;
+  r->block_tokens = 0;
   if (flags & kHasSession) {
     if (!d.Signed(&v)) return "session_id runs past the frame";
     s->previous_session += v;
@@ -203,7 +260,7 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
     uint64_t count;
     if (!d.Varint(&count)) return "block hash count runs past the frame";
     if (count > kNativeMaxHashesPerRecord) return "block hash count over the per-record limit";
-    r->block_hashes.resize(count);
+    r->block_hashes.resize(count);  // keeps the capacity; zero-fills only ids past the previous length
     uint64_t* out = r->block_hashes.data();
     uint64_t previous = s->previous_first_hash;
     for (uint64_t k = 0; k < count;) {
@@ -211,8 +268,7 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
       if (!d.Signed(&v) || !d.Varint(&run)) return "block hashes run past the frame";
       if (run >= count - k) return "a block hash run longer than the hash count";
       const uint64_t h = previous + v;
-      uint64_t* run_out = out + k;
-      for (uint64_t j = 0; j <= run; ++j) run_out[j] = h + j;  // independent stores: vectorisable
+      FillRun(h, run + 1, out + k);
       k += run + 1;
       previous = h + run;
     }
@@ -223,7 +279,7 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
   if (flags & kModelChanged) {
     if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
   }
-  r->model = s->previous_model;
+  if (r->model != s->previous_model) r->model = s->previous_model;  // mostly equal: no copy
   if (flags & kHasToolCalls) {
     uint64_t count;
     if (!d.Varint(&count) || count == 0 || count > d.remaining()) return "tool call count runs past the frame";
@@ -233,6 +289,8 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
       if (!d.Signed(&v)) return "tool duration runs past the frame";
       call.duration_ns = static_cast<int64_t>(v);
     }
+  } else {
+    r->tool_calls.clear();
   }
   r->failed = (flags & kFailed) != 0;
   return "";
@@ -440,11 +498,12 @@ class NativeWriter final : public TraceWriter {
 class NativeReader final : public TraceReader {
  public:
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path) {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr) return OpenError(path, "open");
-    std::unique_ptr<NativeReader> reader(new NativeReader(path, file));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return OpenError(path, "open");
+    std::unique_ptr<NativeReader> reader(new NativeReader(path, fd));
     std::string block(kNativeHeaderBytes, '\0');
-    const size_t got = std::fread(block.data(), 1, block.size(), file);
+    const size_t got = reader->ReadFully(block.data(), block.size());
+    if (!reader->status_.ok()) return reader->status_;
     block.resize(got);
     KVSIM_ASSIGN_OR_RETURN(reader->header_, ParseHeader(path, block));
     reader->info_.block_tokens = reader->header_.block_tokens();
@@ -453,7 +512,7 @@ class NativeReader final : public TraceReader {
   }
 
   ~NativeReader() override {
-    std::fclose(file_);
+    ::close(fd_);
     ZSTD_freeDCtx(dctx_);
   }
 
@@ -462,12 +521,6 @@ class NativeReader final : public TraceReader {
     if (frame_left_ == 0) {
       if (!LoadFrame()) return false;
     }
-    // Clear() empties block_hashes; keeping its old length instead lets DecodeRecord's resize() skip
-    // zero-filling ids it overwrites anyway.
-    std::vector<uint64_t> hashes;
-    hashes.swap(request->block_hashes);
-    request->Clear();
-    hashes.swap(request->block_hashes);
     const char* problem = DecodeRecord(decoder_, header_.block_tokens(), &delta_, request);
     if (*problem != '\0') return Corrupt(problem);
     ++record_;
@@ -481,9 +534,26 @@ class NativeReader final : public TraceReader {
   const TraceInfo& info() const override { return info_; }
 
  private:
-  NativeReader(std::string path, std::FILE* file)
-      : file_(file), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {
-    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  NativeReader(std::string path, int fd)
+      : fd_(fd), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {}
+
+  // Reads up to `n` bytes (fewer only at the end of the file) straight into `out`: frames are large, so
+  // a stdio buffer would only add a copy. Sets status_ on a read error.
+  size_t ReadFully(char* out, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::read(fd_, out + done, n - done);
+      if (got > 0) {
+        done += static_cast<size_t>(got);
+      } else if (got == 0) {
+        break;
+      } else if (errno != EINTR) {
+        status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ",
+                                                   frame_offset_, "): cannot read: ", std::strerror(errno)));
+        break;
+      }
+    }
+    return done;
   }
 
   bool Corrupt(absl::string_view what) {
@@ -496,10 +566,11 @@ class NativeReader final : public TraceReader {
   bool LoadFrame() {
     frame_offset_ = offset_;
     char head[kNativeFrameHeaderBytes];
-    const size_t got = std::fread(head, 1, sizeof(head), file_);
+    const size_t got = ReadFully(head, sizeof(head));
+    if (!status_.ok()) return false;
     offset_ += got;
     if (record_ == header_.num_requests()) {
-      if (got == 0 && !std::ferror(file_)) return false;  // clean end
+      if (got == 0) return false;  // clean end
       return Corrupt("data after the last record the header announces");
     }
     if (got < sizeof(head)) {
@@ -515,25 +586,28 @@ class NativeReader final : public TraceReader {
     if (encoded > kNativeMaxFrameBytes || stored > kNativeMaxFrameBytes) return Corrupt("frame too large");
     const bool zstd = header_.compression() == proto::TRACE_COMPRESSION_ZSTD;
     if (!zstd && stored != encoded) return Corrupt("stored size differs from the encoded size");
+    // The decoded frame lives in frame_[0, encoded), followed by kFramePaddingBytes (see Decoder).
+    frame_.resize(encoded + kFramePaddingBytes);
     std::string& target = zstd ? compressed_ : frame_;
-    target.resize(stored);
-    const size_t read = std::fread(target.data(), 1, stored, file_);
+    if (zstd) target.resize(stored);
+    const size_t read = ReadFully(target.data(), stored);
+    if (!status_.ok()) return false;
     offset_ += read;
     if (read < stored) return Corrupt("file ends inside a frame");
     if (zstd) {
-      frame_.resize(encoded);
       if (dctx_ == nullptr) dctx_ = ZSTD_createDCtx();
-      const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), frame_.size(), compressed_.data(), stored);
+      const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), encoded, compressed_.data(), stored);
       if (ZSTD_isError(size) || size != encoded) return Corrupt("zstd frame does not decompress");
     }
-    if (NativeChecksum(frame_) != GetFixed64(head + 24)) return Corrupt("frame checksum mismatch");
-    decoder_ = Decoder(frame_.data(), frame_.data() + frame_.size());
+    const absl::string_view frame(frame_.data(), encoded);
+    if (NativeChecksum(frame) != GetFixed64(head + 24)) return Corrupt("frame checksum mismatch");
+    decoder_ = Decoder(frame.data(), frame.data() + frame.size());
     delta_ = DeltaState();
     frame_left_ = records;
     return true;
   }
 
-  std::FILE* file_;
+  int fd_;
   TraceInfo info_;
   proto::TraceHeader header_;
   ZSTD_DCtx* dctx_ = nullptr;

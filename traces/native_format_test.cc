@@ -1,5 +1,6 @@
 #include "traces/native_format.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -115,6 +116,54 @@ TEST(NativeFormatTest, EveryFieldRoundTripsWithAndWithoutCompressionAndAcrossFra
       } else {
         EXPECT_GT(header->num_frames(), 50u);
       }
+    }
+  }
+}
+
+// Values whose varints take every length from 1 to 10 bytes (a varint holds 7 bits per byte, so 2^(7k) - 1
+// is the largest k-byte value and 2^(7k) the smallest (k+1)-byte one; zigzag doubles a signed field),
+// and hash runs of every length from 1 to 11 (the decoder fills runs 4 ids at a time plus a tail).
+std::vector<Request> VarintLengthRequests() {
+  std::vector<Request> out;
+  int64_t arrival_ns = 0;
+  for (int bytes = 1; bytes <= 9; ++bytes) {
+    for (int64_t above : {-1, 0}) {  // the last value of `bytes` bytes, then the first of bytes + 1
+      const int64_t value = (int64_t{1} << std::min(7 * bytes - 1, 62)) + above;  // zigzag: 2 * value
+      Request r;
+      r.request_id = out.size();
+      arrival_ns += value / 2;  // the arrival delta (no overflow: the sum stays below 2^63)
+      r.arrival_ns = arrival_ns;
+      r.input_tokens = value;
+      r.output_tokens = value / 3;
+      r.block_tokens = 16;
+      const int run = bytes + 2 + static_cast<int>(above);  // 1 .. 11 ids
+      const uint64_t first = static_cast<uint64_t>(value) * 5;
+      for (int k = 0; k < run; ++k) r.block_hashes.push_back(first + k);
+      r.block_hashes.push_back(first - 1);  // a second run, going backwards
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+TEST(NativeFormatTest, VarintsOfEveryLengthAndRunsOfEveryLengthRoundTrip) {
+  const std::vector<Request> requests = VarintLengthRequests();
+  ASSERT_EQ(requests.size(), 18u);
+  EXPECT_EQ(requests[1].input_tokens, 64);             // zigzag 128: the first 2-byte varint
+  EXPECT_EQ(requests[17].input_tokens, int64_t{1} << 62);  // zigzag 2^63: a 10-byte varint
+  for (bool compress : {false, true}) {
+    for (int64_t frame_bytes : {64, 65536}) {  // 64: records end at frame ends (the padding's edge)
+      TraceWriterOptions options;
+      options.block_tokens = 16;
+      options.compress = compress;
+      options.frame_bytes = frame_bytes;
+      const std::string path = ::testing::TempDir() + "/varints.kvt";
+      ASSERT_TRUE(WriteNative(path, requests, options).ok());
+      auto reader = OpenNativeTrace(path, {});
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      auto actual = ReadAll(**reader);
+      ASSERT_TRUE(actual.ok()) << actual.status();
+      ExpectSame(requests, *actual);
     }
   }
 }
