@@ -90,8 +90,7 @@ double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
 }
 
 double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens) const {
-  return kvsim::AttentionSeconds(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim, piece.context_tokens,
-                                 piece.new_tokens, l2_resident_tokens);
+  return attention_.Seconds(piece.context_tokens, piece.new_tokens, l2_resident_tokens);
 }
 
 double RooflineCostModel::KvBytesPerTokenPerLayer() const {
@@ -103,21 +102,23 @@ double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
 }
 
 absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchShape& batch) const {
-  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+  if (batch.sequences.empty()) return ValidateBatch(batch);
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   double attention_s = 0;
   const std::vector<int64_t> l2 =
       L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
+  // One pass: the checks of ValidateBatch (whose error it returns for a bad piece) and the sums.
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const SequenceWork& s = batch.sequences[i];
+    if (s.new_tokens <= 0 || s.context_tokens < 0 || s.num_segments < 1) return ValidateBatch(batch);
     if (s.recompute && kv_projection) {
       projection_tokens += s.new_tokens;
       continue;
     }
     layer_tokens += s.new_tokens;
     if (s.samples_token && !s.recompute) ++sampling;
-    attention_s += AttentionSeconds(s, l2.empty() ? 0 : l2[i]);
+    attention_s += attention_.Seconds(s.context_tokens, s.new_tokens, l2.empty() ? 0 : l2[i]);
   }
   const double layers = p_.num_layers;
   CostBreakdown b;

@@ -85,7 +85,8 @@ class RooflineCostModel final : public CostModel {
  public:
   // REQUIRES: a resolved config (sim/config.h). Errors from MakeRooflineParams.
   static absl::StatusOr<std::unique_ptr<RooflineCostModel>> Create(const proto::ExperimentConfig& config);
-  explicit RooflineCostModel(const RooflineParams& params) : p_(params) {}
+  explicit RooflineCostModel(const RooflineParams& params)
+      : p_(params), attention_(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim) {}
 
   std::string Describe() const override;
   absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override;
@@ -113,6 +114,7 @@ class RooflineCostModel final : public CostModel {
 
  private:
   RooflineParams p_;
+  AttentionKernel attention_;  // p_'s attention constants, for the per-piece loop
 };
 
 // Checks the pieces of a batch: InvalidArgument naming the piece for an empty batch, new_tokens <= 0,

@@ -256,6 +256,7 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
   bool prefix_run = true;    // every block so far usable for prefix reuse
   bool potential_run = true; // every block so far cached (potential prefix reuse)
   kinds_.assign(num_blocks, kCompute);
+  found_entries_.resize(num_blocks);
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (k < restored_blocks) {
       kinds_[k] = kRestore;
@@ -264,6 +265,7 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
     if (state->unique_blocks) continue;  // no other request has these blocks
     auto it = index_.find(request.block_hashes[k]);
     const bool present = it != index_.end();
+    if (present) found_entries_[k] = it->second;
     if (record_potentials && present) {
       const int64_t tokens = BlockTokensAt(request, k);
       state->segment_potential_tokens += tokens;
@@ -308,7 +310,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   int64_t unpinned_hits = 0;
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (kinds_[k] == kGpuHit) {
-      if (entries_[index_.find(request.block_hashes[k])->second].refcount == 0) ++unpinned_hits;
+      if (entries_[found_entries_[k]].refcount == 0) ++unpinned_hits;
     } else {
       ++needed;
     }
@@ -328,7 +330,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   state->block_entries.assign(num_blocks, kPrivateBlock);
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
-    const int32_t entry = index_.find(request.block_hashes[k])->second;
+    const int32_t entry = found_entries_[k];
     if (kinds_[k] == kGpuHit) {
       Pin(entry);
       state->block_entries[k] = entry;
@@ -422,11 +424,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   state->kv_segments = segments;
 }
 
-bool BlockManager::Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
-  const int64_t want =
-      NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
-  const int64_t extra = want - state->tail_blocks;
-  if (extra <= 0) return true;
+bool BlockManager::GrowBy(RequestState* state, int64_t extra, SimTime now_ns) {
   const Tier& gpu = tiers_[0];
   if (extra > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_) return false;
   MakeGpuRoom(extra, now_ns);

@@ -41,6 +41,7 @@
 #ifndef KVSIM_SIM_BLOCK_MANAGER_H_
 #define KVSIM_SIM_BLOCK_MANAGER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -104,7 +105,13 @@ class BlockManager {
 
   // Allocates the generated-token blocks for `kv_tokens` tokens of KV. False (nothing changed) if they
   // cannot be freed. REQUIRES: state is admitted.
-  bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns);
+  // Inline: most calls (a decode's next token in a block it holds) need no new block.
+  bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
+    const int64_t want =
+        NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
+    const int64_t extra = want - state->tail_blocks;
+    return extra <= 0 || GrowBy(state, extra, now_ns);
+  }
 
   // Offers to the shared cache the prompt blocks the prefill frontier has passed.
   void Publish(RequestState* state, SimTime now_ns);
@@ -158,6 +165,8 @@ class BlockManager {
 
   BlockManager(const BlockManagerOptions& options, const CostModel* cost_model);
 
+  // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
+  bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
   int64_t BlockTokensAt(const Request& request, int64_t k) const;
   bool ShouldReload(int32_t tier, int64_t position_tokens);
   AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
@@ -190,6 +199,7 @@ class BlockManager {
   int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
   std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
+  std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
   std::vector<int64_t> restore_ns_; // memo of RestoreNs by block index (-1 = not computed)
 };
 

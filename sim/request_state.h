@@ -27,6 +27,7 @@
 #define KVSIM_SIM_REQUEST_STATE_H_
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "sim/clock.h"
@@ -147,7 +148,7 @@ class RequestPool {
   int64_t in_use() const { return static_cast<int64_t>(states_.size() - free_.size()); }
 
  private:
-  std::vector<RequestState> states_;
+  std::deque<RequestState> states_;  // a deque: growing never moves the states in flight
   std::vector<int32_t> free_;
 };
 
