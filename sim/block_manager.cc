@@ -249,12 +249,13 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   return true;
 }
 
-void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
+BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
   const Request& request = state->request;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
   const bool record_potentials = !state->potentials_known;
   bool prefix_run = true;    // every block so far usable for prefix reuse
   bool potential_run = true; // every block so far cached (potential prefix reuse)
+  BlockCounts counts;
   kinds_.assign(num_blocks, kCompute);
   found_entries_.resize(num_blocks);
   for (int64_t k = 0; k < num_blocks; ++k) {
@@ -282,11 +283,16 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
     const int32_t tier = entries_[it->second].tier;
     if (tier == 0) {
       kinds_[k] = kGpuHit;
+      ++counts.gpu_hits;
+      if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
     } else {
       kinds_[k] = ShouldReload(tier, k * block_tokens_) ? kReload : kRecomputeLower;
+      ++counts.lower;
+      counts.reloads += kinds_[k] == kReload;
     }
   }
   state->potentials_known = true;
+  return counts;
 }
 
 bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
@@ -305,18 +311,10 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   const int64_t saved_prefix = state->prefix_potential_tokens;
   const int64_t saved_prefix_blocks = state->prefix_potential_blocks;
   const int64_t saved_segment = state->segment_potential_tokens;
-  ClassifyBlocks(state, restored);
-  int64_t needed = tail_blocks;
-  int64_t unpinned_hits = 0;
-  for (int64_t k = 0; k < num_blocks; ++k) {
-    if (kinds_[k] == kGpuHit) {
-      if (entries_[found_entries_[k]].refcount == 0) ++unpinned_hits;
-    } else {
-      ++needed;
-    }
-  }
+  const BlockCounts counts = ClassifyBlocks(state, restored);
+  const int64_t needed = tail_blocks + num_blocks - counts.gpu_hits;
   const Tier& gpu = tiers_[0];
-  if (needed > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_ - unpinned_hits) {
+  if (needed > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_ - counts.unpinned_hits) {
     if (first) {  // measure the potentials again when the request is really admitted
       state->potentials_known = false;
       state->prefix_potential_tokens = saved_prefix;
@@ -328,7 +326,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
 
   // Pin the GPU hits and take reloads out of their tiers before evicting, so neither is chosen.
   state->block_entries.assign(num_blocks, kPrivateBlock);
-  for (int64_t k = 0; k < num_blocks; ++k) {
+  for (int64_t k = 0; k < num_blocks && counts.gpu_hits + counts.lower > 0; ++k) {
     if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
     const int32_t entry = found_entries_[k];
     if (kinds_[k] == kGpuHit) {
@@ -365,7 +363,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     state->swap_blocks = 0;
   }
   MakeGpuRoom(needed, now_ns);
-  for (int64_t k = 0; k < num_blocks; ++k) {
+  for (int64_t k = 0; k < num_blocks && counts.reloads > 0; ++k) {
     if (kinds_[k] != kReload) continue;
     Entry& e = entries_[state->block_entries[k]];
     e.tier = 0;
@@ -374,8 +372,8 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     ++tiers_[0].cached_blocks;
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
   }
-  int64_t private_prompt = 0;
-  for (int64_t k = 0; k < num_blocks; ++k) private_prompt += state->block_entries[k] == kPrivateBlock;
+  // Every prompt block but the GPU hits and the reloads is held privately (block_entries kPrivateBlock).
+  const int64_t private_prompt = num_blocks - counts.gpu_hits - counts.reloads;
   state->private_blocks = private_prompt;
   state->tail_blocks = tail_blocks;
   private_blocks_ += private_prompt + tail_blocks;
@@ -404,11 +402,25 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   int32_t segments = 1;
   bool computed_before = frontier > 0;
   bool in_reused_run = false;
+  // Adjacent computed blocks with equal attributes form one run (as AddComputeRun would merge them);
+  // they are gathered here and added once.
+  TokenRun pending;
+  pending.length = 0;
+  auto flush = [&] {
+    if (pending.length > 0) state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
+  };
   for (int64_t k = restored; k < num_blocks; ++k) {
     const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
     if (compute) {
-      state->AddComputeRun(k * block_tokens_, BlockTokensAt(request, k), segments,
-                           again || k < last_reused || kinds_[k] == kRecomputeLower);
+      const int64_t start = k * block_tokens_;
+      const bool recompute = again || k < last_reused || kinds_[k] == kRecomputeLower;
+      if (pending.length > 0 && pending.start + pending.length == start && pending.num_segments == segments &&
+          pending.recompute == recompute) {
+        pending.length += BlockTokensAt(request, k);
+      } else {
+        flush();
+        pending = TokenRun{start, BlockTokensAt(request, k), segments, recompute};
+      }
       computed_before = true;
       in_reused_run = false;
     } else {
@@ -416,6 +428,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
       in_reused_run = true;
     }
   }
+  flush();
   const int64_t tail_start = std::max(input, frontier);
   if (target > tail_start) state->AddComputeRun(tail_start, target - tail_start, segments, again);
   // A fully reused prompt still computes its last token to produce the first output token.
@@ -438,6 +451,11 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   const Request& request = state->request;
   const int64_t frontier = state->frontier_tokens();
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  if (state->unique_blocks) {  // nothing to offer: move the cursor past the blocks the frontier passed
+    const int64_t passed = frontier >= request.input_tokens ? num_blocks : frontier / block_tokens_;
+    state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));
+    return;
+  }
   while (state->publish_cursor < num_blocks) {
     const int64_t k = state->publish_cursor;
     const int64_t end = std::min<int64_t>((k + 1) * block_tokens_, request.input_tokens);

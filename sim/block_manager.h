@@ -181,7 +181,14 @@ class BlockManager {
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
   int32_t NewEntry(uint64_t hash);
-  void ClassifyBlocks(RequestState* state, int64_t restored_blocks);
+  struct BlockCounts {
+    int64_t gpu_hits = 0;       // kGpuHit blocks
+    int64_t unpinned_hits = 0;  // of them, with refcount 0 before the admission
+    int64_t lower = 0;          // kReload and kRecomputeLower blocks
+    int64_t reloads = 0;        // kReload blocks
+  };
+  // Fills kinds_ and found_entries_ for the prompt's blocks; returns the counts by kind.
+  BlockCounts ClassifyBlocks(RequestState* state, int64_t restored_blocks);
   void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks);
 
   const int32_t block_tokens_;
