@@ -257,6 +257,11 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
   bool potential_run = true; // every block so far cached (potential prefix reuse)
   BlockCounts counts;
   kinds_.assign(num_blocks, kCompute);
+  if (state->unique_blocks) {  // no other request has these blocks: all computed or restored
+    std::fill(kinds_.begin(), kinds_.begin() + std::min(restored_blocks, num_blocks), kRestore);
+    state->potentials_known = true;
+    return counts;
+  }
   found_entries_.resize(num_blocks);
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (k < restored_blocks) {
@@ -379,11 +384,14 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   private_blocks_ += private_prompt + tail_blocks;
   AddUsed(0, private_prompt + tail_blocks);
   state->publish_cursor = 0;
-  if (!(swapped && state->swapped_while_decoding)) BuildComputeRuns(state, frontier, restored);
+  if (!(swapped && state->swapped_while_decoding)) {
+    BuildComputeRuns(state, frontier, restored, /*all_computed=*/counts.gpu_hits + counts.lower == 0);
+  }
   return true;
 }
 
-void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored) {
+void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored,
+                                    bool all_computed) {
   const Request& request = state->request;
   const int64_t input = request.input_tokens;
   const int64_t target = state->prefill_target_tokens;
@@ -391,7 +399,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   // Everything computed again after a recompute preemption restores KV that existed before.
   const bool again = state->preemptions > 0;
   int64_t last_reused = -1;  // computed blocks before it fill holes between reused ones: recompute
-  for (int64_t k = restored; k < num_blocks; ++k) {
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
     if (kinds_[k] != kCompute && kinds_[k] != kRecomputeLower) last_reused = k;
   }
   state->ClearComputeRuns();
@@ -407,9 +415,13 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   TokenRun pending;
   pending.length = 0;
   auto flush = [&] {
-    if (pending.length > 0) state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
+    if (pending.length == 0) return;
+    state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
   };
-  for (int64_t k = restored; k < num_blocks; ++k) {
+  if (all_computed && restored < num_blocks) {  // what the loop below makes of it: one run
+    pending = TokenRun{restored * block_tokens_, input - restored * block_tokens_, segments, again};
+  }
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
     const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
     if (compute) {
       const int64_t start = k * block_tokens_;
@@ -478,8 +490,10 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
 }
 
 void BlockManager::Release(RequestState* state, SimTime now_ns) {
-  // Last block first: with recency policies the prompt's head, shared most, stays longest.
-  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0; --k) {
+  // Last block first: with recency policies the prompt's head, shared most, stays longest. (Nothing to
+  // unpin when every prompt block is private.)
+  const int64_t shared = static_cast<int64_t>(state->block_entries.size()) - state->private_blocks;
+  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0 && shared > 0; --k) {
     if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;

@@ -189,7 +189,9 @@ class BlockManager {
   };
   // Fills kinds_ and found_entries_ for the prompt's blocks; returns the counts by kind.
   BlockCounts ClassifyBlocks(RequestState* state, int64_t restored_blocks);
-  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks);
+  // `all_computed`: no prompt block from `restored_blocks` on is a GPU hit or in a lower tier.
+  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks,
+                        bool all_computed);
 
   const int32_t block_tokens_;
   const int64_t block_bytes_;
