@@ -58,25 +58,22 @@ double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_b
   return std::max(compute, bytes / rates.memory_bytes_per_s);
 }
 
+AttentionKernel::AttentionKernel(const DeviceRates& rates, const KvFormat& kv, int64_t heads,
+                                 int64_t kv_heads, int64_t head_dim)
+    : heads(heads),
+      head_dim(head_dim),
+      kv_elements_per_token(2.0 * kv_heads * head_dim),
+      bytes_per_element(kv.BytesPerElement()),
+      dequant_ops_per_element(kv.DequantOpsPerElement()),
+      tensor_flops_per_s(kv.is_fp8 ? rates.fp8_flops_per_s : rates.bf16_flops_per_s),
+      alu_ops_per_s(rates.alu_ops_per_s),
+      memory_bytes_per_s(rates.memory_bytes_per_s) {}
+
 double AttentionSeconds(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
                         int64_t head_dim, int64_t context_tokens, int64_t new_tokens,
                         int64_t l2_resident_tokens) {
-  const double c = context_tokens, n = new_tokens;
-  const double pairs = n * c + n * (n + 1) / 2;
-  const double kv_elements_per_token = 2.0 * kv_heads * head_dim;
-  const double kv_read = (c + n) * kv_elements_per_token;
-  const double hbm_read = kv_read - static_cast<double>(l2_resident_tokens) * kv_elements_per_token;
-  const double bytes = (hbm_read + n * kv_elements_per_token) * kv.BytesPerElement() +
-                       2 * n * heads * head_dim * kActivationBytes;
-  const double dot_flops = 4.0 * heads * head_dim * pairs;
-  double tensor_flops = dot_flops, alu_ops = kv_read * kv.DequantOpsPerElement();
-  if (new_tokens == 1) {  // decode: dot products on CUDA cores
-    tensor_flops = 0;
-    alu_ops += dot_flops;
-  }
-  const double tensor_rate = kv.is_fp8 ? rates.fp8_flops_per_s : rates.bf16_flops_per_s;
-  const double compute = tensor_flops / tensor_rate + alu_ops / rates.alu_ops_per_s;
-  return std::max(compute, bytes / rates.memory_bytes_per_s);
+  return AttentionKernel(rates, kv, heads, kv_heads, head_dim)
+      .Seconds(context_tokens, new_tokens, l2_resident_tokens);
 }
 
 double AllReduceSeconds(const DeviceRates& rates, double bytes, int64_t gpus) {

@@ -56,6 +56,43 @@ double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_b
 
 // Attention of one sequence piece (context c, new n) with `heads` query heads and `kv_heads` KV heads;
 // `l2_resident_tokens` of the context are read from the L2 cache (no HBM bytes).
+// AttentionKernel holds the per-model constants so that hot loops (one call per batch piece) skip
+// recomputing them; Seconds() is the formula itself and AttentionSeconds() calls it, so both give the
+// same double bit for bit.
+struct AttentionKernel {
+  AttentionKernel() = default;
+  AttentionKernel(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
+                  int64_t head_dim);
+
+  double Seconds(int64_t context_tokens, int64_t new_tokens, int64_t l2_resident_tokens) const {
+    constexpr double kActivationBytes = 2;  // bf16
+    const double c = context_tokens, n = new_tokens;
+    const double pairs = n * c + n * (n + 1) / 2;
+    const double kv_read = (c + n) * kv_elements_per_token;
+    const double hbm_read = kv_read - static_cast<double>(l2_resident_tokens) * kv_elements_per_token;
+    const double bytes = (hbm_read + n * kv_elements_per_token) * bytes_per_element +
+                         2 * n * heads * head_dim * kActivationBytes;
+    const double dot_flops = 4.0 * heads * head_dim * pairs;
+    double tensor_flops = dot_flops, alu_ops = kv_read * dequant_ops_per_element;
+    if (new_tokens == 1) {  // decode: dot products on CUDA cores
+      tensor_flops = 0;
+      alu_ops += dot_flops;
+    }
+    const double compute = tensor_flops / tensor_flops_per_s + alu_ops / alu_ops_per_s;
+    const double memory = bytes / memory_bytes_per_s;
+    return compute < memory ? memory : compute;  // std::max(compute, memory)
+  }
+
+  int64_t heads = 0;
+  int64_t head_dim = 0;
+  double kv_elements_per_token = 0;   // 2 x kv_heads x head_dim
+  double bytes_per_element = 0;       // KvFormat::BytesPerElement()
+  double dequant_ops_per_element = 0; // KvFormat::DequantOpsPerElement()
+  double tensor_flops_per_s = 0;      // fp8 or bf16 tensor-core rate
+  double alu_ops_per_s = 0;
+  double memory_bytes_per_s = 0;
+};
+
 double AttentionSeconds(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
                         int64_t head_dim, int64_t context_tokens, int64_t new_tokens,
                         int64_t l2_resident_tokens = 0);

@@ -63,6 +63,37 @@ absl::StatusOr<std::unique_ptr<RooflineCostModel>> RooflineCostModel::Create(
   return std::make_unique<RooflineCostModel>(params);
 }
 
+RooflineCostModel::RooflineCostModel(const RooflineParams& params)
+    : p_(params), attention_(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim) {
+  linear_ns_.resize(kTermTableTokens);
+  lm_head_ns_.resize(kTermTableTokens);
+  allreduce_ns_.resize(kTermTableTokens);
+  for (int64_t t = 0; t < kTermTableTokens; ++t) {
+    const double layers = p_.num_layers;
+    linear_ns_[t] = ToNs(layers * (LayerLinearSeconds(t) + KvProjectionSeconds(0)));
+    lm_head_ns_[t] = ToNs(LmHeadSeconds(t));
+    allreduce_ns_[t] = ToNs(layers * 2 * AllReduceSeconds(t));
+  }
+}
+
+// Each term: the table's value when it has one (computed by the same expression), else the expression.
+int64_t RooflineCostModel::LinearNs(int64_t layer_tokens, int64_t projection_tokens) const {
+  if (projection_tokens == 0 && layer_tokens < kTermTableTokens) return linear_ns_[layer_tokens];
+  const double layers = p_.num_layers;
+  return ToNs(layers * (LayerLinearSeconds(layer_tokens) + KvProjectionSeconds(projection_tokens)));
+}
+
+int64_t RooflineCostModel::LmHeadNs(int64_t sampling) const {
+  if (sampling < kTermTableTokens) return lm_head_ns_[sampling];
+  return ToNs(LmHeadSeconds(sampling));
+}
+
+int64_t RooflineCostModel::AllReduceNs(int64_t layer_tokens) const {
+  if (layer_tokens < kTermTableTokens) return allreduce_ns_[layer_tokens];
+  const double layers = p_.num_layers;
+  return ToNs(layers * 2 * AllReduceSeconds(layer_tokens));
+}
+
 std::string RooflineCostModel::Describe() const {
   return absl::StrFormat("roofline (KV %s, TP %d, recompute %s)", p_.kv.Name(), p_.tp,
                          p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION ? "kv-projection"
@@ -90,8 +121,7 @@ double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
 }
 
 double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens) const {
-  return kvsim::AttentionSeconds(p_.rates, p_.kv, p_.heads, p_.kv_heads, p_.head_dim, piece.context_tokens,
-                                 piece.new_tokens, l2_resident_tokens);
+  return attention_.Seconds(piece.context_tokens, piece.new_tokens, l2_resident_tokens);
 }
 
 double RooflineCostModel::KvBytesPerTokenPerLayer() const {
@@ -103,28 +133,30 @@ double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
 }
 
 absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchShape& batch) const {
-  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+  if (batch.sequences.empty()) return ValidateBatch(batch);
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   double attention_s = 0;
   const std::vector<int64_t> l2 =
       L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
+  // One pass: the checks of ValidateBatch (whose error it returns for a bad piece) and the sums.
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const SequenceWork& s = batch.sequences[i];
+    if (s.new_tokens <= 0 || s.context_tokens < 0 || s.num_segments < 1) return ValidateBatch(batch);
     if (s.recompute && kv_projection) {
       projection_tokens += s.new_tokens;
       continue;
     }
     layer_tokens += s.new_tokens;
     if (s.samples_token && !s.recompute) ++sampling;
-    attention_s += AttentionSeconds(s, l2.empty() ? 0 : l2[i]);
+    attention_s += attention_.Seconds(s.context_tokens, s.new_tokens, l2.empty() ? 0 : l2[i]);
   }
   const double layers = p_.num_layers;
   CostBreakdown b;
-  b.linear_ns = ToNs(layers * (LayerLinearSeconds(layer_tokens) + KvProjectionSeconds(projection_tokens)));
-  b.lm_head_ns = ToNs(LmHeadSeconds(sampling));
+  b.linear_ns = LinearNs(layer_tokens, projection_tokens);
+  b.lm_head_ns = LmHeadNs(sampling);
   b.attention_ns = ToNs(layers * attention_s);
-  b.allreduce_ns = ToNs(layers * 2 * AllReduceSeconds(layer_tokens));
+  b.allreduce_ns = AllReduceNs(layer_tokens);
   b.overhead_ns = p_.overhead_ns;
   b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.overhead_ns;
   return b;

@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cost_models/cost_model.h"
@@ -85,7 +86,7 @@ class RooflineCostModel final : public CostModel {
  public:
   // REQUIRES: a resolved config (sim/config.h). Errors from MakeRooflineParams.
   static absl::StatusOr<std::unique_ptr<RooflineCostModel>> Create(const proto::ExperimentConfig& config);
-  explicit RooflineCostModel(const RooflineParams& params) : p_(params) {}
+  explicit RooflineCostModel(const RooflineParams& params);
 
   std::string Describe() const override;
   absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override;
@@ -112,7 +113,18 @@ class RooflineCostModel final : public CostModel {
   const RooflineParams& params() const { return p_; }
 
  private:
+  // Iteration terms that depend only on a token count, as IterationBreakdown computes them, for counts
+  // below kTermTableTokens (every decode-only iteration of up to that many sequences).
+  static constexpr int64_t kTermTableTokens = 512;
+  int64_t LinearNs(int64_t layer_tokens, int64_t projection_tokens) const;
+  int64_t LmHeadNs(int64_t sampling) const;
+  int64_t AllReduceNs(int64_t layer_tokens) const;
+
   RooflineParams p_;
+  AttentionKernel attention_;          // p_'s attention constants, for the per-piece loop
+  std::vector<int64_t> linear_ns_;     // by layer tokens, no projection tokens: LinearNs
+  std::vector<int64_t> lm_head_ns_;    // by sampled tokens: LmHeadNs
+  std::vector<int64_t> allreduce_ns_;  // by layer tokens: AllReduceNs
 };
 
 // Checks the pieces of a batch: InvalidArgument naming the piece for an empty batch, new_tokens <= 0,

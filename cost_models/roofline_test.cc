@@ -72,6 +72,32 @@ TEST(RooflineTest, SingleDecodeOfLlama8bOnH200IsBoundByWeightBytes) {
   EXPECT_EQ(*model->IterationTimeNs(Batch({Piece(1000, 1)})), b->total_ns);
 }
 
+// The terms that depend only on token counts come from a table below 512 tokens and from the formula
+// above: both sides of the edge must equal the per-operation formulas (each tested by hand above),
+// summed over 80 layers and rounded to ns.
+TEST(RooflineTest, TokenCountTermsAgreeWithTheFormulasAcrossTheTableEdge) {
+  proto::ExperimentConfig config;
+  config.set_model_preset("llama-3.1-70b-tp4");
+  absl::StatusOr<proto::ExperimentConfig> resolved = ResolveExperimentConfig(config, "test");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  auto model = Model(*resolved);
+  const double layers = 80;
+  for (int64_t tokens : {1, 2, 255, 511, 512, 513, 4096}) {
+    SCOPED_TRACE(tokens);
+    absl::StatusOr<CostBreakdown> b = model->IterationBreakdown(Batch({Piece(100, tokens)}));
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->linear_ns, std::llround(layers * model->LayerLinearSeconds(tokens) * 1e9));
+    EXPECT_EQ(b->allreduce_ns, std::llround(layers * 2 * model->AllReduceSeconds(tokens) * 1e9));
+    EXPECT_GT(b->allreduce_ns, 0);
+    // `tokens` decodes sample `tokens` tokens: the LM head over that many rows.
+    BatchShape decodes;
+    decodes.sequences.assign(tokens, Piece(100, 1));
+    b = model->IterationBreakdown(decodes);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->lm_head_ns, std::llround(model->LmHeadSeconds(tokens) * 1e9));
+  }
+}
+
 TEST(RooflineTest, LongPrefillIsComputeBound) {
   auto model = Model(Config());
   absl::StatusOr<CostBreakdown> b = model->IterationBreakdown(Batch({Piece(0, 4096)}));

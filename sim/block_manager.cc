@@ -249,13 +249,20 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   return true;
 }
 
-void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
+BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
   const Request& request = state->request;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
   const bool record_potentials = !state->potentials_known;
   bool prefix_run = true;    // every block so far usable for prefix reuse
   bool potential_run = true; // every block so far cached (potential prefix reuse)
+  BlockCounts counts;
   kinds_.assign(num_blocks, kCompute);
+  if (state->unique_blocks) {  // no other request has these blocks: all computed or restored
+    std::fill(kinds_.begin(), kinds_.begin() + std::min(restored_blocks, num_blocks), kRestore);
+    state->potentials_known = true;
+    return counts;
+  }
+  found_entries_.resize(num_blocks);
   for (int64_t k = 0; k < num_blocks; ++k) {
     if (k < restored_blocks) {
       kinds_[k] = kRestore;
@@ -264,6 +271,7 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
     if (state->unique_blocks) continue;  // no other request has these blocks
     auto it = index_.find(request.block_hashes[k]);
     const bool present = it != index_.end();
+    if (present) found_entries_[k] = it->second;
     if (record_potentials && present) {
       const int64_t tokens = BlockTokensAt(request, k);
       state->segment_potential_tokens += tokens;
@@ -280,11 +288,16 @@ void BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) 
     const int32_t tier = entries_[it->second].tier;
     if (tier == 0) {
       kinds_[k] = kGpuHit;
+      ++counts.gpu_hits;
+      if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
     } else {
       kinds_[k] = ShouldReload(tier, k * block_tokens_) ? kReload : kRecomputeLower;
+      ++counts.lower;
+      counts.reloads += kinds_[k] == kReload;
     }
   }
   state->potentials_known = true;
+  return counts;
 }
 
 bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
@@ -303,18 +316,10 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   const int64_t saved_prefix = state->prefix_potential_tokens;
   const int64_t saved_prefix_blocks = state->prefix_potential_blocks;
   const int64_t saved_segment = state->segment_potential_tokens;
-  ClassifyBlocks(state, restored);
-  int64_t needed = tail_blocks;
-  int64_t unpinned_hits = 0;
-  for (int64_t k = 0; k < num_blocks; ++k) {
-    if (kinds_[k] == kGpuHit) {
-      if (entries_[index_.find(request.block_hashes[k])->second].refcount == 0) ++unpinned_hits;
-    } else {
-      ++needed;
-    }
-  }
+  const BlockCounts counts = ClassifyBlocks(state, restored);
+  const int64_t needed = tail_blocks + num_blocks - counts.gpu_hits;
   const Tier& gpu = tiers_[0];
-  if (needed > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_ - unpinned_hits) {
+  if (needed > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_ - counts.unpinned_hits) {
     if (first) {  // measure the potentials again when the request is really admitted
       state->potentials_known = false;
       state->prefix_potential_tokens = saved_prefix;
@@ -326,9 +331,9 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
 
   // Pin the GPU hits and take reloads out of their tiers before evicting, so neither is chosen.
   state->block_entries.assign(num_blocks, kPrivateBlock);
-  for (int64_t k = 0; k < num_blocks; ++k) {
+  for (int64_t k = 0; k < num_blocks && counts.gpu_hits + counts.lower > 0; ++k) {
     if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
-    const int32_t entry = index_.find(request.block_hashes[k])->second;
+    const int32_t entry = found_entries_[k];
     if (kinds_[k] == kGpuHit) {
       Pin(entry);
       state->block_entries[k] = entry;
@@ -363,7 +368,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     state->swap_blocks = 0;
   }
   MakeGpuRoom(needed, now_ns);
-  for (int64_t k = 0; k < num_blocks; ++k) {
+  for (int64_t k = 0; k < num_blocks && counts.reloads > 0; ++k) {
     if (kinds_[k] != kReload) continue;
     Entry& e = entries_[state->block_entries[k]];
     e.tier = 0;
@@ -372,18 +377,21 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     ++tiers_[0].cached_blocks;
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
   }
-  int64_t private_prompt = 0;
-  for (int64_t k = 0; k < num_blocks; ++k) private_prompt += state->block_entries[k] == kPrivateBlock;
+  // Every prompt block but the GPU hits and the reloads is held privately (block_entries kPrivateBlock).
+  const int64_t private_prompt = num_blocks - counts.gpu_hits - counts.reloads;
   state->private_blocks = private_prompt;
   state->tail_blocks = tail_blocks;
   private_blocks_ += private_prompt + tail_blocks;
   AddUsed(0, private_prompt + tail_blocks);
   state->publish_cursor = 0;
-  if (!(swapped && state->swapped_while_decoding)) BuildComputeRuns(state, frontier, restored);
+  if (!(swapped && state->swapped_while_decoding)) {
+    BuildComputeRuns(state, frontier, restored, /*all_computed=*/counts.gpu_hits + counts.lower == 0);
+  }
   return true;
 }
 
-void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored) {
+void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored,
+                                    bool all_computed) {
   const Request& request = state->request;
   const int64_t input = request.input_tokens;
   const int64_t target = state->prefill_target_tokens;
@@ -391,7 +399,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   // Everything computed again after a recompute preemption restores KV that existed before.
   const bool again = state->preemptions > 0;
   int64_t last_reused = -1;  // computed blocks before it fill holes between reused ones: recompute
-  for (int64_t k = restored; k < num_blocks; ++k) {
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
     if (kinds_[k] != kCompute && kinds_[k] != kRecomputeLower) last_reused = k;
   }
   state->ClearComputeRuns();
@@ -402,11 +410,29 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   int32_t segments = 1;
   bool computed_before = frontier > 0;
   bool in_reused_run = false;
-  for (int64_t k = restored; k < num_blocks; ++k) {
+  // Adjacent computed blocks with equal attributes form one run (as AddComputeRun would merge them);
+  // they are gathered here and added once.
+  TokenRun pending;
+  pending.length = 0;
+  auto flush = [&] {
+    if (pending.length == 0) return;
+    state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
+  };
+  if (all_computed && restored < num_blocks) {  // what the loop below makes of it: one run
+    pending = TokenRun{restored * block_tokens_, input - restored * block_tokens_, segments, again};
+  }
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
     const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
     if (compute) {
-      state->AddComputeRun(k * block_tokens_, BlockTokensAt(request, k), segments,
-                           again || k < last_reused || kinds_[k] == kRecomputeLower);
+      const int64_t start = k * block_tokens_;
+      const bool recompute = again || k < last_reused || kinds_[k] == kRecomputeLower;
+      if (pending.length > 0 && pending.start + pending.length == start && pending.num_segments == segments &&
+          pending.recompute == recompute) {
+        pending.length += BlockTokensAt(request, k);
+      } else {
+        flush();
+        pending = TokenRun{start, BlockTokensAt(request, k), segments, recompute};
+      }
       computed_before = true;
       in_reused_run = false;
     } else {
@@ -414,6 +440,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
       in_reused_run = true;
     }
   }
+  flush();
   const int64_t tail_start = std::max(input, frontier);
   if (target > tail_start) state->AddComputeRun(tail_start, target - tail_start, segments, again);
   // A fully reused prompt still computes its last token to produce the first output token.
@@ -422,11 +449,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   state->kv_segments = segments;
 }
 
-bool BlockManager::Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
-  const int64_t want =
-      NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
-  const int64_t extra = want - state->tail_blocks;
-  if (extra <= 0) return true;
+bool BlockManager::GrowBy(RequestState* state, int64_t extra, SimTime now_ns) {
   const Tier& gpu = tiers_[0];
   if (extra > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_) return false;
   MakeGpuRoom(extra, now_ns);
@@ -440,6 +463,11 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   const Request& request = state->request;
   const int64_t frontier = state->frontier_tokens();
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  if (state->unique_blocks) {  // nothing to offer: move the cursor past the blocks the frontier passed
+    const int64_t passed = frontier >= request.input_tokens ? num_blocks : frontier / block_tokens_;
+    state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));
+    return;
+  }
   while (state->publish_cursor < num_blocks) {
     const int64_t k = state->publish_cursor;
     const int64_t end = std::min<int64_t>((k + 1) * block_tokens_, request.input_tokens);
@@ -462,8 +490,10 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
 }
 
 void BlockManager::Release(RequestState* state, SimTime now_ns) {
-  // Last block first: with recency policies the prompt's head, shared most, stays longest.
-  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0; --k) {
+  // Last block first: with recency policies the prompt's head, shared most, stays longest. (Nothing to
+  // unpin when every prompt block is private.)
+  const int64_t shared = static_cast<int64_t>(state->block_entries.size()) - state->private_blocks;
+  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0 && shared > 0; --k) {
     if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;

@@ -41,6 +41,7 @@
 #ifndef KVSIM_SIM_BLOCK_MANAGER_H_
 #define KVSIM_SIM_BLOCK_MANAGER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -104,7 +105,13 @@ class BlockManager {
 
   // Allocates the generated-token blocks for `kv_tokens` tokens of KV. False (nothing changed) if they
   // cannot be freed. REQUIRES: state is admitted.
-  bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns);
+  // Inline: most calls (a decode's next token in a block it holds) need no new block.
+  bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
+    const int64_t want =
+        NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
+    const int64_t extra = want - state->tail_blocks;
+    return extra <= 0 || GrowBy(state, extra, now_ns);
+  }
 
   // Offers to the shared cache the prompt blocks the prefill frontier has passed.
   void Publish(RequestState* state, SimTime now_ns);
@@ -158,6 +165,8 @@ class BlockManager {
 
   BlockManager(const BlockManagerOptions& options, const CostModel* cost_model);
 
+  // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
+  bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
   int64_t BlockTokensAt(const Request& request, int64_t k) const;
   bool ShouldReload(int32_t tier, int64_t position_tokens);
   AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
@@ -172,8 +181,17 @@ class BlockManager {
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
   int32_t NewEntry(uint64_t hash);
-  void ClassifyBlocks(RequestState* state, int64_t restored_blocks);
-  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks);
+  struct BlockCounts {
+    int64_t gpu_hits = 0;       // kGpuHit blocks
+    int64_t unpinned_hits = 0;  // of them, with refcount 0 before the admission
+    int64_t lower = 0;          // kReload and kRecomputeLower blocks
+    int64_t reloads = 0;        // kReload blocks
+  };
+  // Fills kinds_ and found_entries_ for the prompt's blocks; returns the counts by kind.
+  BlockCounts ClassifyBlocks(RequestState* state, int64_t restored_blocks);
+  // `all_computed`: no prompt block from `restored_blocks` on is a GPU hit or in a lower tier.
+  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks,
+                        bool all_computed);
 
   const int32_t block_tokens_;
   const int64_t block_bytes_;
@@ -190,6 +208,7 @@ class BlockManager {
   int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
   std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
+  std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
   std::vector<int64_t> restore_ns_; // memo of RestoreNs by block index (-1 = not computed)
 };
 

@@ -120,9 +120,9 @@ int32_t RequestPool::Allocate() {
     free_.pop_back();
   } else {
     slot = static_cast<int32_t>(states_.size());
-    states_.emplace_back();
+    states_.push_back(std::make_unique<RequestState>());
   }
-  states_[slot].Reset();
+  states_[slot]->Reset();
   return slot;
 }
 

@@ -27,6 +27,7 @@
 #define KVSIM_SIM_REQUEST_STATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/clock.h"
@@ -142,12 +143,12 @@ class RequestPool {
   int32_t Allocate();
   // Returns `slot` to the free list. REQUIRES: allocated.
   void Free(int32_t slot);
-  RequestState& at(int32_t slot) { return states_[slot]; }
-  const RequestState& at(int32_t slot) const { return states_[slot]; }
+  RequestState& at(int32_t slot) { return *states_[slot]; }
+  const RequestState& at(int32_t slot) const { return *states_[slot]; }
   int64_t in_use() const { return static_cast<int64_t>(states_.size() - free_.size()); }
 
  private:
-  std::vector<RequestState> states_;
+  std::vector<std::unique_ptr<RequestState>> states_;  // growing never moves the states in flight
   std::vector<int32_t> free_;
 };
 

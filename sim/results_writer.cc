@@ -1,5 +1,6 @@
 #include "sim/results_writer.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
@@ -8,6 +9,35 @@
 
 namespace kvsim {
 
+namespace {
+
+// Appends the fields of one CSV row (integers in decimal, as absl::StrCat writes them) without building
+// temporaries: each field is formatted straight into a small buffer and appended with its separator.
+class CsvRow {
+ public:
+  explicit CsvRow(std::string* out) : out_(out) {}
+  template <typename Int>
+  CsvRow& operator<<(Int value) {
+    char* end = absl::numbers_internal::FastIntToBuffer(value, cursor_);
+    cursor_ = end;
+    *cursor_++ = ',';
+    return *this;
+  }
+  // Ends the row: the last field's comma becomes the newline.
+  ~CsvRow() {
+    cursor_[-1] = '\n';
+    out_->append(buffer_, cursor_ - buffer_);
+  }
+
+ private:
+  static constexpr int kMaxFields = 24;
+  std::string* out_;
+  char buffer_[kMaxFields * absl::numbers_internal::kFastToBufferSize];
+  char* cursor_ = buffer_;
+};
+
+}  // namespace
+
 std::string RequestsCsv(const proto::Results& results) {
   std::string csv =
       "request_id,replica,finished,arrival_ns,queueing_ns,ttft_ns,tpot_ns,e2e_ns,input_tokens,output_tokens,"
@@ -15,12 +45,11 @@ std::string RequestsCsv(const proto::Results& results) {
       "reloaded_tokens,swapped_tokens,preemptions\n";
   csv.reserve(csv.size() + results.requests_size() * 96);
   for (const proto::RequestResult& r : results.requests()) {
-    absl::StrAppend(&csv, r.request_id(), ",", r.replica(), ",", r.finished() ? 1 : 0, ",", r.arrival_ns(),
-                    ",", r.queueing_ns(), ",", r.ttft_ns(), ",", r.tpot_ns(), ",", r.e2e_ns(), ",");
-    absl::StrAppend(&csv, r.input_tokens(), ",", r.output_tokens(), ",", r.prefix_reused_tokens(), ",",
-                    r.segment_reused_tokens(), ",", r.reused_tokens(), ",", r.reused_blocks(), ",",
-                    r.recomputed_tokens(), ",");
-    absl::StrAppend(&csv, r.reloaded_tokens(), ",", r.swapped_tokens(), ",", r.preemptions(), "\n");
+    CsvRow(&csv) << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns()
+                 << r.queueing_ns() << r.ttft_ns() << r.tpot_ns() << r.e2e_ns() << r.input_tokens()
+                 << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
+                 << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens()
+                 << r.swapped_tokens() << r.preemptions();
   }
   return csv;
 }
@@ -29,11 +58,11 @@ std::string TimeSeriesCsv(const proto::Results& results) {
   std::string csv =
       "time_ns,replica,gpu_blocks_used,gpu_blocks_pinned,host_blocks_used,batch_size,batched_tokens,"
       "queued_requests,running_requests,iteration_ns\n";
+  csv.reserve(csv.size() + results.series_size() * 64);
   for (const proto::TimeSeriesPoint& p : results.series()) {
-    absl::StrAppend(&csv, p.time_ns(), ",", p.replica(), ",", p.gpu_blocks_used(), ",", p.gpu_blocks_pinned(),
-                    ",", p.host_blocks_used(), ",", p.batch_size(), ",");
-    absl::StrAppend(&csv, p.batched_tokens(), ",", p.queued_requests(), ",", p.running_requests(), ",",
-                    p.iteration_ns(), "\n");
+    CsvRow(&csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned()
+                 << p.host_blocks_used() << p.batch_size() << p.batched_tokens() << p.queued_requests()
+                 << p.running_requests() << p.iteration_ns();
   }
   return csv;
 }
