@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
@@ -77,11 +78,23 @@ struct Accumulator {
 // Per-head work of one block of decode steps: attention rows and outputs, exact or as a quantiser's
 // dequantised K/V make them.
 struct HeadBlock {
-  RowMatrixXf probs;           // (G * steps) x cols, row j * steps + s
+  // (G * steps) x cols, row j * steps + s, viewing `storage`: the storage only grows, so blocks of
+  // growing width reuse one allocation (no page faults and no reallocation per block).
+  Eigen::Map<RowMatrixXf> probs{nullptr, 0, 0};
+  std::vector<float> storage;
   RowMatrixXf outputs;         // (G * steps) x d
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
   std::vector<float> heap;     // scratch
+
+  void Reshape(int64_t rows, int64_t cols) {
+    if (static_cast<int64_t>(storage.size()) < rows * cols) {
+      storage.clear();
+      storage.shrink_to_fit();
+      storage.resize(rows * cols);
+    }
+    new (&probs) Eigen::Map<RowMatrixXf>(storage.data(), rows, cols);
+  }
 };
 
 struct Point {
@@ -196,7 +209,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   const KvOverride last = policy != nullptr ? policy->Kv(head, cols - 1) : KvOverride();
   ConstRowMap keys(last.keys != nullptr ? last.keys : c.keys, cols, d);
   ConstRowMap values(last.values != nullptr ? last.values : c.values, cols, d);
-  block->probs.resize(c.group_size * steps, cols);
+  block->Reshape(c.group_size * steps, cols);
   for (int j = 0; j < c.group_size; ++j) {
     ConstRowMap queries(c.query(j, first), steps, d);
     block->probs.middleRows(j * steps, steps).noalias() = queries * keys.transpose();
