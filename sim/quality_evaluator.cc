@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
@@ -77,11 +78,24 @@ struct Accumulator {
 // Per-head work of one block of decode steps: attention rows and outputs, exact or as a quantiser's
 // dequantised K/V make them.
 struct HeadBlock {
-  RowMatrixXf probs;           // (G * steps) x cols, row j * steps + s
+  // (G * steps) x cols, row j * steps + s, viewing `storage`: the storage only grows, so blocks of
+  // growing width reuse one allocation (no page faults and no reallocation per block).
+  Eigen::Map<RowMatrixXf> probs{nullptr, 0, 0};
+  std::vector<float> storage;
   RowMatrixXf outputs;         // (G * steps) x d
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
   std::vector<float> heap;     // scratch
+
+  // REQUIRES: rows * cols <= capacity; the storage grows to `capacity` floats at most once per size.
+  void Reshape(int64_t rows, int64_t cols, int64_t capacity) {
+    if (static_cast<int64_t>(storage.size()) < rows * cols) {
+      storage.clear();
+      storage.shrink_to_fit();
+      storage.resize(capacity);
+    }
+    new (&probs) Eigen::Map<RowMatrixXf>(storage.data(), rows, cols);
+  }
 };
 
 struct Point {
@@ -106,6 +120,32 @@ struct Approx {
   const float* values_hat = nullptr;  // null: exact values
   int64_t values_exact_from = 0;
 };
+
+// out[t] = sum over n of w[n] * value(set[n])[t] for t < d, in float, each element summed in set order:
+// the same operations, in the same order, as one axpy per kept token, but over chunks of W columns held
+// in registers, so each value row is read once per chunk and the partial sums are never stored.
+template <int W, typename ValueFn>
+int WeightedRowSumChunks(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, int t0,
+                         float* out) {
+  using Chunk = Eigen::Array<float, W, 1>;
+  for (; t0 + W <= d; t0 += W) {
+    Chunk acc = Chunk::Zero();
+    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * Eigen::Map<const Chunk>(value(set[n]) + t0);
+    Eigen::Map<Chunk>(out + t0) = acc;
+  }
+  return t0;
+}
+
+template <typename ValueFn>
+void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out) {
+  int t0 = WeightedRowSumChunks<32>(set, w, value, d, 0, out);
+  t0 = WeightedRowSumChunks<4>(set, w, value, d, t0, out);
+  for (; t0 < d; ++t0) {
+    float acc = 0;
+    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * value(set[n])[t0];
+    out[t0] = acc;
+  }
+}
 
 class Measurer {
  public:
@@ -132,10 +172,15 @@ class Measurer {
     };
     double kept = 0;  // approx mass on the set
     if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
-      acc_.setZero();
-      for (int32_t i : set) {
-        kept += ap[i];
-        Axpy(ap[i], value(i), d);
+      weights_.resize(set.size());
+      for (size_t n = 0; n < set.size(); ++n) {
+        weights_[n] = ap[set[n]];
+        kept += ap[set[n]];
+      }
+      if (approx.values_hat == nullptr) {
+        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data());
+      } else {
+        WeightedRowSum(set, weights_.data(), value, d, acc_.data());
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
@@ -169,6 +214,7 @@ class Measurer {
   void Axpy(float alpha, const float* x, int d) { acc_.noalias() += alpha * Eigen::Map<const Eigen::VectorXf>(x, d); }
 
   std::vector<uint8_t> mark_;
+  std::vector<float> weights_;  // approx probabilities of the set, in set order
   Eigen::VectorXf acc_;
 };
 
@@ -196,7 +242,8 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   const KvOverride last = policy != nullptr ? policy->Kv(head, cols - 1) : KvOverride();
   ConstRowMap keys(last.keys != nullptr ? last.keys : c.keys, cols, d);
   ConstRowMap values(last.values != nullptr ? last.values : c.values, cols, d);
-  block->probs.resize(c.group_size * steps, cols);
+  // Capacity for this sample's widest block of as many steps, so the storage is allocated once.
+  block->Reshape(c.group_size * steps, cols, c.group_size * steps * c.seq_len);
   for (int j = 0; j < c.group_size; ++j) {
     ConstRowMap queries(c.query(j, first), steps, d);
     block->probs.middleRows(j * steps, steps).noalias() = queries * keys.transpose();
