@@ -4,14 +4,20 @@
 //   BM_PlainLru        a plain std::unordered_map + std::list LRU written here, same trace and capacity
 //   BM_OnePassMrc      the one-pass LRU miss-ratio curve (every size) over the same trace
 //   BM_Policy/<name>   CacheSimulator with each registered policy
-// Each reports items_per_second = accesses per second. Run:
+//   BM_Ratios          the three above in interleaved repetitions on the same trace object, each timed
+//                      in thread CPU time, the fastest repetition of each kept: the ratios
+//                      kvsim_lru / plain_lru and mrc / kvsim_lru that the speed targets are about, robust
+//                      to other load on the machine (a single run of each is not).
+// Each reports items_per_second = accesses per second (CPU time). Run:
 //   bazel run -c opt //policies:cache_benchmark
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <list>
 #include <random>
 #include <unordered_map>
 
+#include "absl/hash/hash.h"
 #include "benchmark/benchmark.h"
 #include "policies/eviction_policy.h"
 #include "sim/cache_replay.h"
@@ -69,28 +75,39 @@ void RunPolicy(benchmark::State& state, const std::string& name) {
 void BM_KvsimCacheLru(benchmark::State& state) { RunPolicy(state, "lru"); }
 BENCHMARK(BM_KvsimCacheLru)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// A plain LRU: std::list for the order, std::unordered_map (with the same hash function class as
+// kvsim's absl tables) for the index. Returns the hits.
+int64_t PlainLruHits(const CompiledTrace& trace) {
+  std::list<BlockId> order;  // front = most recent
+  std::unordered_map<BlockId, std::list<BlockId>::iterator, absl::Hash<BlockId>> index;
+  int64_t hits = 0;
+  for (BlockId b : trace.blocks) {
+    auto it = index.find(b);
+    if (it != index.end()) {
+      ++hits;
+      order.splice(order.begin(), order, it->second);
+      continue;
+    }
+    if (static_cast<int64_t>(index.size()) >= kCapacity) {
+      index.erase(order.back());
+      order.pop_back();
+    }
+    order.push_front(b);
+    index.emplace(b, order.begin());
+  }
+  return hits;
+}
+
+double KvsimLruHitRatio(const CompiledTrace& trace) {
+  CacheSimulator sim(*CreateEvictionPolicy("lru"), kCapacity);
+  for (int64_t r = 0; r < trace.num_requests(); ++r) sim.ProcessRequest(trace.View(r));
+  return sim.stats().HitRatio();
+}
+
 void BM_PlainLru(benchmark::State& state) {
   const CompiledTrace& trace = ZipfTrace();
   int64_t hits = 0;
-  for (auto _ : state) {
-    std::list<BlockId> order;  // front = most recent
-    std::unordered_map<BlockId, std::list<BlockId>::iterator> index;
-    hits = 0;
-    for (BlockId b : trace.blocks) {
-      auto it = index.find(b);
-      if (it != index.end()) {
-        ++hits;
-        order.splice(order.begin(), order, it->second);
-        continue;
-      }
-      if (static_cast<int64_t>(index.size()) >= kCapacity) {
-        index.erase(order.back());
-        order.pop_back();
-      }
-      order.push_front(b);
-      index.emplace(b, order.begin());
-    }
-  }
+  for (auto _ : state) hits = PlainLruHits(trace);
   state.SetItemsProcessed(state.iterations() * kAccesses);
   state.counters["hit_ratio"] = static_cast<double>(hits) / kAccesses;
 }
@@ -107,6 +124,42 @@ void BM_OnePassMrc(benchmark::State& state) {
   state.counters["hit_ratio"] = hit_ratio;  // equals BM_KvsimCacheLru's
 }
 BENCHMARK(BM_OnePassMrc)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Runs `fn` once and returns its thread CPU seconds.
+template <typename Fn>
+double CpuSecondsOf(const Fn& fn) {
+  const double start = ThreadCpuSeconds();
+  fn();
+  return ThreadCpuSeconds() - start;
+}
+
+void BM_Ratios(benchmark::State& state) {
+  const CompiledTrace& trace = ZipfTrace();
+  const int repetitions = static_cast<int>(state.range(0));
+  double kvsim_s = 1e300, plain_s = 1e300, mrc_s = 1e300;
+  int64_t checksum = 0;
+  for (auto _ : state) {
+    for (int rep = 0; rep < repetitions; ++rep) {
+      kvsim_s = std::min(kvsim_s, CpuSecondsOf([&] { checksum += KvsimLruHitRatio(trace) > 0; }));
+      plain_s = std::min(plain_s, CpuSecondsOf([&] { checksum += PlainLruHits(trace); }));
+      mrc_s = std::min(mrc_s, CpuSecondsOf([&] { checksum += ComputeLruMrcOnTrace(trace, {})->sampled_accesses(); }));
+    }
+  }
+  benchmark::DoNotOptimize(checksum);
+  const double n = static_cast<double>(kAccesses);
+  state.counters["kvsim_lru_per_s"] = n / kvsim_s;
+  state.counters["plain_lru_per_s"] = n / plain_s;
+  state.counters["mrc_per_s"] = n / mrc_s;
+  state.counters["lru_vs_plain"] = plain_s / kvsim_s;  // target >= 1
+  state.counters["mrc_vs_lru"] = kvsim_s / mrc_s;      // target >= 0.5
+}
+BENCHMARK(BM_Ratios)->Arg(3)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Policy(benchmark::State& state, std::string name) { RunPolicy(state, name); }
 

@@ -4,16 +4,11 @@ namespace kvsim {
 
 void LruPolicy::OnInsert(BlockId block, const AccessInfo& info) { lists_.PushFront(0, block); }
 
-void LruPolicy::OnAccess(BlockId block, const AccessInfo& info) {
-  int32_t s = lists_.Find(block);
-  KVSIM_CHECK(s != kNoSlot) << "lru: access to non-resident block " << block;
-  lists_.MoveToFront(s);
-}
+void LruPolicy::OnAccess(BlockId block, const AccessInfo& info) { lists_.MoveToFront(SlotOf(block)); }
 
 void LruPolicy::OnRemove(BlockId block) {
-  int32_t s = lists_.Find(block);
-  KVSIM_CHECK(s != kNoSlot) << "lru: removal of non-resident block " << block;
-  lists_.Erase(s);
+  lists_.Erase(SlotOf(block));
+  looked_up_slot_ = kNoSlot;  // the slot is free now and may be reused for another block
 }
 
 absl::optional<BlockId> LruPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {

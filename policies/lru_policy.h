@@ -28,12 +28,30 @@ class LruPolicy final : public EvictionPolicy {
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
   bool TracksResidency() const override { return true; }
-  bool IsResident(BlockId block) const override { return lists_.Contains(block); }
+  // Remembers the slot it finds: the cache's next call is OnAccess (a hit) or OnRemove (a victim) of
+  // the same block, which then skip their own index lookup.
+  bool IsResident(BlockId block) const override {
+    looked_up_block_ = block;
+    looked_up_slot_ = lists_.Find(block);
+    return looked_up_slot_ != kNoSlot;
+  }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  // The slot of resident `block` (REQUIRES: resident), reusing IsResident()'s lookup when it was for
+  // the same block.
+  int32_t SlotOf(BlockId block) const {
+    const int32_t s = looked_up_slot_ != kNoSlot && looked_up_block_ == block ? looked_up_slot_
+                                                                              : lists_.Find(block);
+    KVSIM_CHECK(s != kNoSlot) << "lru: non-resident block " << block;
+    return s;
+  }
+
   BlockLists lists_{1};
+  // The last IsResident() lookup; valid while looked_up_slot_ != kNoSlot (reset when a slot is freed).
+  mutable BlockId looked_up_block_ = 0;
+  mutable int32_t looked_up_slot_ = kNoSlot;
 };
 
 }  // namespace kvsim

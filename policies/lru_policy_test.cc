@@ -33,6 +33,25 @@ TEST(LruPolicyTest, TrySelectVictimReportsNoCandidate) {
   EXPECT_EQ(lru.TrySelectVictim([](BlockId) { return true; }), absl::optional<BlockId>(5));
 }
 
+// IsResident() remembers its lookup for the next OnAccess/OnRemove; a removal frees the slot, which the
+// next insert reuses, so the remembered lookup must not survive it.
+TEST(LruPolicyTest, RememberedLookupDoesNotOutliveItsSlot) {
+  LruPolicy lru;
+  AccessInfo info;
+  lru.OnInsert(1, info);
+  lru.OnInsert(2, info);
+  ASSERT_TRUE(lru.IsResident(1));
+  lru.OnRemove(1);       // frees 1's slot
+  lru.OnInsert(3, info);  // takes that slot
+  EXPECT_FALSE(lru.IsResident(1));
+  ASSERT_TRUE(lru.IsResident(2));
+  lru.OnAccess(3, info);  // not the remembered block: its own lookup; order (most recent first) 3 2
+  EXPECT_EQ(lru.SelectVictim([](BlockId) { return true; }), 2u);
+  ASSERT_TRUE(lru.IsResident(2));
+  lru.OnAccess(2, info);  // the remembered block: order 2 3
+  EXPECT_EQ(lru.SelectVictim([](BlockId) { return true; }), 3u);
+}
+
 TEST(LruPolicyTest, IsRegistered) {
   auto policy = CreateEvictionPolicy("lru");
   ASSERT_TRUE(policy.ok());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,8 @@ namespace kvsim {
 namespace {
 
 constexpr uint64_t kSampleModulus = uint64_t{1} << 24;
+// Accesses ahead whose table line is prefetched (covers a memory latency at a few hundred cycles each).
+constexpr int64_t kPrefetchDistance = 8;
 
 uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
   x += 0x9e3779b97f4a7c15ULL;
@@ -26,6 +29,71 @@ void Accumulate(std::vector<int64_t>* histogram, size_t size) {
 }
 
 }  // namespace
+
+// Last access time of each tracked block: open addressing with linear probing over one flat array
+// (no allocation per access; a probe touches one cache line, which Prefetch() can request early).
+// An entry is empty iff its time is negative. Slots change only in Grow(), which reports each move.
+class LastTimeTable {
+ public:
+  struct Entry {
+    BlockId block;
+    int64_t time;  // < 0: empty
+  };
+
+  LastTimeTable() { Reset(1 << 12); }
+
+  void Prefetch(BlockId block) const { __builtin_prefetch(&entries_[Home(block)]); }
+
+  // The slot of `block`, inserting it with time -1 (the caller sets the time) if new; `inserted` says
+  // which. May grow the table first: then `moved(slot)` runs for every live entry at its new slot.
+  template <typename Moved>
+  int64_t FindOrInsert(BlockId block, bool* inserted, const Moved& moved) {
+    for (int64_t s = Home(block);; s = (s + 1) & mask_) {
+      Entry& e = entries_[s];
+      if (e.time < 0) break;
+      if (e.block == block) {
+        *inserted = false;
+        return s;
+      }
+    }
+    if (2 * (size_ + 1) > static_cast<int64_t>(entries_.size())) Grow(moved);  // load <= 1/2
+    int64_t s = Home(block);
+    while (entries_[s].time >= 0) s = (s + 1) & mask_;
+    entries_[s] = Entry{block, -1};
+    ++size_;
+    *inserted = true;
+    return s;
+  }
+
+  Entry& at(int64_t slot) { return entries_[slot]; }
+  int64_t size() const { return size_; }
+
+ private:
+  int64_t Home(BlockId block) const {
+    uint64_t h = (block ^ (block >> 31)) * 0xbf58476d1ce4e5b9ULL;
+    return static_cast<int64_t>((h ^ (h >> 29)) & static_cast<uint64_t>(mask_));
+  }
+  void Reset(int64_t num_slots) {
+    entries_.assign(num_slots, Entry{0, -1});
+    mask_ = num_slots - 1;
+  }
+  template <typename Moved>
+  void Grow(const Moved& moved) {
+    std::vector<Entry> old = std::move(entries_);
+    Reset(static_cast<int64_t>(old.size()) * 2);
+    for (const Entry& e : old) {
+      if (e.time < 0) continue;
+      int64_t s = Home(e.block);
+      while (entries_[s].time >= 0) s = (s + 1) & mask_;
+      entries_[s] = e;
+      moved(s);
+    }
+  }
+
+  std::vector<Entry> entries_;
+  int64_t mask_ = 0;
+  int64_t size_ = 0;
+};
 
 // Builds an LruMrc access by access (see the header comment for the method).
 class MrcBuilder {
@@ -42,21 +110,29 @@ class MrcBuilder {
     request_cold_ = false;
   }
 
+  // Optional: asks for the table line `block` will probe (a later Access() finds it in cache).
+  void Prefetch(BlockId block) const { last_.Prefetch(block); }
+
   void Access(BlockId block, int32_t tokens) {
     if (threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
     ++mrc_.accesses_;
     mrc_.tokens_ += tokens;
     if (reference_tokens_ < 0) reference_tokens_ = tokens;
     if (next_time_ == capacity_) Compact();
-    auto [it, inserted] = last_.try_emplace(block, next_time_);
+    bool inserted = false;
+    const int64_t slot = last_.FindOrInsert(block, &inserted, [this](int64_t s) {
+      owner_[last_.at(s).time] = static_cast<uint32_t>(s);
+    });
+    int64_t& time = last_.at(slot).time;
     int64_t distance = 0;  // 0 = cold miss (infinite distance)
     if (!inserted) {
-      distance = markers_ - Prefix(it->second) + 1;
-      Add(it->second, -1);  // clears its bit
+      distance = markers_ - Prefix(time) + 1;
+      Add(time, -1);  // clears its bit
       --markers_;
-      it->second = next_time_;
       Count(&hits_, &hit_token_deficit_, distance, tokens);
     }
+    time = next_time_;
+    owner_[next_time_] = static_cast<uint32_t>(slot);
     Add(next_time_++, +1);
     ++markers_;
     if (!mrc_.has_prefix_) return;
@@ -95,24 +171,31 @@ class MrcBuilder {
     return sum;
   }
 
-  // Renumbers the live markers 0..D-1 (in time order) in a range of at least 4D times.
+  // Renumbers the live markers 0..D-1 (in time order) in a range of at least 4D times. The live times
+  // are the set bits in increasing order and owner_ names each one's table slot, so no sort is needed;
+  // new time i <= old time t, so owner_ is rewritten in place.
   void Compact() {
-    std::vector<std::pair<int64_t, BlockId>> live;
-    live.reserve(last_.size());
-    for (const auto& [block, time] : last_) live.push_back({time, block});
-    std::sort(live.begin(), live.end());
-    for (size_t i = 0; i < live.size(); ++i) last_[live[i].second] = static_cast<int64_t>(i);
+    int64_t i = 0;
+    for (int64_t w = 0; w < num_words_; ++w) {
+      for (uint64_t word = bits_[w]; word != 0; word &= word - 1) {
+        const int64_t t = (w << 6) + __builtin_ctzll(word);
+        const uint32_t slot = owner_[t];
+        last_.at(slot).time = i;
+        owner_[i++] = slot;
+      }
+    }
+    const int64_t live = i;
     int64_t capacity = capacity_;
     // At least 4 times the live markers: the next compaction is >= 3 x D accesses away.
-    while (capacity < 4 * static_cast<int64_t>(live.size())) capacity *= 2;
+    while (capacity < 4 * live) capacity *= 2;
     Rebuild(capacity);
-    for (size_t i = 0; i < live.size(); ++i) bits_[i >> 6] |= uint64_t{1} << (i & 63);
+    for (int64_t t = 0; t < live; ++t) bits_[t >> 6] |= uint64_t{1} << (t & 63);
     for (int64_t w = 0; w < num_words_; ++w) tree_[w + 1] = __builtin_popcountll(bits_[w]);
-    for (int64_t i = 1; i <= num_words_; ++i) {
-      const int64_t j = i + (i & -i);
-      if (j <= num_words_) tree_[j] += tree_[i];
+    for (int64_t k = 1; k <= num_words_; ++k) {
+      const int64_t j = k + (k & -k);
+      if (j <= num_words_) tree_[j] += tree_[k];
     }
-    next_time_ = static_cast<int64_t>(live.size());
+    next_time_ = live;
   }
 
   void Rebuild(int64_t capacity) {  // REQUIRES: capacity a multiple of 64
@@ -120,6 +203,7 @@ class MrcBuilder {
     num_words_ = capacity / 64;
     bits_.assign(num_words_, 0);
     tree_.assign(num_words_ + 1, 0);
+    owner_.resize(capacity_);
     hits_.resize(capacity_ + 1, 0);
     if (mrc_.has_prefix_) prefix_hits_.resize(capacity_ + 1, 0);
   }
@@ -153,11 +237,12 @@ class MrcBuilder {
   uint64_t threshold_ = kSampleModulus;
   std::vector<uint64_t> bits_;
   std::vector<int32_t> tree_;
+  std::vector<uint32_t> owner_;  // owner_[t]: the table slot of the block whose marker is at time t
   int64_t num_words_ = 0;
   int64_t capacity_ = 0;
   int64_t next_time_ = 0;
   int64_t markers_ = 0;
-  absl::flat_hash_map<BlockId, int64_t> last_;
+  LastTimeTable last_;
   int64_t request_max_ = 0;
   bool request_cold_ = false;
 };
@@ -218,9 +303,11 @@ absl::Status ValidateMrcOptions(const MrcOptions& options) {
 absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
   MrcBuilder builder(options.sample_rate, options.prefix);
+  const int64_t num_accesses = static_cast<int64_t>(trace.blocks.size());
   for (int64_t r = 0; r < trace.num_requests(); ++r) {
     builder.BeginRequest();
     for (int64_t i = trace.request_begin[r]; i < trace.request_begin[r + 1]; ++i) {
+      if (i + kPrefetchDistance < num_accesses) builder.Prefetch(trace.blocks[i + kPrefetchDistance]);
       builder.Access(trace.blocks[i], trace.tokens[i]);
     }
   }
@@ -240,7 +327,11 @@ absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptio
     KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
     BlockTokens(request, &tokens);
     builder.BeginRequest();
-    for (size_t k = 0; k < request.block_hashes.size(); ++k) builder.Access(request.block_hashes[k], tokens[k]);
+    const std::vector<BlockId>& blocks = request.block_hashes;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      if (k + kPrefetchDistance < blocks.size()) builder.Prefetch(blocks[k + kPrefetchDistance]);
+      builder.Access(blocks[k], tokens[k]);
+    }
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   return builder.Finish();

@@ -72,6 +72,46 @@ TEST(MrcTest, MatchesLruReplayAtEverySize) {
   }
 }
 
+// Many distinct blocks (about 50K, ids spread over 64 bits): the block table grows many times, also
+// between compactions, and the curve still equals separate LRU replays at every tested size.
+TEST(MrcTest, MatchesLruReplayWithManyDistinctBlocks) {
+  std::mt19937_64 rng(11);
+  std::vector<Request> requests;
+  uint64_t num_blocks = 1;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    std::vector<uint64_t> hashes;
+    for (int k = 0; k < 8; ++k) {
+      // A third are new blocks, the rest reuse earlier ones (recent ones more often).
+      const uint64_t rank = rng() % 3 == 0 ? num_blocks++ : num_blocks - 1 - (rng() % num_blocks) % (1 + rng() % num_blocks);
+      hashes.push_back(rank * 0x9E3779B97F4A7C15ULL);
+    }
+    requests.push_back(Req(i, hashes));
+  }
+  ASSERT_GT(num_blocks, 40000u);
+  MrcOptions options;
+  options.prefix = true;
+  VectorTraceReader reader(requests, {});
+  auto mrc = ComputeLruMrc(&reader, {}, options);
+  ASSERT_TRUE(mrc.ok()) << mrc.status();
+  std::vector<CacheRunSpec> specs;
+  for (int64_t c : {1, 7, 100, 1000, 4096, 20000, 50000, 70000}) {
+    CacheRunSpec spec;
+    spec.policy.set_name("lru");
+    spec.capacity_blocks = c;
+    specs.push_back(spec);
+  }
+  VectorTraceReader reader2(requests, {});
+  auto runs = RunCacheReplays(&reader2, specs, {});
+  ASSERT_TRUE(runs.ok());
+  for (const CacheRunResult& run : *runs) {
+    MrcPoint p = mrc->At(run.spec.capacity_blocks);
+    EXPECT_GT(run.stats.hits, 0) << run.spec.capacity_blocks;
+    EXPECT_DOUBLE_EQ(p.hit_ratio, run.stats.HitRatio()) << run.spec.capacity_blocks;
+    EXPECT_DOUBLE_EQ(p.prefix_hit_ratio, run.stats.PrefixHitRatio()) << run.spec.capacity_blocks;
+    EXPECT_DOUBLE_EQ(p.token_hit_ratio, run.stats.TokenHitRatio()) << run.spec.capacity_blocks;
+  }
+}
+
 TEST(MrcTest, ShardsErrorAgainstTheExactCurveOnMooncake) {
   auto exact_reader = OpenTrace(kMooncake, {});
   ASSERT_TRUE(exact_reader.ok()) << exact_reader.status();
