@@ -47,7 +47,13 @@ expect 2 "$kvsim" mrc --trace="$trace" --prefix --sample_rate=0.1
 grep -q "prefix" "$tmp/err" || fail "prefix with sampling: $(cat "$tmp/err")"
 expect 2 "$kvsim" sweep --trace="$trace" --grid="cache.nope=1 capacity_blocks=4" --out="$tmp/e"
 grep -q "no field 'nope'" "$tmp/err" || fail "bad grid field: $(cat "$tmp/err")"
-expect 2 "$kvsim" sweep --trace="$trace" --grid="mode=replay capacity_blocks=4" --out="$tmp/r"
-grep -q "replay" "$tmp/err" || fail "replay mode: $(cat "$tmp/err")"
+expect 2 "$kvsim" sweep --trace="$trace" --grid="mode=simulate capacity_blocks=4" --out="$tmp/r"
+grep -q "mode 'simulate' is not available; available: cache, replay" "$tmp/err" || fail "unknown mode: $(cat "$tmp/err")"
+
+# A replay point runs the serving simulator: its row has the serving summary.
+expect 0 "$kvsim" sweep --trace="$trace" --grid="mode=replay capacity_blocks=600 workload.max_requests=200" \
+  --out="$tmp/replay"
+head -1 "$tmp/replay/results.csv" | grep -q "finished_requests" || fail "replay sweep columns: $(head -1 "$tmp/replay/results.csv")"
+grep -q ",200," "$tmp/replay/results.csv" || fail "replay sweep row: $(tail -1 "$tmp/replay/results.csv")"
 
 [ "$failures" -eq 0 ] && echo "PASS" || exit 1
