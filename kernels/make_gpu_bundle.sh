@@ -15,5 +15,8 @@ chmod u+w gpu_bundle/*
 revision=$(git rev-parse --short HEAD)
 git diff --quiet HEAD || revision="${revision}-dirty"
 echo "$revision" > gpu_bundle/REVISION
+# Debian ships simdjson only as a shared library: carry it (run_on_gpu.sh puts gpu_bundle/lib on the path).
+mkdir -p gpu_bundle/lib
+for lib in $(ldd gpu_bundle/kvsim | awk '/libsimdjson/ {print $3}'); do cp -L "$lib" gpu_bundle/lib/; done
 du -ch gpu_bundle/* | tail -n 1
 echo "dynamic libraries of kvsim:" && ldd gpu_bundle/kvsim | awk '{print "  " $1}'

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 bundle=gpu_bundle
 OUT=${OUT:-/tmp/kvsim_gpu_out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 if [ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]; then  # fall back to pip's nvidia-cublas
   lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null)
   [ -n "$lib" ] && export LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH
