@@ -15,6 +15,7 @@
 #include "traces/text_detect.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -84,17 +85,7 @@ class JsonlWriter final : public TraceWriter {
     if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
     std::FILE* file = file_;
     file_ = nullptr;
-    const bool flushed = std::fflush(file) == 0 && fsync(fileno(file)) == 0;
-    if (std::fclose(file) != 0 || !flushed) {
-      std::remove(tmp_.c_str());
-      return absl::InternalError(absl::StrCat(tmp_, ": cannot write: ", std::strerror(errno)));
-    }
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      const int error = errno;
-      std::remove(tmp_.c_str());
-      return absl::InternalError(absl::StrCat("cannot rename ", tmp_, " to ", path_, ": ", std::strerror(error)));
-    }
-    return absl::OkStatus();
+    return CommitTempFile(file, tmp_, path_);
   }
 
  private:

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -400,19 +401,9 @@ class NativeWriter final : public TraceWriter {
     block.resize(kNativeHeaderBytes, '\0');
     if (std::fseek(file_, 0, SEEK_SET) != 0) return Failure("seek");
     KVSIM_RETURN_IF_ERROR(Put(block));
-    if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) return Failure("flush");
     std::FILE* file = file_;
     file_ = nullptr;
-    if (std::fclose(file) != 0) {
-      std::remove(tmp_.c_str());
-      return absl::InternalError(absl::StrCat(tmp_, ": cannot close: ", std::strerror(errno)));
-    }
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      const int error = errno;
-      std::remove(tmp_.c_str());
-      return absl::InternalError(absl::StrCat("cannot rename ", tmp_, " to ", path_, ": ", std::strerror(error)));
-    }
-    return absl::OkStatus();
+    return CommitTempFile(file, tmp_, path_);
   }
 
  private:

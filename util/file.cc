@@ -47,13 +47,23 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   FILE* file = std::fopen(tmp.c_str(), "wb");
   if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
-  const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
-  const int write_error = errno;
-  const bool flushed = std::fflush(file) == 0 && fsync(fileno(file)) == 0;
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !flushed || !closed) {
+  if (std::fwrite(contents.data(), 1, contents.size(), file) != contents.size()) {
+    const int error = errno;
+    std::fclose(file);
     std::remove(tmp.c_str());
-    return ErrnoToStatus(written ? errno : write_error, absl::StrCat("cannot write ", tmp));
+    return ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
+  }
+  return CommitTempFile(file, tmp, path);
+}
+
+absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path) {
+  const bool flushed = std::fflush(file) == 0 && fsync(fileno(file)) == 0;
+  const int flush_error = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (!flushed || !closed) {
+    const int error = flushed ? errno : flush_error;
+    std::remove(tmp.c_str());
+    return ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;

@@ -5,6 +5,7 @@
 #ifndef KVSIM_UTIL_FILE_H_
 #define KVSIM_UTIL_FILE_H_
 
+#include <cstdio>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +20,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`.
 // Creates no directories: the parent must exist (FailedPrecondition otherwise).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+
+// Finishes a file written under a temporary name: flushes and syncs `file`, closes it, and renames `tmp`
+// over `path`. `file` is closed in every case; on any failure `tmp` is removed and the error names the
+// step that failed. For writers that stream into `tmp` (see WriteFileAtomically for whole contents).
+absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path);
 
 // Creates `path` and its missing parents (like `mkdir -p`). OK if it already exists as a directory.
 absl::Status MakeDirectories(const std::string& path);

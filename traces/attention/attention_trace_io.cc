@@ -14,6 +14,7 @@
 #include "traces/attention/half.h"
 #include "util/check.h"
 #include "util/status_macros.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -287,18 +288,9 @@ absl::Status AttentionTraceWriter::Finish() {
   Encoder e;
   e.Put<uint64_t>(num_samples_);
   KVSIM_RETURN_IF_ERROR(WriteRecord(kTagEnd, e.str(), false));
-  const bool flushed = std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
-  const bool closed = std::fclose(file_) == 0;
+  std::FILE* file = file_;
   file_ = nullptr;
-  if (!flushed || !closed) {
-    std::remove(tmp_path_.c_str());
-    return ErrnoStatus(absl::StrCat("cannot write ", tmp_path_));
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    std::remove(tmp_path_.c_str());
-    return ErrnoStatus(absl::StrCat("cannot rename ", tmp_path_, " to ", path_));
-  }
-  return absl::OkStatus();
+  return CommitTempFile(file, tmp_path_, path_);
 }
 
 // ---------------------------------------------------------------------------------------------------

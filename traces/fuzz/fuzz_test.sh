@@ -23,7 +23,7 @@ fi
 pb_dir="$(dirname "$pb_cc")"
 {
   echo "#include \"$pb_cc\""
-  for f in util/check.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
+  for f in util/check.cc util/file.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
   for f in line_reader parse_util csv_reader text_detect trace_format import_reader jsonl_source \
            csv_source mooncake_reader bailian_reader hashed_reader azure_reader burstgpt_reader \
            vidur_reader native_format jsonl_export trace_io trace_stats trace_convert; do
