@@ -8,7 +8,7 @@ kvsim_cuda_library(...) compiles each .cu with nvcc (sm_90a plus PTX for other G
 when @cuda_config found nvcc; otherwise it builds `cpu_srcs`, a CPU build of the same launchers.
 """
 
-load("@cuda_config//:defs.bzl", "CUDA_HOME", "HAS_CUDA", "NVCC")
+load("@cuda_config//:defs.bzl", "CUDA_INCLUDE", "HAS_CUDA", "NVCC")
 
 KVSIM_COPTS = ["-Wall", "-Wno-sign-compare"]
 
@@ -54,7 +54,7 @@ def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [],
                 outs = [obj],
                 cmd = ("%s -ccbin /usr/bin/g++ -std=c++17 -O3 -Xcompiler -fPIC " % NVCC +
                        "-gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 " +
-                       "-I. -I$(GENDIR) -I%s/include -c $(location %s) -o $@" % (CUDA_HOME, cu)),
+                       "-I. -I$(GENDIR) -I%s -c $(location %s) -o $@" % (CUDA_INCLUDE, cu)),
             )
             objs.append(obj)
         native.cc_library(

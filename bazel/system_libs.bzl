@@ -115,6 +115,70 @@ def _find_nvcc(ctx):
             return candidate
     return None
 
+def _first_existing(ctx, dirs, name):
+    for d in dirs:
+        if ctx.path(d + "/" + name).exists:
+            return d
+    return None
+
+_CUDA_PROBE = """
+#include <cuda_runtime.h>
+__global__ void KvsimProbeKernel(int* out) { *out = 1; }
+int main() {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  KvsimProbeKernel<<<1, 1>>>(nullptr);
+  return 0;
+}
+"""
+
+def _probe_cuda(ctx, nvcc):
+    """Finds CUDA's headers and runtime and proves that nvcc compiles and links a kernel.
+
+    Returns a struct(include_dir, cudart_linkopts, lib_dir) or a string saying what is missing.
+    """
+    cuda_home = str(ctx.path(nvcc).dirname.dirname)
+    target_dir = cuda_home + "/targets/x86_64-linux"
+    include_dir = _first_existing(
+        ctx,
+        [cuda_home + "/include", target_dir + "/include", "/usr/include"],
+        "cuda_runtime.h",
+    )
+    if include_dir == None:
+        return "cuda_runtime.h not found under %s" % cuda_home
+    lib_dirs = [cuda_home + "/lib64", cuda_home + "/lib", target_dir + "/lib", "/usr/lib/x86_64-linux-gnu"]
+    static_dir = _first_existing(ctx, lib_dirs, "libcudart_static.a")
+    shared_dir = _first_existing(ctx, lib_dirs, "libcudart.so")
+    if static_dir != None:
+        lib_dir = static_dir
+        cudart_linkopts = [static_dir + "/libcudart_static.a", "-ldl", "-lpthread", "-lrt"]
+    elif shared_dir != None:
+        lib_dir = shared_dir
+        cudart_linkopts = ["-L" + shared_dir, "-lcudart", "-Wl,-rpath," + shared_dir]
+    else:
+        return "neither libcudart_static.a nor libcudart.so found in %s" % ", ".join(lib_dirs)
+
+    ctx.file("probe/probe.cu", _CUDA_PROBE)
+    compile = ctx.execute(
+        [nvcc, "-ccbin", "/usr/bin/g++", "-std=c++17", "-Xcompiler", "-fPIC",
+         "-gencode", "arch=compute_90a,code=sm_90a", "-I" + include_dir,
+         "-c", "probe/probe.cu", "-o", "probe/probe.o"],
+        timeout = 300,
+    )
+    if compile.return_code != 0:
+        return "nvcc could not compile a probe kernel: " + (compile.stderr or compile.stdout).strip()
+    link = ctx.execute(
+        ["/usr/bin/g++", "probe/probe.o", "-o", "probe/probe"] + cudart_linkopts,
+        timeout = 120,
+    )
+    if link.return_code != 0:
+        return "a probe kernel did not link against %s: %s" % (
+            " ".join(cudart_linkopts),
+            (link.stderr or link.stdout).strip(),
+        )
+    return struct(cuda_home = cuda_home, include_dir = include_dir, lib_dir = lib_dir,
+                  cudart_linkopts = cudart_linkopts)
+
 def _cuda_configure_impl(ctx):
     nvcc = _find_nvcc(ctx)
     build = [
@@ -122,14 +186,22 @@ def _cuda_configure_impl(ctx):
         "package(default_visibility = [\"//visibility:public\"])",
         "",
     ]
-    if nvcc == None:
-        ctx.file("defs.bzl", "HAS_CUDA = False\nNVCC = \"\"\nCUDA_HOME = \"\"\n")
+    cuda = None
+    if nvcc != None:
+        cuda = _probe_cuda(ctx, nvcc)
+        if type(cuda) == "string":
+            # buildifier: disable=print
+            print("kvsim: %s is present but CUDA is not usable (%s); building the CPU versions of the kernels." %
+                  (nvcc, cuda))
+            cuda = None
+    if cuda == None:
+        ctx.file("defs.bzl", "HAS_CUDA = False\nNVCC = \"\"\nCUDA_HOME = \"\"\nCUDA_INCLUDE = \"\"\n")
         build.append("cc_library(name = \"cudart\")")
         build.append("cc_library(name = \"cublaslt\")")
     else:
-        cuda_home = str(ctx.path(nvcc).dirname.dirname)
-        ctx.file("defs.bzl", "HAS_CUDA = True\nNVCC = %r\nCUDA_HOME = %r\n" % (nvcc, cuda_home))
-        ctx.symlink(cuda_home + "/include", "include")
+        ctx.file("defs.bzl", "HAS_CUDA = True\nNVCC = %r\nCUDA_HOME = %r\nCUDA_INCLUDE = %r\n" %
+                 (nvcc, cuda.cuda_home, cuda.include_dir))
+        ctx.symlink(cuda.include_dir, "include")
         build.append("cc_library(")
         build.append("    name = \"cuda_headers\",")
         build.append("    hdrs = glob([\"include/**/*.h\", \"include/**/*.hpp\", \"include/nv/**\"]),")
@@ -137,14 +209,13 @@ def _cuda_configure_impl(ctx):
         build.append(")")
         build.append("cc_library(")
         build.append("    name = \"cudart\",")
-        build.append("    linkopts = [%r, \"-ldl\", \"-lpthread\", \"-lrt\"]," %
-                     (cuda_home + "/lib64/libcudart_static.a"))
+        build.append("    linkopts = %r," % cuda.cudart_linkopts)
         build.append("    deps = [\":cuda_headers\"],")
         build.append(")")
         build.append("cc_library(")
         build.append("    name = \"cublaslt\",")
         build.append("    linkopts = [%r, \"-lcublasLt\", %r]," %
-                     ("-L" + cuda_home + "/lib64", "-Wl,-rpath," + cuda_home + "/lib64"))
+                     ("-L" + cuda.lib_dir, "-Wl,-rpath," + cuda.lib_dir))
         build.append("    deps = [\":cudart\"],")
         build.append(")")
     ctx.file("BUILD", "\n".join(build) + "\n")
