@@ -167,8 +167,10 @@ def _probe_cuda(ctx, nvcc):
     )
     if compile.return_code != 0:
         return "nvcc could not compile a probe kernel: " + (compile.stderr or compile.stdout).strip()
+    # Link as Bazel's toolchain does (gold where it exists).
+    linker = ["-fuse-ld=gold"] if ctx.which("ld.gold") != None else []
     link = ctx.execute(
-        ["/usr/bin/g++", "probe/probe.o", "-o", "probe/probe"] + cudart_linkopts,
+        ["/usr/bin/g++"] + linker + ["probe/probe.o", "-o", "probe/probe"] + cudart_linkopts,
         timeout = 120,
     )
     if link.return_code != 0:
