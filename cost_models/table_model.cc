@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cost_models/calibration_table.h"
+#include "cost_models/validation.h"
 #include "sim/config.h"
 #include "util/status_macros.h"
 
@@ -47,6 +48,20 @@ absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(
                       h.synthetic_from_datasheet() ? ", synthetic from datasheet" : ", measured");
   auto* model = new TableCostModel(params, std::move(kernels), std::move(description));
   model->weight_dtype_ = WeightDTypeName(config.model().weight_dtype());
+  ValidationOptions validation;
+  validation.leave_one_out = false;
+  validation.wave_quantisation = options.wave_quantisation;
+  KVSIM_ASSIGN_OR_RETURN(ValidationReport report, ValidateTable(table, params.rates, validation));
+  CostModelAccuracy& a = model->heldout_;
+  a.calibrated = true;
+  a.synthetic_table = h.synthetic_from_datasheet();
+  for (const ErrorStats& s : report.held_out) {
+    if (s.kind != "all") continue;
+    a.heldout_points = s.count;
+    a.heldout_median_error = s.median;
+    a.heldout_p95_error = s.p95;
+    a.heldout_worst_error = s.worst;
+  }
   return std::unique_ptr<TableCostModel>(model);
 }
 
@@ -68,6 +83,14 @@ std::string TableCostModel::Warnings() const {
       "table cost model: %d of %d kernel predictions fell outside the table and used the roofline "
       "(%d of them with no measured series at all)",
       extrapolated, num_predictions(), unmeasured);
+}
+
+CostModelAccuracy TableCostModel::Accuracy() const {
+  CostModelAccuracy a = heldout_;
+  a.num_predictions = num_predictions();
+  a.num_extrapolated = num_extrapolated();
+  a.num_unmeasured = num_unmeasured();
+  return a;
 }
 
 double TableCostModel::Kernel(const KernelQuery& q) const {

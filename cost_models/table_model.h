@@ -28,7 +28,8 @@
 // turn to compute-bound at 4 bits and below.
 //
 // Kernels predicted outside the table's range, or with no series, are counted; Warnings() reports the
-// counts (the replay prints it next to its results). Thread-safe (counters are atomic).
+// counts, and Accuracy() the table's held-out error (cost_models/validation.h, held-out split, computed at
+// creation), both printed by the replay next to its results. Thread-safe (counters are atomic).
 //
 // Example:
 //   config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
@@ -71,6 +72,8 @@ class TableCostModel final : public CostModel {
   int64_t num_unmeasured() const { return unmeasured_.load(std::memory_order_relaxed); }
   // One line, empty when nothing was extrapolated.
   std::string Warnings() const override;
+  // Held-out error of the table (computed once, at creation) and the counters above.
+  CostModelAccuracy Accuracy() const override;
 
   const KernelTable& table() const { return table_; }
 
@@ -87,6 +90,7 @@ class TableCostModel final : public CostModel {
   KernelTable table_;
   std::string description_;
   std::string weight_dtype_;
+  CostModelAccuracy heldout_;  // prediction counters unset
   mutable std::atomic<int64_t> predictions_{0};
   mutable std::atomic<int64_t> extrapolated_{0};
   mutable std::atomic<int64_t> unmeasured_{0};

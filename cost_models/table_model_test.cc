@@ -143,6 +143,39 @@ TEST(TableModelTest, ExtrapolationIsCountedAndReported) {
   EXPECT_NE(model->Warnings().find("1 of"), std::string::npos) << model->Warnings();
 }
 
+TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
+  // One series of five host-to-device copies; the held-out split (every 5th point from the middle of
+  // the first stride) holds out the third. Its neighbours (2000 B, 20 ns) and (8000 B, 80 ns) predict
+  // exp((ln 20 + ln 80) / 2) = 40 ns in log-log space at 4000 B, against 50 ns measured: 20% error.
+  proto::CalibrationTable table;
+  const int64_t bytes[] = {1000, 2000, 4000, 8000, 16000};
+  const double ns[] = {10, 20, 50, 80, 160};
+  for (int i = 0; i < 5; ++i) {
+    proto::CalibrationPoint* p = table.add_points();
+    p->set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
+    p->mutable_shape()->set_bytes(bytes[i]);
+    p->set_median_ns(ns[i]);
+  }
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "hand.csv");
+  ASSERT_TRUE(model.ok()) << model.status();
+  CostModelAccuracy a = (*model)->Accuracy();
+  EXPECT_TRUE(a.calibrated);
+  EXPECT_FALSE(a.synthetic_table);
+  EXPECT_EQ(a.heldout_points, 1);
+  EXPECT_NEAR(a.heldout_median_error, 0.2, 1e-9);
+  EXPECT_NEAR(a.heldout_p95_error, 0.2, 1e-9);
+  EXPECT_NEAR(a.heldout_worst_error, 0.2, 1e-9);
+  EXPECT_EQ(a.num_predictions, 0);
+  // The table has no GEMM or attention series: every kernel of an iteration is unmeasured.
+  ASSERT_TRUE((*model)->IterationTimeNs(Batch({Piece(4096, 1)})).ok());
+  a = (*model)->Accuracy();
+  EXPECT_GT(a.num_predictions, 0);
+  EXPECT_EQ(a.num_unmeasured, a.num_predictions);
+  EXPECT_EQ(a.num_extrapolated, a.num_predictions);
+  // The bundled-style synthetic table says it is synthetic.
+  EXPECT_TRUE(Model(TableConfig())->Accuracy().synthetic_table);
+}
+
 TEST(TableModelTest, FourBitKvDecodeIsNotJustFewerBytes) {
   proto::ExperimentConfig config = TableConfig();
   auto bf16 = Model(config);

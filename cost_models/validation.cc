@@ -117,7 +117,7 @@ absl::StatusOr<ValidationReport> ValidateTable(const proto::CalibrationTable& ta
                      [](const SeriesPoint& a, const SeriesPoint& b) { return a.features < b.features; });
     const size_t n = points.size();
     const size_t stride = std::max<size_t>(1, (n + options.max_loo_points - 1) / options.max_loo_points);
-    for (size_t i = 0; i < n; i += stride) {
+    for (size_t i = 0; options.leave_one_out && i < n; i += stride) {
       std::vector<const SeriesPoint*> train;
       train.reserve(n - 1);
       for (size_t j = 0; j < n; ++j) {

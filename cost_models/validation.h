@@ -31,6 +31,7 @@ struct ValidationOptions {
   int holdout_every = 5;        // hold out 1 point in this many
   int max_loo_points = 2000;    // per series
   bool wave_quantisation = true;
+  bool leave_one_out = true;    // false: only the held-out split (cheap; what a replay reports)
 };
 
 struct ErrorStats {

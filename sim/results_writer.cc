@@ -81,6 +81,20 @@ absl::StatusOr<std::string> SummaryJson(const proto::Results& results) {
   return json;
 }
 
+std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
+  if (!a.calibrated()) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+  std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
+                                    100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
+                                    100 * a.heldout_worst_error(), a.heldout_points(),
+                                    a.synthetic_table() ? "synthetic (datasheet)" : "measured");
+  absl::StrAppend(&out, absl::StrFormat("; %d of %d kernel predictions extrapolated", a.extrapolated_predictions(),
+                                        a.kernel_predictions()));
+  if (a.unmeasured_predictions() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(" (%d unmeasured)", a.unmeasured_predictions()));
+  }
+  return out;
+}
+
 std::string SummaryTable(const proto::Results& results) {
   const proto::Summary& s = results.summary();
   std::string out;
@@ -116,6 +130,8 @@ std::string SummaryTable(const proto::Results& results) {
                                                          s.swapped_bytes()));
   line("iterations", absl::StrFormat("%d, batch mean %.2f max %d, busy %.1f%%", s.num_iterations(),
                                      s.mean_batch_size(), s.max_batch_size(), 100 * s.busy_fraction()));
+  line("cost model", results.run().cost_model());
+  line("cost model error", CostModelAccuracyLine(results.run().cost_model_accuracy()));
   return out;
 }
 

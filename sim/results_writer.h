@@ -31,6 +31,9 @@ std::string TimeSeriesCsv(const proto::Results& results);
 absl::StatusOr<std::string> SummaryJson(const proto::Results& results);
 // A human-readable table of the summary (fixed-width columns, one figure per line).
 std::string SummaryTable(const proto::Results& results);
+// One line on how far to trust the cost model: the table's held-out error and this run's extrapolations,
+// or that the model is not calibrated.
+std::string CostModelAccuracyLine(const proto::CostModelAccuracy& accuracy);
 
 // Creates `out_dir` if needed and writes every file above (timeline.json only if `timeline_json` is not
 // empty). Errors name the file.

@@ -4,6 +4,7 @@
 set -u
 kvsim="$1"
 trace="$2"
+table="$3"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -14,6 +15,14 @@ grep -q "requests finished *3993 of 3993 (0 rejected)" "$tmp/stdout" || fail "su
 for f in results.pb summary.json requests.csv timeseries.csv timeline.json; do
   [ -s "$tmp/out/$f" ] || fail "missing $f"
 done
+grep -q "cost model error *not calibrated" "$tmp/stdout" || fail "roofline accuracy line: $(cat "$tmp/stdout")"
+# A table cost model reports its held-out error and this run's extrapolations next to the results.
+printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "%s" }\n' "$table" > "$tmp/table.textproto"
+"$kvsim" replay --config="$tmp/table.textproto" --trace="$trace" --out="$tmp/table_out" >"$tmp/table_stdout" 2>&1
+[ $? -eq 0 ] || fail "table replay: $(cat "$tmp/table_stdout")"
+grep -q "cost model error *held-out median [0-9.]*%, p95 [0-9.]*%, worst [0-9.]*% over [1-9][0-9]* synthetic" \
+  "$tmp/table_stdout" || fail "table accuracy line: $(cat "$tmp/table_stdout")"
+grep -q '"calibrated": true' "$tmp/table_out/summary.json" || fail "summary.json lacks the cost model accuracy"
 # One CSV row per request, plus the header.
 [ "$(wc -l < "$tmp/out/requests.csv")" -eq 3994 ] || fail "requests.csv rows: $(wc -l < "$tmp/out/requests.csv")"
 grep -q '"finished_requests": "3993"' "$tmp/out/summary.json" || fail "summary.json: $(head -c 400 "$tmp/out/summary.json")"
