@@ -52,7 +52,7 @@ absl::StatusOr<proto::CalibrationTable> SynthesizeTable(const proto::ExperimentC
   };
   for (const std::string& dtype : options.kv_dtypes) {
     for (int64_t batch : Powers(1, 256)) {
-      for (int64_t context : Powers(256, 131072)) {
+      for (int64_t context : Powers(16, 131072)) {
         add(proto::KERNEL_KIND_DECODE_ATTENTION, dtype, [&](proto::KernelShape* s) {
           attention(s);
           s->set_batch(batch);

@@ -25,9 +25,9 @@ TEST(SyntheticTableTest, LabelledSyntheticAndRooflinePlusLaunch) {
   EXPECT_TRUE(table->header().synthetic_from_datasheet());
   EXPECT_EQ(table->header().gpu_name(), "H200-SXM");
   EXPECT_TRUE(table->header().date().empty());  // no date: the output depends only on the inputs
-  // 4 KV formats x 9 batches x 10 contexts + 10 chunks x 9 prefixes + 9 x 5 merges + 6 GEMMs x 15
-  // row counts + 10 copies (no all-reduce at TP 1).
-  EXPECT_EQ(table->points_size(), 360 + 90 + 45 + 90 + 10);
+  // 4 KV formats x 9 batches x 14 contexts (16 ... 128K) + 10 chunks x 9 prefixes + 9 x 5 merges
+  // + 6 GEMMs x 15 row counts + 10 copies (no all-reduce at TP 1).
+  EXPECT_EQ(table->points_size(), 504 + 90 + 45 + 90 + 10);
   // A decode point by hand: batch 1, context 1024, bf16: reads (1024 + 1) x 2048 elements x 2 bytes,
   // writes 2048 x 2, Q and O 16,384 bytes: 4,218,880 bytes at 3.84e12 B/s = 1098.7 ns; one sequence x
   // 8 KV heads = 8 work items, split to fill the 132 SMs: 8 x 17 = 136 items = 2 waves, efficiency

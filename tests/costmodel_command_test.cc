@@ -45,7 +45,7 @@ TEST(CostModelCommandTest, SynthThenShowWithTheTableModel) {
   std::string out, err;
   const std::string table = Tmp("l40s.csv");
   ASSERT_EQ(RunCli({"costmodel", "synth", table, "--costmodel_device=l40s"}, &out, &err), 0) << err;
-  EXPECT_NE(out.find("wrote 595 synthetic points (Llama-3.1-8B, L40S)"), std::string::npos) << out;
+  EXPECT_NE(out.find("wrote 739 synthetic points (Llama-3.1-8B, L40S)"), std::string::npos) << out;
   const std::string config = Tmp("table.textproto");
   ASSERT_TRUE(WriteFileAtomically(config, "device_preset: \"l40s\"\ncost_model { kind: COST_MODEL_KIND_TABLE "
                                           "table_path: \"" + table + "\" }\n")
