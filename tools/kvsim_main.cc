@@ -2,5 +2,9 @@
 #include <iostream>
 
 #include "tools/command.h"
+#include "util/heap_tuning.h"
 
-int main(int argc, char** argv) { return kvsim::RunKvsim(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  kvsim::TuneHeapForBatchRun();
+  return kvsim::RunKvsim(argc, argv, std::cout, std::cerr);
+}
