@@ -26,6 +26,7 @@ report() {  # name requests
              n, r, s, r / (s > 0 ? s : 1e-9), c, r / (c > 0 ? c : 1e-9), m / 1024 }'
 }
 
+verdicts=()
 for trace in traces/data/mooncake_synthetic.jsonl traces/data/azure_code_2023.csv; do
   requests=$(grep -c . "$trace")
   case "$trace" in *.csv) requests=$((requests - 1)) ;; esac
@@ -37,6 +38,7 @@ for trace in traces/data/mooncake_synthetic.jsonl traces/data/azure_code_2023.cs
     fi
   done
   secs=$best rss_kib=$best_rss cpu=$best_cpu report "$(basename "$trace")" "$requests"
+  verdicts+=("$(basename "$trace") >= 50000 req/s wall: $(awk -v r="$requests" -v s="$best" 'BEGIN { print (r / (s > 0 ? s : 1e-9) >= 50000) ? "yes" : "NO" }')")
   grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
 done
 
@@ -79,3 +81,7 @@ CFG
 measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$big" --out="$work/out_1m"
 report "generated 1M (16 replicas)" 1000000
 grep -E "requests finished|hit ratio|TTFT" "$work/stdout.txt"
+verdicts+=("generated 1M under 30 s: $(awk -v s="$secs" 'BEGIN { print (s < 30) ? "yes" : "NO" }')")
+verdicts+=("generated 1M peak RSS under 2 GiB: $(awk -v m="$rss_kib" 'BEGIN { print (m < 2 * 1024 * 1024) ? "yes" : "NO" }')")
+echo "targets (Vidur: about 500 req/s on the 19,366-request Azure conversation trace):"
+printf '  %s\n' "${verdicts[@]}"
