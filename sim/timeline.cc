@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -90,17 +91,14 @@ absl::Status TimelineRecorder::Finish() {
   if (path_.empty()) return absl::OkStatus();
   if (file_ == nullptr) return absl::InternalError(absl::StrCat(temp_path_, ": cannot create"));
   Flush();
-  const bool closed = std::fclose(file_) == 0;
+  std::FILE* file = file_;
   file_ = nullptr;
-  if (write_failed_ || !closed) {
+  if (write_failed_) {
+    std::fclose(file);
     std::remove(temp_path_.c_str());
     return absl::InternalError(absl::StrCat(temp_path_, ": write failed"));
   }
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    std::remove(temp_path_.c_str());
-    return absl::InternalError(absl::StrCat(path_, ": rename failed"));
-  }
-  return absl::OkStatus();
+  return CommitTempFile(file, temp_path_, path_);
 }
 
 void TimelineRecorder::OnIteration(const IterationRecord& r) {
