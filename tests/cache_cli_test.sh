@@ -5,15 +5,7 @@
 set -u
 kvsim="$1"
 trace="$2"
-tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
-}
+source tests/cli_test_lib.sh
 
 # The LRU hit ratio of a cache replay equals the one-pass curve's at the same size.
 expect 0 "$kvsim" cache --trace="$trace" --policy=lru --capacity_blocks=1000,4000 --json
@@ -56,4 +48,4 @@ expect 0 "$kvsim" sweep --trace="$trace" --grid="mode=replay capacity_blocks=600
 head -1 "$tmp/replay/results.csv" | grep -q "finished_requests" || fail "replay sweep columns: $(head -1 "$tmp/replay/results.csv")"
 grep -q ",200," "$tmp/replay/results.csv" || fail "replay sweep row: $(tail -1 "$tmp/replay/results.csv")"
 
-[ "$failures" -eq 0 ] && echo "PASS" || exit 1
+finish

@@ -2,18 +2,7 @@
 # End-to-end checks of the kvsim command line: dispatch, help, exit codes, one-line errors.
 set -u
 kvsim="$1"
-tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect CODE CMD... : runs CMD, captures stdout/stderr, checks the exit code.
-expect() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
-}
+source tests/cli_test_lib.sh
 
 expect 0 "$kvsim" version
 grep -q '^kvsim [0-9]' "$tmp/out" || fail "version line missing: $(cat "$tmp/out")"
@@ -73,8 +62,4 @@ for config in presets/experiments/*.textproto; do
   expect 0 "$kvsim" config --config="$config"
 done
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

@@ -3,17 +3,7 @@
 # spec field or the missing flag with exit code 2.
 set -u
 kvsim="$1"
-tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
-}
+source tests/cli_test_lib.sh
 
 expect 0 "$kvsim" help
 grep -q "^  gen " "$tmp/out" || fail "help does not list 'gen'"
@@ -45,8 +35,4 @@ grep -q -- "--out is required" "$tmp/err" || fail "missing --out: $(cat "$tmp/er
 expect 2 "$kvsim" gen --out="$tmp/y.kvt"
 grep -q -- "--spec is required" "$tmp/err" || fail "missing --spec: $(cat "$tmp/err")"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all gen CLI checks passed"
+finish

@@ -5,9 +5,7 @@ set -u
 kvsim="$1"
 trace="$2"
 table="$3"
-tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source tests/cli_test_lib.sh
 
 "$kvsim" replay --trace="$trace" --out="$tmp/out" --replay_timeline >"$tmp/stdout" 2>"$tmp/stderr"
 [ $? -eq 0 ] || fail "replay exited non-zero: $(cat "$tmp/stderr")"
@@ -47,4 +45,4 @@ printf 'scheduler { preemption: PREEMPTION_MODE_SWAP }\n' > "$tmp/swap.textproto
 [ $? -eq 2 ] || fail "swap without a host tier should exit 2"
 grep -q "needs a host tier" "$tmp/stderr" || fail "swap message: $(cat "$tmp/stderr")"
 
-[ "$failures" -eq 0 ] && echo "PASS" || exit 1
+finish

@@ -3,19 +3,7 @@
 set -u
 kvsim="$1"
 data="traces/data"
-tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect CODE CMD... : runs CMD, captures stdout/stderr, checks the exit code.
-expect() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want; stderr: $(cat "$tmp/err")"
-}
-has() { grep -q -- "$1" "$tmp/$2" || fail "missing '$1' in $2: $(head -c 600 "$tmp/$2")"; }
+source tests/cli_test_lib.sh
 
 # The issue's cross-check figures for the Mooncake trace, through the command line.
 expect 0 "$kvsim" inspect "$data/mooncake_synthetic.jsonl"
@@ -61,8 +49,4 @@ expect 2 "$kvsim" inspect "$tmp/missing.jsonl"
 expect 2 "$kvsim" import "$data/azure_code_2023.csv"
 has "expected two arguments" err
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all trace CLI checks passed"
+finish
