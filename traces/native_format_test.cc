@@ -285,6 +285,26 @@ TEST(NativeFormatTest, EveryTruncationPointIsAnErrorNeverACrashOrSilentLoss) {
   }
 }
 
+// traces/testdata/mooncake_head500_v1_zstd.kvt was written by the version-1 writer as first released
+// (zstd level 3 with Huffman-coded literals, 2048-byte frames) from the first 500 records of the bundled
+// Mooncake trace. Later writers change how frames are compressed, never what a reader accepts: the file
+// must keep reading back as exactly those 500 records, as the Mooncake importer reads them today.
+TEST(NativeFormatTest, FileWrittenByTheFirstVersion1WriterStillReads) {
+  const std::string path = "traces/testdata/mooncake_head500_v1_zstd.kvt";
+  auto header = ReadNativeHeader(path);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->compression(), proto::TRACE_COMPRESSION_ZSTD);
+  EXPECT_EQ(header->num_requests(), 500u);
+  EXPECT_GT(header->num_frames(), 1u);
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_GE(source->size(), 500u);
+  source->resize(500);
+  auto actual = ReadAll(path, {});
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ExpectSame(*source, *actual);
+}
+
 TEST(NativeFormatTest, DetectedByMagic) {
   EXPECT_TRUE(LooksLikeNative(absl::string_view("KVSIMTRC\x01\0\0\0", 12)));
   EXPECT_FALSE(LooksLikeNative("KVSIMTR"));
