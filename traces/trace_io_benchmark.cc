@@ -8,13 +8,19 @@
 // Counters: MB/s of input (bytes_per_second), requests/s (items_per_second), and rss_growth_MB: the
 // largest growth of the resident set while reading over the resident set before opening, which must
 // not grow with N.
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
@@ -29,9 +35,34 @@ namespace {
 constexpr char kMooncake[] = "traces/data/mooncake_synthetic.jsonl";
 constexpr int64_t kCopyShiftMs = 1'100'000;  // the trace lasts 1,022,025 ms
 
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
+// A directory of this process's own under $TEST_TMPDIR (or /tmp), removed with the files the benchmark
+// wrote there when the process exits.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = std::getenv("TEST_TMPDIR");
+    std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp", "/kvsim_bench_XXXXXX");
+    KVSIM_CHECK(mkdtemp(pattern.data()) != nullptr) << pattern << ": " << std::strerror(errno);
+    dir_ = pattern;
+  }
+  ~ScratchDir() {
+    for (const std::string& path : files_) std::remove(path.c_str());
+    rmdir(dir_.c_str());
+  }
+  // A path in the directory, removed at exit.
+  std::string File(const std::string& name) {
+    files_.push_back(absl::StrCat(dir_, "/", name));
+    return files_.back();
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+ScratchDir& Scratch() {
+  static ScratchDir dir;  // destroyed at exit, after the benchmarks ran
+  return dir;
 }
 
 // The Mooncake trace `copies` times, each copy's timestamps shifted after the previous copy.
@@ -41,7 +72,7 @@ const std::string& ReplicatedJsonl(int copies) {
   if (it != paths.end()) return it->second;
   auto text = ReadFile(kMooncake);
   KVSIM_CHECK(text.ok()) << "run from the runfiles root (bazel run): " << text.status();
-  const std::string path = absl::StrCat(TempDir(), "/kvsim_bench_", getpid(), "_x", copies, ".jsonl");
+  const std::string path = Scratch().File(absl::StrCat("x", copies, ".jsonl"));
   std::ofstream out(path);
   std::istringstream lines(*text);
   std::string line;
@@ -65,8 +96,7 @@ const std::string& NativeOf(int copies, bool compress) {
   auto key = std::make_pair(copies, compress);
   auto it = paths.find(key);
   if (it != paths.end()) return it->second;
-  const std::string path =
-      absl::StrCat(TempDir(), "/kvsim_bench_", getpid(), "_x", copies, compress ? ".zst" : "", ".kvt");
+  const std::string path = Scratch().File(absl::StrCat("x", copies, compress ? ".zst" : "", ".kvt"));
   TraceWriterOptions options;
   options.compress = compress;
   auto summary = ConvertTrace(ReplicatedJsonl(copies), {}, path, "native", options);
@@ -74,10 +104,18 @@ const std::string& NativeOf(int copies, bool compress) {
   return paths[key] = path;
 }
 
+// The resident set size, from /proc/self/statm kept open (one pread per call: cheap enough not to
+// weigh on the per-open cost of the small traces).
 int64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size_pages = 0, resident_pages = 0;
-  statm >> size_pages >> resident_pages;
+  static const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  KVSIM_CHECK(fd >= 0) << "/proc/self/statm: " << std::strerror(errno);
+  char text[128];
+  const ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+  KVSIM_CHECK(n > 0) << "/proc/self/statm: " << std::strerror(errno);
+  text[n] = '\0';
+  char* end = nullptr;
+  std::strtoll(text, &end, 10);  // total program size; the resident pages follow
+  const int64_t resident_pages = std::strtoll(end, nullptr, 10);
   return resident_pages * sysconf(_SC_PAGESIZE);
 }
 
@@ -130,10 +168,10 @@ BENCHMARK(BM_ImportAzureCsv)->Unit(benchmark::kMillisecond);
 // Native reading of requests without block hashes (the Azure trace, 20 copies): the per-record cost.
 void BM_ReadNativeNoHashes(benchmark::State& state) {
   static const std::string path = [] {
-    const std::string one = absl::StrCat(TempDir(), "/kvsim_bench_", getpid(), "_azure.kvt");
+    const std::string one = Scratch().File("azure.kvt");
     KVSIM_CHECK(ConvertTrace("traces/data/azure_code_2023.csv", {}, one, "native", {}).ok());
     // 20 copies, each shifted after the previous one, through a writer.
-    const std::string many = absl::StrCat(TempDir(), "/kvsim_bench_", getpid(), "_azure20.kvt");
+    const std::string many = Scratch().File("azure20.kvt");
     auto writer = OpenTraceWriter(many, "native", 0);
     KVSIM_CHECK(writer.ok());
     for (int c = 0; c < 20; ++c) {
