@@ -91,14 +91,20 @@ const std::string& ReplicatedJsonl(int copies) {
   return paths[copies] = path;
 }
 
-const std::string& NativeOf(int copies, bool compress) {
-  static std::map<std::pair<int, bool>, std::string> paths;
-  auto key = std::make_pair(copies, compress);
+enum class Compression { kNone, kZstd, kZstdHuffmanLiterals };
+
+// The replicated Mooncake trace converted to the native format; kZstdHuffmanLiterals is how writers
+// before zstd_compress_literals (default off) compressed frames.
+const std::string& NativeOf(int copies, Compression compression) {
+  static std::map<std::pair<int, Compression>, std::string> paths;
+  auto key = std::make_pair(copies, compression);
   auto it = paths.find(key);
   if (it != paths.end()) return it->second;
-  const std::string path = Scratch().File(absl::StrCat("x", copies, compress ? ".zst" : "", ".kvt"));
+  const char* suffix[] = {".kvt", ".zst.kvt", ".zst_huf.kvt"};
+  const std::string path = Scratch().File(absl::StrCat("x", copies, suffix[static_cast<int>(compression)]));
   TraceWriterOptions options;
-  options.compress = compress;
+  options.compress = compression != Compression::kNone;
+  options.zstd_compress_literals = compression == Compression::kZstdHuffmanLiterals;
   auto summary = ConvertTrace(ReplicatedJsonl(copies), {}, path, "native", options);
   KVSIM_CHECK(summary.ok()) << summary.status();
   return paths[key] = path;
@@ -153,12 +159,18 @@ void BM_ImportMooncakeJsonl(benchmark::State& state) {
 BENCHMARK(BM_ImportMooncakeJsonl)->Arg(1)->Arg(10)->Unit(benchmark::kMillisecond);
 
 void BM_ReadNativeZstd(benchmark::State& state) {
-  ReadTrace(state, NativeOf(static_cast<int>(state.range(0)), true));
+  ReadTrace(state, NativeOf(static_cast<int>(state.range(0)), Compression::kZstd));
 }
 BENCHMARK(BM_ReadNativeZstd)->Arg(1)->Arg(10)->Unit(benchmark::kMillisecond);
 
+// Files written with Huffman-coded literals (zstd_compress_literals, the only way before it existed).
+void BM_ReadNativeZstdHuffmanLiterals(benchmark::State& state) {
+  ReadTrace(state, NativeOf(static_cast<int>(state.range(0)), Compression::kZstdHuffmanLiterals));
+}
+BENCHMARK(BM_ReadNativeZstdHuffmanLiterals)->Arg(1)->Arg(10)->Unit(benchmark::kMillisecond);
+
 void BM_ReadNativeUncompressed(benchmark::State& state) {
-  ReadTrace(state, NativeOf(static_cast<int>(state.range(0)), false));
+  ReadTrace(state, NativeOf(static_cast<int>(state.range(0)), Compression::kNone));
 }
 BENCHMARK(BM_ReadNativeUncompressed)->Arg(1)->Arg(10)->Unit(benchmark::kMillisecond);
 
