@@ -305,6 +305,104 @@ TEST(NativeFormatTest, FileWrittenByTheFirstVersion1WriterStillReads) {
   ExpectSame(*source, *actual);
 }
 
+uint32_t Fixed32At(const std::string& bytes, size_t offset) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(bytes[offset + i])} << (8 * i);
+  return v;
+}
+void SetFixed32(std::string* bytes, size_t offset, uint32_t v) {
+  for (int i = 0; i < 4; ++i) (*bytes)[offset + i] = static_cast<char>(v >> (8 * i));
+}
+void SetFixed64(std::string* bytes, size_t offset, uint64_t v) {
+  for (int i = 0; i < 8; ++i) (*bytes)[offset + i] = static_cast<char>(v >> (8 * i));
+}
+
+// Rewrites an uncompressed file into version 1 by the layout in native_format.h: the version field at
+// byte 8, and each frame's checksum (frame header bytes [24, 32)) recomputed with NativeChecksum over the
+// frame's encoded bytes. With `recompute` false only the version changes.
+std::string AsVersion1(std::string bytes, bool recompute) {
+  SetFixed32(&bytes, 8, 1);
+  size_t offset = kNativeHeaderBytes;
+  while (offset < bytes.size()) {
+    const uint32_t stored = Fixed32At(bytes, offset + 12);
+    const absl::string_view encoded(bytes.data() + offset + kNativeFrameHeaderBytes, stored);
+    if (recompute) SetFixed64(&bytes, offset + 24, NativeChecksum(encoded));
+    offset += kNativeFrameHeaderBytes + stored;
+  }
+  return bytes;
+}
+
+TEST(NativeFormatTest, Version1FramesAreCheckedWithTheVersion1Checksum) {
+  const std::string path = ::testing::TempDir() + "/v1.kvt";
+  const std::string current = EdgeFileBytes(path);  // uncompressed, 64-byte frames
+  EXPECT_EQ(Fixed32At(current, 8), kNativeVersion);
+  EXPECT_EQ(kNativeVersion, 2u);
+  auto header = ReadNativeHeader(path);
+  ASSERT_TRUE(header.ok());
+  ASSERT_GT(header->num_frames(), 1u);
+
+  ASSERT_TRUE(WriteFileAtomically(path, AsVersion1(current, /*recompute=*/true)).ok());
+  auto requests = ReadAll(path, {});
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  ExpectSame(EdgeRequests(), *requests);
+
+  // Version 1 with version-2 checksums: the first frame's check fails (the two checksums differ).
+  size_t records = 0;
+  absl::Status mixed = ReadBack(path, AsVersion1(current, /*recompute=*/false), &records);
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(mixed.message().find("record 0 (frame at byte 4096): corrupt or truncated trace: frame checksum mismatch"),
+            absl::string_view::npos)
+      << mixed;
+
+  // A version-1 frame with a flipped byte fails at that frame.
+  std::string flipped = AsVersion1(current, /*recompute=*/true);
+  flipped[kNativeHeaderBytes + kNativeFrameHeaderBytes + 5] ^= 0x40;
+  absl::Status corrupt = ReadBack(path, flipped, &records);
+  EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(corrupt.message().find("frame checksum mismatch"), absl::string_view::npos) << corrupt;
+  EXPECT_EQ(records, 0u);
+}
+
+TEST(NativeFormatTest, VersionsOutsideTheReadRangeAreRejectedByNumber) {
+  const std::string path = ::testing::TempDir() + "/v3.kvt";
+  std::string bytes = EdgeFileBytes(path);
+  for (uint32_t version : {0u, kNativeVersion + 1}) {
+    SetFixed32(&bytes, 8, version);
+    ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+    auto reader = OpenNativeTrace(path, {});
+    EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(reader.status().message().find(
+                  absl::StrCat("native trace version ", version, "; this build reads versions 1 to 2")),
+              absl::string_view::npos)
+        << reader.status();
+  }
+}
+
+TEST(NativeFormatTest, LaneChecksumSeesEveryBitEveryWordOrderAndTheLength) {
+  // 75 bytes: two 32-byte blocks (all four lanes twice), a lone 8-byte word, a 3-byte tail.
+  std::string data(75, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 37 + 11);
+  const uint64_t base = NativeLaneChecksum(data);
+  for (size_t bit = 0; bit < data.size() * 8; ++bit) {
+    std::string changed = data;
+    changed[bit / 8] ^= static_cast<char>(1 << (bit % 8));
+    EXPECT_NE(NativeLaneChecksum(changed), base) << "bit " << bit;
+  }
+  // Words swapped between lanes (0 and 1) and between blocks (lane 2 of both): the order counts.
+  std::string swapped = data;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  EXPECT_NE(NativeLaneChecksum(swapped), base);
+  swapped = data;
+  std::swap_ranges(swapped.begin() + 16, swapped.begin() + 24, swapped.begin() + 48);
+  EXPECT_NE(NativeLaneChecksum(swapped), base);
+  // A trailing zero byte (the tail is zero-padded) still changes it: the length is mixed in.
+  EXPECT_NE(NativeLaneChecksum(data + std::string(1, '\0')), base);
+  // Inputs shorter than one block go through the single chain only, and are not the version-1 value.
+  EXPECT_NE(NativeLaneChecksum("abc"), NativeChecksum("abc"));
+  EXPECT_EQ(NativeFrameChecksum(1, data), NativeChecksum(data));
+  EXPECT_EQ(NativeFrameChecksum(2, data), base);
+}
+
 TEST(NativeFormatTest, DetectedByMagic) {
   EXPECT_TRUE(LooksLikeNative(absl::string_view("KVSIMTRC\x01\0\0\0", 12)));
   EXPECT_FALSE(LooksLikeNative("KVSIMTR"));
