@@ -377,21 +377,18 @@ absl::Status OpenError(const std::string& path, const char* verb) {
   return absl::InternalError(message);
 }
 
-// Parses and checks the 4096-byte header block; sets `*version` (if not null) to the file's version.
-absl::StatusOr<proto::TraceHeader> ParseHeader(const std::string& path, const std::string& block,
-                                               uint32_t* version_out = nullptr) {
+// Parses and checks the 4096-byte header block.
+absl::StatusOr<proto::TraceHeader> ParseHeader(const std::string& path, const std::string& block) {
   if (block.size() < kNativeHeaderBytes || std::memcmp(block.data(), kNativeMagic, 8) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a native kvsim trace (expected the magic \"KVSIMTRC\" and a ",
                      kNativeHeaderBytes, "-byte header)"));
   }
   const uint32_t version = GetFixed32(block.data() + 8);
-  if (version < kNativeOldestVersion || version > kNativeVersion) {
+  if (version != kNativeVersion) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": native trace version ", version,
-                                                   "; this build reads versions ", kNativeOldestVersion,
-                                                   " to ", kNativeVersion));
+                                                   "; this build reads version ", kNativeVersion));
   }
-  if (version_out != nullptr) *version_out = version;
   const uint32_t length = GetFixed32(block.data() + 12);
   if (length > kNativeHeaderBytes - 24) {
     return absl::DataLossError(absl::StrCat(path, ": corrupt header: length ", length));
@@ -550,7 +547,7 @@ class NativeWriter final : public TraceWriter {
     PutFixed32(&head, static_cast<uint32_t>(frame_.size()));
     PutFixed32(&head, static_cast<uint32_t>(stored.size()));
     PutFixed64(&head, frame_first_record_);
-    PutFixed64(&head, NativeFrameChecksum(kNativeVersion, frame_));
+    PutFixed64(&head, NativeChecksum(frame_));
     KVSIM_RETURN_IF_ERROR(Put(head));
     KVSIM_RETURN_IF_ERROR(Put(stored));
     header_.set_num_frames(header_.num_frames() + 1);
@@ -587,7 +584,7 @@ class NativeReader final : public TraceReader {
     const size_t got = reader->ReadFully(block.data(), block.size());
     if (!reader->status_.ok()) return reader->status_;
     block.resize(got);
-    KVSIM_ASSIGN_OR_RETURN(reader->header_, ParseHeader(path, block, &reader->version_));
+    KVSIM_ASSIGN_OR_RETURN(reader->header_, ParseHeader(path, block));
     reader->info_.block_tokens = reader->header_.block_tokens();
     reader->offset_ = kNativeHeaderBytes;
     return std::unique_ptr<TraceReader>(std::move(reader));
@@ -683,9 +680,7 @@ class NativeReader final : public TraceReader {
       if (ZSTD_isError(size) || size != encoded) return Corrupt("zstd frame does not decompress");
     }
     const absl::string_view frame(frame_.data(), encoded);
-    if (NativeFrameChecksum(version_, frame) != GetFixed64(head + 24)) {
-      return Corrupt("frame checksum mismatch");
-    }
+    if (NativeChecksum(frame) != GetFixed64(head + 24)) return Corrupt("frame checksum mismatch");
     decoder_ = Decoder(frame.data(), frame.data() + frame.size());
     frame_state_ = FrameState();
     frame_left_ = records;
@@ -695,7 +690,6 @@ class NativeReader final : public TraceReader {
   int fd_;
   TraceInfo info_;
   proto::TraceHeader header_;
-  uint32_t version_ = 0;  // the file's; selects the frame checksum
   ZSTD_DCtx* dctx_ = nullptr;
   std::string frame_;
   std::string compressed_;
@@ -724,43 +718,6 @@ uint64_t NativeChecksum(absl::string_view data) {
   for (size_t k = 0; i + k < data.size(); ++k) tail |= uint64_t{static_cast<uint8_t>(data[i + k])} << (8 * k);
   h = (h ^ tail) * kMul;
   return h ^ (h >> 32);
-}
-
-uint64_t NativeLaneChecksum(absl::string_view data) {
-  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
-  // Four independent chains over the words i = lane (mod 4): the multiplies overlap instead of waiting
-  // on one another.
-  uint64_t lane[4] = {0x243f6a8885a308d3ULL ^ data.size(), 0x13198a2e03707344ULL, 0xa4093822299f31d0ULL,
-                      0x082efa98ec4e6c89ULL};
-  size_t i = 0;
-  for (; i + 32 <= data.size(); i += 32) {
-    uint64_t w[4];
-    std::memcpy(w, data.data() + i, 32);
-    for (int k = 0; k < 4; ++k) {
-      lane[k] = (lane[k] ^ w[k]) * kMul;
-      lane[k] ^= lane[k] >> 29;
-    }
-  }
-  // The lanes in order, then the last words and bytes, as one chain.
-  uint64_t h = lane[0];
-  for (int k = 1; k < 4; ++k) {
-    h = (h ^ lane[k]) * kMul;
-    h ^= h >> 29;
-  }
-  for (; i + 8 <= data.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, data.data() + i, 8);
-    h = (h ^ w) * kMul;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  for (size_t k = 0; i + k < data.size(); ++k) tail |= uint64_t{static_cast<uint8_t>(data[i + k])} << (8 * k);
-  h = (h ^ tail) * kMul;
-  return h ^ (h >> 32);
-}
-
-uint64_t NativeFrameChecksum(uint32_t version, absl::string_view frame) {
-  return version == 1 ? NativeChecksum(frame) : NativeLaneChecksum(frame);
 }
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path,

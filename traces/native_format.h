@@ -7,17 +7,15 @@
 // Layout (all integers little-endian):
 //   Header, kNativeHeaderBytes = 4096 bytes:
 //     [0, 8)    magic "KVSIMTRC"
-//     [8, 12)   u32 version (kNativeVersion when written; readers accept kNativeOldestVersion and later)
+//     [8, 12)   u32 version (kNativeVersion)
 //     [12, 16)  u32 length L of the serialized proto::TraceHeader that follows
 //     [16, 24)  u64 checksum of those L bytes
 //     [24, 24+L) proto::TraceHeader: source format, block_tokens, record count, summary statistics
 //     zero padding to 4096 (the writer rewrites the header in place when it closes)
 //   Frames, header.num_frames of them, each independently decodable:
 //     u32 magic "KVFR", u32 records in the frame, u32 encoded bytes, u32 stored bytes (= encoded, or the
-//     zstd-compressed size), u64 index of the frame's first record, u64 checksum of the encoded bytes
-//     (NativeFrameChecksum: NativeChecksum in version 1, NativeLaneChecksum from version 2 on; the only
-//     difference between the versions), then the stored bytes. Writers store zstd literals raw unless
-//     TraceWriterOptions::zstd_compress_literals; readers accept any zstd frame.
+//     zstd-compressed size), u64 index of the frame's first record, u64 checksum of the encoded bytes,
+//     then the stored bytes.
 //   Records inside a frame, deltas restarting at each frame (so a frame decodes on its own):
 //     varint flags (kHas* bits below)
 //     zigzag varint request_id - (previous request_id + 1)
@@ -61,8 +59,7 @@
 namespace kvsim {
 
 inline constexpr char kNativeMagic[] = "KVSIMTRC";  // 8 bytes, no terminator in the file
-inline constexpr uint32_t kNativeVersion = 2;        // what writers write
-inline constexpr uint32_t kNativeOldestVersion = 1;  // the oldest a reader reads
+inline constexpr uint32_t kNativeVersion = 1;
 inline constexpr size_t kNativeHeaderBytes = 4096;
 inline constexpr size_t kNativeFrameHeaderBytes = 32;
 // Largest encoded frame a reader accepts (a corrupt length cannot make it allocate more).
@@ -95,16 +92,8 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> OpenNativeTraceWriter(const std::st
 
 bool LooksLikeNative(absl::string_view head);
 
-// A 64-bit checksum of `data` (word-at-a-time multiply-xor; detects corruption, not an adversary): the
-// header's checksum, and the frames' in version 1.
+// A 64-bit checksum of `data` (word-at-a-time multiply-xor; detects corruption, not an adversary).
 uint64_t NativeChecksum(absl::string_view data);
-
-// The same mixing in four interleaved chains (words i = 0, 1, 2, 3 mod 4), combined at the end: about 4x
-// faster on long inputs. The frames' checksum from version 2 on.
-uint64_t NativeLaneChecksum(absl::string_view data);
-
-// The checksum of a frame's encoded bytes in a file of `version`.
-uint64_t NativeFrameChecksum(uint32_t version, absl::string_view frame);
 
 }  // namespace kvsim
 
