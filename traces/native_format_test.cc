@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -303,6 +304,65 @@ TEST(NativeFormatTest, FileWrittenByTheFirstVersion1WriterStillReads) {
   auto actual = ReadAll(path, {});
   ASSERT_TRUE(actual.ok()) << actual.status();
   ExpectSame(*source, *actual);
+}
+
+int64_t FileSize(const std::string& path) {
+  auto bytes = ReadFile(path);
+  return bytes.ok() ? static_cast<int64_t>(bytes->size()) : -1;
+}
+
+// The bundled Mooncake trace written with and without Huffman-coded zstd literals: both read back as the
+// source; Huffman coding makes the (skewed-byte) varint frames smaller, so the option really reaches zstd.
+TEST(NativeFormatTest, ZstdLiteralModesBothRoundTripAndHuffmanIsSmaller) {
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  int64_t sizes[2] = {0, 0};
+  for (bool huffman : {false, true}) {
+    TraceWriterOptions options;
+    options.block_tokens = 512;
+    options.zstd_compress_literals = huffman;
+    const std::string path = ::testing::TempDir() + (huffman ? "/huffman.kvt" : "/raw.kvt");
+    ASSERT_TRUE(WriteNative(path, *source, options).ok());
+    auto actual = ReadAll(path, {});
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    ExpectSame(*source, *actual);
+    sizes[huffman] = FileSize(path);
+  }
+  EXPECT_LT(sizes[1], sizes[0]);
+}
+
+// Decompression contexts go back to a shared pool when a reader closes: readers on several threads at
+// once, each opened and closed repeatedly (more readers than the pool keeps), all read the exact records.
+TEST(NativeFormatTest, ReadersOnSeveralThreadsShareNoDecompressionState) {
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  source->resize(1000);
+  TraceWriterOptions options;
+  options.block_tokens = 512;
+  options.frame_bytes = 1024;  // many frames: many decompressions per reader
+  const std::string path = ::testing::TempDir() + "/threads.kvt";
+  ASSERT_TRUE(WriteNative(path, *source, options).ok());
+  std::vector<std::string> problems(12);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < problems.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3 && problems[t].empty(); ++round) {
+        auto actual = ReadAll(path, {});
+        if (!actual.ok()) {
+          problems[t] = actual.status().ToString();
+        } else if (actual->size() != source->size()) {
+          problems[t] = absl::StrCat(actual->size(), " records");
+        } else {
+          for (size_t i = 0; i < source->size() && problems[t].empty(); ++i) {
+            const std::string difference = RequestDifference((*source)[i], (*actual)[i]);
+            if (!difference.empty()) problems[t] = absl::StrCat("record ", i, ": ", difference);
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < problems.size(); ++t) EXPECT_EQ(problems[t], "") << "thread " << t;
 }
 
 TEST(NativeFormatTest, DetectedByMagic) {
