@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_c_literalCompressionMode (stable in the library since 1.5.0)
+// ZSTD_c_literalCompressionMode is an experimental parameter of zstd.h; a library without it makes the
+// writer's Open fail with zstd's error.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #if defined(__SSE2__)
@@ -14,9 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/base/attributes.h"
 #include "absl/base/config.h"
-#include "absl/base/optimization.h"
 #include "absl/numeric/bits.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -73,9 +73,7 @@ inline void PutSigned(std::string* out, uint64_t v) { PutVarint(out, ZigZag(v));
 // position up to the end at once (their values past the end never reach a result).
 constexpr size_t kFramePaddingBytes = 16;
 
-// Bounds-checked decoding of one frame's bytes. A small value type: DecodeRecord works on a local copy
-// whose address never escapes, so the position stays in a register instead of making a store-to-load
-// round trip through memory between consecutive varints.
+// Bounds-checked decoding of one frame's bytes.
 // REQUIRES: kFramePaddingBytes readable bytes after `end`.
 class Decoder {
  public:
@@ -83,8 +81,8 @@ class Decoder {
                                                 end_(reinterpret_cast<const uint8_t*>(end)) {}
   // Varints of 2 to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
   // their length; longer ones take the byte loop.
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Varint(uint64_t* v) {
-    if (ABSL_PREDICT_TRUE(*p_ < 0x80 && p_ < end_)) {  // one byte: the common case, shortest chain
+  bool Varint(uint64_t* v) {
+    if (*p_ < 0x80 && p_ < end_) {  // one byte: the common case, and the shortest dependency chain
       *v = *p_++;
       return true;
     }
@@ -94,16 +92,10 @@ class Decoder {
     word = __builtin_bswap64(word);
 #endif
     const uint64_t stops = ~word & 0x8080808080808080ULL;  // the high bit of each final-byte candidate
-    if (ABSL_PREDICT_FALSE(stops == 0)) {
-      const LongResult result = LongVarint(p_, end_);
-      if (result.next == nullptr) return false;
-      p_ = result.next;
-      *v = result.value;
-      return true;
-    }
+    if (stops == 0) return LongVarint(v);
     const uint64_t through_stop = stops ^ (stops - 1);      // ones up to and including the first stop bit
     const size_t length = (absl::countr_zero(stops) + 1) >> 3;
-    if (ABSL_PREDICT_FALSE(length > static_cast<size_t>(end_ - p_))) return false;
+    if (length > static_cast<size_t>(end_ - p_)) return false;
     uint64_t x = word & through_stop & 0x7f7f7f7f7f7f7f7fULL;  // the 7-bit groups, one per byte
     x = (x & 0x007f007f007f007fULL) | ((x & 0x7f007f007f007f00ULL) >> 1);  // 14 bits per 16
     x = (x & 0x00003fff00003fffULL) | ((x & 0x3fff00003fff0000ULL) >> 2);  // 28 bits per 32
@@ -112,7 +104,7 @@ class Decoder {
     p_ += length;
     return true;
   }
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Signed(uint64_t* v) {
+  bool Signed(uint64_t* v) {
     if (!Varint(v)) return false;
     *v = UnZigZag(*v);
     return true;
@@ -126,19 +118,17 @@ class Decoder {
   size_t remaining() const { return end_ - p_; }
 
  private:
-  struct LongResult {
-    const uint8_t* next;  // nullptr: the varint runs past `end` or past 64 bits
-    uint64_t value;
-  };
-  // Out of line and by value, so that no pointer to a Decoder escapes the decoding loop.
-  ABSL_ATTRIBUTE_NOINLINE static LongResult LongVarint(const uint8_t* p, const uint8_t* end) {
+  bool LongVarint(uint64_t* v) {
     uint64_t result = 0;
-    for (int shift = 0; shift < 64 && p < end; shift += 7) {
-      const uint64_t byte = *p++;
+    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
+      const uint64_t byte = *p_++;
       result |= (byte & 0x7f) << shift;
-      if (byte < 0x80) return {p, result};
+      if (byte < 0x80) {
+        *v = result;
+        return true;
+      }
     }
-    return {nullptr, 0};
+    return false;
   }
 
   const uint8_t* p_;
@@ -162,28 +152,23 @@ inline void FillRun(uint64_t first, uint64_t n, uint64_t* out) {
   for (; j < n; ++j) out[j] = first + j;
 }
 
-// Per-frame delta state, shared by the encoder and the decoder. The numbers are a plain value (the
-// decoder keeps a local copy in registers); the model string lives beside them.
+// Per-frame delta state, shared by the encoder and the decoder.
 struct DeltaState {
   uint64_t previous_id = ~uint64_t{0};  // so that request 0 first in a frame codes as delta 0
   uint64_t previous_arrival = 0;
   uint64_t previous_session = 0;
   uint64_t previous_first_hash = 0;
-};
-struct FrameState {
-  DeltaState delta;
   std::string previous_model;
 };
 
-void EncodeRecord(const Request& r, int32_t header_block_tokens, FrameState* frame, std::string* out) {
-  DeltaState* s = &frame->delta;
+void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, std::string* out) {
   uint32_t flags = 0;
   if (r.session_id >= 0) flags |= kHasSession;
   if (r.parent_id >= 0) flags |= kHasParent;
   if (r.turn != 0) flags |= kHasTurn;
   if (r.type != proto::REQUEST_TYPE_UNSPECIFIED) flags |= kHasType;
   if (r.block_tokens != 0 && r.block_tokens == header_block_tokens) flags |= kHasHashes;
-  if (r.model != frame->previous_model) flags |= kModelChanged;
+  if (r.model != s->previous_model) flags |= kModelChanged;
   if (!r.tool_calls.empty()) flags |= kHasToolCalls;
   if (r.failed) flags |= kFailed;
   PutVarint(out, flags);
@@ -219,7 +204,7 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, FrameState* fra
   if (flags & kModelChanged) {
     PutVarint(out, r.model.size());
     out->append(r.model);
-    frame->previous_model = r.model;
+    s->previous_model = r.model;
   }
   if (flags & kHasToolCalls) {
     PutVarint(out, r.tool_calls.size());
@@ -232,10 +217,8 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, FrameState* fra
 }
 
 // Decodes one record into `*r`, setting every field (so `*r` needs no clearing and keeps its vectors'
-// capacity); returns "" or what is wrong. `d` and `s` are the caller's locals (see DecodeRecord).
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline const char* DecodeFields(Decoder& d, int32_t header_block_tokens,
-                                                             DeltaState* s, std::string* previous_model,
-                                                             Request* r) {
+// capacity); returns "" or what is wrong.
+const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s, Request* r) {
   uint64_t flags, v;
   if (!d.Varint(&flags)) return "record flags run past the frame";
   if (flags & ~uint64_t{kKnownFlags}) return "unknown record flags";
@@ -299,9 +282,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline const char* DecodeFields(Decoder& d, int32_t
     r->block_hashes.clear();  // the caller may have left the previous record's ids
   }
   if (flags & kModelChanged) {
-    if (!d.Varint(&v) || !d.Bytes(v, previous_model)) return "model runs past the frame";
+    if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
   }
-  if (r->model != *previous_model) r->model = *previous_model;  // mostly equal: no copy
+  if (r->model != s->previous_model) r->model = s->previous_model;  // mostly equal: no copy
   if (flags & kHasToolCalls) {
     uint64_t count;
     if (!d.Varint(&count) || count == 0 || count > d.remaining()) return "tool call count runs past the frame";
@@ -316,17 +299,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline const char* DecodeFields(Decoder& d, int32_t
   }
   r->failed = (flags & kFailed) != 0;
   return "";
-}
-
-// DecodeFields on copies of the cursor and the delta numbers: their addresses never escape, so they stay
-// in registers however the stores into `*r` might alias.
-const char* DecodeRecord(Decoder* decoder, int32_t header_block_tokens, FrameState* frame, Request* r) {
-  Decoder d = *decoder;
-  DeltaState s = frame->delta;
-  const char* problem = DecodeFields(d, header_block_tokens, &s, &frame->previous_model, r);
-  *decoder = d;
-  frame->delta = s;
-  return problem;
 }
 
 // ---- Decompression contexts ----------------------------------------------------------------------
@@ -452,7 +424,7 @@ class NativeWriter final : public TraceWriter {
           path_, ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
     }
     if (frame_records_ == 0) frame_first_record_ = header_.num_requests();
-    EncodeRecord(r, options_.block_tokens, &frame_state_, &frame_);
+    EncodeRecord(r, options_.block_tokens, &delta_, &frame_);
     ++frame_records_;
     UpdateSummary(r);
     if (frame_.size() >= static_cast<size_t>(options_.frame_bytes)) return FlushFrame();
@@ -553,7 +525,7 @@ class NativeWriter final : public TraceWriter {
     header_.set_num_frames(header_.num_frames() + 1);
     frame_.clear();
     frame_records_ = 0;
-    frame_state_ = FrameState();
+    delta_ = DeltaState();
     return absl::OkStatus();
   }
 
@@ -567,7 +539,7 @@ class NativeWriter final : public TraceWriter {
   std::string compressed_;
   uint64_t frame_records_ = 0;
   uint64_t frame_first_record_ = 0;
-  FrameState frame_state_;
+  DeltaState delta_;
   int64_t first_arrival_ns_ = 0;
   int64_t last_arrival_ns_ = 0;
 };
@@ -600,7 +572,7 @@ class NativeReader final : public TraceReader {
     if (frame_left_ == 0) {
       if (!LoadFrame()) return false;
     }
-    const char* problem = DecodeRecord(&decoder_, header_.block_tokens(), &frame_state_, request);
+    const char* problem = DecodeRecord(decoder_, header_.block_tokens(), &delta_, request);
     if (*problem != '\0') return Corrupt(problem);
     ++record_;
     if (--frame_left_ == 0 && decoder_.remaining() != 0) {
@@ -675,14 +647,18 @@ class NativeReader final : public TraceReader {
     if (read < stored) return Corrupt("file ends inside a frame");
     if (zstd) {
       if (dctx_ == nullptr) dctx_ = DecompressionContexts::Acquire();
-      if (dctx_ == nullptr) return Corrupt("zstd: cannot allocate a decompression context");
+      if (dctx_ == nullptr) {
+        status_ = absl::ResourceExhaustedError(
+            absl::StrCat(info_.path, ": zstd: cannot allocate a decompression context"));
+        return false;
+      }
       const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), encoded, compressed_.data(), stored);
       if (ZSTD_isError(size) || size != encoded) return Corrupt("zstd frame does not decompress");
     }
     const absl::string_view frame(frame_.data(), encoded);
     if (NativeChecksum(frame) != GetFixed64(head + 24)) return Corrupt("frame checksum mismatch");
     decoder_ = Decoder(frame.data(), frame.data() + frame.size());
-    frame_state_ = FrameState();
+    delta_ = DeltaState();
     frame_left_ = records;
     return true;
   }
@@ -694,7 +670,7 @@ class NativeReader final : public TraceReader {
   std::string frame_;
   std::string compressed_;
   Decoder decoder_;
-  FrameState frame_state_;
+  DeltaState delta_;
   uint64_t frame_left_ = 0;
   uint64_t record_ = 0;
   uint64_t offset_ = 0;
