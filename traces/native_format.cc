@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+// ZSTD_c_literalCompressionMode is an experimental parameter of zstd.h; a library without it makes the
+// writer's Open fail with zstd's error.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #if defined(__SSE2__)
@@ -17,6 +20,7 @@
 #include "absl/numeric/bits.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
 #include "util/file.h"
@@ -297,6 +301,47 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
   return "";
 }
 
+// ---- Decompression contexts ----------------------------------------------------------------------
+
+// ZSTD_createDCtx costs about as much as decoding 400 records (it probes the CPU's features, which is
+// slow in a virtual machine), and a replay may open many small traces: readers hand their context back
+// here for the next reader. A context keeps no state between ZSTD_decompressDCtx calls, so reuse cannot
+// change what a frame decodes to. Thread-safe.
+class DecompressionContexts {
+ public:
+  static ZSTD_DCtx* Acquire() {
+    {
+      absl::MutexLock lock(&mutex_);
+      if (pool_ != nullptr && !pool_->empty()) {
+        ZSTD_DCtx* context = pool_->back();
+        pool_->pop_back();
+        return context;
+      }
+    }
+    return ZSTD_createDCtx();
+  }
+  // Takes ownership; null is a no-op.
+  static void Release(ZSTD_DCtx* context) {
+    if (context == nullptr) return;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (pool_ == nullptr) pool_ = new std::vector<ZSTD_DCtx*>();  // never destroyed
+      if (pool_->size() < kMaxPooled) {
+        pool_->push_back(context);
+        return;
+      }
+    }
+    ZSTD_freeDCtx(context);
+  }
+
+ private:
+  static constexpr size_t kMaxPooled = 8;  // ~100 KB each
+  ABSL_CONST_INIT static absl::Mutex mutex_;
+  static std::vector<ZSTD_DCtx*>* pool_ ABSL_GUARDED_BY(mutex_);
+};
+ABSL_CONST_INIT absl::Mutex DecompressionContexts::mutex_(absl::kConstInit);
+std::vector<ZSTD_DCtx*>* DecompressionContexts::pool_ = nullptr;
+
 absl::Status OpenError(const std::string& path, const char* verb) {
   const std::string message = absl::StrCat(path, ": cannot ", verb, ": ", std::strerror(errno));
   if (errno == ENOENT) return absl::NotFoundError(message);
@@ -353,6 +398,7 @@ class NativeWriter final : public TraceWriter {
     std::FILE* file = std::fopen(tmp.c_str(), "wb");
     if (file == nullptr) return OpenError(tmp, "create");
     std::unique_ptr<NativeWriter> writer(new NativeWriter(path, tmp, file, options));
+    if (options.compress) KVSIM_RETURN_IF_ERROR(writer->StartCompression());
     const std::string zeros(kNativeHeaderBytes, '\0');  // the header is written last, in place
     KVSIM_RETURN_IF_ERROR(writer->Put(zeros));
     return std::unique_ptr<TraceWriter>(std::move(writer));
@@ -413,7 +459,21 @@ class NativeWriter final : public TraceWriter {
     header_.set_block_tokens(options.block_tokens);
     header_.set_compression(options.compress ? proto::TRACE_COMPRESSION_ZSTD
                                              : proto::TRACE_COMPRESSION_NONE);
-    if (options.compress) cctx_ = ZSTD_createCCtx();
+  }
+
+  absl::Status StartCompression() {
+    cctx_ = ZSTD_createCCtx();
+    if (cctx_ == nullptr) return absl::InternalError(absl::StrCat(path_, ": zstd: cannot allocate a context"));
+    for (const auto& [parameter, value] :
+         {std::make_pair(ZSTD_c_compressionLevel, options_.zstd_level),
+          std::make_pair(ZSTD_c_literalCompressionMode,
+                         static_cast<int>(options_.zstd_compress_literals ? ZSTD_ps_enable : ZSTD_ps_disable))}) {
+      const size_t result = ZSTD_CCtx_setParameter(cctx_, parameter, value);
+      if (ZSTD_isError(result)) {
+        return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(result)));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Failure(const char* what) {
@@ -446,8 +506,8 @@ class NativeWriter final : public TraceWriter {
     absl::string_view stored = frame_;
     if (options_.compress) {
       compressed_.resize(ZSTD_compressBound(frame_.size()));
-      const size_t size = ZSTD_compressCCtx(cctx_, compressed_.data(), compressed_.size(),
-                                            frame_.data(), frame_.size(), options_.zstd_level);
+      const size_t size = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), frame_.data(),
+                                         frame_.size());
       if (ZSTD_isError(size)) {
         return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(size)));
       }
@@ -504,7 +564,7 @@ class NativeReader final : public TraceReader {
 
   ~NativeReader() override {
     ::close(fd_);
-    ZSTD_freeDCtx(dctx_);
+    DecompressionContexts::Release(dctx_);
   }
 
   bool Next(Request* request) override {
@@ -586,7 +646,12 @@ class NativeReader final : public TraceReader {
     offset_ += read;
     if (read < stored) return Corrupt("file ends inside a frame");
     if (zstd) {
-      if (dctx_ == nullptr) dctx_ = ZSTD_createDCtx();
+      if (dctx_ == nullptr) dctx_ = DecompressionContexts::Acquire();
+      if (dctx_ == nullptr) {
+        status_ = absl::ResourceExhaustedError(
+            absl::StrCat(info_.path, ": zstd: cannot allocate a decompression context"));
+        return false;
+      }
       const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), encoded, compressed_.data(), stored);
       if (ZSTD_isError(size) || size != encoded) return Corrupt("zstd frame does not decompress");
     }

@@ -15,7 +15,8 @@
 //   Frames, header.num_frames of them, each independently decodable:
 //     u32 magic "KVFR", u32 records in the frame, u32 encoded bytes, u32 stored bytes (= encoded, or the
 //     zstd-compressed size), u64 index of the frame's first record, u64 checksum of the encoded bytes,
-//     then the stored bytes.
+//     then the stored bytes. Writers store zstd literals raw (faster to decompress) unless
+//     TraceWriterOptions::zstd_compress_literals; readers accept any zstd frame.
 //   Records inside a frame, deltas restarting at each frame (so a frame decodes on its own):
 //     varint flags (kHas* bits below)
 //     zigzag varint request_id - (previous request_id + 1)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -283,6 +284,85 @@ TEST(NativeFormatTest, EveryTruncationPointIsAnErrorNeverACrashOrSilentLoss) {
     EXPECT_FALSE(status.ok()) << "cut at " << size;
     EXPECT_LT(records, 5u);
   }
+}
+
+// traces/testdata/mooncake_head500_v1_zstd.kvt was written by the version-1 writer as first released
+// (zstd level 3 with Huffman-coded literals, 2048-byte frames) from the first 500 records of the bundled
+// Mooncake trace. Later writers change how frames are compressed, never what a reader accepts: the file
+// must keep reading back as exactly those 500 records, as the Mooncake importer reads them today.
+TEST(NativeFormatTest, FileWrittenByTheFirstVersion1WriterStillReads) {
+  const std::string path = "traces/testdata/mooncake_head500_v1_zstd.kvt";
+  auto header = ReadNativeHeader(path);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->compression(), proto::TRACE_COMPRESSION_ZSTD);
+  EXPECT_EQ(header->num_requests(), 500u);
+  EXPECT_GT(header->num_frames(), 1u);
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_GE(source->size(), 500u);
+  source->resize(500);
+  auto actual = ReadAll(path, {});
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ExpectSame(*source, *actual);
+}
+
+int64_t FileSize(const std::string& path) {
+  auto bytes = ReadFile(path);
+  return bytes.ok() ? static_cast<int64_t>(bytes->size()) : -1;
+}
+
+// The bundled Mooncake trace written with and without Huffman-coded zstd literals: both read back as the
+// source; Huffman coding makes the (skewed-byte) varint frames smaller, so the option really reaches zstd.
+TEST(NativeFormatTest, ZstdLiteralModesBothRoundTripAndHuffmanIsSmaller) {
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  int64_t sizes[2] = {0, 0};
+  for (bool huffman : {false, true}) {
+    TraceWriterOptions options;
+    options.block_tokens = 512;
+    options.zstd_compress_literals = huffman;
+    const std::string path = ::testing::TempDir() + (huffman ? "/huffman.kvt" : "/raw.kvt");
+    ASSERT_TRUE(WriteNative(path, *source, options).ok());
+    auto actual = ReadAll(path, {});
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    ExpectSame(*source, *actual);
+    sizes[huffman] = FileSize(path);
+  }
+  EXPECT_LT(sizes[1], sizes[0]);
+}
+
+// Decompression contexts go back to a shared pool when a reader closes: readers on several threads at
+// once, each opened and closed repeatedly (more readers than the pool keeps), all read the exact records.
+TEST(NativeFormatTest, ReadersOnSeveralThreadsShareNoDecompressionState) {
+  auto source = ReadAll(DataPath("mooncake_synthetic.jsonl"), {});
+  ASSERT_TRUE(source.ok()) << source.status();
+  source->resize(1000);
+  TraceWriterOptions options;
+  options.block_tokens = 512;
+  options.frame_bytes = 1024;  // many frames: many decompressions per reader
+  const std::string path = ::testing::TempDir() + "/threads.kvt";
+  ASSERT_TRUE(WriteNative(path, *source, options).ok());
+  std::vector<std::string> problems(12);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < problems.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3 && problems[t].empty(); ++round) {
+        auto actual = ReadAll(path, {});
+        if (!actual.ok()) {
+          problems[t] = actual.status().ToString();
+        } else if (actual->size() != source->size()) {
+          problems[t] = absl::StrCat(actual->size(), " records");
+        } else {
+          for (size_t i = 0; i < source->size() && problems[t].empty(); ++i) {
+            const std::string difference = RequestDifference((*source)[i], (*actual)[i]);
+            if (!difference.empty()) problems[t] = absl::StrCat("record ", i, ": ", difference);
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < problems.size(); ++t) EXPECT_EQ(problems[t], "") << "thread " << t;
 }
 
 TEST(NativeFormatTest, DetectedByMagic) {

@@ -39,6 +39,9 @@ struct TraceWriterOptions {
   std::string source_format;   // native: recorded in the header (the importer that read the source)
   bool compress = true;        // native: zstd-compress each frame
   int zstd_level = 3;          // native: zstd level, 1 (fastest) .. 19
+  // native: Huffman-code the literals of zstd frames. Off by default: on Mooncake-like traces that makes
+  // files ~7% larger but frames decompress ~2x faster. Readers accept either.
+  bool zstd_compress_literals = false;
   int64_t frame_bytes = 64 * 1024;  // native: encoded bytes per independently decodable frame, >= 64
 };
 

@@ -31,7 +31,7 @@ pb_dir="$(dirname "$pb_cc")"
   done
 } >"$tmp/unity.cc"
 libs="$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format absl_flat_hash_map \
-        absl_hash protobuf simdjson libzstd)"
+        absl_hash absl_synchronization protobuf simdjson libzstd)"
 start=$SECONDS
 if ! clang++ -std=c++17 -O1 -g0 -fsanitize=fuzzer,address -I. -I"$pb_dir/.." "$tmp/unity.cc" $libs \
      -o "$tmp/trace_fuzzer" 2>"$tmp/build.log"; then
