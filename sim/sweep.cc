@@ -345,16 +345,23 @@ const std::vector<std::string>& ReplayColumns() {
   static const auto* columns = new std::vector<std::string>{
       "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms",
       "ttft_p99_ms",       "tpot_p50_ms",               "tpot_p99_ms",            "e2e_p50_ms",
-      "reuse_hit_ratio",   "prefix_hit_ratio",          "evicted_blocks",         "preemptions"};
+      "reuse_hit_ratio",   "prefix_hit_ratio",          "evicted_blocks",         "preemptions",
+      // How far to trust the point's times (proto::CostModelAccuracy): empty error for a roofline.
+      "cost_model_heldout_median_error", "cost_model_heldout_p95_error", "cost_model_extrapolated_predictions"};
   return *columns;
 }
 
-std::vector<std::string> ReplayCells(const proto::Summary& s) {
+std::vector<std::string> ReplayCells(const proto::Results& results) {
+  const proto::Summary& s = results.summary();
+  const proto::CostModelAccuracy& a = results.run().cost_model_accuracy();
   return {absl::StrCat(s.finished_requests()), FormatDouble(s.throughput_requests_per_s()),
           FormatDouble(s.goodput_requests_per_s()), FormatDouble(s.ttft_ms().p50()),
           FormatDouble(s.ttft_ms().p99()), FormatDouble(s.tpot_ms().p50()), FormatDouble(s.tpot_ms().p99()),
           FormatDouble(s.e2e_ms().p50()), FormatDouble(s.reuse_hit_ratio()), FormatDouble(s.prefix_hit_ratio()),
-          absl::StrCat(s.evicted_blocks()), absl::StrCat(s.preemptions())};
+          absl::StrCat(s.evicted_blocks()), absl::StrCat(s.preemptions()),
+          a.calibrated() ? FormatDouble(a.heldout_median_error()) : "",
+          a.calibrated() ? FormatDouble(a.heldout_p95_error()) : "",
+          absl::StrCat(a.extrapolated_predictions())};
 }
 
 }  // namespace
@@ -379,7 +386,7 @@ Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
       // A replay point: its coordinates, the cache columns empty, then the serving summary.
       const size_t num_cache_columns = table.columns().size() - ReplayColumns().size();
       cells.resize(num_cache_columns);
-      for (std::string& cell : ReplayCells(r.replay().summary())) cells.push_back(std::move(cell));
+      for (std::string& cell : ReplayCells(r.replay())) cells.push_back(std::move(cell));
       table.AddRow(cells);
     }
   }

@@ -80,9 +80,46 @@ TEST(SweepReplayTest, PointsEqualDirectReplaysOfTheSameConfig) {
     EXPECT_EQ(row[ttft], FormatDouble(direct.ttft_ms().p50()));
     EXPECT_EQ(row[evicted], std::to_string(direct.evicted_blocks()));
     EXPECT_EQ(row[hits], "");  // cache-replay columns stay empty for replay points
+    // The roofline is not calibrated: no held-out error, nothing extrapolated.
+    EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")], "");
+    EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")], "0");
   }
   // A smaller GPU cache evicts more blocks under the same policy.
   EXPECT_GT(std::stoll(table->rows()[0][evicted]), std::stoll(table->rows()[1][evicted]));
+}
+
+TEST(SweepReplayTest, TablePointsCarryTheTablesHeldOutErrorAndTheirExtrapolations) {
+  proto::ExperimentConfig base = Base();
+  base.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
+  base.mutable_cost_model()->set_table_path("cost_models/tables/h200_llama-3.1-8b.csv");
+  absl::StatusOr<std::vector<GridAxis>> axes = ParseGrid("capacity_blocks=600");
+  ASSERT_TRUE(axes.ok()) << axes.status();
+  SweepOptions options;
+  options.out_dir = TempDir("table_sweep");
+  options.trace_path = kTrace;
+  options.default_mode = "replay";
+  ASSERT_TRUE(RunSweep(*axes, base, options).ok());
+  absl::StatusOr<Table> table = MergeSweep({options.out_dir}, "");
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(table->rows().size(), 1u);
+  // The same run made directly: its model's accuracy after the replay.
+  base.mutable_cache()->set_gpu_capacity_blocks(600);
+  absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(base, "direct");
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<std::unique_ptr<CostModel>> cost = CreateCostModel(*config);
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(kTrace, {});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ReplayOptions replay_options;
+  replay_options.timeline = false;
+  ASSERT_TRUE(RunReplay(*config, **cost, reader->get(), replay_options).ok());
+  const CostModelAccuracy accuracy = (*cost)->Accuracy();
+  ASSERT_TRUE(accuracy.calibrated);
+  ASSERT_GT(accuracy.heldout_points, 0);
+  const std::vector<std::string>& row = table->rows()[0];
+  EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")], FormatDouble(accuracy.heldout_median_error));
+  EXPECT_EQ(row[Column(*table, "cost_model_heldout_p95_error")], FormatDouble(accuracy.heldout_p95_error));
+  EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")], std::to_string(accuracy.num_extrapolated));
 }
 
 TEST(SweepReplayTest, CacheAndReplayPointsMixInOneGrid) {
