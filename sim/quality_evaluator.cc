@@ -85,6 +85,7 @@ struct HeadBlock {
   RowMatrixXf outputs;         // (G * steps) x d
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
+  std::vector<int64_t> hits;   // entries >= kth per row (exact blocks only)
   std::vector<float> heap;     // scratch
 
   // REQUIRES: rows * cols <= capacity; the storage grows to `capacity` floats at most once per size.
@@ -155,16 +156,11 @@ class Measurer {
   // cache computes over every token (equal to the exact one except for quantisers). o' is approx
   // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
   Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
-                      int k, const std::vector<int32_t>& set, const Approx& approx) {
+                      int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx) {
     Measurement m;
     const int d = c.head_dim;
     double mass = 0;
     int64_t hits = 0;
-    for (int32_t i : set) {
-      mass += a[i];
-      if (a[i] >= kth) ++hits;
-    }
-    m.overlap = static_cast<double>(std::min<int64_t>(hits, k)) / k;
     const float* ap = approx.probs;
     auto value = [&](int64_t i) {
       return (approx.values_hat != nullptr && i < approx.values_exact_from) ? approx.values_hat + i * d
@@ -173,10 +169,15 @@ class Measurer {
     double kept = 0;  // approx mass on the set
     if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
       weights_.resize(set.size());
+      const bool exact = ap == a;  // then the approx mass on the set is the exact one, summed alike
       for (size_t n = 0; n < set.size(); ++n) {
+        const float x = a[set[n]];
+        mass += x;
+        if (x >= kth) ++hits;
         weights_[n] = ap[set[n]];
-        kept += ap[set[n]];
+        if (!exact) kept += ap[set[n]];
       }
+      if (exact) kept = mass;
       if (approx.values_hat == nullptr) {
         WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data());
       } else {
@@ -184,19 +185,24 @@ class Measurer {
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
+      // The top-k hits likewise: the row's entries >= kth less those outside the set.
       for (int32_t i : set) mark_[i] = 1;
       double missing = 0, missing_approx = 0;
+      int64_t missing_hits = 0;
       acc_ = Eigen::Map<const Eigen::VectorXf>(approx.outputs, d);
       for (int64_t i = 0; i <= p; ++i) {
         if (mark_[i]) continue;
         missing += a[i];
         missing_approx += ap[i];
+        if (a[i] >= kth) ++missing_hits;
         Axpy(-ap[i], value(i), d);
       }
       for (int32_t i : set) mark_[i] = 0;
       mass = total - missing;
       kept = approx.total - missing_approx;
+      hits = row_hits - missing_hits;
     }
+    m.overlap = static_cast<double>(std::min<int64_t>(hits, k)) / k;
     m.recall = total > 0 ? mass / total : 0;
     double diff = 0, norm = 0;
     for (int t = 0; t < d; ++t) {
@@ -251,6 +257,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
+  block->hits.resize(block->probs.rows());
   for (int64_t r = 0; r < block->probs.rows(); ++r) {
     const int64_t p = first + r % steps;
     auto row = block->probs.row(r);
@@ -269,6 +276,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
     if (policy != nullptr) continue;
     block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)),
                                &block->heap);
+    block->hits[r] = (visible >= block->kth[r]).count();
   }
   block->outputs.noalias() = block->probs * values;
   if (last.values == nullptr) return;
@@ -290,6 +298,7 @@ struct QualityEvaluator::Impl {
   std::vector<Point> points;
   std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
   std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
+  std::vector<KeptSet> kept;                   // per head: the current policy's sets at this step
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
   absl::Status AddSample(const AttentionSample& sample);
@@ -430,7 +439,7 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
   LayerStep step;
   step.position = p;
   for (const HeadBlock& block : blocks) step.heads.push_back(HeadStep{block.probs.row(s).data(), steps * cols});
-  std::vector<KeptSet> kept(heads.size());
+  kept.resize(heads.size());  // the sets keep their storage from step to step
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
   for (Point& point : points) {
     point.policy->Step(step, &kept);
@@ -447,7 +456,7 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
         const Approx approx{q.probs.row(r).data(), q.totals[r], q.outputs.row(r).data(), kv.values,
                             kv.values_exact_from};
         const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                               b.kth[r], k_top, set, approx);
+                                               b.kth[r], k_top, b.hits[r], set, approx);
         acc.recall.Add(m.recall);
         acc.error.Add(m.error);
         acc.overlap.Add(m.overlap);

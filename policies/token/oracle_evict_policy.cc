@@ -15,17 +15,23 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // Member-major, steps in order (the summation order of one pass over all steps), in blocks of steps
+  // so the logits scratch stays bounded and is reused instead of allocated per member.
+  logits_.resize(std::min(kStepBlock, steps), n);  // no reallocation when the size repeats
   for (int j = 0; j < head.group_size; ++j) {
-    Eigen::Map<const RowMatrixXf> queries(head.query(j, head.prompt_len), steps, d);
-    RowMatrixXf logits = queries * keys.transpose();
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t position = head.prompt_len + s;
-      auto visible = logits.row(s).head(position + 1).array();
-      const float max_logit = visible.maxCoeff() * scale;
-      visible = (visible * scale - max_logit).exp();
-      const double inv = 1.0 / visible.cast<double>().sum();
-      const float* r = logits.row(s).data();
-      for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += r[i] * inv;
+    for (int64_t s0 = 0; s0 < steps; s0 += kStepBlock) {
+      const int64_t count = std::min(kStepBlock, steps - s0);
+      Eigen::Map<const RowMatrixXf> queries(head.query(j, head.prompt_len + s0), count, d);
+      logits_.topRows(count).noalias() = queries * keys.transpose();
+      for (int64_t s = 0; s < count; ++s) {
+        const int64_t position = head.prompt_len + s0 + s;
+        auto visible = logits_.row(s).head(position + 1).array();
+        const float max_logit = visible.maxCoeff() * scale;
+        visible = (visible * scale - max_logit).exp();
+        const double inv = 1.0 / visible.cast<double>().sum();
+        const float* r = logits_.row(s).data();
+        for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += r[i] * inv;
+      }
     }
   }
   return scores;

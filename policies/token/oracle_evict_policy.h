@@ -10,6 +10,7 @@
 #define KVSIM_POLICIES_TOKEN_ORACLE_EVICT_POLICY_H_
 
 #include "policies/token/prompt_score_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -18,6 +19,10 @@ class OracleEvictPolicy final : public PromptScorePolicy {
   explicit OracleEvictPolicy(const TokenPolicyOptions&) {}
   std::string Name() const override { return "oracle_evict"; }
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
+
+ private:
+  static constexpr int64_t kStepBlock = 64;  // decode steps per GEMM: bounded scratch, reused per layer
+  RowMatrixXf logits_;                       // kStepBlock x seq_len at most
 };
 
 }  // namespace kvsim
