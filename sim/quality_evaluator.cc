@@ -83,6 +83,7 @@ struct HeadBlock {
   Eigen::Map<RowMatrixXf> probs{nullptr, 0, 0};
   std::vector<float> storage;
   RowMatrixXf outputs;         // (G * steps) x d
+  RowMatrixXf queries;         // (G * steps) x d, the block's queries, member-major
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
   std::vector<int64_t> hits;   // entries >= kth per row (exact blocks only)
@@ -250,10 +251,12 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   ConstRowMap values(last.values != nullptr ? last.values : c.values, cols, d);
   // Capacity for this sample's widest block of as many steps, so the storage is allocated once.
   block->Reshape(c.group_size * steps, cols, c.group_size * steps * c.seq_len);
+  // The group's queries as one matrix: one GEMM (one packing of the keys) for all its query heads.
+  block->queries.resize(c.group_size * steps, d);
   for (int j = 0; j < c.group_size; ++j) {
-    ConstRowMap queries(c.query(j, first), steps, d);
-    block->probs.middleRows(j * steps, steps).noalias() = queries * keys.transpose();
+    block->queries.middleRows(j * steps, steps) = ConstRowMap(c.query(j, first), steps, d);
   }
+  block->probs.noalias() = block->queries * keys.transpose();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
