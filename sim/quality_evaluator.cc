@@ -149,15 +149,85 @@ void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn val
   }
 }
 
+// The same for G rows sharing `set`: out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t],
+// each element summed in set order exactly as WeightedRowSum sums it (identical results), but each value
+// chunk is loaded once for the G rows.
+template <int G, int W, typename ValueFn>
+int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
+                          int t0, float* out) {
+  using Chunk = Eigen::Array<float, W, 1>;
+  for (; t0 + W <= d; t0 += W) {
+    Chunk acc[G];
+    for (int g = 0; g < G; ++g) acc[g].setZero();
+    for (size_t n = 0; n < set.size(); ++n) {
+      const Chunk v = Eigen::Map<const Chunk>(value(set[n]) + t0);
+      for (int g = 0; g < G; ++g) acc[g] += w[g * stride + n] * v;
+    }
+    for (int g = 0; g < G; ++g) Eigen::Map<Chunk>(out + g * d + t0) = acc[g];
+  }
+  return t0;
+}
+
+template <int G, typename ValueFn>
+void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
+                       float* out) {
+  int t0 = WeightedRowSumsChunks<G, 8>(set, w, stride, value, d, 0, out);
+  t0 = WeightedRowSumsChunks<G, 4>(set, w, stride, value, d, t0, out);
+  for (; t0 < d; ++t0) {
+    for (int g = 0; g < G; ++g) {
+      float acc = 0;
+      for (size_t n = 0; n < set.size(); ++n) acc += w[g * stride + n] * value(set[n])[t0];
+      out[g * d + t0] = acc;
+    }
+  }
+}
+
+// Rows in groups of four (then the remainder).
+template <typename ValueFn>
+void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueFn value,
+                     int d, float* out) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d);
+  if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d);
+  if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d);
+  if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d);
+}
+
 class Measurer {
  public:
   Measurer(int64_t seq_len, int head_dim) : mark_(seq_len, 0), acc_(head_dim) {}
+
+  // For a set shared by `rows` query heads that Measure sums directly (2 |set| <= p + 1): the unnormalised
+  // o' of each row, approx_probs[j] restricted to the set applied to the values, into a rows x d buffer
+  // (valid until the next call), exactly as Measure would sum each alone.
+  const float* GroupSums(const HeadContext& c, const std::vector<int32_t>& set, const float* const* approx_probs,
+                         int rows, const Approx& approx) {
+    const int d = c.head_dim;
+    const size_t size = set.size();
+    group_weights_.resize(rows * size);
+    group_sums_.resize(static_cast<size_t>(rows) * d);
+    for (int j = 0; j < rows; ++j) {
+      for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
+    }
+    if (approx.values_hat == nullptr) {
+      WeightedRowSums(set, group_weights_.data(), size, rows,
+                      [&](int32_t i) { return c.values + int64_t{i} * d; }, d, group_sums_.data());
+    } else {
+      WeightedRowSums(set, group_weights_.data(), size, rows,
+                      [&](int32_t i) {
+                        return i < approx.values_exact_from ? approx.values_hat + int64_t{i} * d : c.value(i);
+                      },
+                      d, group_sums_.data());
+    }
+    return group_sums_.data();
+  }
 
   // a/total/o: the exact attention of the query at position p; `approx`: the attention the policy's
   // cache computes over every token (equal to the exact one except for quantisers). o' is approx
   // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
   Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
-                      int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx) {
+                      int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx,
+                      const float* gathered = nullptr) {
     Measurement m;
     const int d = c.head_dim;
     double mass = 0;
@@ -179,7 +249,9 @@ class Measurer {
         if (!exact) kept += ap[set[n]];
       }
       if (exact) kept = mass;
-      if (approx.values_hat == nullptr) {
+      if (gathered != nullptr) {
+        acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
+      } else if (approx.values_hat == nullptr) {
         WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data());
       } else {
         WeightedRowSum(set, weights_.data(), value, d, acc_.data());
@@ -222,6 +294,7 @@ class Measurer {
 
   std::vector<uint8_t> mark_;
   std::vector<float> weights_;  // approx probabilities of the set, in set order
+  std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
   Eigen::VectorXf acc_;
 };
 
@@ -302,6 +375,7 @@ struct QualityEvaluator::Impl {
   std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
   std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
   std::vector<KeptSet> kept;                   // per head: the current policy's sets at this step
+  std::vector<const float*> approx_rows;       // per query head of a group: its attention row
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
   absl::Status AddSample(const AttentionSample& sample);
@@ -452,14 +526,24 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
       const HeadBlock& b = blocks[h];
       const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
       const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
+      const HeadBlock& q = point.quantised ? point.blocks[h] : b;
+      // A small set shared by the group: its value rows are read once for all query heads.
+      const float* gathered = nullptr;
+      const std::vector<int32_t>& shared = kept[h].per_query[0];
+      if (kept[h].per_query.size() == 1 && c.group_size > 1 && 2 * static_cast<int64_t>(shared.size()) <= p + 1) {
+        approx_rows.resize(c.group_size);
+        for (int j = 0; j < c.group_size; ++j) approx_rows[j] = q.probs.row(j * steps + s).data();
+        gathered = measurer.GroupSums(c, shared, approx_rows.data(), c.group_size,
+                                      Approx{nullptr, 0, nullptr, kv.values, kv.values_exact_from});
+      }
       for (int j = 0; j < c.group_size; ++j) {
-        const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? kept[h].per_query[0] : kept[h].per_query[j];
+        const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
         const int64_t r = j * steps + s;
-        const HeadBlock& q = point.quantised ? point.blocks[h] : b;
         const Approx approx{q.probs.row(r).data(), q.totals[r], q.outputs.row(r).data(), kv.values,
                             kv.values_exact_from};
         const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                               b.kth[r], k_top, b.hits[r], set, approx);
+                                               b.kth[r], k_top, b.hits[r], set, approx,
+                                               gathered != nullptr ? gathered + j * c.head_dim : nullptr);
         acc.recall.Add(m.recall);
         acc.error.Add(m.error);
         acc.overlap.Add(m.overlap);
