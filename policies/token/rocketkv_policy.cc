@@ -72,14 +72,16 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const int64_t chunks = (body + s - 1) / s;
     std::vector<double> score(chunks, 0.0), logits(chunks);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    std::vector<double> khat(chunks * r);
+    // Per chunk and selected channel, the maximum of sign * key over the chunk's tokens (a maximum, so
+    // the order of the tokens does not matter: each key row is read once, for all channels).
+    std::vector<double> khat(chunks * r, -std::numeric_limits<double>::infinity());
+    std::vector<double> signs(r);
+    for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
     for (int64_t k = 0; k < chunks; ++k) {
-      for (int x = 0; x < r; ++x) {
-        const int ch = channels[x];
-        const double sign = qbar[ch] >= 0 ? 1.0 : -1.0;
-        double best = -std::numeric_limits<double>::infinity();
-        for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) best = std::max(best, sign * head.key(cache[e])[ch]);
-        khat[k * r + x] = best;
+      double* best = &khat[k * r];
+      for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) {
+        const float* key = head.key(cache[e]);
+        for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
       }
     }
     for (int j = 0; j < head.group_size; ++j) {
