@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -32,15 +33,47 @@ std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k) {
   return index;
 }
 
+namespace {
+
+// An order-preserving unsigned key of a float: a > b iff key(a) > key(b), equal values (-0 and +0
+// included) have equal keys. NaN is not expected.
+inline uint32_t OrderKey(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if (bits == 0x80000000u) bits = 0;  // -0 as +0
+  return (bits & 0x80000000u) != 0 ? ~bits : (bits | 0x80000000u);
+}
+
+// The k-th largest of values[0..n) (1 <= k <= n) and how many values are strictly greater: one
+// histogram pass over the top bits of the keys, then a selection among the values of the bucket that
+// holds the k-th largest only.
+float KthLargestValue(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above) {
+  constexpr int kShift = 21;  // 2^11 buckets
+  uint32_t counts[1u << (32 - kShift)] = {};
+  for (int64_t i = 0; i < n; ++i) ++counts[OrderKey(values[i]) >> kShift];
+  int64_t higher = 0;  // values in buckets above `bucket`
+  uint32_t bucket = (1u << (32 - kShift)) - 1;
+  while (higher + counts[bucket] < k) higher += counts[bucket--];
+  scratch->clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if ((OrderKey(values[i]) >> kShift) == bucket) scratch->push_back(values[i]);
+  }
+  const int64_t rank = k - higher;  // 1-based rank of the k-th largest within the bucket
+  std::nth_element(scratch->begin(), scratch->begin() + (rank - 1), scratch->end(), std::greater<float>());
+  const float threshold = (*scratch)[rank - 1];
+  *above = higher;
+  for (float x : *scratch) *above += x > threshold ? 1 : 0;
+  return threshold;
+}
+
+}  // namespace
+
 void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out) {
   k = std::max<int64_t>(0, std::min(k, n));
   out->clear();
   if (k == 0) return;
-  scratch->assign(values, values + n);
-  std::nth_element(scratch->begin(), scratch->begin() + (k - 1), scratch->end(), std::greater<float>());
-  const float threshold = (*scratch)[k - 1];
   int64_t above = 0;
-  for (int64_t i = 0; i < n; ++i) above += values[i] > threshold ? 1 : 0;
+  const float threshold = KthLargestValue(values, n, k, scratch, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));

@@ -1,6 +1,8 @@
 #include "policies/token/token_policy_util.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "policies/token/testing/token_policy_testing.h"
@@ -15,6 +17,39 @@ TEST(TopKIndicesTest, OrdersByScoreThenPosition) {
   EXPECT_EQ(TopKIndices(scores, 9).size(), 5u);
   EXPECT_TRUE(TopKIndices(scores, 0).empty());
   EXPECT_EQ(RankIndices(scores), (std::vector<int32_t>{3, 1, 4, 0, 2}));
+}
+
+// TopKSet against a brute-force reference: sort indices by (value descending, index ascending), take k,
+// return them in index order.
+TEST(TopKSetTest, MatchesSortedReference) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);  // many ties
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> scratch;
+  std::vector<int32_t> out;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t n = 1 + trial * 37 % 3000;
+    std::vector<float> values(n);
+    for (float& v : values) {
+      switch (trial % 4) {
+        case 0: v = static_cast<float>(small(rng)); break;
+        case 1: v = normal(rng); break;
+        case 2: v = std::exp(normal(rng) * 10); break;          // probabilities of many magnitudes
+        default: v = small(rng) == 0 ? -0.0f : (small(rng) > 0 ? 0.0f : 1e-30f);  // signed zeros
+      }
+    }
+    for (int64_t k : {int64_t{0}, int64_t{1}, n / 3, n - 1, n, n + 5}) {
+      std::vector<int32_t> index(n);
+      for (int64_t i = 0; i < n; ++i) index[i] = static_cast<int32_t>(i);
+      std::sort(index.begin(), index.end(), [&](int32_t a, int32_t b) {
+        return values[a] > values[b] || (values[a] == values[b] && a < b);
+      });
+      std::vector<int32_t> expected(index.begin(), index.begin() + std::max<int64_t>(0, std::min(k, n)));
+      std::sort(expected.begin(), expected.end());
+      TopKSet(values.data(), n, k, &scratch, &out);
+      EXPECT_EQ(out, expected) << "trial " << trial << " n " << n << " k " << k;
+    }
+  }
 }
 
 TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
