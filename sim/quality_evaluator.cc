@@ -123,56 +123,53 @@ struct Approx {
   int64_t values_exact_from = 0;
 };
 
-// out[t] = sum over n of w[n] * value(set[n])[t] for t < d, in float, each element summed in set order:
-// the same operations, in the same order, as one axpy per kept token, but over chunks of W columns held
-// in registers, so each value row is read once per chunk and the partial sums are never stored.
-template <int W, typename ValueFn>
-int WeightedRowSumChunks(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, int t0,
-                         float* out) {
-  using Chunk = Eigen::Array<float, W, 1>;
-  for (; t0 + W <= d; t0 += W) {
-    Chunk acc = Chunk::Zero();
-    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * Eigen::Map<const Chunk>(value(set[n]) + t0);
-    Eigen::Map<Chunk>(out + t0) = acc;
-  }
-  return t0;
-}
-
-template <typename ValueFn>
-void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out) {
-  int t0 = WeightedRowSumChunks<32>(set, w, value, d, 0, out);
-  t0 = WeightedRowSumChunks<4>(set, w, value, d, t0, out);
-  for (; t0 < d; ++t0) {
-    float acc = 0;
-    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * value(set[n])[t0];
-    out[t0] = acc;
-  }
-}
-
-// The same for G rows sharing `set`: out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t],
-// each element summed in set order exactly as WeightedRowSum sums it (identical results), but each value
-// chunk is loaded once for the G rows.
-template <int G, int W, typename ValueFn>
+// out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t] for G rows sharing `set` and t < d,
+// in float, each element summed in set order: the same operations, in the same order, as one axpy per
+// kept token and row, but over chunks of 4 * L columns held in registers (Eigen's 4-float packets: SSE
+// on x86-64, NEON elsewhere) for all G rows, so each
+// value chunk is loaded once for the G rows and the partial sums are never stored. The rows of the set
+// are prefetched a few tokens ahead on the first chunk (they are scattered over the cache).
+template <int G, int L, typename ValueFn>
 int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
                           int t0, float* out) {
-  using Chunk = Eigen::Array<float, W, 1>;
-  for (; t0 + W <= d; t0 += W) {
-    Chunk acc[G];
-    for (int g = 0; g < G; ++g) acc[g].setZero();
-    for (size_t n = 0; n < set.size(); ++n) {
-      const Chunk v = Eigen::Map<const Chunk>(value(set[n]) + t0);
-      for (int g = 0; g < G; ++g) acc[g] += w[g * stride + n] * v;
+  using Eigen::internal::padd;
+  using Eigen::internal::pmul;
+  using Packet = Eigen::internal::Packet4f;
+  constexpr int kAhead = 8;
+  const size_t size = set.size();
+  for (; t0 + 4 * L <= d; t0 += 4 * L) {
+    Packet acc[G][L];
+    for (int g = 0; g < G; ++g) {
+      for (int l = 0; l < L; ++l) acc[g][l] = Eigen::internal::pset1<Packet>(0.0f);
     }
-    for (int g = 0; g < G; ++g) Eigen::Map<Chunk>(out + g * d + t0) = acc[g];
+    for (size_t n = 0; n < size; ++n) {
+      if (t0 == 0 && n + kAhead < size) {
+        const char* ahead = reinterpret_cast<const char*>(value(set[n + kAhead]));
+        for (int byte = 0; byte < d * static_cast<int>(sizeof(float)); byte += 64) {
+          __builtin_prefetch(ahead + byte);
+        }
+      }
+      const float* v = value(set[n]) + t0;
+      Packet x[L];
+      for (int l = 0; l < L; ++l) x[l] = Eigen::internal::ploadu<Packet>(v + 4 * l);
+      for (int g = 0; g < G; ++g) {
+        const Packet weight = Eigen::internal::pset1<Packet>(w[g * stride + n]);
+        for (int l = 0; l < L; ++l) acc[g][l] = padd(acc[g][l], pmul(weight, x[l]));
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t0 + 4 * l, acc[g][l]);
+    }
   }
   return t0;
 }
 
+// G rows: chunks of 8 / G registers per row (8 accumulators), then of one register, then single columns.
 template <int G, typename ValueFn>
 void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
                        float* out) {
-  int t0 = WeightedRowSumsChunks<G, 8>(set, w, stride, value, d, 0, out);
-  t0 = WeightedRowSumsChunks<G, 4>(set, w, stride, value, d, t0, out);
+  int t0 = WeightedRowSumsChunks<G, 8 / G>(set, w, stride, value, d, 0, out);
+  t0 = WeightedRowSumsChunks<G, 1>(set, w, stride, value, d, t0, out);
   for (; t0 < d; ++t0) {
     for (int g = 0; g < G; ++g) {
       float acc = 0;
@@ -182,7 +179,7 @@ void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t s
   }
 }
 
-// Rows in groups of four (then the remainder).
+// Any number of rows: in groups of four, then the remainder.
 template <typename ValueFn>
 void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueFn value,
                      int d, float* out) {
@@ -191,6 +188,12 @@ void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t str
   if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d);
   if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d);
   if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d);
+}
+
+// One row.
+template <typename ValueFn>
+void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out) {
+  WeightedRowSumsOf<1>(set, w, set.size(), value, d, out);
 }
 
 class Measurer {

@@ -84,15 +84,14 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
         for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
       }
     }
+    std::vector<double> signed_q(r);
     for (int j = 0; j < head.group_size; ++j) {
       const float* q = head.query(j, p);
+      for (int x = 0; x < r; ++x) signed_q[x] = q[channels[x]] * signs[x];
       double max_logit = -std::numeric_limits<double>::infinity();
       for (int64_t k = 0; k < chunks; ++k) {
         double dot = 0;
-        for (int x = 0; x < r; ++x) {
-          const int ch = channels[x];
-          dot += q[ch] * (qbar[ch] >= 0 ? 1.0 : -1.0) * khat[k * r + x];
-        }
+        for (int x = 0; x < r; ++x) dot += signed_q[x] * khat[k * r + x];
         logits[k] = dot * scale;
         max_logit = std::max(max_logit, logits[k]);
       }
