@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
 #include "util/check.h"
+#include "util/huge_pages.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -81,7 +82,8 @@ struct HeadBlock {
   // (G * steps) x cols, row j * steps + s, viewing `storage`: the storage only grows, so blocks of
   // growing width reuse one allocation (no page faults and no reallocation per block).
   Eigen::Map<RowMatrixXf> probs{nullptr, 0, 0};
-  std::vector<float> storage;
+  std::unique_ptr<float[]> storage;  // uninitialised (the GEMM writes every entry), huge pages advised
+  int64_t storage_floats = 0;
   RowMatrixXf outputs;         // (G * steps) x d
   RowMatrixXf queries;         // (G * steps) x d, the block's queries, member-major
   std::vector<double> totals;  // row sums of probs
@@ -91,12 +93,13 @@ struct HeadBlock {
 
   // REQUIRES: rows * cols <= capacity; the storage grows to `capacity` floats at most once per size.
   void Reshape(int64_t rows, int64_t cols, int64_t capacity) {
-    if (static_cast<int64_t>(storage.size()) < rows * cols) {
-      storage.clear();
-      storage.shrink_to_fit();
-      storage.resize(capacity);
+    if (storage_floats < rows * cols) {
+      storage.reset();
+      storage.reset(new float[capacity]);
+      storage_floats = capacity;
+      AdviseHugePages(storage.get(), capacity * sizeof(float));
     }
-    new (&probs) Eigen::Map<RowMatrixXf>(storage.data(), rows, cols);
+    new (&probs) Eigen::Map<RowMatrixXf>(storage.get(), rows, cols);
   }
 };
 

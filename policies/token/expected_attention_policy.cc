@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "policies/token/token_policy_util.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
 namespace {
@@ -74,7 +75,10 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
         // L = C R^T / sqrt(m - 1), an m x d matrix: n x m x d products instead of n x d x d.
         const Eigen::MatrixXf l = (centred * rotation.transpose() / std::sqrt(static_cast<double>(m - 1)))
                                       .cast<float>();
-        scratch_.resize(n, m);  // reused from head to head: no page faults for a fresh matrix
+        if (scratch_.rows() != n || scratch_.cols() != m) {  // reused from head to head
+          scratch_.resize(n, m);
+          AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
+        }
         scratch_.noalias() = keys * l.transpose();
         quad = scratch_.rowwise().squaredNorm();
       } else if (m > 1) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "policies/token/token_policy_util.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
 
@@ -17,7 +18,10 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   // Member-major, steps in order (the summation order of one pass over all steps), in blocks of steps
   // so the logits scratch stays bounded and is reused instead of allocated per member.
-  logits_.resize(std::min(kStepBlock, steps), n);  // no reallocation when the size repeats
+  if (logits_.rows() != std::min(kStepBlock, steps) || logits_.cols() != n) {
+    logits_.resize(std::min(kStepBlock, steps), n);  // kept while the size repeats
+    AdviseHugePages(logits_.data(), logits_.size() * sizeof(float));
+  }
   for (int j = 0; j < head.group_size; ++j) {
     for (int64_t s0 = 0; s0 < steps; s0 += kStepBlock) {
       const int64_t count = std::min(kStepBlock, steps - s0);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "util/check.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
 namespace {
@@ -108,6 +109,7 @@ void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count,
 
 void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
   probs->resize(head.group_size * w, head.prompt_len);
+  AdviseHugePages(probs->data(), probs->size() * sizeof(float));  // before the GEMM first touches it
   for (int j = 0; j < head.group_size && w > 0; ++j) AttentionRows(head, j, head.prompt_len - w, w, probs, j * w);
 }
 
