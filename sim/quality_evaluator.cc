@@ -141,8 +141,10 @@ int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_
   constexpr int kAhead = 8;
   const size_t size = set.size();
   for (; t0 + 4 * L <= d; t0 += 4 * L) {
-    Packet acc[G][L];
+    Packet acc[G][L];  // G * L <= 8 registers: the loops over g and l are unrolled
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
       for (int l = 0; l < L; ++l) acc[g][l] = Eigen::internal::pset1<Packet>(0.0f);
     }
     for (size_t n = 0; n < size; ++n) {
@@ -154,13 +156,18 @@ int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_
       }
       const float* v = value(set[n]) + t0;
       Packet x[L];
+#pragma GCC unroll 8
       for (int l = 0; l < L; ++l) x[l] = Eigen::internal::ploadu<Packet>(v + 4 * l);
+#pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
         const Packet weight = Eigen::internal::pset1<Packet>(w[g * stride + n]);
+#pragma GCC unroll 8
         for (int l = 0; l < L; ++l) acc[g][l] = padd(acc[g][l], pmul(weight, x[l]));
       }
     }
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
       for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t0 + 4 * l, acc[g][l]);
     }
   }
