@@ -16,27 +16,38 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  // Member-major, steps in order (the summation order of one pass over all steps), in blocks of steps
-  // so the logits scratch stays bounded and is reused instead of allocated per member.
-  if (logits_.rows() != std::min(kStepBlock, steps) || logits_.cols() != n) {
-    logits_.resize(std::min(kStepBlock, steps), n);  // kept while the size repeats
+  // In blocks of steps, the group's queries as one matrix: one GEMM (one packing of the keys) per block,
+  // with bounded scratch reused from layer to layer. Each member's sum runs over the steps in order; the
+  // members' sums are added in member order at the end.
+  const int g = head.group_size;
+  const int64_t block = std::min(kStepBlock, steps);
+  if (logits_.rows() != g * block || logits_.cols() != n) {
+    logits_.resize(g * block, n);  // kept while the size repeats
     AdviseHugePages(logits_.data(), logits_.size() * sizeof(float));
   }
-  for (int j = 0; j < head.group_size; ++j) {
-    for (int64_t s0 = 0; s0 < steps; s0 += kStepBlock) {
-      const int64_t count = std::min(kStepBlock, steps - s0);
-      Eigen::Map<const RowMatrixXf> queries(head.query(j, head.prompt_len + s0), count, d);
-      logits_.topRows(count).noalias() = queries * keys.transpose();
+  queries_.resize(g * block, d);
+  member_sums_.assign(static_cast<size_t>(g) * head.prompt_len, 0.0);
+  for (int64_t s0 = 0; s0 < steps; s0 += block) {
+    const int64_t count = std::min(block, steps - s0);
+    for (int j = 0; j < g; ++j) {
+      queries_.middleRows(j * count, count) = Eigen::Map<const RowMatrixXf>(head.query(j, head.prompt_len + s0), count, d);
+    }
+    logits_.topRows(g * count).noalias() = queries_.topRows(g * count) * keys.transpose();
+    for (int j = 0; j < g; ++j) {
+      double* sums = &member_sums_[j * head.prompt_len];
       for (int64_t s = 0; s < count; ++s) {
         const int64_t position = head.prompt_len + s0 + s;
-        auto visible = logits_.row(s).head(position + 1).array();
+        auto visible = logits_.row(j * count + s).head(position + 1).array();
         const float max_logit = visible.maxCoeff() * scale;
         visible = (visible * scale - max_logit).exp();
         const double inv = 1.0 / visible.cast<double>().sum();
-        const float* r = logits_.row(s).data();
-        for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += r[i] * inv;
+        const float* r = logits_.row(j * count + s).data();
+        for (int64_t i = 0; i < head.prompt_len; ++i) sums[i] += r[i] * inv;
       }
     }
+  }
+  for (int j = 0; j < g; ++j) {
+    for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += member_sums_[j * head.prompt_len + i];
   }
   return scores;
 }

@@ -22,7 +22,9 @@ class OracleEvictPolicy final : public PromptScorePolicy {
 
  private:
   static constexpr int64_t kStepBlock = 64;  // decode steps per GEMM: bounded scratch, reused per layer
-  RowMatrixXf logits_;                       // kStepBlock x seq_len at most
+  RowMatrixXf queries_;                      // (group_size * kStepBlock) x head_dim at most
+  RowMatrixXf logits_;                       // (group_size * kStepBlock) x seq_len at most
+  std::vector<double> member_sums_;          // group_size x prompt_len
 };
 
 }  // namespace kvsim
