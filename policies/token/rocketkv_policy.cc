@@ -14,9 +14,13 @@ std::vector<double> SnapKvPlusPlusScores(const HeadContext& head, int64_t window
   const int64_t scored = n - w;
   std::vector<double> summed(scored, 0.0), scores(n, std::numeric_limits<double>::infinity());
   if (w > 0) {
+    // Over the window and the group, row by row in (member, window row) order.
     RowMatrixXf scratch;
-    const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
-    const Eigen::VectorXf sums = probs.colwise().sum().transpose();  // over the window and the group
+    const PromptWindowRows rows = PromptWindowAttentionRows(head, w, &scratch);
+    Eigen::VectorXf sums = Eigen::Map<const Eigen::VectorXf>(rows.row(0, 0), n);
+    for (int j = 0; j < head.group_size; ++j) {
+      for (int64_t r = (j == 0 ? 1 : 0); r < w; ++r) sums += Eigen::Map<const Eigen::VectorXf>(rows.row(j, r), n);
+    }
     for (int64_t i = 0; i < scored; ++i) summed[i] = sums(i);
   }
   const int half = kernel / 2;

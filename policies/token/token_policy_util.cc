@@ -137,6 +137,31 @@ const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t wi
   return *scratch;
 }
 
+PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t window, RowMatrixXf* scratch) {
+  const int64_t stored = head.prompt_len - head.query_start;
+  const int64_t w = std::min(window, stored);
+  KVSIM_CHECK(w >= 0);
+  PromptWindowRows rows;
+  rows.window = w;
+  rows.cols = head.prompt_len;
+  PromptAttentionCache* cache = head.prompt_cache;
+  if (cache == nullptr || w > PromptAttentionCache::kMaxWindow) {
+    ComputeWindow(head, w, scratch);
+    rows.data = scratch->data();
+    rows.member_rows = w;
+    return rows;
+  }
+  const int64_t cached = std::min(stored, PromptAttentionCache::kMaxWindow);
+  if (cache->window != cached) {
+    ComputeWindow(head, cached, &cache->probs);
+    cache->window = cached;
+  }
+  rows.data = cache->probs.data();
+  rows.member_rows = cached;
+  rows.first_row = cached - w;
+  return rows;
+}
+
 RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window) {
   RowMatrixXf scratch;
   return PromptWindowAttentionView(head, window, &scratch);

@@ -48,6 +48,19 @@ RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window);
 // The reference is valid until the cache or *scratch changes.
 const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
 
+// Rows of PromptWindowAttention(head, window) without copying them out of the cache when it holds them
+// (a wider cached window included): row(j, r) is member j's row for query position prompt_len - w + r.
+// Otherwise they are computed into *scratch. Valid until the cache or *scratch changes.
+struct PromptWindowRows {
+  int64_t window = 0;  // w
+  const float* data = nullptr;
+  int64_t member_rows = 0;  // rows per member in `data`
+  int64_t first_row = 0;    // of the window within each member's rows
+  int64_t cols = 0;         // prompt_len
+  const float* row(int j, int64_t r) const { return data + (j * member_rows + first_row + r) * cols; }
+};
+PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
+
 // Sum over every stored prompt query of every group member of its attention over the prompt keys
 // (prompt_len values), computed in blocks of rows (bounded memory even when all prompt queries are stored).
 std::vector<double> PromptAttentionColumnSums(const HeadContext& head);

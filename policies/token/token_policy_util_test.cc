@@ -68,5 +68,44 @@ TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   EXPECT_EQ(PromptWindowAttention(head.context(), 1).rows(), 1);
 }
 
+// The row view equals the copied window: from the cache (narrower and equal windows) and without one.
+TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
+  // Prompt of 6 with queries stored from position 2 (4 per member), 2 members, distinct logits.
+  std::vector<std::vector<std::vector<double>>> logits(2);
+  for (int j = 0; j < 2; ++j) {
+    for (int t = 2; t < 6; ++t) {
+      std::vector<double> row;
+      for (int i = 0; i < 6; ++i) row.push_back(0.1 * (i + 1) * (j + 1) + 0.05 * t);
+      logits[j].push_back(row);
+    }
+  }
+  TestHead head = TestHead::FromLogits(6, 2, logits);
+  for (bool cached : {false, true}) {
+    PromptAttentionCache cache;
+    HeadContext context = head.context();
+    context.prompt_cache = cached ? &cache : nullptr;
+    for (int64_t window : {1, 3, 4, 9}) {
+      const RowMatrixXf copied = PromptWindowAttention(context, window);
+      RowMatrixXf scratch;
+      const PromptWindowRows rows = PromptWindowAttentionRows(context, window, &scratch);
+      const int64_t w = std::min<int64_t>(window, 4);
+      ASSERT_EQ(rows.window, w);
+      ASSERT_EQ(rows.cols, 6);
+      for (int j = 0; j < 2; ++j) {
+        for (int64_t r = 0; r < w; ++r) {
+          for (int i = 0; i < 6; ++i) {
+            EXPECT_EQ(rows.row(j, r)[i], copied(j * w + r, i)) << cached << " w " << w << " j " << j << " r " << r;
+          }
+        }
+      }
+      // And both agree with the softmax in double precision (position 2 + 4 - w + r sees 0..that).
+      for (int64_t r = 0; r < w; ++r) {
+        const std::vector<double> expected = ReferenceRow(head, 1, 6 - w + r);
+        for (int i = 0; i <= 6 - w + r && i < 6; ++i) EXPECT_NEAR(rows.row(1, r)[i], expected[i], 1e-6);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
