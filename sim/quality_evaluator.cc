@@ -498,8 +498,11 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   const int64_t g = header.group_size(), n = sample.seq_len();
   int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
   for (const Point& point : points) copies += point.quantised ? 1 : 0;
-  const int64_t block_steps = std::max<int64_t>(
+  const int64_t max_steps = std::max<int64_t>(
       1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
+  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
+  const int64_t num_blocks = std::max<int64_t>(1, (sample.num_decode_steps + max_steps - 1) / max_steps);
+  const int64_t block_steps = std::max<int64_t>(1, (sample.num_decode_steps + num_blocks - 1) / num_blocks);
   blocks.resize(num_heads);
   Measurer measurer(n, header.head_dim);
   for (int64_t s0 = 0; s0 < sample.num_decode_steps; s0 += block_steps) {
