@@ -129,18 +129,15 @@ struct Approx {
 // out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t] for G rows sharing `set` and t < d,
 // in float, each element summed in set order: the same operations, in the same order, as one axpy per
 // kept token and row, but over chunks of 4 * L columns held in registers (Eigen's 4-float packets: SSE
-// on x86-64, NEON elsewhere) for all G rows, so each
-// value chunk is loaded once for the G rows and the partial sums are never stored. The rows of the set
-// are prefetched a few tokens ahead on the first chunk (they are scattered over the cache).
-template <int G, int L, typename ValueFn>
-int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
-                          int t0, float* out) {
+// on x86-64, NEON elsewhere) for all G rows, so each value chunk is loaded once for the G rows and the
+// partial sums are never stored. `rows(c, n)` is the chunk of columns [t0 + 4 L c, ...) of token n.
+template <int G, int L, typename ChunkFn>
+void WeightedChunkSums(size_t size, const float* w, size_t stride, ChunkFn rows, int chunks, int d, int t0,
+                       float* out) {
   using Eigen::internal::padd;
   using Eigen::internal::pmul;
   using Packet = Eigen::internal::Packet4f;
-  constexpr int kAhead = 8;
-  const size_t size = set.size();
-  for (; t0 + 4 * L <= d; t0 += 4 * L) {
+  for (int c = 0; c < chunks; ++c) {
     Packet acc[G][L];  // G * L <= 8 registers: the loops over g and l are unrolled
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
@@ -148,13 +145,7 @@ int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_
       for (int l = 0; l < L; ++l) acc[g][l] = Eigen::internal::pset1<Packet>(0.0f);
     }
     for (size_t n = 0; n < size; ++n) {
-      if (t0 == 0 && n + kAhead < size) {
-        const char* ahead = reinterpret_cast<const char*>(value(set[n + kAhead]));
-        for (int byte = 0; byte < d * static_cast<int>(sizeof(float)); byte += 64) {
-          __builtin_prefetch(ahead + byte);
-        }
-      }
-      const float* v = value(set[n]) + t0;
+      const float* v = rows(c, n);
       Packet x[L];
 #pragma GCC unroll 8
       for (int l = 0; l < L; ++l) x[l] = Eigen::internal::ploadu<Packet>(v + 4 * l);
@@ -165,25 +156,50 @@ int WeightedRowSumsChunks(const std::vector<int32_t>& set, const float* w, size_
         for (int l = 0; l < L; ++l) acc[g][l] = padd(acc[g][l], pmul(weight, x[l]));
       }
     }
+    const int t = t0 + c * 4 * L;
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t0 + 4 * l, acc[g][l]);
+      for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t + 4 * l, acc[g][l]);
     }
   }
-  return t0;
 }
 
-// G rows: chunks of 8 / G registers per row (8 accumulators), then of one register, then single columns.
+// G rows: the set's value rows are first gathered into `staging`, chunk-major (all tokens' columns
+// [4 L c, 4 L (c + 1)) together), so that the scattered rows are read once with many loads in flight and
+// each pass of the sums streams contiguous memory; then chunks of one packet and single columns.
 template <int G, typename ValueFn>
 void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
-                       float* out) {
-  int t0 = WeightedRowSumsChunks<G, 8 / G>(set, w, stride, value, d, 0, out);
-  t0 = WeightedRowSumsChunks<G, 1>(set, w, stride, value, d, t0, out);
-  for (; t0 < d; ++t0) {
+                       float* out, std::vector<float>* staging) {
+  constexpr int L = 8 / G;
+  constexpr int kWidth = 4 * L;
+  constexpr size_t kAhead = 16;  // rows prefetched ahead of the gather
+  const size_t size = set.size();
+  const int chunks = d / kWidth;
+  staging->resize(static_cast<size_t>(chunks) * size * kWidth);
+  float* buffer = staging->data();
+  for (size_t n = 0; n < size; ++n) {
+    if (n + kAhead < size) {
+      const char* ahead = reinterpret_cast<const char*>(value(set[n + kAhead]));
+      for (int byte = 0; byte < chunks * kWidth * static_cast<int>(sizeof(float)); byte += 64) {
+        __builtin_prefetch(ahead + byte);
+      }
+    }
+    const float* v = value(set[n]);
+    for (int c = 0; c < chunks; ++c) {
+      std::copy(v + c * kWidth, v + (c + 1) * kWidth, buffer + (c * size + n) * kWidth);
+    }
+  }
+  WeightedChunkSums<G, L>(
+      size, w, stride, [&](int c, size_t n) { return buffer + (c * size + n) * kWidth; }, chunks, d, 0, out);
+  int t0 = chunks * kWidth;
+  const int small_chunks = (d - t0) / 4;
+  WeightedChunkSums<G, 1>(
+      size, w, stride, [&](int c, size_t n) { return value(set[n]) + t0 + 4 * c; }, small_chunks, d, t0, out);
+  for (t0 += 4 * small_chunks; t0 < d; ++t0) {
     for (int g = 0; g < G; ++g) {
       float acc = 0;
-      for (size_t n = 0; n < set.size(); ++n) acc += w[g * stride + n] * value(set[n])[t0];
+      for (size_t n = 0; n < size; ++n) acc += w[g * stride + n] * value(set[n])[t0];
       out[g * d + t0] = acc;
     }
   }
@@ -192,18 +208,19 @@ void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t s
 // Any number of rows: in groups of four, then the remainder.
 template <typename ValueFn>
 void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueFn value,
-                     int d, float* out) {
+                     int d, float* out, std::vector<float>* staging) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d);
-  if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d);
-  if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d);
-  if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d);
+  for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d, staging);
 }
 
 // One row.
 template <typename ValueFn>
-void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out) {
-  WeightedRowSumsOf<1>(set, w, set.size(), value, d, out);
+void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out,
+                    std::vector<float>* staging) {
+  WeightedRowSumsOf<1>(set, w, set.size(), value, d, out, staging);
 }
 
 class Measurer {
@@ -224,13 +241,13 @@ class Measurer {
     }
     if (approx.values_hat == nullptr) {
       WeightedRowSums(set, group_weights_.data(), size, rows,
-                      [&](int32_t i) { return c.values + int64_t{i} * d; }, d, group_sums_.data());
+                      [&](int32_t i) { return c.values + int64_t{i} * d; }, d, group_sums_.data(), &staging_);
     } else {
       WeightedRowSums(set, group_weights_.data(), size, rows,
                       [&](int32_t i) {
                         return i < approx.values_exact_from ? approx.values_hat + int64_t{i} * d : c.value(i);
                       },
-                      d, group_sums_.data());
+                      d, group_sums_.data(), &staging_);
     }
     return group_sums_.data();
   }
@@ -265,9 +282,10 @@ class Measurer {
       if (gathered != nullptr) {
         acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
       } else if (approx.values_hat == nullptr) {
-        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data());
+        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data(),
+                       &staging_);
       } else {
-        WeightedRowSum(set, weights_.data(), value, d, acc_.data());
+        WeightedRowSum(set, weights_.data(), value, d, acc_.data(), &staging_);
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
@@ -308,6 +326,7 @@ class Measurer {
   std::vector<uint8_t> mark_;
   std::vector<float> weights_;  // approx probabilities of the set, in set order
   std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
+  std::vector<float> staging_;                     // the set's value rows, gathered chunk-major
   Eigen::VectorXf acc_;
 };
 
