@@ -290,18 +290,22 @@ class Measurer {
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
       // The top-k hits likewise: the row's entries >= kth less those outside the set.
-      for (int32_t i : set) mark_[i] = 1;
+      // A set of p + 1 distinct positions in [0, p] is everything: nothing is missing.
       double missing = 0, missing_approx = 0;
       int64_t missing_hits = 0;
       acc_ = Eigen::Map<const Eigen::VectorXf>(approx.outputs, d);
-      for (int64_t i = 0; i <= p; ++i) {
-        if (mark_[i]) continue;
-        missing += a[i];
-        missing_approx += ap[i];
-        if (a[i] >= kth) ++missing_hits;
-        Axpy(-ap[i], value(i), d);
+      if (static_cast<int64_t>(set.size()) <= p) {
+        uint8_t* mark = mark_.data();  // a local pointer: byte stores could alias the vector's own
+        for (int32_t i : set) mark[i] = 1;
+        for (int64_t i = 0; i <= p; ++i) {
+          if (mark[i]) continue;
+          missing += a[i];
+          missing_approx += ap[i];
+          if (a[i] >= kth) ++missing_hits;
+          Axpy(-ap[i], value(i), d);
+        }
+        for (int32_t i : set) mark[i] = 0;
       }
-      for (int32_t i : set) mark_[i] = 0;
       mass = total - missing;
       kept = approx.total - missing_approx;
       hits = row_hits - missing_hits;
