@@ -374,25 +374,39 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
   block->hits.resize(block->probs.rows());
-  for (int64_t r = 0; r < block->probs.rows(); ++r) {
-    const int64_t p = first + r % steps;
-    auto row = block->probs.row(r);
-    if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
-      const KvOverride kv = policy->Kv(head, p);
-      Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
-      for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
+  // Rows in groups of four: the double sums of a group run side by side (SequentialRowSums).
+  const int64_t num_rows = block->probs.rows();
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 4) {
+    const int count = static_cast<int>(std::min<int64_t>(4, num_rows - r0));
+    const float* rows[4];
+    int64_t lengths[4];
+    double sums[4];
+    for (int k = 0; k < count; ++k) {
+      const int64_t r = r0 + k, p = first + r % steps;
+      auto row = block->probs.row(r);
+      if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
+        const KvOverride kv = policy->Kv(head, p);
+        Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
+        for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
+      }
+      auto visible = row.head(p + 1).array();
+      const float max_logit = visible.maxCoeff() * scale;
+      visible = (visible * scale - max_logit).exp();
+      row.tail(cols - p - 1).setZero();
+      rows[k] = row.data();
+      lengths[k] = p + 1;
     }
-    auto visible = row.head(p + 1).array();
-    const float max_logit = visible.maxCoeff() * scale;
-    visible = (visible * scale - max_logit).exp();
-    const double sum = visible.cast<double>().sum();
-    visible *= static_cast<float>(1.0 / sum);
-    row.tail(cols - p - 1).setZero();
-    block->totals[r] = visible.cast<double>().sum();
+    SequentialRowSums(rows, lengths, count, sums);
+    for (int k = 0; k < count; ++k) {
+      block->probs.row(r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
+    }
+    SequentialRowSums(rows, lengths, count, &block->totals[r0]);
     if (policy != nullptr) continue;
-    block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)),
-                               &block->heap);
-    block->hits[r] = (visible >= block->kth[r]).count();
+    for (int k = 0; k < count; ++k) {
+      const int64_t r = r0 + k, p = lengths[k] - 1;
+      block->kth[r] = KthLargest(rows[k], p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)), &block->heap);
+      block->hits[r] = (block->probs.row(r).head(p + 1).array() >= block->kth[r]).count();
+    }
   }
   block->outputs.noalias() = block->probs * values;
   if (last.values == nullptr) return;

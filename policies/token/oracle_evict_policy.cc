@@ -35,14 +35,24 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
     logits_.topRows(g * count).noalias() = queries_.topRows(g * count) * keys.transpose();
     for (int j = 0; j < g; ++j) {
       double* sums = &member_sums_[j * head.prompt_len];
-      for (int64_t s = 0; s < count; ++s) {
-        const int64_t position = head.prompt_len + s0 + s;
-        auto visible = logits_.row(j * count + s).head(position + 1).array();
-        const float max_logit = visible.maxCoeff() * scale;
-        visible = (visible * scale - max_logit).exp();
-        const double inv = 1.0 / visible.cast<double>().sum();
-        const float* r = logits_.row(j * count + s).data();
-        for (int64_t i = 0; i < head.prompt_len; ++i) sums[i] += r[i] * inv;
+      for (int64_t t0 = 0; t0 < count; t0 += 4) {  // four steps' normalisers summed side by side
+        const int rows = static_cast<int>(std::min<int64_t>(4, count - t0));
+        const float* r[4];
+        int64_t lengths[4];
+        double totals[4];
+        for (int k = 0; k < rows; ++k) {
+          const int64_t position = head.prompt_len + s0 + t0 + k;
+          auto visible = logits_.row(j * count + t0 + k).head(position + 1).array();
+          const float max_logit = visible.maxCoeff() * scale;
+          visible = (visible * scale - max_logit).exp();
+          r[k] = logits_.row(j * count + t0 + k).data();
+          lengths[k] = position + 1;
+        }
+        SequentialRowSums(r, lengths, rows, totals);
+        for (int k = 0; k < rows; ++k) {
+          const double inv = 1.0 / totals[k];
+          for (int64_t i = 0; i < head.prompt_len; ++i) sums[i] += r[k][i] * inv;
+        }
       }
     }
   }

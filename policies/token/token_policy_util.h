@@ -65,6 +65,11 @@ PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t wind
 // (prompt_len values), computed in blocks of rows (bounded memory even when all prompt queries are stored).
 std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
 
+// sums[k] = the sum of rows[k][0..lengths[k]) in double, added one value at a time in index order (the
+// value a plain loop over that row gives), for count <= 4 rows at once: the rows' dependency chains of
+// additions run side by side instead of one after the other.
+void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums);
+
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,
                          std::vector<int32_t>* kept);

@@ -68,6 +68,29 @@ TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   EXPECT_EQ(PromptWindowAttention(head.context(), 1).rows(), 1);
 }
 
+// Equal, bit for bit, to a plain double loop over each row, whatever the rows' lengths.
+TEST(SequentialRowSumsTest, MatchesOneRowAtATime) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  std::vector<std::vector<float>> data(4);
+  for (auto& row : data) {
+    row.resize(5000);
+    for (float& x : row) x = value(rng) * std::pow(10.0f, value(rng) * 12 - 6);  // many magnitudes
+  }
+  const float* rows[4] = {data[0].data(), data[1].data(), data[2].data(), data[3].data()};
+  for (int count = 0; count <= 4; ++count) {
+    const int64_t lengths[4] = {5000, 17, 4999, 0};
+    double sums[4] = {-1, -1, -1, -1};
+    SequentialRowSums(rows, lengths, count, sums);
+    for (int k = 0; k < count; ++k) {
+      double expected = 0;
+      for (int64_t i = 0; i < lengths[k]; ++i) expected += rows[k][i];
+      EXPECT_EQ(sums[k], expected) << "count " << count << " row " << k;
+    }
+    for (int k = count; k < 4; ++k) EXPECT_EQ(sums[k], -1) << "untouched";
+  }
+}
+
 // The row view equals the copied window: from the cache (narrower and equal windows) and without one.
 TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
   // Prompt of 6 with queries stored from position 2 (4 per member), 2 members, distinct logits.
