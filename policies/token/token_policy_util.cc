@@ -88,13 +88,10 @@ std::vector<int32_t> RankIndices(const std::vector<double>& scores) {
 namespace {
 
 // Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
-void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs,
-                   int64_t row0) {
-  const int64_t n = head.prompt_len;
-  const int d = head.head_dim;
-  Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
-  Eigen::Map<const RowMatrixXf> queries(head.query(j, first), count, d);
-  probs->middleRows(row0, count).noalias() = queries * keys.transpose();
+// In place: rows row0..row0+count-1 of *probs hold the logits (q.k) of positions first..first+count-1;
+// each becomes the causal softmax over the prompt (0 beyond its position).
+void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_t row0) {
+  const int64_t n = probs->cols();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t r0 = 0; r0 < count; r0 += 4) {  // four rows' normalisers summed side by side
     const int rows = static_cast<int>(std::min<int64_t>(4, count - r0));
@@ -118,10 +115,30 @@ void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count,
   }
 }
 
+// Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
+void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs,
+                   int64_t row0) {
+  const int64_t n = head.prompt_len;
+  const int d = head.head_dim;
+  Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
+  Eigen::Map<const RowMatrixXf> queries(head.query(j, first), count, d);
+  probs->middleRows(row0, count).noalias() = queries * keys.transpose();
+  SoftmaxRows(first, count, d, probs, row0);
+}
+
+// The last w prompt queries of every member: one GEMM for the group (the keys packed once).
 void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
-  probs->resize(head.group_size * w, head.prompt_len);
+  const int64_t n = head.prompt_len;
+  const int d = head.head_dim;
+  probs->resize(head.group_size * w, n);
   AdviseHugePages(probs->data(), probs->size() * sizeof(float));  // before the GEMM first touches it
-  for (int j = 0; j < head.group_size && w > 0; ++j) AttentionRows(head, j, head.prompt_len - w, w, probs, j * w);
+  if (w == 0) return;
+  RowMatrixXf queries(head.group_size * w, d);
+  for (int j = 0; j < head.group_size; ++j) {
+    queries.middleRows(j * w, w) = Eigen::Map<const RowMatrixXf>(head.query(j, n - w), w, d);
+  }
+  probs->noalias() = queries * Eigen::Map<const RowMatrixXf>(head.keys, n, d).transpose();
+  for (int j = 0; j < head.group_size; ++j) SoftmaxRows(n - w, w, d, probs, j * w);
 }
 
 }  // namespace
