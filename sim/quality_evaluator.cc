@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
 #include "util/check.h"
+#include "util/huge_pages.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -81,20 +82,24 @@ struct HeadBlock {
   // (G * steps) x cols, row j * steps + s, viewing `storage`: the storage only grows, so blocks of
   // growing width reuse one allocation (no page faults and no reallocation per block).
   Eigen::Map<RowMatrixXf> probs{nullptr, 0, 0};
-  std::vector<float> storage;
+  std::unique_ptr<float[]> storage;  // uninitialised (the GEMM writes every entry), huge pages advised
+  int64_t storage_floats = 0;
   RowMatrixXf outputs;         // (G * steps) x d
+  RowMatrixXf queries;         // (G * steps) x d, the block's queries, member-major
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
+  std::vector<int64_t> hits;   // entries >= kth per row (exact blocks only)
   std::vector<float> heap;     // scratch
 
   // REQUIRES: rows * cols <= capacity; the storage grows to `capacity` floats at most once per size.
   void Reshape(int64_t rows, int64_t cols, int64_t capacity) {
-    if (static_cast<int64_t>(storage.size()) < rows * cols) {
-      storage.clear();
-      storage.shrink_to_fit();
-      storage.resize(capacity);
+    if (storage_floats < rows * cols) {
+      storage.reset();
+      storage.reset(new float[capacity]);
+      storage_floats = capacity;
+      AdviseHugePages(storage.get(), capacity * sizeof(float));
     }
-    new (&probs) Eigen::Map<RowMatrixXf>(storage.data(), rows, cols);
+    new (&probs) Eigen::Map<RowMatrixXf>(storage.get(), rows, cols);
   }
 };
 
@@ -121,50 +126,146 @@ struct Approx {
   int64_t values_exact_from = 0;
 };
 
-// out[t] = sum over n of w[n] * value(set[n])[t] for t < d, in float, each element summed in set order:
-// the same operations, in the same order, as one axpy per kept token, but over chunks of W columns held
-// in registers, so each value row is read once per chunk and the partial sums are never stored.
-template <int W, typename ValueFn>
-int WeightedRowSumChunks(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, int t0,
-                         float* out) {
-  using Chunk = Eigen::Array<float, W, 1>;
-  for (; t0 + W <= d; t0 += W) {
-    Chunk acc = Chunk::Zero();
-    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * Eigen::Map<const Chunk>(value(set[n]) + t0);
-    Eigen::Map<Chunk>(out + t0) = acc;
+// out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t] for G rows sharing `set` and t < d,
+// in float, each element summed in set order: the same operations, in the same order, as one axpy per
+// kept token and row, but over chunks of 4 * L columns held in registers (Eigen's 4-float packets: SSE
+// on x86-64, NEON elsewhere) for all G rows, so each value chunk is loaded once for the G rows and the
+// partial sums are never stored. `rows(c, n)` is the chunk of columns [t0 + 4 L c, ...) of token n.
+template <int G, int L, typename ChunkFn>
+void WeightedChunkSums(size_t size, const float* w, size_t stride, ChunkFn rows, int chunks, int d, int t0,
+                       float* out) {
+  using Eigen::internal::padd;
+  using Eigen::internal::pmul;
+  using Packet = Eigen::internal::Packet4f;
+  for (int c = 0; c < chunks; ++c) {
+    Packet acc[G][L];  // G * L <= 8 registers: the loops over g and l are unrolled
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+      for (int l = 0; l < L; ++l) acc[g][l] = Eigen::internal::pset1<Packet>(0.0f);
+    }
+    for (size_t n = 0; n < size; ++n) {
+      const float* v = rows(c, n);
+      Packet x[L];
+#pragma GCC unroll 8
+      for (int l = 0; l < L; ++l) x[l] = Eigen::internal::ploadu<Packet>(v + 4 * l);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) {
+        const Packet weight = Eigen::internal::pset1<Packet>(w[g * stride + n]);
+#pragma GCC unroll 8
+        for (int l = 0; l < L; ++l) acc[g][l] = padd(acc[g][l], pmul(weight, x[l]));
+      }
+    }
+    const int t = t0 + c * 4 * L;
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+      for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t + 4 * l, acc[g][l]);
+    }
   }
-  return t0;
 }
 
-template <typename ValueFn>
-void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out) {
-  int t0 = WeightedRowSumChunks<32>(set, w, value, d, 0, out);
-  t0 = WeightedRowSumChunks<4>(set, w, value, d, t0, out);
-  for (; t0 < d; ++t0) {
-    float acc = 0;
-    for (size_t n = 0; n < set.size(); ++n) acc += w[n] * value(set[n])[t0];
-    out[t0] = acc;
+// G rows: the set's value rows are first gathered into `staging`, chunk-major (all tokens' columns
+// [4 L c, 4 L (c + 1)) together), so that the scattered rows are read once with many loads in flight and
+// each pass of the sums streams contiguous memory; then chunks of one packet and single columns.
+template <int G, typename ValueFn>
+void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
+                       float* out, std::vector<float>* staging) {
+  constexpr int L = 8 / G;
+  constexpr int kWidth = 4 * L;
+  constexpr size_t kAhead = 16;  // rows prefetched ahead of the gather
+  const size_t size = set.size();
+  const int chunks = d / kWidth;
+  staging->resize(static_cast<size_t>(chunks) * size * kWidth);
+  float* buffer = staging->data();
+  for (size_t n = 0; n < size; ++n) {
+    if (n + kAhead < size) {
+      const char* ahead = reinterpret_cast<const char*>(value(set[n + kAhead]));
+      for (int byte = 0; byte < chunks * kWidth * static_cast<int>(sizeof(float)); byte += 64) {
+        __builtin_prefetch(ahead + byte);
+      }
+    }
+    const float* v = value(set[n]);
+    for (int c = 0; c < chunks; ++c) {  // packet copies: no memmove call per chunk
+#pragma GCC unroll 8
+      for (int l = 0; l < L; ++l) {
+        Eigen::internal::pstoreu(buffer + (c * size + n) * kWidth + 4 * l,
+                                 Eigen::internal::ploadu<Eigen::internal::Packet4f>(v + c * kWidth + 4 * l));
+      }
+    }
   }
+  WeightedChunkSums<G, L>(
+      size, w, stride, [&](int c, size_t n) { return buffer + (c * size + n) * kWidth; }, chunks, d, 0, out);
+  int t0 = chunks * kWidth;
+  const int small_chunks = (d - t0) / 4;
+  WeightedChunkSums<G, 1>(
+      size, w, stride, [&](int c, size_t n) { return value(set[n]) + t0 + 4 * c; }, small_chunks, d, t0, out);
+  for (t0 += 4 * small_chunks; t0 < d; ++t0) {
+    for (int g = 0; g < G; ++g) {
+      float acc = 0;
+      for (size_t n = 0; n < size; ++n) acc += w[g * stride + n] * value(set[n])[t0];
+      out[g * d + t0] = acc;
+    }
+  }
+}
+
+// Any number of rows: in groups of four, then the remainder.
+template <typename ValueFn>
+void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueFn value,
+                     int d, float* out, std::vector<float>* staging) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d, staging);
+}
+
+// One row.
+template <typename ValueFn>
+void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out,
+                    std::vector<float>* staging) {
+  WeightedRowSumsOf<1>(set, w, set.size(), value, d, out, staging);
 }
 
 class Measurer {
  public:
   Measurer(int64_t seq_len, int head_dim) : mark_(seq_len, 0), acc_(head_dim) {}
 
+  // For a set shared by `rows` query heads that Measure sums directly (2 |set| <= p + 1): the unnormalised
+  // o' of each row, approx_probs[j] restricted to the set applied to the values, into a rows x d buffer
+  // (valid until the next call), exactly as Measure would sum each alone.
+  const float* GroupSums(const HeadContext& c, const std::vector<int32_t>& set, const float* const* approx_probs,
+                         int rows, const Approx& approx) {
+    const int d = c.head_dim;
+    const size_t size = set.size();
+    group_weights_.resize(rows * size);
+    group_sums_.resize(static_cast<size_t>(rows) * d);
+    for (int j = 0; j < rows; ++j) {
+      for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
+    }
+    if (approx.values_hat == nullptr) {
+      WeightedRowSums(set, group_weights_.data(), size, rows,
+                      [&](int32_t i) { return c.values + int64_t{i} * d; }, d, group_sums_.data(), &staging_);
+    } else {
+      WeightedRowSums(set, group_weights_.data(), size, rows,
+                      [&](int32_t i) {
+                        return i < approx.values_exact_from ? approx.values_hat + int64_t{i} * d : c.value(i);
+                      },
+                      d, group_sums_.data(), &staging_);
+    }
+    return group_sums_.data();
+  }
+
   // a/total/o: the exact attention of the query at position p; `approx`: the attention the policy's
   // cache computes over every token (equal to the exact one except for quantisers). o' is approx
   // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
   Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
-                      int k, const std::vector<int32_t>& set, const Approx& approx) {
+                      int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx,
+                      const float* gathered = nullptr) {
     Measurement m;
     const int d = c.head_dim;
     double mass = 0;
     int64_t hits = 0;
-    for (int32_t i : set) {
-      mass += a[i];
-      if (a[i] >= kth) ++hits;
-    }
-    m.overlap = static_cast<double>(std::min<int64_t>(hits, k)) / k;
     const float* ap = approx.probs;
     auto value = [&](int64_t i) {
       return (approx.values_hat != nullptr && i < approx.values_exact_from) ? approx.values_hat + i * d
@@ -173,30 +274,47 @@ class Measurer {
     double kept = 0;  // approx mass on the set
     if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
       weights_.resize(set.size());
+      const bool exact = ap == a;  // then the approx mass on the set is the exact one, summed alike
       for (size_t n = 0; n < set.size(); ++n) {
+        const float x = a[set[n]];
+        mass += x;
+        if (x >= kth) ++hits;
         weights_[n] = ap[set[n]];
-        kept += ap[set[n]];
+        if (!exact) kept += ap[set[n]];
       }
-      if (approx.values_hat == nullptr) {
-        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data());
+      if (exact) kept = mass;
+      if (gathered != nullptr) {
+        acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
+      } else if (approx.values_hat == nullptr) {
+        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data(),
+                       &staging_);
       } else {
-        WeightedRowSum(set, weights_.data(), value, d, acc_.data());
+        WeightedRowSum(set, weights_.data(), value, d, acc_.data(), &staging_);
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
-      for (int32_t i : set) mark_[i] = 1;
+      // The top-k hits likewise: the row's entries >= kth less those outside the set.
+      // A set of p + 1 distinct positions in [0, p] is everything: nothing is missing.
       double missing = 0, missing_approx = 0;
+      int64_t missing_hits = 0;
       acc_ = Eigen::Map<const Eigen::VectorXf>(approx.outputs, d);
-      for (int64_t i = 0; i <= p; ++i) {
-        if (mark_[i]) continue;
-        missing += a[i];
-        missing_approx += ap[i];
-        Axpy(-ap[i], value(i), d);
+      if (static_cast<int64_t>(set.size()) <= p) {
+        uint8_t* mark = mark_.data();  // a local pointer: byte stores could alias the vector's own
+        for (int32_t i : set) mark[i] = 1;
+        for (int64_t i = 0; i <= p; ++i) {
+          if (mark[i]) continue;
+          missing += a[i];
+          missing_approx += ap[i];
+          if (a[i] >= kth) ++missing_hits;
+          Axpy(-ap[i], value(i), d);
+        }
+        for (int32_t i : set) mark[i] = 0;
       }
-      for (int32_t i : set) mark_[i] = 0;
       mass = total - missing;
       kept = approx.total - missing_approx;
+      hits = row_hits - missing_hits;
     }
+    m.overlap = static_cast<double>(std::min<int64_t>(hits, k)) / k;
     m.recall = total > 0 ? mass / total : 0;
     double diff = 0, norm = 0;
     for (int t = 0; t < d; ++t) {
@@ -215,6 +333,8 @@ class Measurer {
 
   std::vector<uint8_t> mark_;
   std::vector<float> weights_;  // approx probabilities of the set, in set order
+  std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
+  std::vector<float> staging_;                     // the set's value rows, gathered chunk-major
   Eigen::VectorXf acc_;
 };
 
@@ -244,31 +364,49 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   ConstRowMap values(last.values != nullptr ? last.values : c.values, cols, d);
   // Capacity for this sample's widest block of as many steps, so the storage is allocated once.
   block->Reshape(c.group_size * steps, cols, c.group_size * steps * c.seq_len);
+  // The group's queries as one matrix: one GEMM (one packing of the keys) for all its query heads.
+  block->queries.resize(c.group_size * steps, d);
   for (int j = 0; j < c.group_size; ++j) {
-    ConstRowMap queries(c.query(j, first), steps, d);
-    block->probs.middleRows(j * steps, steps).noalias() = queries * keys.transpose();
+    block->queries.middleRows(j * steps, steps) = ConstRowMap(c.query(j, first), steps, d);
   }
+  block->probs.noalias() = block->queries * keys.transpose();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
-  for (int64_t r = 0; r < block->probs.rows(); ++r) {
-    const int64_t p = first + r % steps;
-    auto row = block->probs.row(r);
-    if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
-      const KvOverride kv = policy->Kv(head, p);
-      Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
-      for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
+  block->hits.resize(block->probs.rows());
+  // Rows in groups of four: the double sums of a group run side by side (SequentialRowSums).
+  const int64_t num_rows = block->probs.rows();
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 4) {
+    const int count = static_cast<int>(std::min<int64_t>(4, num_rows - r0));
+    const float* rows[4];
+    int64_t lengths[4];
+    double sums[4];
+    for (int k = 0; k < count; ++k) {
+      const int64_t r = r0 + k, p = first + r % steps;
+      auto row = block->probs.row(r);
+      if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
+        const KvOverride kv = policy->Kv(head, p);
+        Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
+        for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
+      }
+      auto visible = row.head(p + 1).array();
+      const float max_logit = visible.maxCoeff() * scale;
+      visible = (visible * scale - max_logit).exp();
+      row.tail(cols - p - 1).setZero();
+      rows[k] = row.data();
+      lengths[k] = p + 1;
     }
-    auto visible = row.head(p + 1).array();
-    const float max_logit = visible.maxCoeff() * scale;
-    visible = (visible * scale - max_logit).exp();
-    const double sum = visible.cast<double>().sum();
-    visible *= static_cast<float>(1.0 / sum);
-    row.tail(cols - p - 1).setZero();
-    block->totals[r] = visible.cast<double>().sum();
+    SequentialRowSums(rows, lengths, count, sums);
+    for (int k = 0; k < count; ++k) {
+      block->probs.row(r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
+    }
+    SequentialRowSums(rows, lengths, count, &block->totals[r0]);
     if (policy != nullptr) continue;
-    block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)),
-                               &block->heap);
+    for (int k = 0; k < count; ++k) {
+      const int64_t r = r0 + k, p = lengths[k] - 1;
+      block->kth[r] = KthLargest(rows[k], p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)), &block->heap);
+      block->hits[r] = (block->probs.row(r).head(p + 1).array() >= block->kth[r]).count();
+    }
   }
   block->outputs.noalias() = block->probs * values;
   if (last.values == nullptr) return;
@@ -290,6 +428,8 @@ struct QualityEvaluator::Impl {
   std::vector<Point> points;
   std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
   std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
+  std::vector<KeptSet> kept;                   // per head: the current policy's sets at this step
+  std::vector<const float*> approx_rows;       // per query head of a group: its attention row
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
   absl::Status AddSample(const AttentionSample& sample);
@@ -399,8 +539,11 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   const int64_t g = header.group_size(), n = sample.seq_len();
   int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
   for (const Point& point : points) copies += point.quantised ? 1 : 0;
-  const int64_t block_steps = std::max<int64_t>(
+  const int64_t max_steps = std::max<int64_t>(
       1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
+  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
+  const int64_t num_blocks = std::max<int64_t>(1, (sample.num_decode_steps + max_steps - 1) / max_steps);
+  const int64_t block_steps = std::max<int64_t>(1, (sample.num_decode_steps + num_blocks - 1) / num_blocks);
   blocks.resize(num_heads);
   Measurer measurer(n, header.head_dim);
   for (int64_t s0 = 0; s0 < sample.num_decode_steps; s0 += block_steps) {
@@ -430,7 +573,7 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
   LayerStep step;
   step.position = p;
   for (const HeadBlock& block : blocks) step.heads.push_back(HeadStep{block.probs.row(s).data(), steps * cols});
-  std::vector<KeptSet> kept(heads.size());
+  kept.resize(heads.size());  // the sets keep their storage from step to step
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
   for (Point& point : points) {
     point.policy->Step(step, &kept);
@@ -440,14 +583,24 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
       const HeadBlock& b = blocks[h];
       const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
       const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
+      const HeadBlock& q = point.quantised ? point.blocks[h] : b;
+      // A small set shared by the group: its value rows are read once for all query heads.
+      const float* gathered = nullptr;
+      const std::vector<int32_t>& shared = kept[h].per_query[0];
+      if (kept[h].per_query.size() == 1 && c.group_size > 1 && 2 * static_cast<int64_t>(shared.size()) <= p + 1) {
+        approx_rows.resize(c.group_size);
+        for (int j = 0; j < c.group_size; ++j) approx_rows[j] = q.probs.row(j * steps + s).data();
+        gathered = measurer.GroupSums(c, shared, approx_rows.data(), c.group_size,
+                                      Approx{nullptr, 0, nullptr, kv.values, kv.values_exact_from});
+      }
       for (int j = 0; j < c.group_size; ++j) {
-        const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? kept[h].per_query[0] : kept[h].per_query[j];
+        const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
         const int64_t r = j * steps + s;
-        const HeadBlock& q = point.quantised ? point.blocks[h] : b;
         const Approx approx{q.probs.row(r).data(), q.totals[r], q.outputs.row(r).data(), kv.values,
                             kv.values_exact_from};
         const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                               b.kth[r], k_top, set, approx);
+                                               b.kth[r], k_top, b.hits[r], set, approx,
+                                               gathered != nullptr ? gathered + j * c.head_dim : nullptr);
         acc.recall.Add(m.recall);
         acc.error.Add(m.error);
         acc.overlap.Add(m.overlap);

@@ -16,6 +16,13 @@
 // "oracle_select" is always evaluated (added if not asked for): areas under the recall and error curves
 // over each budget axis are reported normalised by its areas.
 //
+// Cost: per block of decode steps and kept KV head, one GEMM for the logits of all the group's query heads
+// and one for their outputs, the same two per quantiser (over its dequantised K/V), all in float; the
+// blocks are equal-sized under a memory bound and their storage is reused (huge pages advised). A small
+// kept set's o' sums its gathered value rows (once for the whole group when the set is shared); a large
+// set's o' is o minus the missing rows. Roughly, every quantiser doubles the GEMM work, and
+// oracle_evict adds one logits pass of its own (it needs every step's attention before the first).
+//
 // Deterministic: single-threaded, fixed iteration order; same trace and options give identical results.
 // Thread-compatible.
 //

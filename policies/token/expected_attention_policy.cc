@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "policies/token/token_policy_util.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
 namespace {
@@ -66,14 +67,27 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
       }
       const Eigen::VectorXd mu = q.colwise().mean().transpose();
       const Eigen::MatrixXd centred = q.rowwise() - mu.transpose();
-      const Eigen::MatrixXd cov = m > 1 ? Eigen::MatrixXd(centred.transpose() * centred / (m - 1))
-                                        : Eigen::MatrixXd::Zero(d, d);
-      // The statistics are double; the n x d products with the keys run as float GEMMs.
+      // The statistics are double; the products with the keys run as float GEMMs.
       const Eigen::VectorXf rmu = (rotation * mu).cast<float>();
-      const Eigen::MatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
-      scratch_.resize(n, d);  // reused from head to head: no page faults for a fresh n x d matrix
-      scratch_.noalias() = keys * rsr;
-      const Eigen::VectorXf quad = (scratch_.array() * keys.array()).rowwise().sum();
+      Eigen::VectorXf quad = Eigen::VectorXf::Zero(n);
+      if (m > 1 && m < d) {
+        // Few queries: S = C^T C / (m - 1) with C the centred queries, so k^T R S R^T k = ||L k||^2 with
+        // L = C R^T / sqrt(m - 1), an m x d matrix: n x m x d products instead of n x d x d.
+        const Eigen::MatrixXf l = (centred * rotation.transpose() / std::sqrt(static_cast<double>(m - 1)))
+                                      .cast<float>();
+        if (scratch_.rows() != n || scratch_.cols() != m) {  // reused from head to head
+          scratch_.resize(n, m);
+          AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
+        }
+        scratch_.noalias() = keys * l.transpose();
+        quad = scratch_.rowwise().squaredNorm();
+      } else if (m > 1) {
+        const Eigen::MatrixXd cov = centred.transpose() * centred / (m - 1);
+        const Eigen::MatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
+        scratch_.resize(n, d);
+        scratch_.noalias() = keys * rsr;
+        quad = (scratch_.array() * keys.array()).rowwise().sum();
+      }
       const Eigen::VectorXf linear = keys * rmu;
       Eigen::VectorXd z = linear.cast<double>() * scale + quad.cast<double>() / (2.0 * d);
       const double max_z = z.maxCoeff();

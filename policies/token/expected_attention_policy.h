@@ -29,7 +29,7 @@ class ExpectedAttentionPolicy final : public PromptScorePolicy {
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
 
  private:
-  RowMatrixXf scratch_;  // keys x (R S R^T)
+  RowMatrixXf scratch_;  // keys x (R S R^T), or keys x L^T with few queries (see the .cc)
 };
 
 // Rotates x (d values, d even) by RoPE at `position` (inverse = true: by -position), in place.

@@ -4,8 +4,20 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
+namespace {
+
+// Grows `out` to hold `count` floats, with huge pages advised before the first touch.
+void ReserveHugePages(int64_t count, std::vector<float>* out) {
+  if (static_cast<int64_t>(out->capacity()) >= count) return;
+  std::vector<float>().swap(*out);
+  out->reserve(count);
+  AdviseHugePages(out->data(), count * sizeof(float));
+}
+
+}  // namespace
 
 void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
   float lo = data[0], hi = data[0];
@@ -29,6 +41,7 @@ std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int
 void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int64_t group, int bits,
                                 std::vector<float>* result) {
   std::vector<float>& out = *result;
+  ReserveHugePages(tokens * dim, &out);
   out.assign(keys, keys + tokens * dim);  // reuses the capacity of an earlier layer
   std::vector<float> lo(dim), hi(dim), scale(dim);
   const float levels = static_cast<float>((1 << bits) - 1);
@@ -63,6 +76,7 @@ std::vector<float> QuantizeValuesPerToken(const float* values, int64_t tokens, i
 void QuantizeValuesPerTokenInto(const float* values, int64_t tokens, int dim, int64_t group, int bits,
                                 std::vector<float>* result) {
   std::vector<float>& out = *result;
+  ReserveHugePages(tokens * dim, &out);
   out.assign(values, values + tokens * dim);
   for (int64_t i = 0; i < tokens; ++i) {
     for (int64_t c = 0; c < dim; c += group) {

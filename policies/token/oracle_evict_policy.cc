@@ -3,9 +3,34 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "policies/token/token_policy_util.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
+
+namespace {
+
+// sums[i] += x[i] * scale for i < n, in double, element by element (two at a time with SSE2: the same
+// conversions, products and sums as the scalar loop).
+void AddScaled(const float* x, int64_t n, double scale, double* sums) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128d s = _mm_set1_pd(scale);
+  for (; i + 4 <= n; i += 4) {
+    const __m128 v = _mm_loadu_ps(x + i);
+    const __m128d lo = _mm_cvtps_pd(v), hi = _mm_cvtps_pd(_mm_movehl_ps(v, v));
+    _mm_storeu_pd(sums + i, _mm_add_pd(_mm_loadu_pd(sums + i), _mm_mul_pd(lo, s)));
+    _mm_storeu_pd(sums + i + 2, _mm_add_pd(_mm_loadu_pd(sums + i + 2), _mm_mul_pd(hi, s)));
+  }
+#endif
+  for (; i < n; ++i) sums[i] += x[i] * scale;
+}
+
+}  // namespace
 
 std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext> heads, int h) {
   const HeadContext& head = heads[h];
@@ -15,18 +40,48 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int j = 0; j < head.group_size; ++j) {
-    Eigen::Map<const RowMatrixXf> queries(head.query(j, head.prompt_len), steps, d);
-    RowMatrixXf logits = queries * keys.transpose();
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t position = head.prompt_len + s;
-      auto visible = logits.row(s).head(position + 1).array();
-      const float max_logit = visible.maxCoeff() * scale;
-      visible = (visible * scale - max_logit).exp();
-      const double inv = 1.0 / visible.cast<double>().sum();
-      const float* r = logits.row(s).data();
-      for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += r[i] * inv;
+  // In blocks of steps, the group's queries as one matrix: one GEMM (one packing of the keys) per block,
+  // with bounded scratch reused from layer to layer. Each member's sum runs over the steps in order; the
+  // members' sums are added in member order at the end.
+  const int g = head.group_size;
+  const int64_t block = std::min(kStepBlock, steps);
+  if (logits_.rows() != g * block || logits_.cols() != n) {
+    logits_.resize(g * block, n);  // kept while the size repeats
+    AdviseHugePages(logits_.data(), logits_.size() * sizeof(float));
+  }
+  queries_.resize(g * block, d);
+  member_sums_.assign(static_cast<size_t>(g) * head.prompt_len, 0.0);
+  for (int64_t s0 = 0; s0 < steps; s0 += block) {
+    const int64_t count = std::min(block, steps - s0);
+    for (int j = 0; j < g; ++j) {
+      queries_.middleRows(j * count, count) = Eigen::Map<const RowMatrixXf>(head.query(j, head.prompt_len + s0), count, d);
     }
+    logits_.topRows(g * count).noalias() = queries_.topRows(g * count) * keys.transpose();
+    for (int j = 0; j < g; ++j) {
+      double* sums = &member_sums_[j * head.prompt_len];
+      for (int64_t t0 = 0; t0 < count; t0 += 4) {  // four steps' normalisers summed side by side
+        const int rows = static_cast<int>(std::min<int64_t>(4, count - t0));
+        const float* r[4];
+        int64_t lengths[4];
+        double totals[4];
+        for (int k = 0; k < rows; ++k) {
+          const int64_t position = head.prompt_len + s0 + t0 + k;
+          auto visible = logits_.row(j * count + t0 + k).head(position + 1).array();
+          const float max_logit = visible.maxCoeff() * scale;
+          visible = (visible * scale - max_logit).exp();
+          r[k] = logits_.row(j * count + t0 + k).data();
+          lengths[k] = position + 1;
+        }
+        SequentialRowSums(r, lengths, rows, totals);
+        for (int k = 0; k < rows; ++k) {
+          const double inv = 1.0 / totals[k];
+          AddScaled(r[k], head.prompt_len, inv, sums);
+        }
+      }
+    }
+  }
+  for (int j = 0; j < g; ++j) {
+    for (int64_t i = 0; i < head.prompt_len; ++i) scores[i] += member_sums_[j * head.prompt_len + i];
   }
   return scores;
 }

@@ -10,6 +10,7 @@
 #define KVSIM_POLICIES_TOKEN_ORACLE_EVICT_POLICY_H_
 
 #include "policies/token/prompt_score_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -18,6 +19,12 @@ class OracleEvictPolicy final : public PromptScorePolicy {
   explicit OracleEvictPolicy(const TokenPolicyOptions&) {}
   std::string Name() const override { return "oracle_evict"; }
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
+
+ private:
+  static constexpr int64_t kStepBlock = 64;  // decode steps per GEMM: bounded scratch, reused per layer
+  RowMatrixXf queries_;                      // (group_size * kStepBlock) x head_dim at most
+  RowMatrixXf logits_;                       // (group_size * kStepBlock) x seq_len at most
+  std::vector<double> member_sums_;          // group_size x prompt_len
 };
 
 }  // namespace kvsim

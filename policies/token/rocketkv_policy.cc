@@ -14,9 +14,13 @@ std::vector<double> SnapKvPlusPlusScores(const HeadContext& head, int64_t window
   const int64_t scored = n - w;
   std::vector<double> summed(scored, 0.0), scores(n, std::numeric_limits<double>::infinity());
   if (w > 0) {
+    // Over the window and the group, row by row in (member, window row) order.
     RowMatrixXf scratch;
-    const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
-    const Eigen::VectorXf sums = probs.colwise().sum().transpose();  // over the window and the group
+    const PromptWindowRows rows = PromptWindowAttentionRows(head, w, &scratch);
+    Eigen::VectorXf sums = Eigen::Map<const Eigen::VectorXf>(rows.row(0, 0), n);
+    for (int j = 0; j < head.group_size; ++j) {
+      for (int64_t r = (j == 0 ? 1 : 0); r < w; ++r) sums += Eigen::Map<const Eigen::VectorXf>(rows.row(j, r), n);
+    }
     for (int64_t i = 0; i < scored; ++i) summed[i] = sums(i);
   }
   const int half = kernel / 2;
@@ -39,6 +43,16 @@ void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t bud
     std::vector<int32_t> kept = TopKIndices(SnapKvPlusPlusScores(head, kWindow, kPoolKernel), keep);
     std::sort(kept.begin(), kept.end());
     prompt_kept_.push_back(std::move(kept));
+  }
+  // Stage 2 reads the kept prompt keys at every step: one contiguous copy per layer instead of rows
+  // scattered over the whole prompt.
+  kept_keys_.resize(heads.size());
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const int d = heads[h].head_dim;
+    kept_keys_[h].resize(prompt_kept_[h].size() * d);
+    for (size_t e = 0; e < prompt_kept_[h].size(); ++e) {
+      std::copy(heads[h].key(prompt_kept_[h][e]), heads[h].key(prompt_kept_[h][e]) + d, &kept_keys_[h][e * d]);
+    }
   }
 }
 
@@ -72,28 +86,46 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const int64_t chunks = (body + s - 1) / s;
     std::vector<double> score(chunks, 0.0), logits(chunks);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    std::vector<double> khat(chunks * r);
+    // Per chunk and selected channel, the maximum of sign * key over the chunk's tokens (a maximum, so
+    // the order of the tokens does not matter: each key row is read once, for all channels).
+    std::vector<double> khat(chunks * r, -std::numeric_limits<double>::infinity());
+    const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());  // cache[e] for e < this
+    std::vector<double> signs(r);
+    for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
     for (int64_t k = 0; k < chunks; ++k) {
-      for (int x = 0; x < r; ++x) {
-        const int ch = channels[x];
-        const double sign = qbar[ch] >= 0 ? 1.0 : -1.0;
-        double best = -std::numeric_limits<double>::infinity();
-        for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) best = std::max(best, sign * head.key(cache[e])[ch]);
-        khat[k * r + x] = best;
+      double* best = &khat[k * r];
+      for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) {
+        const float* key = e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]);
+        for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
       }
     }
+    std::vector<double> signed_q(r);
     for (int j = 0; j < head.group_size; ++j) {
       const float* q = head.query(j, p);
+      for (int x = 0; x < r; ++x) signed_q[x] = q[channels[x]] * signs[x];
       double max_logit = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < chunks; ++k) {
-        double dot = 0;
+      // Four chunks at a time: four independent sums, each in channel order as alone.
+      int64_t k = 0;
+      for (; k + 4 <= chunks; k += 4) {
+        double dot0 = 0, dot1 = 0, dot2 = 0, dot3 = 0;
+        const double* kh = &khat[k * r];
         for (int x = 0; x < r; ++x) {
-          const int ch = channels[x];
-          dot += q[ch] * (qbar[ch] >= 0 ? 1.0 : -1.0) * khat[k * r + x];
+          dot0 += signed_q[x] * kh[x];
+          dot1 += signed_q[x] * kh[r + x];
+          dot2 += signed_q[x] * kh[2 * r + x];
+          dot3 += signed_q[x] * kh[3 * r + x];
         }
-        logits[k] = dot * scale;
-        max_logit = std::max(max_logit, logits[k]);
+        logits[k] = dot0 * scale;
+        logits[k + 1] = dot1 * scale;
+        logits[k + 2] = dot2 * scale;
+        logits[k + 3] = dot3 * scale;
       }
+      for (; k < chunks; ++k) {
+        double dot = 0;
+        for (int x = 0; x < r; ++x) dot += signed_q[x] * khat[k * r + x];
+        logits[k] = dot * scale;
+      }
+      for (int64_t k = 0; k < chunks; ++k) max_logit = std::max(max_logit, logits[k]);
       double total = 0;
       for (double& l : logits) total += (l = std::exp(l - max_logit));
       for (int64_t k = 0; k < chunks; ++k) score[k] += logits[k] / total / head.group_size;

@@ -35,6 +35,7 @@ class RocketKvPolicy final : public TokenPolicy {
  private:
   std::vector<HeadContext> heads_;
   std::vector<std::vector<int32_t>> prompt_kept_;  // stage 1, sorted
+  std::vector<std::vector<float>> kept_keys_;      // per head: the key rows of prompt_kept_, contiguous
   int64_t budget_ = 0;
 };
 

@@ -55,13 +55,13 @@ void ScissorhandsPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t
     const int64_t n = head.prompt_len;
     const int64_t w = std::min<int64_t>(kHistory, n - head.query_start);
     RowMatrixXf scratch;
-    const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
+    const PromptWindowRows probs = PromptWindowAttentionRows(head, w, &scratch);
     // Each window query t sees the prompt tokens 0..t.
     for (int64_t r = 0; r < w; ++r) {
       const int64_t t = n - w + r;
       state.cache.clear();
       for (int64_t i = 0; i <= t; ++i) state.cache.push_back(static_cast<int32_t>(i));
-      Record(state, [&](int j, int32_t i) { return static_cast<double>(probs(j * w + r, i)); }, head.group_size);
+      Record(state, [&](int j, int32_t i) { return static_cast<double>(probs.row(j, r)[i]); }, head.group_size);
     }
     state.cache.clear();
     for (int64_t i = 0; i < n; ++i) state.cache.push_back(static_cast<int32_t>(i));

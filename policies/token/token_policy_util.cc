@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
 #include "util/check.h"
+#include "util/huge_pages.h"
 
 namespace kvsim {
 namespace {
@@ -32,15 +34,47 @@ std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k) {
   return index;
 }
 
+namespace {
+
+// An order-preserving unsigned key of a float: a > b iff key(a) > key(b), equal values (-0 and +0
+// included) have equal keys. NaN is not expected.
+inline uint32_t OrderKey(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if (bits == 0x80000000u) bits = 0;  // -0 as +0
+  return (bits & 0x80000000u) != 0 ? ~bits : (bits | 0x80000000u);
+}
+
+// The k-th largest of values[0..n) (1 <= k <= n) and how many values are strictly greater: one
+// histogram pass over the top bits of the keys, then a selection among the values of the bucket that
+// holds the k-th largest only.
+float KthLargestValue(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above) {
+  constexpr int kShift = 21;  // 2^11 buckets
+  uint32_t counts[1u << (32 - kShift)] = {};
+  for (int64_t i = 0; i < n; ++i) ++counts[OrderKey(values[i]) >> kShift];
+  int64_t higher = 0;  // values in buckets above `bucket`
+  uint32_t bucket = (1u << (32 - kShift)) - 1;
+  while (higher + counts[bucket] < k) higher += counts[bucket--];
+  scratch->clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if ((OrderKey(values[i]) >> kShift) == bucket) scratch->push_back(values[i]);
+  }
+  const int64_t rank = k - higher;  // 1-based rank of the k-th largest within the bucket
+  std::nth_element(scratch->begin(), scratch->begin() + (rank - 1), scratch->end(), std::greater<float>());
+  const float threshold = (*scratch)[rank - 1];
+  *above = higher;
+  for (float x : *scratch) *above += x > threshold ? 1 : 0;
+  return threshold;
+}
+
+}  // namespace
+
 void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out) {
   k = std::max<int64_t>(0, std::min(k, n));
   out->clear();
   if (k == 0) return;
-  scratch->assign(values, values + n);
-  std::nth_element(scratch->begin(), scratch->begin() + (k - 1), scratch->end(), std::greater<float>());
-  const float threshold = (*scratch)[k - 1];
   int64_t above = 0;
-  for (int64_t i = 0; i < n; ++i) above += values[i] > threshold ? 1 : 0;
+  const float threshold = KthLargestValue(values, n, k, scratch, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));
@@ -54,6 +88,34 @@ std::vector<int32_t> RankIndices(const std::vector<double>& scores) {
 namespace {
 
 // Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
+// In place: rows row0..row0+count-1 of *probs hold the logits (q.k) of positions first..first+count-1;
+// each becomes the causal softmax over the prompt (0 beyond its position).
+void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_t row0) {
+  const int64_t n = probs->cols();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t r0 = 0; r0 < count; r0 += 4) {  // four rows' normalisers summed side by side
+    const int rows = static_cast<int>(std::min<int64_t>(4, count - r0));
+    const float* data[4];
+    int64_t lengths[4];
+    double sums[4];
+    for (int k = 0; k < rows; ++k) {
+      const int64_t position = first + r0 + k;
+      auto row = probs->row(row0 + r0 + k);
+      auto visible = row.head(position + 1).array();
+      const float max_logit = visible.maxCoeff() * scale;
+      visible = (visible * scale - max_logit).exp();
+      row.tail(n - position - 1).setZero();
+      data[k] = row.data();
+      lengths[k] = position + 1;
+    }
+    SequentialRowSums(data, lengths, rows, sums);
+    for (int k = 0; k < rows; ++k) {
+      probs->row(row0 + r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
+    }
+  }
+}
+
+// Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
 void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs,
                    int64_t row0) {
   const int64_t n = head.prompt_len;
@@ -61,21 +123,22 @@ void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count,
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   Eigen::Map<const RowMatrixXf> queries(head.query(j, first), count, d);
   probs->middleRows(row0, count).noalias() = queries * keys.transpose();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t r = 0; r < count; ++r) {
-    const int64_t position = first + r;
-    auto row = probs->row(row0 + r);
-    auto visible = row.head(position + 1).array();
-    const float max_logit = visible.maxCoeff() * scale;
-    visible = (visible * scale - max_logit).exp();
-    visible *= static_cast<float>(1.0 / visible.cast<double>().sum());
-    row.tail(n - position - 1).setZero();
-  }
+  SoftmaxRows(first, count, d, probs, row0);
 }
 
+// The last w prompt queries of every member: one GEMM for the group (the keys packed once).
 void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
-  probs->resize(head.group_size * w, head.prompt_len);
-  for (int j = 0; j < head.group_size && w > 0; ++j) AttentionRows(head, j, head.prompt_len - w, w, probs, j * w);
+  const int64_t n = head.prompt_len;
+  const int d = head.head_dim;
+  probs->resize(head.group_size * w, n);
+  AdviseHugePages(probs->data(), probs->size() * sizeof(float));  // before the GEMM first touches it
+  if (w == 0) return;
+  RowMatrixXf queries(head.group_size * w, d);
+  for (int j = 0; j < head.group_size; ++j) {
+    queries.middleRows(j * w, w) = Eigen::Map<const RowMatrixXf>(head.query(j, n - w), w, d);
+  }
+  probs->noalias() = queries * Eigen::Map<const RowMatrixXf>(head.keys, n, d).transpose();
+  for (int j = 0; j < head.group_size; ++j) SoftmaxRows(n - w, w, d, probs, j * w);
 }
 
 }  // namespace
@@ -100,6 +163,31 @@ const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t wi
     scratch->middleRows(j * w, w) = cache->probs.middleRows(j * cached + cached - w, w);
   }
   return *scratch;
+}
+
+PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t window, RowMatrixXf* scratch) {
+  const int64_t stored = head.prompt_len - head.query_start;
+  const int64_t w = std::min(window, stored);
+  KVSIM_CHECK(w >= 0);
+  PromptWindowRows rows;
+  rows.window = w;
+  rows.cols = head.prompt_len;
+  PromptAttentionCache* cache = head.prompt_cache;
+  if (cache == nullptr || w > PromptAttentionCache::kMaxWindow) {
+    ComputeWindow(head, w, scratch);
+    rows.data = scratch->data();
+    rows.member_rows = w;
+    return rows;
+  }
+  const int64_t cached = std::min(stored, PromptAttentionCache::kMaxWindow);
+  if (cache->window != cached) {
+    ComputeWindow(head, cached, &cache->probs);
+    cache->window = cached;
+  }
+  rows.data = cache->probs.data();
+  rows.member_rows = cached;
+  rows.first_row = cached - w;
+  return rows;
 }
 
 RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window) {
@@ -128,6 +216,27 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
     }
   }
   return sums;
+}
+
+void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums) {
+  KVSIM_CHECK(count >= 0 && count <= 4);
+  double s[4] = {0, 0, 0, 0};
+  int64_t common = count > 0 ? lengths[0] : 0;
+  for (int k = 1; k < count; ++k) common = std::min(common, lengths[k]);
+  int64_t i = 0;
+  if (count == 4) {
+    for (; i < common; ++i) {
+      s[0] += rows[0][i];
+      s[1] += rows[1][i];
+      s[2] += rows[2][i];
+      s[3] += rows[3][i];
+    }
+  }
+  for (int k = 0; k < count; ++k) {
+    double sum = s[k];
+    for (int64_t j = i; j < lengths[k]; ++j) sum += rows[k][j];
+    sums[k] = sum;
+  }
 }
 
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

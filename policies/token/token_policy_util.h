@@ -48,9 +48,27 @@ RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window);
 // The reference is valid until the cache or *scratch changes.
 const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
 
+// Rows of PromptWindowAttention(head, window) without copying them out of the cache when it holds them
+// (a wider cached window included): row(j, r) is member j's row for query position prompt_len - w + r.
+// Otherwise they are computed into *scratch. Valid until the cache or *scratch changes.
+struct PromptWindowRows {
+  int64_t window = 0;  // w
+  const float* data = nullptr;
+  int64_t member_rows = 0;  // rows per member in `data`
+  int64_t first_row = 0;    // of the window within each member's rows
+  int64_t cols = 0;         // prompt_len
+  const float* row(int j, int64_t r) const { return data + (j * member_rows + first_row + r) * cols; }
+};
+PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
+
 // Sum over every stored prompt query of every group member of its attention over the prompt keys
 // (prompt_len values), computed in blocks of rows (bounded memory even when all prompt queries are stored).
 std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
+
+// sums[k] = the sum of rows[k][0..lengths[k]) in double, added one value at a time in index order (the
+// value a plain loop over that row gives), for count <= 4 rows at once: the rows' dependency chains of
+// additions run side by side instead of one after the other.
+void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums);
 
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

@@ -1,6 +1,8 @@
 #include "policies/token/token_policy_util.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "policies/token/testing/token_policy_testing.h"
@@ -17,6 +19,39 @@ TEST(TopKIndicesTest, OrdersByScoreThenPosition) {
   EXPECT_EQ(RankIndices(scores), (std::vector<int32_t>{3, 1, 4, 0, 2}));
 }
 
+// TopKSet against a brute-force reference: sort indices by (value descending, index ascending), take k,
+// return them in index order.
+TEST(TopKSetTest, MatchesSortedReference) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);  // many ties
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> scratch;
+  std::vector<int32_t> out;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t n = 1 + trial * 37 % 3000;
+    std::vector<float> values(n);
+    for (float& v : values) {
+      switch (trial % 4) {
+        case 0: v = static_cast<float>(small(rng)); break;
+        case 1: v = normal(rng); break;
+        case 2: v = std::exp(normal(rng) * 10); break;          // probabilities of many magnitudes
+        default: v = small(rng) == 0 ? -0.0f : (small(rng) > 0 ? 0.0f : 1e-30f);  // signed zeros
+      }
+    }
+    for (int64_t k : {int64_t{0}, int64_t{1}, n / 3, n - 1, n, n + 5}) {
+      std::vector<int32_t> index(n);
+      for (int64_t i = 0; i < n; ++i) index[i] = static_cast<int32_t>(i);
+      std::sort(index.begin(), index.end(), [&](int32_t a, int32_t b) {
+        return values[a] > values[b] || (values[a] == values[b] && a < b);
+      });
+      std::vector<int32_t> expected(index.begin(), index.begin() + std::max<int64_t>(0, std::min(k, n)));
+      std::sort(expected.begin(), expected.end());
+      TopKSet(values.data(), n, k, &scratch, &out);
+      EXPECT_EQ(out, expected) << "trial " << trial << " n " << n << " k " << k;
+    }
+  }
+}
+
 TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   // Prompt of 4, queries stored from position 2; member 0 at position 2 has logits (ln 2, 0, ln 5):
   // softmax = (2, 1, 5) / 8 and 0 for position 3 (causal).
@@ -31,6 +66,68 @@ TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   EXPECT_EQ(a(0, 3), 0.0f);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(a(1, i), 0.25, 1e-6);
   EXPECT_EQ(PromptWindowAttention(head.context(), 1).rows(), 1);
+}
+
+// Equal, bit for bit, to a plain double loop over each row, whatever the rows' lengths.
+TEST(SequentialRowSumsTest, MatchesOneRowAtATime) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  std::vector<std::vector<float>> data(4);
+  for (auto& row : data) {
+    row.resize(5000);
+    for (float& x : row) x = value(rng) * std::pow(10.0f, value(rng) * 12 - 6);  // many magnitudes
+  }
+  const float* rows[4] = {data[0].data(), data[1].data(), data[2].data(), data[3].data()};
+  for (int count = 0; count <= 4; ++count) {
+    const int64_t lengths[4] = {5000, 17, 4999, 0};
+    double sums[4] = {-1, -1, -1, -1};
+    SequentialRowSums(rows, lengths, count, sums);
+    for (int k = 0; k < count; ++k) {
+      double expected = 0;
+      for (int64_t i = 0; i < lengths[k]; ++i) expected += rows[k][i];
+      EXPECT_EQ(sums[k], expected) << "count " << count << " row " << k;
+    }
+    for (int k = count; k < 4; ++k) EXPECT_EQ(sums[k], -1) << "untouched";
+  }
+}
+
+// The row view equals the copied window: from the cache (narrower and equal windows) and without one.
+TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
+  // Prompt of 6 with queries stored from position 2 (4 per member), 2 members, distinct logits.
+  std::vector<std::vector<std::vector<double>>> logits(2);
+  for (int j = 0; j < 2; ++j) {
+    for (int t = 2; t < 6; ++t) {
+      std::vector<double> row;
+      for (int i = 0; i < 6; ++i) row.push_back(0.1 * (i + 1) * (j + 1) + 0.05 * t);
+      logits[j].push_back(row);
+    }
+  }
+  TestHead head = TestHead::FromLogits(6, 2, logits);
+  for (bool cached : {false, true}) {
+    PromptAttentionCache cache;
+    HeadContext context = head.context();
+    context.prompt_cache = cached ? &cache : nullptr;
+    for (int64_t window : {1, 3, 4, 9}) {
+      const RowMatrixXf copied = PromptWindowAttention(context, window);
+      RowMatrixXf scratch;
+      const PromptWindowRows rows = PromptWindowAttentionRows(context, window, &scratch);
+      const int64_t w = std::min<int64_t>(window, 4);
+      ASSERT_EQ(rows.window, w);
+      ASSERT_EQ(rows.cols, 6);
+      for (int j = 0; j < 2; ++j) {
+        for (int64_t r = 0; r < w; ++r) {
+          for (int i = 0; i < 6; ++i) {
+            EXPECT_EQ(rows.row(j, r)[i], copied(j * w + r, i)) << cached << " w " << w << " j " << j << " r " << r;
+          }
+        }
+      }
+      // And both agree with the softmax in double precision (position 2 + 4 - w + r sees 0..that).
+      for (int64_t r = 0; r < w; ++r) {
+        const std::vector<double> expected = ReferenceRow(head, 1, 6 - w + r);
+        for (int i = 0; i <= 6 - w + r && i < 6; ++i) EXPECT_NEAR(rows.row(1, r)[i], expected[i], 1e-6);
+      }
+    }
+  }
 }
 
 }  // namespace
