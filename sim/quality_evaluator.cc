@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
 #include "util/check.h"
+#include "util/float_gemm.h"
 #include "util/huge_pages.h"
 #include "util/status_macros.h"
 
@@ -369,7 +370,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   for (int j = 0; j < c.group_size; ++j) {
     block->queries.middleRows(j * steps, steps) = ConstRowMap(c.query(j, first), steps, d);
   }
-  block->probs.noalias() = block->queries * keys.transpose();
+  GemmABt(block->queries.data(), d, keys.data(), d, block->probs.rows(), cols, d, block->probs.data(), cols);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
@@ -408,7 +409,8 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
       block->hits[r] = (block->probs.row(r).head(p + 1).array() >= block->kth[r]).count();
     }
   }
-  block->outputs.noalias() = block->probs * values;
+  block->outputs.resize(block->probs.rows(), d);
+  GemmAB(block->probs.data(), cols, values.data(), d, block->probs.rows(), d, cols, block->outputs.data(), d);
   if (last.values == nullptr) return;
   for (int64_t r = 0; r < block->probs.rows(); ++r) {  // exact values for the residual rows
     const int64_t p = first + r % steps;

@@ -8,6 +8,7 @@
 #endif
 
 #include "policies/token/token_policy_util.h"
+#include "util/float_gemm.h"
 #include "util/huge_pages.h"
 
 namespace kvsim {
@@ -56,7 +57,7 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
     for (int j = 0; j < g; ++j) {
       queries_.middleRows(j * count, count) = Eigen::Map<const RowMatrixXf>(head.query(j, head.prompt_len + s0), count, d);
     }
-    logits_.topRows(g * count).noalias() = queries_.topRows(g * count) * keys.transpose();
+    GemmABt(queries_.data(), d, keys.data(), d, g * count, n, d, logits_.data(), n);
     for (int j = 0; j < g; ++j) {
       double* sums = &member_sums_[j * head.prompt_len];
       for (int64_t t0 = 0; t0 < count; t0 += 4) {  // four steps' normalisers summed side by side

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "util/check.h"
+#include "util/float_gemm.h"
 #include "util/huge_pages.h"
 
 namespace kvsim {
@@ -122,7 +123,7 @@ void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count,
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   Eigen::Map<const RowMatrixXf> queries(head.query(j, first), count, d);
-  probs->middleRows(row0, count).noalias() = queries * keys.transpose();
+  GemmABt(queries.data(), d, keys.data(), d, count, n, d, probs->row(row0).data(), probs->cols());
   SoftmaxRows(first, count, d, probs, row0);
 }
 
@@ -137,7 +138,7 @@ void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
   for (int j = 0; j < head.group_size; ++j) {
     queries.middleRows(j * w, w) = Eigen::Map<const RowMatrixXf>(head.query(j, n - w), w, d);
   }
-  probs->noalias() = queries * Eigen::Map<const RowMatrixXf>(head.keys, n, d).transpose();
+  GemmABt(queries.data(), d, head.keys, d, head.group_size * w, n, d, probs->data(), n);
   for (int j = 0; j < head.group_size; ++j) SoftmaxRows(n - w, w, d, probs, j * w);
 }
 

@@ -1,0 +1,177 @@
+// AVX2+FMA kernels. Every function here carries the target attribute and uses only <immintrin.h>
+// intrinsics and plain loops: no templates or inline library code (which the linker could merge with a
+// baseline-ISA copy compiled elsewhere). Scratch comes from new[]/delete[].
+#include "util/avx2_gemm.h"
+
+#include <immintrin.h>
+
+#define KVSIM_AVX2 __attribute__((target("avx2,fma")))
+
+namespace kvsim {
+namespace {
+
+constexpr int kMr = 6;        // rows of A per micro-tile
+constexpr int kNr = 16;       // columns of C per micro-tile (two 8-float registers)
+constexpr int64_t kNc = 256;  // Avx2GemmABt: rows of B packed at a time
+constexpr int64_t kKc = 512;  // Avx2GemmAB: rows of B (the summed dimension) per pass
+
+// The 6 x 16 tile of C: acc[r] += a[r][t] * panel[t * pstride + 0..16) for t in [0, k), then written to
+// c (rows < mr, columns < nr), added to what c holds when `accumulate`.
+KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t pstride, int64_t k, float* c,
+                            int64_t ldc, int mr, int nr, bool accumulate) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
+         c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
+         c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
+         c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+  for (int64_t t = 0; t < k; ++t) {
+    const __m256 b0 = _mm256_loadu_ps(panel + t * pstride);
+    const __m256 b1 = _mm256_loadu_ps(panel + t * pstride + 8);
+    __m256 x = _mm256_broadcast_ss(a0 + t);
+    c00 = _mm256_fmadd_ps(x, b0, c00);
+    c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1 + t);
+    c10 = _mm256_fmadd_ps(x, b0, c10);
+    c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2 + t);
+    c20 = _mm256_fmadd_ps(x, b0, c20);
+    c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3 + t);
+    c30 = _mm256_fmadd_ps(x, b0, c30);
+    c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4 + t);
+    c40 = _mm256_fmadd_ps(x, b0, c40);
+    c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5 + t);
+    c50 = _mm256_fmadd_ps(x, b0, c50);
+    c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  alignas(32) float tile[kMr][kNr];
+  _mm256_store_ps(tile[0], c00);
+  _mm256_store_ps(tile[0] + 8, c01);
+  _mm256_store_ps(tile[1], c10);
+  _mm256_store_ps(tile[1] + 8, c11);
+  _mm256_store_ps(tile[2], c20);
+  _mm256_store_ps(tile[2] + 8, c21);
+  _mm256_store_ps(tile[3], c30);
+  _mm256_store_ps(tile[3] + 8, c31);
+  _mm256_store_ps(tile[4], c40);
+  _mm256_store_ps(tile[4] + 8, c41);
+  _mm256_store_ps(tile[5], c50);
+  _mm256_store_ps(tile[5] + 8, c51);
+  for (int r = 0; r < mr; ++r) {
+    float* out = c + r * ldc;
+    if (nr == kNr) {
+      for (int h = 0; h < kNr; h += 8) {
+        __m256 v = _mm256_load_ps(tile[r] + h);
+        if (accumulate) v = _mm256_add_ps(_mm256_loadu_ps(out + h), v);
+        _mm256_storeu_ps(out + h, v);
+      }
+    } else {
+      for (int j = 0; j < nr; ++j) out[j] = accumulate ? out[j] + tile[r][j] : tile[r][j];
+    }
+  }
+}
+
+// Row pointers of A for rows [i0, i0 + 6), rows past m pointing at `zeros`.
+KVSIM_AVX2 void RowPointers(const float* a, int64_t lda, int64_t i0, int64_t m, const float* zeros,
+                            const float** rows) {
+  for (int r = 0; r < kMr; ++r) rows[r] = i0 + r < m ? a + (i0 + r) * lda : zeros;
+}
+
+KVSIM_AVX2 float HorizontalSum(__m256 v) {
+  const __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 y = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_add_ss(y, _mm_shuffle_ps(y, y, 1)));
+}
+
+}  // namespace
+
+KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                            int64_t k, float* c, int64_t ldc) {
+  // B's rows [j0, j0 + kNc) are packed transposed in panels of 16 (zero-padded): panel p holds
+  // packed[p * k * 16 + t * 16 + jj] = b[(j0 + 16 p + jj) * ldb + t].
+  float* packed = new float[kNc * k];
+  float* zeros = new float[k];
+  for (int64_t t = 0; t < k; ++t) zeros[t] = 0;
+  const float* rows[kMr];
+  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+    const int64_t nc = n - j0 < kNc ? n - j0 : kNc;
+    const int64_t panels = (nc + kNr - 1) / kNr;
+    for (int64_t p = 0; p < panels; ++p) {
+      float* panel = packed + p * k * kNr;
+      for (int jj = 0; jj < kNr; ++jj) {
+        const int64_t j = j0 + p * kNr + jj;
+        if (j < n) {
+          const float* src = b + j * ldb;
+          for (int64_t t = 0; t < k; ++t) panel[t * kNr + jj] = src[t];
+        } else {
+          for (int64_t t = 0; t < k; ++t) panel[t * kNr + jj] = 0;
+        }
+      }
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += kMr) {
+      RowPointers(a, lda, i0, m, zeros, rows);
+      const int mr = m - i0 < kMr ? static_cast<int>(m - i0) : kMr;
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t jc = j0 + p * kNr;
+        const int nr = n - jc < kNr ? static_cast<int>(n - jc) : kNr;
+        MicroKernel(rows, packed + p * k * kNr, kNr, k, c + i0 * ldc + jc, ldc, mr, nr, false);
+      }
+    }
+  }
+  delete[] zeros;
+  delete[] packed;
+}
+
+KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                           int64_t k, float* c, int64_t ldc) {
+  // Full 16-column panels are read from B in place; the last partial one is copied, zero-padded.
+  const int64_t full = n / kNr;
+  const int nr_last = static_cast<int>(n - full * kNr);
+  float* last = nr_last > 0 ? new float[kKc * kNr] : nullptr;
+  float* zeros = new float[k];
+  for (int64_t t = 0; t < k; ++t) zeros[t] = 0;
+  const float* rows[kMr];
+  const float* shifted[kMr];
+  for (int64_t t0 = 0; t0 < k; t0 += kKc) {
+    const int64_t kc = k - t0 < kKc ? k - t0 : kKc;
+    if (last != nullptr) {
+      for (int64_t t = 0; t < kc; ++t) {
+        for (int jj = 0; jj < kNr; ++jj) last[t * kNr + jj] = jj < nr_last ? b[(t0 + t) * ldb + full * kNr + jj] : 0;
+      }
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += kMr) {
+      RowPointers(a, lda, i0, m, zeros, rows);
+      for (int r = 0; r < kMr; ++r) shifted[r] = rows[r] == zeros ? zeros : rows[r] + t0;
+      const int mr = m - i0 < kMr ? static_cast<int>(m - i0) : kMr;
+      for (int64_t p = 0; p < full; ++p) {
+        MicroKernel(shifted, b + t0 * ldb + p * kNr, ldb, kc, c + i0 * ldc + p * kNr, ldc, mr, kNr, t0 > 0);
+      }
+      if (last != nullptr) {
+        MicroKernel(shifted, last, kNr, kc, c + i0 * ldc + full * kNr, ldc, mr, nr_last, t0 > 0);
+      }
+    }
+  }
+  delete[] zeros;
+  delete[] last;
+}
+
+KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y) {
+  const int64_t k8 = k - k % 8;
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = a + i * lda;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t t = 0;
+    for (; t + 16 <= k8; t += 16) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t), _mm256_loadu_ps(x + t), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t + 8), _mm256_loadu_ps(x + t + 8), acc1);
+    }
+    if (t < k8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t), _mm256_loadu_ps(x + t), acc0);
+    float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
+    for (t = k8; t < k; ++t) sum += row[t] * x[t];
+    y[i] = sum;
+  }
+}
+
+}  // namespace kvsim

@@ -1,0 +1,40 @@
+// File: util/avx2_gemm.h
+//
+// Float matrix products with AVX2+FMA micro-kernels, for the compute-bound products of the quality path
+// (attention logits Q K^T, outputs P V). The functions are compiled for AVX2+FMA by a per-function target
+// attribute (the rest of the build stays baseline x86-64): call them only when UseAvx2Fma() (or
+// CpuHasAvx2Fma()) of util/cpu_features.h is true. The file holds intrinsics only (no templates, no
+// inline library code), so no AVX2 instruction can leak into code shared with the portable path.
+//
+// Each output element is one float sum in a fixed order (k ascending within each of 8 lanes' FMA chains
+// for Avx2GemmABt, k ascending in blocks for Avx2GemmAB): deterministic for given inputs, but not bit-equal
+// to Eigen's portable GEMM.
+//
+// Thread-safe (no shared state; scratch is on the stack or allocated per call).
+//
+// Example:
+//   if (UseAvx2Fma()) Avx2GemmABt(q, d, k, d, rows, n, d, logits, n);  // logits = Q K^T
+#ifndef KVSIM_UTIL_AVX2_GEMM_H_
+#define KVSIM_UTIL_AVX2_GEMM_H_
+
+#include <cstdint>
+
+namespace kvsim {
+
+// c[i * ldc + j] = sum over t < k of a[i * lda + t] * b[j * ldb + t], for i < m, j < n (C = A B^T, all
+// row-major). REQUIRES: AVX2+FMA; k >= 1; c does not overlap a or b.
+void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                 float* c, int64_t ldc);
+
+// c[i * ldc + j] = sum over t < k of a[i * lda + t] * b[t * ldb + j], for i < m, j < n (C = A B, all
+// row-major). REQUIRES: AVX2+FMA; k >= 1; c does not overlap a or b.
+void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                float* c, int64_t ldc);
+
+// y[i] = sum over t < k of a[i * lda + t] * x[t], for i < m (matrix-vector, row-major).
+// REQUIRES: AVX2+FMA; k >= 1.
+void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_UTIL_AVX2_GEMM_H_
