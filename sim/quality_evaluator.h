@@ -23,7 +23,13 @@
 // set's o' is o minus the missing rows. Roughly, every quantiser doubles the GEMM work, and
 // oracle_evict adds one logits pass of its own (it needs every step's attention before the first).
 //
-// Deterministic: single-threaded, fixed iteration order; same trace and options give identical results.
+// The float GEMMs (logits, outputs, and those of oracle_evict and the prompt-window attention) run on
+// AVX2+FMA kernels (util/avx2_gemm.h) when the CPU has them, on Eigen's portable GEMM otherwise or when the
+// environment sets KVSIM_NO_AVX2=1; the choice is made once per process (util/cpu_features.h).
+//
+// Deterministic: single-threaded, fixed iteration order; same trace and options give identical results
+// (byte-identical on one machine). The two GEMM paths may differ in the last bits of a float (FMA,
+// summation order), so results of an AVX2 machine and of a portable run may differ in late digits.
 // Thread-compatible.
 //
 // Example:

@@ -158,18 +158,47 @@ KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t 
 }
 
 KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y) {
-  const int64_t k8 = k - k % 8;
-  for (int64_t i = 0; i < m; ++i) {
-    const float* row = a + i * lda;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t t = 0;
-    for (; t + 16 <= k8; t += 16) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t), _mm256_loadu_ps(x + t), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t + 8), _mm256_loadu_ps(x + t + 8), acc1);
+  // Four rows at a time, two 8-float accumulators each (eight independent FMA chains), then the rest.
+  const int64_t k16 = k - k % 16;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    const float *r0 = a + i * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
+    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(),
+           s11 = _mm256_setzero_ps(), s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(),
+           s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
+    for (int64_t t = 0; t < k16; t += 16) {
+      const __m256 x0 = _mm256_loadu_ps(x + t), x1 = _mm256_loadu_ps(x + t + 8);
+      s00 = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + t), x0, s00);
+      s01 = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + t + 8), x1, s01);
+      s10 = _mm256_fmadd_ps(_mm256_loadu_ps(r1 + t), x0, s10);
+      s11 = _mm256_fmadd_ps(_mm256_loadu_ps(r1 + t + 8), x1, s11);
+      s20 = _mm256_fmadd_ps(_mm256_loadu_ps(r2 + t), x0, s20);
+      s21 = _mm256_fmadd_ps(_mm256_loadu_ps(r2 + t + 8), x1, s21);
+      s30 = _mm256_fmadd_ps(_mm256_loadu_ps(r3 + t), x0, s30);
+      s31 = _mm256_fmadd_ps(_mm256_loadu_ps(r3 + t + 8), x1, s31);
     }
-    if (t < k8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t), _mm256_loadu_ps(x + t), acc0);
-    float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
-    for (t = k8; t < k; ++t) sum += row[t] * x[t];
+    float sum0 = HorizontalSum(_mm256_add_ps(s00, s01)), sum1 = HorizontalSum(_mm256_add_ps(s10, s11));
+    float sum2 = HorizontalSum(_mm256_add_ps(s20, s21)), sum3 = HorizontalSum(_mm256_add_ps(s30, s31));
+    for (int64_t t = k16; t < k; ++t) {
+      sum0 += r0[t] * x[t];
+      sum1 += r1[t] * x[t];
+      sum2 += r2[t] * x[t];
+      sum3 += r3[t] * x[t];
+    }
+    y[i] = sum0;
+    y[i + 1] = sum1;
+    y[i + 2] = sum2;
+    y[i + 3] = sum3;
+  }
+  for (; i < m; ++i) {
+    const float* row = a + i * lda;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    for (int64_t t = 0; t < k16; t += 16) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t), _mm256_loadu_ps(x + t), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + t + 8), _mm256_loadu_ps(x + t + 8), s1);
+    }
+    float sum = HorizontalSum(_mm256_add_ps(s0, s1));
+    for (int64_t t = k16; t < k; ++t) sum += row[t] * x[t];
     y[i] = sum;
   }
 }
