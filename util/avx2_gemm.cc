@@ -203,4 +203,40 @@ KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t 
   }
 }
 
+// AVX2 without FMA: the compiler may not contract the multiplications and additions.
+__attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks,
+                                                        const float* w, int64_t stride, float* out, int64_t ldo) {
+  const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* base = x + c * size * kNr;
+    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(),
+           s11 = _mm256_setzero_ps(), s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(),
+           s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
+    for (int64_t n = 0; n < size; ++n) {
+      const __m256 x0 = _mm256_loadu_ps(base + n * kNr), x1 = _mm256_loadu_ps(base + n * kNr + 8);
+      __m256 v = _mm256_broadcast_ss(w0 + n);
+      s00 = _mm256_add_ps(s00, _mm256_mul_ps(v, x0));
+      s01 = _mm256_add_ps(s01, _mm256_mul_ps(v, x1));
+      v = _mm256_broadcast_ss(w1 + n);
+      s10 = _mm256_add_ps(s10, _mm256_mul_ps(v, x0));
+      s11 = _mm256_add_ps(s11, _mm256_mul_ps(v, x1));
+      v = _mm256_broadcast_ss(w2 + n);
+      s20 = _mm256_add_ps(s20, _mm256_mul_ps(v, x0));
+      s21 = _mm256_add_ps(s21, _mm256_mul_ps(v, x1));
+      v = _mm256_broadcast_ss(w3 + n);
+      s30 = _mm256_add_ps(s30, _mm256_mul_ps(v, x0));
+      s31 = _mm256_add_ps(s31, _mm256_mul_ps(v, x1));
+    }
+    float* o = out + c * kNr;
+    _mm256_storeu_ps(o, s00);
+    _mm256_storeu_ps(o + 8, s01);
+    _mm256_storeu_ps(o + ldo, s10);
+    _mm256_storeu_ps(o + ldo + 8, s11);
+    _mm256_storeu_ps(o + 2 * ldo, s20);
+    _mm256_storeu_ps(o + 2 * ldo + 8, s21);
+    _mm256_storeu_ps(o + 3 * ldo, s30);
+    _mm256_storeu_ps(o + 3 * ldo + 8, s31);
+  }
+}
+
 }  // namespace kvsim

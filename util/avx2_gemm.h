@@ -35,6 +35,13 @@ void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_
 // REQUIRES: AVX2+FMA; k >= 1.
 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y);
 
+// out[r * ldo + 16 c + t] = sum over n < size, in n order, of w[r * stride + n] * x[(c * size + n) * 16 + t]
+// for r < 4, c < chunks, t < 16: four weighted sums of `size` rows held chunk-major (16 columns of every
+// row, then the next 16). Each sum is a multiplication then an addition per term, no FMA, starting from
+// 0: bit-identical to the same sums in any SIMD width without FMA. REQUIRES: AVX2.
+void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks, const float* w, int64_t stride, float* out,
+                       int64_t ldo);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_UTIL_AVX2_GEMM_H_

@@ -95,6 +95,35 @@ TEST(Avx2GemmTest, MatVecMatchesDoubleReference) {
   }
 }
 
+// Each sum equals a scalar float sum in n order (a multiplication then an addition per term: exactly
+// the kernel's arithmetic, so equal bits), and is near the double sum.
+TEST(Avx2GemmTest, WeightedSums4MatchScalarOrderAndDoubleReference) {
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
+  for (int64_t size : {1, 7, 300}) {
+    const int64_t chunks = 3, stride = size + 2, ldo = chunks * 16 + 5;
+    const std::vector<float> x = Random(chunks * size * 16, 9), w = Random(4 * stride, 10);
+    std::vector<float> out(4 * ldo, 7.0f);
+    Avx2WeightedSums4(x.data(), size, chunks, w.data(), stride, out.data(), ldo);
+    for (int r = 0; r < 4; ++r) {
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (int t = 0; t < 16; ++t) {
+          float in_order = 0;
+          double ref = 0, abs_sum = 0;
+          for (int64_t n = 0; n < size; ++n) {
+            const float product = w[r * stride + n] * x[(c * size + n) * 16 + t];
+            in_order = in_order + product;
+            ref += double{w[r * stride + n]} * x[(c * size + n) * 16 + t];
+            abs_sum += std::fabs(double{w[r * stride + n]} * x[(c * size + n) * 16 + t]);
+          }
+          ASSERT_EQ(out[r * ldo + c * 16 + t], in_order) << size << " " << r << " " << c << " " << t;
+          ASSERT_NEAR(out[r * ldo + c * 16 + t], ref, Tolerance(abs_sum, size));
+        }
+      }
+      for (int64_t j = chunks * 16; j < ldo; ++j) ASSERT_EQ(out[r * ldo + j], 7.0f) << "wrote past the chunks";
+    }
+  }
+}
+
 // The same inputs give the same bits (fixed summation order).
 TEST(Avx2GemmTest, Deterministic) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
