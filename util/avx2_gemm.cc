@@ -79,6 +79,39 @@ KVSIM_AVX2 void RowPointers(const float* a, int64_t lda, int64_t i0, int64_t m, 
   for (int r = 0; r < kMr; ++r) rows[r] = i0 + r < m ? a + (i0 + r) * lda : zeros;
 }
 
+// panel[t * 16 + jj] = src[jj][t] for t < k, jj < 16: two 8 x 8 transposes per 8 values of t.
+KVSIM_AVX2 void PackPanel(const float* const* src, int64_t k, float* panel) {
+  const int64_t k8 = k - k % 8;
+  for (int64_t t = 0; t < k8; t += 8) {
+    for (int half = 0; half < 2; ++half) {
+      const float* const* s = src + 8 * half;
+      const __m256 r0 = _mm256_loadu_ps(s[0] + t), r1 = _mm256_loadu_ps(s[1] + t), r2 = _mm256_loadu_ps(s[2] + t),
+                   r3 = _mm256_loadu_ps(s[3] + t), r4 = _mm256_loadu_ps(s[4] + t), r5 = _mm256_loadu_ps(s[5] + t),
+                   r6 = _mm256_loadu_ps(s[6] + t), r7 = _mm256_loadu_ps(s[7] + t);
+      const __m256 u0 = _mm256_unpacklo_ps(r0, r1), u1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 u2 = _mm256_unpacklo_ps(r2, r3), u3 = _mm256_unpackhi_ps(r2, r3);
+      const __m256 u4 = _mm256_unpacklo_ps(r4, r5), u5 = _mm256_unpackhi_ps(r4, r5);
+      const __m256 u6 = _mm256_unpacklo_ps(r6, r7), u7 = _mm256_unpackhi_ps(r6, r7);
+      const __m256 v0 = _mm256_shuffle_ps(u0, u2, 0x44), v1 = _mm256_shuffle_ps(u0, u2, 0xEE);
+      const __m256 v2 = _mm256_shuffle_ps(u1, u3, 0x44), v3 = _mm256_shuffle_ps(u1, u3, 0xEE);
+      const __m256 v4 = _mm256_shuffle_ps(u4, u6, 0x44), v5 = _mm256_shuffle_ps(u4, u6, 0xEE);
+      const __m256 v6 = _mm256_shuffle_ps(u5, u7, 0x44), v7 = _mm256_shuffle_ps(u5, u7, 0xEE);
+      float* out = panel + t * kNr + 8 * half;
+      _mm256_storeu_ps(out + 0 * kNr, _mm256_permute2f128_ps(v0, v4, 0x20));
+      _mm256_storeu_ps(out + 1 * kNr, _mm256_permute2f128_ps(v1, v5, 0x20));
+      _mm256_storeu_ps(out + 2 * kNr, _mm256_permute2f128_ps(v2, v6, 0x20));
+      _mm256_storeu_ps(out + 3 * kNr, _mm256_permute2f128_ps(v3, v7, 0x20));
+      _mm256_storeu_ps(out + 4 * kNr, _mm256_permute2f128_ps(v0, v4, 0x31));
+      _mm256_storeu_ps(out + 5 * kNr, _mm256_permute2f128_ps(v1, v5, 0x31));
+      _mm256_storeu_ps(out + 6 * kNr, _mm256_permute2f128_ps(v2, v6, 0x31));
+      _mm256_storeu_ps(out + 7 * kNr, _mm256_permute2f128_ps(v3, v7, 0x31));
+    }
+  }
+  for (int64_t t = k8; t < k; ++t) {
+    for (int jj = 0; jj < kNr; ++jj) panel[t * kNr + jj] = src[jj][t];
+  }
+}
+
 KVSIM_AVX2 float HorizontalSum(__m256 v) {
   const __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 y = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -99,16 +132,12 @@ KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t
     const int64_t nc = n - j0 < kNc ? n - j0 : kNc;
     const int64_t panels = (nc + kNr - 1) / kNr;
     for (int64_t p = 0; p < panels; ++p) {
-      float* panel = packed + p * k * kNr;
+      const float* src[kNr];
       for (int jj = 0; jj < kNr; ++jj) {
         const int64_t j = j0 + p * kNr + jj;
-        if (j < n) {
-          const float* src = b + j * ldb;
-          for (int64_t t = 0; t < k; ++t) panel[t * kNr + jj] = src[t];
-        } else {
-          for (int64_t t = 0; t < k; ++t) panel[t * kNr + jj] = 0;
-        }
+        src[jj] = j < n ? b + j * ldb : zeros;
       }
+      PackPanel(src, k, packed + p * k * kNr);
     }
     for (int64_t i0 = 0; i0 < m; i0 += kMr) {
       RowPointers(a, lda, i0, m, zeros, rows);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "policies/token/token_policy_util.h"
+#include "util/float_gemm.h"
 #include "util/huge_pages.h"
 
 namespace kvsim {
@@ -73,19 +74,19 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
       if (m > 1 && m < d) {
         // Few queries: S = C^T C / (m - 1) with C the centred queries, so k^T R S R^T k = ||L k||^2 with
         // L = C R^T / sqrt(m - 1), an m x d matrix: n x m x d products instead of n x d x d.
-        const Eigen::MatrixXf l = (centred * rotation.transpose() / std::sqrt(static_cast<double>(m - 1)))
-                                      .cast<float>();
+        const RowMatrixXf l = (centred * rotation.transpose() / std::sqrt(static_cast<double>(m - 1)))
+                                  .cast<float>();
         if (scratch_.rows() != n || scratch_.cols() != m) {  // reused from head to head
           scratch_.resize(n, m);
           AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
         }
-        scratch_.noalias() = keys * l.transpose();
+        GemmABt(keys.data(), d, l.data(), d, n, m, d, scratch_.data(), m);
         quad = scratch_.rowwise().squaredNorm();
       } else if (m > 1) {
         const Eigen::MatrixXd cov = centred.transpose() * centred / (m - 1);
-        const Eigen::MatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
+        const RowMatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
         scratch_.resize(n, d);
-        scratch_.noalias() = keys * rsr;
+        GemmAB(keys.data(), d, rsr.data(), d, n, d, d, scratch_.data(), d);
         quad = (scratch_.array() * keys.array()).rowwise().sum();
       }
       const Eigen::VectorXf linear = keys * rmu;
