@@ -413,7 +413,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
       }
       auto visible = row.head(p + 1).array();
       const float max_logit = visible.maxCoeff() * scale;
-      visible = (visible * scale - max_logit).exp();
+      ExpScaled(row.data(), p + 1, scale, max_logit);
       row.tail(cols - p - 1).setZero();
       rows[k] = row.data();
       lengths[k] = p + 1;

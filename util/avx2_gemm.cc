@@ -232,6 +232,47 @@ KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t 
   }
 }
 
+namespace {
+
+KVSIM_AVX2 __m256 Exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f)), _mm256_set1_ps(88.3762626647949f));
+  // exp(x) = 2^m exp(r), m = round(x / ln 2), r = x - m ln 2 (ln 2 in two parts).
+  const __m256 m = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(m, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(m, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2^m for m in [-127, 128] as two powers of two (each exponent field in range, so both ends stay exact).
+  const __m256i e = _mm256_cvtps_epi32(m);
+  const __m256i half = _mm256_srai_epi32(e, 1);
+  const __m256 two_half = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+  const __m256 two_rest = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, two_half), two_rest);
+}
+
+}  // namespace
+
+KVSIM_AVX2 void Avx2ExpScaled(float* x, int64_t n, float scale, float offset) {
+  const __m256 s = _mm256_set1_ps(scale), o = _mm256_set1_ps(offset);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(x + i, Exp8(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), s, o)));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t t = i; t < n; ++t) tail[t - i] = x[t];
+    _mm256_store_ps(tail, Exp8(_mm256_fmsub_ps(_mm256_load_ps(tail), s, o)));
+    for (int64_t t = i; t < n; ++t) x[t] = tail[t - i];
+  }
+}
+
 // AVX2 without FMA: the compiler may not contract the multiplications and additions.
 __attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks,
                                                         const float* w, int64_t stride, float* out, int64_t ldo) {

@@ -42,6 +42,11 @@ void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t 
 void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks, const float* w, int64_t stride, float* out,
                        int64_t ldo);
 
+// x[i] = exp(x[i] * scale - offset) for i < n, by the Cephes single-precision polynomial (relative error
+// about 2e-7 for results above FLT_MIN; arguments below -88.37 give 0 or a denormal-sized value, above
+// 88.37 are clamped). REQUIRES: AVX2+FMA.
+void Avx2ExpScaled(float* x, int64_t n, float scale, float offset);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_UTIL_AVX2_GEMM_H_

@@ -124,6 +124,28 @@ TEST(Avx2GemmTest, WeightedSums4MatchScalarOrderAndDoubleReference) {
   }
 }
 
+// exp(x * scale - offset) within 1e-6 relative of the double exp where the result is a normal float; n
+// with a partial last vector; arguments from -100 (underflow: 0 or below FLT_MIN) to +20.
+TEST(Avx2GemmTest, ExpScaledMatchesDoubleExp) {
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
+  const int64_t n = 1203;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = -100.0f + 120.0f * i / (n - 1);  // scale 0.5, offset -3: [-47, 13]
+  std::vector<float> y = x;
+  Avx2ExpScaled(y.data(), n, 0.5f, -3.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const double ref = std::exp(double{x[i] * 0.5f} + 3.0);
+    ASSERT_NEAR(y[i], ref, 1e-6 * ref) << "x = " << x[i];
+  }
+  std::vector<float> tiny = {-87.0f, -88.0f, -90.0f, -200.0f, 0.0f};
+  Avx2ExpScaled(tiny.data(), tiny.size(), 1.0f, 0.0f);
+  EXPECT_NEAR(tiny[0], std::exp(-87.0), 1e-6 * std::exp(-87.0));  // still a normal float (FLT_MIN ~ e^-87.3)
+  EXPECT_LE(tiny[2], 1.2e-38f);  // below FLT_MIN: denormal-sized or 0, never garbage
+  EXPECT_LE(tiny[3], 1.2e-38f);
+  EXPECT_GE(tiny[3], 0.0f);
+  EXPECT_EQ(tiny[4], 1.0f);
+}
+
 // The same inputs give the same bits (fixed summation order).
 TEST(Avx2GemmTest, Deterministic) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";

@@ -32,4 +32,13 @@ void GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m,
   Map(c, m, n, Stride(ldc)).noalias() = ConstMap(a, m, k, Stride(lda)) * ConstMap(b, k, n, Stride(ldb));
 }
 
+void ExpScaled(float* x, int64_t n, float scale, float offset) {
+  if (UseAvx2Fma()) {
+    Avx2ExpScaled(x, n, scale, offset);
+    return;
+  }
+  Eigen::Map<Eigen::ArrayXf> a(x, n);
+  a = (a * scale - offset).exp();
+}
+
 }  // namespace kvsim

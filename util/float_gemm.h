@@ -1,6 +1,6 @@
 // File: util/float_gemm.h
 //
-// Float matrix products that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
+// Float matrix products (and the softmax exponentials) that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
 // once per process; KVSIM_NO_AVX2=1 forces the portable path) and Eigen's portable GEMM otherwise. All
 // matrices are row-major with explicit leading dimensions. Each path is deterministic; the two paths may
 // differ in the last bits of a result (FMA, summation order).
@@ -25,6 +25,10 @@ void GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m
 // REQUIRES: k >= 1; c does not overlap a or b.
 void GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
             int64_t ldc);
+
+// x[i] = exp(x[i] * scale - offset) for i < n (softmax numerators). The AVX2 path uses its own
+// polynomial (util/avx2_gemm.h), the portable one Eigen's exp: results may differ in the last bits.
+void ExpScaled(float* x, int64_t n, float scale, float offset);
 
 }  // namespace kvsim
 

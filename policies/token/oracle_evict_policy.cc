@@ -69,7 +69,7 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
           const int64_t position = head.prompt_len + s0 + t0 + k;
           auto visible = logits_.row(j * count + t0 + k).head(position + 1).array();
           const float max_logit = visible.maxCoeff() * scale;
-          visible = (visible * scale - max_logit).exp();
+          ExpScaled(logits_.row(j * count + t0 + k).data(), position + 1, scale, max_logit);
           r[k] = logits_.row(j * count + t0 + k).data();
           lengths[k] = position + 1;
         }

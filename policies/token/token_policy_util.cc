@@ -104,7 +104,7 @@ void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_
       auto row = probs->row(row0 + r0 + k);
       auto visible = row.head(position + 1).array();
       const float max_logit = visible.maxCoeff() * scale;
-      visible = (visible * scale - max_logit).exp();
+      ExpScaled(row.data(), position + 1, scale, max_logit);
       row.tail(n - position - 1).setZero();
       data[k] = row.data();
       lengths[k] = position + 1;
