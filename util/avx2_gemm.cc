@@ -46,6 +46,21 @@ KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t p
     c50 = _mm256_fmadd_ps(x, b0, c50);
     c51 = _mm256_fmadd_ps(x, b1, c51);
   }
+  if (mr == kMr && nr == kNr && !accumulate) {  // a full tile: straight to C
+    _mm256_storeu_ps(c, c00);
+    _mm256_storeu_ps(c + 8, c01);
+    _mm256_storeu_ps(c + ldc, c10);
+    _mm256_storeu_ps(c + ldc + 8, c11);
+    _mm256_storeu_ps(c + 2 * ldc, c20);
+    _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+    _mm256_storeu_ps(c + 3 * ldc, c30);
+    _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+    _mm256_storeu_ps(c + 4 * ldc, c40);
+    _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+    _mm256_storeu_ps(c + 5 * ldc, c50);
+    _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+    return;
+  }
   alignas(32) float tile[kMr][kNr];
   _mm256_store_ps(tile[0], c00);
   _mm256_store_ps(tile[0] + 8, c01);
