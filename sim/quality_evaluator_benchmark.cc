@@ -9,9 +9,10 @@
 //
 // items_per_second is dot products per CPU-second in every benchmark. After the runs, one line per
 // decode-step count and baseline compares BM_EvaluatorAllPolicies with the baseline of the same run (same
-// sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AVX2 path):
-//   ratio steps=512: evaluator (AVX2 path) 17.20M dots/s / Eigen matvec baseline 75.50M dots/s = 22.8%
-//   ratio-avx2 steps=512: evaluator (AVX2 path) 17.20M dots/s / AVX2 matvec baseline 83.23M dots/s = 20.7%
+// sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AVX2 path; the baselines vary
+// by +-20% from run to run with the load of the machine):
+//   ratio steps=512: evaluator (AVX2 path) 25.01M dots/s / Eigen matvec baseline 86.16M dots/s = 29.0%
+//   ratio-avx2 steps=512: evaluator (AVX2 path) 25.01M dots/s / AVX2 matvec baseline 89.10M dots/s = 28.1%
 #include <cstdio>
 #include <map>
 #include <memory>
