@@ -47,6 +47,7 @@ void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t bud
   // Stage 2 reads the kept prompt keys at every step: one contiguous copy per layer instead of rows
   // scattered over the whole prompt.
   kept_keys_.resize(heads.size());
+  extrema_.assign(heads.size(), ChunkExtrema());
   for (size_t h = 0; h < heads.size(); ++h) {
     const int d = heads[h].head_dim;
     kept_keys_[h].resize(prompt_kept_[h].size() * d);
@@ -54,6 +55,34 @@ void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t bud
       std::copy(heads[h].key(prompt_kept_[h][e]), heads[h].key(prompt_kept_[h][e]) + d, &kept_keys_[h][e * d]);
     }
   }
+}
+
+void RocketKvPolicy::UpdateExtrema(size_t h, int64_t s, int64_t complete, const std::vector<int32_t>& cache) {
+  ChunkExtrema& ext = extrema_[h];
+  const HeadContext& head = heads_[h];
+  const int d = head.head_dim;
+  const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());
+  if (ext.s != s) {
+    ext.s = s;
+    ext.num_chunks = 0;
+  }
+  if (complete <= ext.num_chunks) return;
+  ext.max.resize(complete * d);
+  ext.min.resize(complete * d);
+  for (int64_t k = ext.num_chunks; k < complete; ++k) {
+    float* mx = &ext.max[k * d];
+    float* mn = &ext.min[k * d];
+    std::fill(mx, mx + d, -std::numeric_limits<float>::infinity());
+    std::fill(mn, mn + d, std::numeric_limits<float>::infinity());
+    for (int64_t e = k * s; e < (k + 1) * s; ++e) {
+      const float* key = e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]);
+      for (int ch = 0; ch < d; ++ch) {
+        mx[ch] = std::max(mx[ch], key[ch]);
+        mn[ch] = std::min(mn[ch], key[ch]);
+      }
+    }
+  }
+  ext.num_chunks = complete;
 }
 
 void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
@@ -92,10 +121,22 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());  // cache[e] for e < this
     std::vector<double> signs(r);
     for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
-    for (int64_t k = 0; k < chunks; ++k) {
+    auto key_of = [&](int64_t e) { return e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]); };
+    // Complete chunks from the cached extrema: max of +key is the maximum, max of -key minus the minimum
+    // (both exact in float; ties pick the same entry as the comparisons below).
+    const int64_t complete = body / s;
+    UpdateExtrema(h, s, complete, cache);
+    const ChunkExtrema& ext = extrema_[h];
+    for (int64_t k = 0; k < complete; ++k) {
+      for (int x = 0; x < r; ++x) {
+        khat[k * r + x] = signs[x] > 0 ? static_cast<double>(ext.max[k * d + channels[x]])
+                                       : -static_cast<double>(ext.min[k * d + channels[x]]);
+      }
+    }
+    for (int64_t k = complete; k < chunks; ++k) {  // the last, partial chunk
       double* best = &khat[k * r];
       for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) {
-        const float* key = e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]);
+        const float* key = key_of(e);
         for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
       }
     }

@@ -36,6 +36,15 @@ class RocketKvPolicy final : public TokenPolicy {
   std::vector<HeadContext> heads_;
   std::vector<std::vector<int32_t>> prompt_kept_;  // stage 1, sorted
   std::vector<std::vector<float>> kept_keys_;      // per head: the key rows of prompt_kept_, contiguous
+  // Per head, the per-channel maximum and minimum key of every complete chunk of `s` cache entries (a
+  // complete chunk's entries never change within a layer): chunk k's channel ch at [k * d + ch].
+  struct ChunkExtrema {
+    int64_t s = 0, num_chunks = 0;
+    std::vector<float> max, min;
+  };
+  std::vector<ChunkExtrema> extrema_;
+  // Extends head h's extrema to chunks [0, complete) of size s (recomputed when s changes).
+  void UpdateExtrema(size_t h, int64_t s, int64_t complete, const std::vector<int32_t>& cache);
   int64_t budget_ = 0;
 };
 
