@@ -117,7 +117,7 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     // Per chunk and selected channel, the maximum of sign * key over the chunk's tokens (a maximum, so
     // the order of the tokens does not matter: each key row is read once, for all channels).
-    std::vector<double> khat(chunks * r, -std::numeric_limits<double>::infinity());
+    std::vector<double> khat(chunks * r);
     const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());  // cache[e] for e < this
     std::vector<double> signs(r);
     for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
@@ -127,14 +127,14 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const int64_t complete = body / s;
     UpdateExtrema(h, s, complete, cache);
     const ChunkExtrema& ext = extrema_[h];
+    std::vector<const float*> extreme(r);  // channel x of chunk k: signs[x] * extreme[x][k * d]
+    for (int x = 0; x < r; ++x) extreme[x] = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x];
     for (int64_t k = 0; k < complete; ++k) {
-      for (int x = 0; x < r; ++x) {
-        khat[k * r + x] = signs[x] > 0 ? static_cast<double>(ext.max[k * d + channels[x]])
-                                       : -static_cast<double>(ext.min[k * d + channels[x]]);
-      }
+      for (int x = 0; x < r; ++x) khat[k * r + x] = signs[x] * extreme[x][k * d];
     }
     for (int64_t k = complete; k < chunks; ++k) {  // the last, partial chunk
       double* best = &khat[k * r];
+      std::fill(best, best + r, -std::numeric_limits<double>::infinity());
       for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) {
         const float* key = key_of(e);
         for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
