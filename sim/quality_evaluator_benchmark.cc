@@ -13,10 +13,14 @@
 // intends; the timed iterations are unchanged. items_per_second is dot products per CPU-second in every
 // benchmark. After the runs, one line per
 // decode-step count and baseline compares BM_EvaluatorAllPolicies with the baseline of the same run (same
-// sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AVX2 path; the baselines vary
-// by +-20% from run to run with the load of the machine):
-//   ratio steps=512: evaluator (AVX2 path) 25.01M dots/s / Eigen matvec baseline 86.16M dots/s = 29.0%
-//   ratio-avx2 steps=512: evaluator (AVX2 path) 25.01M dots/s / AVX2 matvec baseline 89.10M dots/s = 28.1%
+// sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AMD EPYC, AVX2 path), four
+// runs with the warm-up pass; the baselines vary from ~56M to ~114M dots/s from run to run with the load
+// of the machine, so the ratios move as much (the evaluator alone: 12-17M dots/s at 64 steps, 20-26M at
+// 512):
+//   ratio steps=64: evaluator (AVX2 path) 15.96M dots/s / Eigen matvec baseline 59.83M dots/s = 26.7%
+//   ratio steps=512: evaluator (AVX2 path) 25.70M dots/s / Eigen matvec baseline 61.47M dots/s = 41.8%
+//   ratio-avx2 steps=512: evaluator (AVX2 path) 25.70M dots/s / AVX2 matvec baseline 79.46M dots/s = 32.3%
+//   ratio steps=512: evaluator (AVX2 path) 20.39M dots/s / Eigen matvec baseline 98.36M dots/s = 20.7%
 #include <cstdio>
 #include <map>
 #include <memory>
