@@ -11,9 +11,8 @@
 // (the evaluator: one AddSample of the sample on the same evaluator), so one-off costs (allocation and
 // first touch of buffers, cold caches) are left out and the numbers are steady state, as Google Benchmark
 // intends; the timed iterations are unchanged. items_per_second is dot products per CPU-second in every
-// benchmark. After the runs, one line per
-// decode-step count and baseline compares BM_EvaluatorAllPolicies with the baseline of the same run (same
-// sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AMD EPYC, AVX2 path), four
+// benchmark. After the runs, one line per decode-step count and baseline compares BM_EvaluatorAllPolicies
+// with the baseline of the same run (same sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AMD EPYC, AVX2 path), four
 // runs with the warm-up pass; the baselines vary from ~56M to ~114M dots/s from run to run with the load
 // of the machine, so the ratios move as much (the evaluator alone: 12-17M dots/s at 64 steps, 20-26M at
 // 512):
