@@ -6,23 +6,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "util/float_test_util.h"
 #include "util/cpu_features.h"
 
 namespace kvsim {
 namespace {
-
-// Uniform [-1, 1) floats from a seeded engine.
-std::vector<float> Random(int64_t size, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(size);
-  for (float& v : x) v = u(rng);
-  return x;
-}
-
-// Float sums of k products of [-1, 1) values are within k * 2^-23 * sum |a_t b_t| <= k^2 * 1.2e-7 of the
-// double reference in the worst case; the bound used is 4 * k * 1.2e-7 * sum |a_t b_t| + 1e-6.
-double Tolerance(double abs_sum, int64_t k) { return 4.0 * k * 1.2e-7 * abs_sum + 1e-6; }
 
 struct Shape {
   int64_t m, n, k;
@@ -36,7 +24,7 @@ TEST(Avx2GemmTest, ABtMatchesDoubleReference) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
   for (const Shape& s : kShapes) {
     const int64_t lda = s.k + 3, ldb = s.k + 1, ldc = s.n + 5;  // strides wider than the rows
-    const std::vector<float> a = Random(s.m * lda, 1), b = Random(s.n * ldb, 2);
+    const std::vector<float> a = RandomFloats(s.m * lda, 1), b = RandomFloats(s.n * ldb, 2);
     std::vector<float> c(s.m * ldc, 7.0f);
     Avx2GemmABt(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
     for (int64_t i = 0; i < s.m; ++i) {
@@ -46,7 +34,7 @@ TEST(Avx2GemmTest, ABtMatchesDoubleReference) {
           ref += double{a[i * lda + t]} * b[j * ldb + t];
           abs_sum += std::fabs(double{a[i * lda + t]} * b[j * ldb + t]);
         }
-        ASSERT_NEAR(c[i * ldc + j], ref, Tolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
+        ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
                                                                   << "," << j;
       }
       for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << "wrote past column n";
@@ -58,7 +46,7 @@ TEST(Avx2GemmTest, ABMatchesDoubleReference) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
   for (const Shape& s : kShapes) {
     const int64_t lda = s.k + 2, ldb = s.n + 3, ldc = s.n + 1;
-    const std::vector<float> a = Random(s.m * lda, 3), b = Random(s.k * ldb, 4);
+    const std::vector<float> a = RandomFloats(s.m * lda, 3), b = RandomFloats(s.k * ldb, 4);
     std::vector<float> c(s.m * ldc, 7.0f);
     Avx2GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
     for (int64_t i = 0; i < s.m; ++i) {
@@ -68,7 +56,7 @@ TEST(Avx2GemmTest, ABMatchesDoubleReference) {
           ref += double{a[i * lda + t]} * b[t * ldb + j];
           abs_sum += std::fabs(double{a[i * lda + t]} * b[t * ldb + j]);
         }
-        ASSERT_NEAR(c[i * ldc + j], ref, Tolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
+        ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
                                                                   << "," << j;
       }
       for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << "wrote past column n";
@@ -80,7 +68,7 @@ TEST(Avx2GemmTest, MatVecMatchesDoubleReference) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
   for (const Shape& s : kShapes) {
     const int64_t lda = s.k + 1;
-    const std::vector<float> a = Random(s.n * lda, 5), x = Random(s.k, 6);
+    const std::vector<float> a = RandomFloats(s.n * lda, 5), x = RandomFloats(s.k, 6);
     std::vector<float> y(s.n + 1, 7.0f);
     Avx2MatVec(a.data(), lda, x.data(), s.n, s.k, y.data());
     for (int64_t i = 0; i < s.n; ++i) {
@@ -89,7 +77,7 @@ TEST(Avx2GemmTest, MatVecMatchesDoubleReference) {
         ref += double{a[i * lda + t]} * x[t];
         abs_sum += std::fabs(double{a[i * lda + t]} * x[t]);
       }
-      ASSERT_NEAR(y[i], ref, Tolerance(abs_sum, s.k)) << s.n << "x" << s.k << " at " << i;
+      ASSERT_NEAR(y[i], ref, FloatSumTolerance(abs_sum, s.k)) << s.n << "x" << s.k << " at " << i;
     }
     EXPECT_EQ(y[s.n], 7.0f);
   }
@@ -101,7 +89,7 @@ TEST(Avx2GemmTest, WeightedSums4MatchScalarOrderAndDoubleReference) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
   for (int64_t size : {1, 7, 300}) {
     const int64_t chunks = 3, stride = size + 2, ldo = chunks * 16 + 5;
-    const std::vector<float> x = Random(chunks * size * 16, 9), w = Random(4 * stride, 10);
+    const std::vector<float> x = RandomFloats(chunks * size * 16, 9), w = RandomFloats(4 * stride, 10);
     std::vector<float> out(4 * ldo, 7.0f);
     Avx2WeightedSums4(x.data(), size, chunks, w.data(), stride, out.data(), ldo);
     for (int r = 0; r < 4; ++r) {
@@ -116,7 +104,7 @@ TEST(Avx2GemmTest, WeightedSums4MatchScalarOrderAndDoubleReference) {
             abs_sum += std::fabs(double{w[r * stride + n]} * x[(c * size + n) * 16 + t]);
           }
           ASSERT_EQ(out[r * ldo + c * 16 + t], in_order) << size << " " << r << " " << c << " " << t;
-          ASSERT_NEAR(out[r * ldo + c * 16 + t], ref, Tolerance(abs_sum, size));
+          ASSERT_NEAR(out[r * ldo + c * 16 + t], ref, FloatSumTolerance(abs_sum, size));
         }
       }
       for (int64_t j = chunks * 16; j < ldo; ++j) ASSERT_EQ(out[r * ldo + j], 7.0f) << "wrote past the chunks";
@@ -149,7 +137,7 @@ TEST(Avx2GemmTest, ExpScaledMatchesDoubleExp) {
 // The same inputs give the same bits (fixed summation order).
 TEST(Avx2GemmTest, Deterministic) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  const std::vector<float> a = Random(40 * 128, 7), b = Random(700 * 128, 8);
+  const std::vector<float> a = RandomFloats(40 * 128, 7), b = RandomFloats(700 * 128, 8);
   std::vector<float> c1(40 * 700), c2(40 * 700, 1.0f);
   Avx2GemmABt(a.data(), 128, b.data(), 128, 40, 700, 128, c1.data(), 700);
   Avx2GemmABt(a.data(), 128, b.data(), 128, 40, 700, 128, c2.data(), 700);

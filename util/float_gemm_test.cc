@@ -8,24 +8,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "util/float_test_util.h"
 
 namespace kvsim {
 namespace {
 
-std::vector<float> Random(int64_t size, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(size);
-  for (float& v : x) v = u(rng);
-  return x;
-}
-
-// Float sums of k products: within 4 k 1.2e-7 sum |a_t b_t| (+1e-6) of the double sum.
-double Tolerance(double abs_sum, int64_t k) { return 4.0 * k * 1.2e-7 * abs_sum + 1e-6; }
-
 TEST(FloatGemmTest, ABtAndABMatchDoubleReference) {
   const int64_t m = 11, n = 37, k = 130, ld = k + 2, ldc = n + 3;
-  const std::vector<float> a = Random(m * ld, 1), b = Random(n * ld, 2), bt = Random(k * ldc, 3);
+  const std::vector<float> a = RandomFloats(m * ld, 1), b = RandomFloats(n * ld, 2), bt = RandomFloats(k * ldc, 3);
   std::vector<float> c(m * ldc, 7.0f), c2(m * ldc, 7.0f);
   GemmABt(a.data(), ld, b.data(), ld, m, n, k, c.data(), ldc);
   GemmAB(a.data(), ld, bt.data(), ldc, m, n, k, c2.data(), ldc);
@@ -38,8 +28,8 @@ TEST(FloatGemmTest, ABtAndABMatchDoubleReference) {
         ref2 += double{a[i * ld + t]} * bt[t * ldc + j];
         abs_sum2 += std::fabs(double{a[i * ld + t]} * bt[t * ldc + j]);
       }
-      ASSERT_NEAR(c[i * ldc + j], ref, Tolerance(abs_sum, k)) << i << "," << j;
-      ASSERT_NEAR(c2[i * ldc + j], ref2, Tolerance(abs_sum2, k)) << i << "," << j;
+      ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, k)) << i << "," << j;
+      ASSERT_NEAR(c2[i * ldc + j], ref2, FloatSumTolerance(abs_sum2, k)) << i << "," << j;
     }
     for (int64_t j = n; j < ldc; ++j) {
       ASSERT_EQ(c[i * ldc + j], 7.0f);
