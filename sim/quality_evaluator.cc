@@ -400,7 +400,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   const int64_t num_rows = block->probs.rows();
   for (int64_t r0 = 0; r0 < num_rows; r0 += 4) {
     const int count = static_cast<int>(std::min<int64_t>(4, num_rows - r0));
-    const float* rows[4];
+    float* rows[4];
     int64_t lengths[4];
     double sums[4];
     for (int k = 0; k < count; ++k) {
@@ -411,14 +411,11 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
         Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
         for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
       }
-      auto visible = row.head(p + 1).array();
-      const float max_logit = visible.maxCoeff() * scale;
-      ExpScaled(row.data(), p + 1, scale, max_logit);
       row.tail(cols - p - 1).setZero();
       rows[k] = row.data();
       lengths[k] = p + 1;
     }
-    SequentialRowSums(rows, lengths, count, sums);
+    ExpRows(rows, lengths, count, scale, sums);
     for (int k = 0; k < count; ++k) {
       block->probs.row(r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
     }

@@ -62,18 +62,14 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
       double* sums = &member_sums_[j * head.prompt_len];
       for (int64_t t0 = 0; t0 < count; t0 += 4) {  // four steps' normalisers summed side by side
         const int rows = static_cast<int>(std::min<int64_t>(4, count - t0));
-        const float* r[4];
+        float* r[4];
         int64_t lengths[4];
         double totals[4];
         for (int k = 0; k < rows; ++k) {
-          const int64_t position = head.prompt_len + s0 + t0 + k;
-          auto visible = logits_.row(j * count + t0 + k).head(position + 1).array();
-          const float max_logit = visible.maxCoeff() * scale;
-          ExpScaled(logits_.row(j * count + t0 + k).data(), position + 1, scale, max_logit);
           r[k] = logits_.row(j * count + t0 + k).data();
-          lengths[k] = position + 1;
+          lengths[k] = head.prompt_len + s0 + t0 + k + 1;  // causal: up to the step's own position
         }
-        SequentialRowSums(r, lengths, rows, totals);
+        ExpRows(r, lengths, rows, scale, totals);
         for (int k = 0; k < rows; ++k) {
           const double inv = 1.0 / totals[k];
           AddScaled(r[k], head.prompt_len, inv, sums);

@@ -96,20 +96,17 @@ void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t r0 = 0; r0 < count; r0 += 4) {  // four rows' normalisers summed side by side
     const int rows = static_cast<int>(std::min<int64_t>(4, count - r0));
-    const float* data[4];
+    float* data[4];
     int64_t lengths[4];
     double sums[4];
     for (int k = 0; k < rows; ++k) {
       const int64_t position = first + r0 + k;
       auto row = probs->row(row0 + r0 + k);
-      auto visible = row.head(position + 1).array();
-      const float max_logit = visible.maxCoeff() * scale;
-      ExpScaled(row.data(), position + 1, scale, max_logit);
       row.tail(n - position - 1).setZero();
       data[k] = row.data();
       lengths[k] = position + 1;
     }
-    SequentialRowSums(data, lengths, rows, sums);
+    ExpRows(data, lengths, rows, scale, sums);
     for (int k = 0; k < rows; ++k) {
       probs->row(row0 + r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
     }
@@ -238,6 +235,14 @@ void SequentialRowSums(const float* const* rows, const int64_t* lengths, int cou
     for (int64_t j = i; j < lengths[k]; ++j) sum += rows[k][j];
     sums[k] = sum;
   }
+}
+
+void ExpRows(float* const* rows, const int64_t* lengths, int count, float scale, double* sums) {
+  for (int k = 0; k < count; ++k) {
+    const float max_logit = Eigen::Map<const Eigen::ArrayXf>(rows[k], lengths[k]).maxCoeff() * scale;
+    ExpScaled(rows[k], lengths[k], scale, max_logit);
+  }
+  SequentialRowSums(rows, lengths, count, sums);
 }
 
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

@@ -70,6 +70,11 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
 // additions run side by side instead of one after the other.
 void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums);
 
+// The unnormalised causal softmax of count <= 4 rows of attention logits (q.k): each rows[k][0..lengths[k])
+// becomes exp(scale * logit - scale * its largest logit) in place (ExpScaled), and sums[k] its double sum
+// (SequentialRowSums). Dividing a row by its sum gives the softmax.
+void ExpRows(float* const* rows, const int64_t* lengths, int count, float scale, double* sums);
+
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,
                          std::vector<int32_t>* kept);
