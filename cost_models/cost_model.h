@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/config.pb.h"
+#include "proto/results.pb.h"
 
 namespace kvsim {
 
@@ -66,23 +67,6 @@ struct BatchShape {
 // (`kv_bytes_per_token` per layer); 0 for all other pieces. Empty when no piece has a prefix_id.
 std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_per_token, int64_t l2_bytes);
 
-// How far to trust a cost model's kernel times, for the run's report and results.
-struct CostModelAccuracy {
-  bool calibrated = false;           // false: analytic (roofline) only; the fields below are 0
-  bool synthetic_table = false;      // the table was derived from datasheet figures, not measured
-  // Relative error |predicted - measured| / measured of the table's interpolation on its own held-out
-  // points (cost_models/validation.h, held-out split), over all kernel kinds.
-  int64_t heldout_points = 0;
-  double heldout_median_error = 0;
-  double heldout_p95_error = 0;
-  double heldout_worst_error = 0;
-  // Kernel predictions made so far, and how many fell outside the table (roofline prior used) or had no
-  // measured series at all.
-  int64_t num_predictions = 0;
-  int64_t num_extrapolated = 0;
-  int64_t num_unmeasured = 0;
-};
-
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -111,9 +95,10 @@ class CostModel {
   // times a table model extrapolated beyond its measurements); empty when there are none.
   virtual std::string Warnings() const { return ""; }
 
-  // The model's held-out error and the prediction counts so far; the default (an analytic model) is
-  // uncalibrated. Thread-safe.
-  virtual CostModelAccuracy Accuracy() const { return {}; }
+  // How far to trust the model's kernel times, as recorded in the run's results: a table's held-out
+  // error (cost_models/validation.h, held-out split, over all kernel kinds) and the kernel predictions
+  // so far; the default (an analytic model) is uncalibrated. Thread-safe.
+  virtual proto::CostModelAccuracy Accuracy() const { return {}; }
 };
 
 using CostModelFactory =

@@ -52,15 +52,15 @@ absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(
   validation.leave_one_out = false;
   validation.wave_quantisation = options.wave_quantisation;
   KVSIM_ASSIGN_OR_RETURN(ValidationReport report, ValidateTable(table, params.rates, validation));
-  CostModelAccuracy& a = model->heldout_;
-  a.calibrated = true;
-  a.synthetic_table = h.synthetic_from_datasheet();
+  proto::CostModelAccuracy& a = model->heldout_;
+  a.set_calibrated(true);
+  a.set_synthetic_table(h.synthetic_from_datasheet());
   for (const ErrorStats& s : report.held_out) {
     if (s.kind != "all") continue;
-    a.heldout_points = s.count;
-    a.heldout_median_error = s.median;
-    a.heldout_p95_error = s.p95;
-    a.heldout_worst_error = s.worst;
+    a.set_heldout_points(s.count);
+    a.set_heldout_median_error(s.median);
+    a.set_heldout_p95_error(s.p95);
+    a.set_heldout_worst_error(s.worst);
   }
   return std::unique_ptr<TableCostModel>(model);
 }
@@ -85,11 +85,11 @@ std::string TableCostModel::Warnings() const {
       extrapolated, num_predictions(), unmeasured);
 }
 
-CostModelAccuracy TableCostModel::Accuracy() const {
-  CostModelAccuracy a = heldout_;
-  a.num_predictions = num_predictions();
-  a.num_extrapolated = num_extrapolated();
-  a.num_unmeasured = num_unmeasured();
+proto::CostModelAccuracy TableCostModel::Accuracy() const {
+  proto::CostModelAccuracy a = heldout_;
+  a.set_kernel_predictions(num_predictions());
+  a.set_extrapolated_predictions(num_extrapolated());
+  a.set_unmeasured_predictions(num_unmeasured());
   return a;
 }
 

@@ -73,7 +73,7 @@ class TableCostModel final : public CostModel {
   // One line, empty when nothing was extrapolated.
   std::string Warnings() const override;
   // Held-out error of the table (computed once, at creation) and the counters above.
-  CostModelAccuracy Accuracy() const override;
+  proto::CostModelAccuracy Accuracy() const override;
 
   const KernelTable& table() const { return table_; }
 
@@ -90,7 +90,7 @@ class TableCostModel final : public CostModel {
   KernelTable table_;
   std::string description_;
   std::string weight_dtype_;
-  CostModelAccuracy heldout_;  // prediction counters unset
+  proto::CostModelAccuracy heldout_;  // prediction counters unset
   mutable std::atomic<int64_t> predictions_{0};
   mutable std::atomic<int64_t> extrapolated_{0};
   mutable std::atomic<int64_t> unmeasured_{0};

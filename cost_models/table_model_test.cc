@@ -158,22 +158,22 @@ TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
   }
   absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "hand.csv");
   ASSERT_TRUE(model.ok()) << model.status();
-  CostModelAccuracy a = (*model)->Accuracy();
-  EXPECT_TRUE(a.calibrated);
-  EXPECT_FALSE(a.synthetic_table);
-  EXPECT_EQ(a.heldout_points, 1);
-  EXPECT_NEAR(a.heldout_median_error, 0.2, 1e-9);
-  EXPECT_NEAR(a.heldout_p95_error, 0.2, 1e-9);
-  EXPECT_NEAR(a.heldout_worst_error, 0.2, 1e-9);
-  EXPECT_EQ(a.num_predictions, 0);
+  proto::CostModelAccuracy a = (*model)->Accuracy();
+  EXPECT_TRUE(a.calibrated());
+  EXPECT_FALSE(a.synthetic_table());
+  EXPECT_EQ(a.heldout_points(), 1);
+  EXPECT_NEAR(a.heldout_median_error(), 0.2, 1e-9);
+  EXPECT_NEAR(a.heldout_p95_error(), 0.2, 1e-9);
+  EXPECT_NEAR(a.heldout_worst_error(), 0.2, 1e-9);
+  EXPECT_EQ(a.kernel_predictions(), 0);
   // The table has no GEMM or attention series: every kernel of an iteration is unmeasured.
   ASSERT_TRUE((*model)->IterationTimeNs(Batch({Piece(4096, 1)})).ok());
   a = (*model)->Accuracy();
-  EXPECT_GT(a.num_predictions, 0);
-  EXPECT_EQ(a.num_unmeasured, a.num_predictions);
-  EXPECT_EQ(a.num_extrapolated, a.num_predictions);
+  EXPECT_GT(a.kernel_predictions(), 0);
+  EXPECT_EQ(a.unmeasured_predictions(), a.kernel_predictions());
+  EXPECT_EQ(a.extrapolated_predictions(), a.kernel_predictions());
   // The bundled-style synthetic table says it is synthetic.
-  EXPECT_TRUE(Model(TableConfig())->Accuracy().synthetic_table);
+  EXPECT_TRUE(Model(TableConfig())->Accuracy().synthetic_table());
 }
 
 TEST(TableModelTest, FourBitKvDecodeIsNotJustFewerBytes) {

@@ -52,17 +52,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   run.set_config_text(ToTextProto(config));
   run.set_trace_path(reader->info().path);
   run.set_cost_model(cost_model.Describe());
-  const CostModelAccuracy accuracy = cost_model.Accuracy();
-  proto::CostModelAccuracy& a = *run.mutable_cost_model_accuracy();
-  a.set_calibrated(accuracy.calibrated);
-  a.set_synthetic_table(accuracy.synthetic_table);
-  a.set_heldout_points(accuracy.heldout_points);
-  a.set_heldout_median_error(accuracy.heldout_median_error);
-  a.set_heldout_p95_error(accuracy.heldout_p95_error);
-  a.set_heldout_worst_error(accuracy.heldout_worst_error);
-  a.set_kernel_predictions(accuracy.num_predictions);
-  a.set_extrapolated_predictions(accuracy.num_extrapolated);
-  a.set_unmeasured_predictions(accuracy.num_unmeasured);
+  *run.mutable_cost_model_accuracy() = cost_model.Accuracy();
   run.set_trace_format(reader->info().format);
   run.set_block_tokens(engine->block_tokens());
   run.set_block_bytes(engine->block_manager(0).block_bytes());

@@ -113,13 +113,14 @@ TEST(SweepReplayTest, TablePointsCarryTheTablesHeldOutErrorAndTheirExtrapolation
   ReplayOptions replay_options;
   replay_options.timeline = false;
   ASSERT_TRUE(RunReplay(*config, **cost, reader->get(), replay_options).ok());
-  const CostModelAccuracy accuracy = (*cost)->Accuracy();
-  ASSERT_TRUE(accuracy.calibrated);
-  ASSERT_GT(accuracy.heldout_points, 0);
+  const proto::CostModelAccuracy accuracy = (*cost)->Accuracy();
+  ASSERT_TRUE(accuracy.calibrated());
+  ASSERT_GT(accuracy.heldout_points(), 0);
   const std::vector<std::string>& row = table->rows()[0];
-  EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")], FormatDouble(accuracy.heldout_median_error));
-  EXPECT_EQ(row[Column(*table, "cost_model_heldout_p95_error")], FormatDouble(accuracy.heldout_p95_error));
-  EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")], std::to_string(accuracy.num_extrapolated));
+  EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")], FormatDouble(accuracy.heldout_median_error()));
+  EXPECT_EQ(row[Column(*table, "cost_model_heldout_p95_error")], FormatDouble(accuracy.heldout_p95_error()));
+  EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")],
+            std::to_string(accuracy.extrapolated_predictions()));
 }
 
 TEST(SweepReplayTest, CacheAndReplayPointsMixInOneGrid) {
