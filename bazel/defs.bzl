@@ -42,7 +42,7 @@ def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [],
     cu_srcs: .cu files; each may include `hdrs` and any header in `deps`' packages by workspace path.
     hdrs: plain C++ headers (no CUDA types) declaring the launchers.
     cpu_srcs: the same launchers for builds without CUDA (typically returning absl::UnavailableError).
-    cuda_deps: extra @cuda_config libraries (e.g. "@cuda_config//:cublaslt").
+    cuda_deps: extra libraries for the CUDA build only (e.g. ":cublaslt_loader").
     """
     if HAS_CUDA:
         objs = []

@@ -135,7 +135,7 @@ int main() {
 def _probe_cuda(ctx, nvcc):
     """Finds CUDA's headers and runtime and proves that nvcc compiles and links a kernel.
 
-    Returns a struct(include_dir, cudart_linkopts, lib_dir) or a string saying what is missing.
+    Returns a struct(include_dir, cudart_linkopts) or a string saying what is missing.
     """
     cuda_home = str(ctx.path(nvcc).dirname.dirname)
     target_dir = cuda_home + "/targets/x86_64-linux"
@@ -150,10 +150,8 @@ def _probe_cuda(ctx, nvcc):
     static_dir = _first_existing(ctx, lib_dirs, "libcudart_static.a")
     shared_dir = _first_existing(ctx, lib_dirs, "libcudart.so")
     if static_dir != None:
-        lib_dir = static_dir
         cudart_linkopts = [static_dir + "/libcudart_static.a", "-ldl", "-lpthread", "-lrt"]
     elif shared_dir != None:
-        lib_dir = shared_dir
         cudart_linkopts = ["-L" + shared_dir, "-lcudart", "-Wl,-rpath," + shared_dir]
     else:
         return "neither libcudart_static.a nor libcudart.so found in %s" % ", ".join(lib_dirs)
@@ -178,8 +176,7 @@ def _probe_cuda(ctx, nvcc):
             " ".join(cudart_linkopts),
             (link.stderr or link.stdout).strip(),
         )
-    return struct(cuda_home = cuda_home, include_dir = include_dir, lib_dir = lib_dir,
-                  cudart_linkopts = cudart_linkopts)
+    return struct(include_dir = include_dir, cudart_linkopts = cudart_linkopts)
 
 def _cuda_configure_impl(ctx):
     nvcc = _find_nvcc(ctx)
@@ -197,12 +194,10 @@ def _cuda_configure_impl(ctx):
                   (nvcc, cuda))
             cuda = None
     if cuda == None:
-        ctx.file("defs.bzl", "HAS_CUDA = False\nNVCC = \"\"\nCUDA_HOME = \"\"\nCUDA_INCLUDE = \"\"\n")
+        ctx.file("defs.bzl", "HAS_CUDA = False\nNVCC = \"\"\nCUDA_INCLUDE = \"\"\n")
         build.append("cc_library(name = \"cudart\")")
-        build.append("cc_library(name = \"cublaslt\")")
     else:
-        ctx.file("defs.bzl", "HAS_CUDA = True\nNVCC = %r\nCUDA_HOME = %r\nCUDA_INCLUDE = %r\n" %
-                 (nvcc, cuda.cuda_home, cuda.include_dir))
+        ctx.file("defs.bzl", "HAS_CUDA = True\nNVCC = %r\nCUDA_INCLUDE = %r\n" % (nvcc, cuda.include_dir))
         ctx.symlink(cuda.include_dir, "include")
         build.append("cc_library(")
         build.append("    name = \"cuda_headers\",")
@@ -213,12 +208,6 @@ def _cuda_configure_impl(ctx):
         build.append("    name = \"cudart\",")
         build.append("    linkopts = %r," % cuda.cudart_linkopts)
         build.append("    deps = [\":cuda_headers\"],")
-        build.append(")")
-        build.append("cc_library(")
-        build.append("    name = \"cublaslt\",")
-        build.append("    linkopts = [%r, \"-lcublasLt\", %r]," %
-                     ("-L" + cuda.lib_dir, "-Wl,-rpath," + cuda.lib_dir))
-        build.append("    deps = [\":cudart\"],")
         build.append(")")
     ctx.file("BUILD", "\n".join(build) + "\n")
     ctx.file("WORKSPACE", "workspace(name = %r)\n" % ctx.name)
