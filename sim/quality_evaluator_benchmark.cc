@@ -33,6 +33,7 @@
 #include "traces/attention/synthetic_trace.h"
 #include "util/avx2_gemm.h"
 #include "util/cpu_features.h"
+#include "util/heap_tuning.h"
 
 namespace kvsim {
 namespace {
@@ -209,6 +210,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace kvsim
 
 int main(int argc, char** argv) {
+  kvsim::TuneHeapForBatchRun();  // as `kvsim quality` does
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   kvsim::RatioReporter reporter;

@@ -65,21 +65,26 @@ void RocketKvPolicy::UpdateExtrema(size_t h, int64_t s, int64_t complete, const 
   if (ext.s != s) {
     ext.s = s;
     ext.num_chunks = 0;
+    // The most complete chunks of size s this layer can have: the kept prompt and every decode token.
+    ext.capacity = (num_kept + (head.seq_len - head.prompt_len)) / s;
+    ext.max.resize(ext.capacity * d);
+    ext.min.resize(ext.capacity * d);
   }
   if (complete <= ext.num_chunks) return;
-  ext.max.resize(complete * d);
-  ext.min.resize(complete * d);
+  std::vector<float> mx(d), mn(d);
   for (int64_t k = ext.num_chunks; k < complete; ++k) {
-    float* mx = &ext.max[k * d];
-    float* mn = &ext.min[k * d];
-    std::fill(mx, mx + d, -std::numeric_limits<float>::infinity());
-    std::fill(mn, mn + d, std::numeric_limits<float>::infinity());
+    std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+    std::fill(mn.begin(), mn.end(), std::numeric_limits<float>::infinity());
     for (int64_t e = k * s; e < (k + 1) * s; ++e) {
       const float* key = e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]);
       for (int ch = 0; ch < d; ++ch) {
         mx[ch] = std::max(mx[ch], key[ch]);
         mn[ch] = std::min(mn[ch], key[ch]);
       }
+    }
+    for (int ch = 0; ch < d; ++ch) {
+      ext.max[ch * ext.capacity + k] = mx[ch];
+      ext.min[ch * ext.capacity + k] = mn[ch];
     }
   }
   ext.num_chunks = complete;
@@ -113,63 +118,47 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const std::vector<int32_t> channels = TopKIndices(magnitude, r);
     const int64_t body = size - 1;  // the current token is read anyway
     const int64_t chunks = (body + s - 1) / s;
-    std::vector<double> score(chunks, 0.0), logits(chunks);
+    std::vector<double> score(chunks, 0.0);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    // Per chunk and selected channel, the maximum of sign * key over the chunk's tokens (a maximum, so
-    // the order of the tokens does not matter: each key row is read once, for all channels).
-    std::vector<double> khat(chunks * r);
     const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());  // cache[e] for e < this
     std::vector<double> signs(r);
     for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
     auto key_of = [&](int64_t e) { return e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]); };
-    // Complete chunks from the cached extrema: max of +key is the maximum, max of -key minus the minimum
-    // (both exact in float; ties pick the same entry as the comparisons below).
+    // Chunk key of channel x and chunk k: K^ = max over the chunk of sign * key. For a complete chunk
+    // that is sign * (the cached maximum, or minimum for sign -1), both exact in float, so that
+    // q sign * K^ = q * extremum exactly: the logits read the cached extrema directly.
     const int64_t complete = body / s;
     UpdateExtrema(h, s, complete, cache);
     const ChunkExtrema& ext = extrema_[h];
-    std::vector<const float*> extreme(r);  // channel x of chunk k: signs[x] * extreme[x][k * d]
-    for (int x = 0; x < r; ++x) extreme[x] = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x];
-    for (int64_t k = 0; k < complete; ++k) {
-      for (int x = 0; x < r; ++x) khat[k * r + x] = signs[x] * extreme[x][k * d];
+    std::vector<double> tail(r, -std::numeric_limits<double>::infinity());  // the last, partial chunk
+    for (int64_t e = complete * s; e < body; ++e) {
+      const float* key = key_of(e);
+      for (int x = 0; x < r; ++x) tail[x] = std::max(tail[x], signs[x] * key[channels[x]]);
     }
-    for (int64_t k = complete; k < chunks; ++k) {  // the last, partial chunk
-      double* best = &khat[k * r];
-      std::fill(best, best + r, -std::numeric_limits<double>::infinity());
-      for (int64_t e = k * s; e < std::min(body, (k + 1) * s); ++e) {
-        const float* key = key_of(e);
-        for (int x = 0; x < r; ++x) best[x] = std::max(best[x], signs[x] * key[channels[x]]);
+    // Each member's logits, summed over the channels in channel order per chunk (as one dot product per
+    // chunk would), for all chunks and members at once: each extremum row is read once per step.
+    const int g = head.group_size;
+    logits_.assign(static_cast<size_t>(g) * chunks, 0.0);
+    std::vector<double> member_q(static_cast<size_t>(g) * r);
+    for (int j = 0; j < g; ++j) {
+      for (int x = 0; x < r; ++x) member_q[j * r + x] = head.query(j, p)[channels[x]];
+    }
+    for (int x = 0; x < r; ++x) {
+      const float* e = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity;
+      for (int j = 0; j < g; ++j) {
+        const double q = member_q[j * r + x];
+        double* l = &logits_[j * chunks];
+        for (int64_t k = 0; k < complete; ++k) l[k] += q * e[k];
+        if (complete < chunks) l[complete] += q * signs[x] * tail[x];
       }
     }
-    std::vector<double> signed_q(r);
-    for (int j = 0; j < head.group_size; ++j) {
-      const float* q = head.query(j, p);
-      for (int x = 0; x < r; ++x) signed_q[x] = q[channels[x]] * signs[x];
+    for (int j = 0; j < g; ++j) {
+      double* logits = &logits_[j * chunks];
       double max_logit = -std::numeric_limits<double>::infinity();
-      // Four chunks at a time: four independent sums, each in channel order as alone.
-      int64_t k = 0;
-      for (; k + 4 <= chunks; k += 4) {
-        double dot0 = 0, dot1 = 0, dot2 = 0, dot3 = 0;
-        const double* kh = &khat[k * r];
-        for (int x = 0; x < r; ++x) {
-          dot0 += signed_q[x] * kh[x];
-          dot1 += signed_q[x] * kh[r + x];
-          dot2 += signed_q[x] * kh[2 * r + x];
-          dot3 += signed_q[x] * kh[3 * r + x];
-        }
-        logits[k] = dot0 * scale;
-        logits[k + 1] = dot1 * scale;
-        logits[k + 2] = dot2 * scale;
-        logits[k + 3] = dot3 * scale;
-      }
-      for (; k < chunks; ++k) {
-        double dot = 0;
-        for (int x = 0; x < r; ++x) dot += signed_q[x] * khat[k * r + x];
-        logits[k] = dot * scale;
-      }
-      for (int64_t k = 0; k < chunks; ++k) max_logit = std::max(max_logit, logits[k]);
+      for (int64_t k = 0; k < chunks; ++k) max_logit = std::max(max_logit, logits[k] *= scale);
       double total = 0;
-      for (double& l : logits) total += (l = std::exp(l - max_logit));
-      for (int64_t k = 0; k < chunks; ++k) score[k] += logits[k] / total / head.group_size;
+      for (int64_t k = 0; k < chunks; ++k) total += (logits[k] = std::exp(logits[k] - max_logit));
+      for (int64_t k = 0; k < chunks; ++k) score[k] += logits[k] / total / g;
     }
     out.clear();
     for (int32_t k : TopKIndices(score, (budget_ - 1) / s)) {

@@ -37,15 +37,17 @@ class RocketKvPolicy final : public TokenPolicy {
   std::vector<std::vector<int32_t>> prompt_kept_;  // stage 1, sorted
   std::vector<std::vector<float>> kept_keys_;      // per head: the key rows of prompt_kept_, contiguous
   // Per head, the per-channel maximum and minimum key of every complete chunk of `s` cache entries (a
-  // complete chunk's entries never change within a layer): chunk k's channel ch at [k * d + ch].
+  // complete chunk's entries never change within a layer): chunk k's channel ch at [ch * capacity + k],
+  // channel-major so that a step's logits stream each selected channel's row.
   struct ChunkExtrema {
-    int64_t s = 0, num_chunks = 0;
+    int64_t s = 0, num_chunks = 0, capacity = 0;
     std::vector<float> max, min;
   };
   std::vector<ChunkExtrema> extrema_;
   // Extends head h's extrema to chunks [0, complete) of size s (recomputed when s changes).
   void UpdateExtrema(size_t h, int64_t s, int64_t complete, const std::vector<int32_t>& cache);
   int64_t budget_ = 0;
+  std::vector<double> logits_;  // Step() scratch: group_size x chunks
 };
 
 // Stage-1 scores of one head (prompt_len values; the window is +infinity).
