@@ -17,13 +17,20 @@ std::vector<int64_t> AdaKvBudgets(const std::vector<std::vector<double>>& scores
     int32_t position;
   };
   std::vector<Candidate> rest;
+  // Slots beyond the safeguards, over all heads. No head can take more than that many of them, so each
+  // head's candidates past rank guard + total_free can never be chosen: only its top ranks are sorted.
+  int64_t total_free = 0;
+  for (const std::vector<double>& s : scores) {
+    const int64_t n = static_cast<int64_t>(s.size());
+    total_free += std::min(budget, n) - std::min(guard, n);
+  }
   int64_t free_slots = 0;
   for (size_t h = 0; h < scores.size(); ++h) {
-    const std::vector<int32_t> ranking = RankIndices(scores[h]);
-    const int64_t n = static_cast<int64_t>(ranking.size());
+    const int64_t n = static_cast<int64_t>(scores[h].size());
     budgets[h] = std::min(guard, n);
     free_slots += std::min(budget, n) - budgets[h];
-    for (int64_t k = budgets[h]; k < n; ++k) {
+    const std::vector<int32_t> ranking = TopKIndices(scores[h], budgets[h] + total_free);
+    for (size_t k = budgets[h]; k < ranking.size(); ++k) {
       rest.push_back({scores[h][ranking[k]], static_cast<int>(h), ranking[k]});
     }
   }

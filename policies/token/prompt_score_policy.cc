@@ -22,8 +22,9 @@ void PromptScorePolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t 
     KVSIM_CHECK(static_cast<int64_t>(scores.back().size()) == prompt_len_) << Name();
   }
   budgets_ = HeadBudgets(heads, scores, budget_tokens);
+  // Step() reads at most a head's budget of its ranking: the top entries, in rank order, are all it needs.
   rankings_.clear();
-  for (const auto& s : scores) rankings_.push_back(RankIndices(s));
+  for (size_t h = 0; h < scores.size(); ++h) rankings_.push_back(TopKIndices(scores[h], budgets_[h]));
 }
 
 void PromptScorePolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {

@@ -43,7 +43,7 @@ class PromptScorePolicy : public TokenPolicy {
 
  private:
   int64_t prompt_len_ = 0;
-  std::vector<std::vector<int32_t>> rankings_;
+  std::vector<std::vector<int32_t>> rankings_;  // per head: its top budgets_[h] prompt positions, best first
   std::vector<int64_t> budgets_;
 };
 

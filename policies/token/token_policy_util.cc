@@ -82,10 +82,6 @@ void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scra
   }
 }
 
-std::vector<int32_t> RankIndices(const std::vector<double>& scores) {
-  return TopKIndices(scores, static_cast<int64_t>(scores.size()));
-}
-
 namespace {
 
 // Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.

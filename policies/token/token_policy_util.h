@@ -35,8 +35,6 @@ std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);
 // written to `out`; `scratch` is reused between calls. O(n), no allocation once the buffers have grown.
 void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out);
 
-// All indices ordered as TopKIndices would order them.
-std::vector<int32_t> RankIndices(const std::vector<double>& scores);
 
 // Attention probabilities of the last `window` prompt queries of every group member over the prompt keys:
 // a (group_size * w) x prompt_len matrix, row j * w + r for member j and query position prompt_len - w + r,

@@ -16,7 +16,7 @@ TEST(TopKIndicesTest, OrdersByScoreThenPosition) {
   EXPECT_EQ(TopKIndices(scores, 4), (std::vector<int32_t>{3, 1, 4, 0}));
   EXPECT_EQ(TopKIndices(scores, 9).size(), 5u);
   EXPECT_TRUE(TopKIndices(scores, 0).empty());
-  EXPECT_EQ(RankIndices(scores), (std::vector<int32_t>{3, 1, 4, 0, 2}));
+  EXPECT_EQ(TopKIndices(scores, 5), (std::vector<int32_t>{3, 1, 4, 0, 2}));
 }
 
 // TopKSet against a brute-force reference: sort indices by (value descending, index ascending), take k,
