@@ -360,16 +360,23 @@ class Measurer {
   Eigen::VectorXf acc_;
 };
 
-// The k-th largest of x[0..n) with a k-entry min-heap: one comparison for most entries.
+// The k-th largest of x[0..n) with a k-entry min-heap: one comparison for most entries, and most blocks
+// of 16 entries skipped after one vector maximum (none of them can enter the heap).
 float KthLargest(const float* x, int64_t n, int k, std::vector<float>* heap) {
   heap->assign(x, x + k);
   std::make_heap(heap->begin(), heap->end(), std::greater<float>());
-  for (int64_t i = k; i < n; ++i) {
-    if (x[i] <= heap->front()) continue;
+  auto offer = [heap](float value) {
+    if (value <= heap->front()) return;
     std::pop_heap(heap->begin(), heap->end(), std::greater<float>());
-    heap->back() = x[i];
+    heap->back() = value;
     std::push_heap(heap->begin(), heap->end(), std::greater<float>());
+  };
+  int64_t i = k;
+  for (; i + 16 <= n; i += 16) {
+    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= heap->front()) continue;
+    for (int64_t j = i; j < i + 16; ++j) offer(x[j]);
   }
+  for (; i < n; ++i) offer(x[i]);
   return heap->front();
 }
 
@@ -396,36 +403,20 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   block->totals.resize(block->probs.rows());
   block->kth.resize(block->probs.rows());
   block->hits.resize(block->probs.rows());
-  // Rows in groups of four: the double sums of a group run side by side (SequentialRowSums).
-  const int64_t num_rows = block->probs.rows();
-  for (int64_t r0 = 0; r0 < num_rows; r0 += 4) {
-    const int count = static_cast<int>(std::min<int64_t>(4, num_rows - r0));
-    float* rows[4];
-    int64_t lengths[4];
-    double sums[4];
-    for (int k = 0; k < count; ++k) {
-      const int64_t r = r0 + k, p = first + r % steps;
-      auto row = block->probs.row(r);
-      if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
-        const KvOverride kv = policy->Kv(head, p);
-        Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
-        for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
-      }
-      row.tail(cols - p - 1).setZero();
-      rows[k] = row.data();
-      lengths[k] = p + 1;
+  for (int64_t r = 0; r < block->probs.rows(); ++r) {
+    const int64_t p = first + r % steps;
+    auto row = block->probs.row(r);
+    if (last.keys != nullptr) {  // exact logits for this step's full-precision key residual
+      const KvOverride kv = policy->Kv(head, p);
+      Eigen::Map<const Eigen::VectorXf> q(c.query(static_cast<int>(r / steps), p), d);
+      for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
     }
-    ExpRows(rows, lengths, count, scale, sums);
-    for (int k = 0; k < count; ++k) {
-      block->probs.row(r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
-    }
-    SequentialRowSums(rows, lengths, count, &block->totals[r0]);
+    row.tail(cols - p - 1).setZero();
+    const double sum = ExpRow(row.data(), p + 1, scale);
+    block->totals[r] = ScaleLaneSum(row.data(), p + 1, static_cast<float>(1.0 / sum));
     if (policy != nullptr) continue;
-    for (int k = 0; k < count; ++k) {
-      const int64_t r = r0 + k, p = lengths[k] - 1;
-      block->kth[r] = KthLargest(rows[k], p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)), &block->heap);
-      block->hits[r] = (block->probs.row(r).head(p + 1).array() >= block->kth[r]).count();
-    }
+    block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)), &block->heap);
+    block->hits[r] = (row.head(p + 1).array() >= block->kth[r]).count();
   }
   block->outputs.resize(block->probs.rows(), d);
   GemmAB(block->probs.data(), cols, values.data(), d, block->probs.rows(), d, cols, block->outputs.data(), d);

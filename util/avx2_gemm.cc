@@ -288,6 +288,75 @@ KVSIM_AVX2 void Avx2ExpScaled(float* x, int64_t n, float scale, float offset) {
   }
 }
 
+namespace {
+
+// The 16 running double sums of LaneSum: lanes 0-3 in a[0], 4-7 in a[1], 8-11 in a[2], 12-15 in a[3].
+struct LaneSums16 {
+  __m256d a[4];
+
+  KVSIM_AVX2 LaneSums16() {
+    for (__m256d& lanes : a) lanes = _mm256_setzero_pd();
+  }
+
+  // Adds x[0..16) (eight floats from each vector) to lanes 0..15.
+  KVSIM_AVX2 void Add(__m256 lo, __m256 hi) {
+    a[0] = _mm256_add_pd(a[0], _mm256_cvtps_pd(_mm256_castps256_ps128(lo)));
+    a[1] = _mm256_add_pd(a[1], _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)));
+    a[2] = _mm256_add_pd(a[2], _mm256_cvtps_pd(_mm256_castps256_ps128(hi)));
+    a[3] = _mm256_add_pd(a[3], _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1)));
+  }
+
+  // ((p[l] + p[8 + l]) + (p[4 + l] + p[12 + l])) = c[l], then (c[0] + c[2]) + (c[1] + c[3]).
+  KVSIM_AVX2 double Total() const {
+    const __m256d c = _mm256_add_pd(_mm256_add_pd(a[0], a[2]), _mm256_add_pd(a[1], a[3]));
+    const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c), _mm256_extractf128_pd(c, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+  }
+};
+
+}  // namespace
+
+KVSIM_AVX2 double Avx2LaneSum(const float* x, int64_t n) {
+  LaneSums16 sums;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) sums.Add(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i + 8));
+  double total = sums.Total();
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+KVSIM_AVX2 double Avx2ScaleLaneSum(float* x, int64_t n, float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  LaneSums16 sums;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 lo = _mm256_mul_ps(_mm256_loadu_ps(x + i), f), hi = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8), f);
+    _mm256_storeu_ps(x + i, lo);
+    _mm256_storeu_ps(x + i + 8, hi);
+    sums.Add(lo, hi);
+  }
+  double total = sums.Total();
+  for (; i < n; ++i) total += (x[i] *= factor);
+  return total;
+}
+
+KVSIM_AVX2 double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
+  const __m256 s = _mm256_set1_ps(scale), o = _mm256_set1_ps(offset);
+  LaneSums16 sums;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 lo = Exp8(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), s, o));
+    const __m256 hi = Exp8(_mm256_fmsub_ps(_mm256_loadu_ps(x + i + 8), s, o));
+    _mm256_storeu_ps(x + i, lo);
+    _mm256_storeu_ps(x + i + 8, hi);
+    sums.Add(lo, hi);
+  }
+  double total = sums.Total();
+  Avx2ExpScaled(x + i, n - i, scale, offset);
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
 // AVX2 without FMA: the compiler may not contract the multiplications and additions.
 __attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks,
                                                         const float* w, int64_t stride, float* out, int64_t ldo) {

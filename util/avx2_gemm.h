@@ -47,6 +47,16 @@ void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks, const float
 // 88.37 are clamped). REQUIRES: AVX2+FMA.
 void Avx2ExpScaled(float* x, int64_t n, float scale, float offset);
 
+// LaneSum(x, n) of util/float_gemm.h (the double sum of x[0..n) in its 16-lane order), bit-identical to
+// its portable code. REQUIRES: AVX2.
+double Avx2LaneSum(const float* x, int64_t n);
+
+// x[i] *= factor (float), then Avx2LaneSum(x, n), in one pass. REQUIRES: AVX2.
+double Avx2ScaleLaneSum(float* x, int64_t n, float factor);
+
+// Avx2ExpScaled(x, n, scale, offset), then Avx2LaneSum(x, n), in one pass. REQUIRES: AVX2+FMA.
+double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_UTIL_AVX2_GEMM_H_

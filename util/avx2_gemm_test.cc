@@ -144,5 +144,23 @@ TEST(Avx2GemmTest, Deterministic) {
   EXPECT_EQ(c1, c2);
 }
 
+// The AVX2 lane sums equal the order util/float_gemm.h documents (and its portable code follows) bit for bit.
+TEST(Avx2GemmTest, LaneSumsFollowTheDocumentedOrder) {
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
+  for (int64_t n : {0, 7, 16, 47, 48, 1000, 4097}) {
+    const std::vector<float> x = WideRangeFloats(n, 30 + n);
+    ASSERT_EQ(Avx2LaneSum(x.data(), n), ReferenceLaneSum(x.data(), n)) << n;
+    std::vector<float> scaled = x;
+    const double scaled_sum = Avx2ScaleLaneSum(scaled.data(), n, -1.7f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(scaled[i], x[i] * -1.7f) << i;
+    ASSERT_EQ(scaled_sum, ReferenceLaneSum(scaled.data(), n)) << n;
+    std::vector<float> logits = RandomFloats(n, 40 + n), exps = logits;
+    Avx2ExpScaled(exps.data(), n, 2.0f, 0.5f);
+    const double exp_sum = Avx2ExpScaledLaneSum(logits.data(), n, 2.0f, 0.5f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(logits[i], exps[i]) << i;
+    ASSERT_EQ(exp_sum, ReferenceLaneSum(exps.data(), n)) << n;
+  }
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -41,4 +41,30 @@ void ExpScaled(float* x, int64_t n, float scale, float offset) {
   a = (a * scale - offset).exp();
 }
 
+double LaneSum(const float* x, int64_t n) {
+  if (UseAvx2Fma()) return Avx2LaneSum(x, n);
+  double p[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int l = 0; l < 16; ++l) p[l] += x[i + l];
+  }
+  double c[4];
+  for (int l = 0; l < 4; ++l) c[l] = (p[l] + p[8 + l]) + (p[4 + l] + p[12 + l]);
+  double total = (c[0] + c[2]) + (c[1] + c[3]);
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+double ScaleLaneSum(float* x, int64_t n, float factor) {
+  if (UseAvx2Fma()) return Avx2ScaleLaneSum(x, n, factor);
+  Eigen::Map<Eigen::ArrayXf>(x, n) *= factor;
+  return LaneSum(x, n);
+}
+
+double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
+  if (UseAvx2Fma()) return Avx2ExpScaledLaneSum(x, n, scale, offset);
+  ExpScaled(x, n, scale, offset);
+  return LaneSum(x, n);
+}
+
 }  // namespace kvsim

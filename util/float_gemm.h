@@ -30,6 +30,19 @@ void GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m,
 // polynomial (util/avx2_gemm.h), the portable one Eigen's exp: results may differ in the last bits.
 void ExpScaled(float* x, int64_t n, float scale, float offset);
 
+// The sum of x[0..n) in double, in one fixed order on both paths (bit-identical results): 16 running
+// sums p[l] += x[i] for i = 16 m + l over the n - n % 16 leading values, combined as
+// c[l] = (p[l] + p[8 + l]) + (p[4 + l] + p[12 + l]) for l < 4, then (c[0] + c[2]) + (c[1] + c[3]), then the
+// remaining values added one at a time in index order. Sixteen independent additions per step instead of
+// one dependency chain: about ten times the speed of a plain loop, with the same double accuracy.
+double LaneSum(const float* x, int64_t n);
+
+// x[i] *= factor (a float multiplication), then LaneSum(x, n); one pass over x.
+double ScaleLaneSum(float* x, int64_t n, float factor);
+
+// ExpScaled(x, n, scale, offset), then LaneSum(x, n); one pass over x on the AVX2 path.
+double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_UTIL_FLOAT_GEMM_H_

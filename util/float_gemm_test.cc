@@ -48,5 +48,32 @@ TEST(FloatGemmTest, ExpScaledMatchesDoubleExp) {
   }
 }
 
+// LaneSum and its fused forms equal the documented order bit for bit on this process's path (both
+// paths run this test: plain and under KVSIM_NO_AVX2=1), and the exact sum to double accuracy.
+TEST(FloatGemmTest, LaneSumsFollowTheDocumentedOrder) {
+  for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 4099}) {
+    const std::vector<float> x = WideRangeFloats(n, 10 + n);
+    const double sum = LaneSum(x.data(), n);
+    ASSERT_EQ(sum, ReferenceLaneSum(x.data(), n)) << n;
+    long double exact = 0, magnitude = 0;
+    for (float v : x) {
+      exact += v;
+      magnitude += std::fabs(v);
+    }
+    EXPECT_NEAR(sum, static_cast<double>(exact), 1e-15 * n * static_cast<double>(magnitude) + 1e-300) << n;
+
+    std::vector<float> scaled = x;
+    const double scaled_sum = ScaleLaneSum(scaled.data(), n, 0.3f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(scaled[i], x[i] * 0.3f) << i;
+    ASSERT_EQ(scaled_sum, ReferenceLaneSum(scaled.data(), n)) << n;
+
+    std::vector<float> logits = RandomFloats(n, 20 + n), exps = logits;
+    ExpScaled(exps.data(), n, 0.7f, 1.5f);
+    const double exp_sum = ExpScaledLaneSum(logits.data(), n, 0.7f, 1.5f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(logits[i], exps[i]) << i;
+    ASSERT_EQ(exp_sum, ReferenceLaneSum(exps.data(), n)) << n;
+  }
+}
+
 }  // namespace
 }  // namespace kvsim

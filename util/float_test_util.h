@@ -8,6 +8,7 @@
 #ifndef KVSIM_UTIL_FLOAT_TEST_UTIL_H_
 #define KVSIM_UTIL_FLOAT_TEST_UTIL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -26,6 +27,28 @@ inline std::vector<float> RandomFloats(int64_t size, uint64_t seed) {
 // Float sums of k products of [-1, 1) values are within k * 2^-23 * sum |a_t b_t| <= k^2 * 1.2e-7 of the
 // double reference in the worst case; the bound used is 4 * k * 1.2e-7 * sum |a_t b_t| + 1e-6.
 inline double FloatSumTolerance(double abs_sum, int64_t k) { return 4.0 * k * 1.2e-7 * abs_sum + 1e-6; }
+
+// The double sum of x[0..n) in the order LaneSum (util/float_gemm.h) documents, written from that
+// description one term at a time: the reference both of its paths must equal bit for bit.
+inline double ReferenceLaneSum(const float* x, int64_t n) {
+  const int64_t full = n - n % 16;
+  double p[16] = {};
+  for (int64_t i = 0; i < full; ++i) p[i % 16] = p[i % 16] + static_cast<double>(x[i]);
+  double c[4];
+  for (int l = 0; l < 4; ++l) c[l] = (p[l] + p[8 + l]) + (p[4 + l] + p[12 + l]);
+  double total = (c[0] + c[2]) + (c[1] + c[3]);
+  for (int64_t i = full; i < n; ++i) total = total + static_cast<double>(x[i]);
+  return total;
+}
+
+// Values spread over 12 orders of magnitude, both signs (where a sum's order shows in its last bits).
+inline std::vector<float> WideRangeFloats(int64_t size, uint64_t seed) {
+  std::vector<float> x = RandomFloats(size, seed);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_int_distribution<int> exponent(-6, 6);
+  for (float& v : x) v = static_cast<float>(v * std::pow(10.0, exponent(rng)));
+  return x;
+}
 
 }  // namespace kvsim
 

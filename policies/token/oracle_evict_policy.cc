@@ -60,20 +60,10 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
     GemmABt(queries_.data(), d, keys.data(), d, g * count, n, d, logits_.data(), n);
     for (int j = 0; j < g; ++j) {
       double* sums = &member_sums_[j * head.prompt_len];
-      for (int64_t t0 = 0; t0 < count; t0 += 4) {  // four steps' normalisers summed side by side
-        const int rows = static_cast<int>(std::min<int64_t>(4, count - t0));
-        float* r[4];
-        int64_t lengths[4];
-        double totals[4];
-        for (int k = 0; k < rows; ++k) {
-          r[k] = logits_.row(j * count + t0 + k).data();
-          lengths[k] = head.prompt_len + s0 + t0 + k + 1;  // causal: up to the step's own position
-        }
-        ExpRows(r, lengths, rows, scale, totals);
-        for (int k = 0; k < rows; ++k) {
-          const double inv = 1.0 / totals[k];
-          AddScaled(r[k], head.prompt_len, inv, sums);
-        }
+      for (int64_t t = 0; t < count; ++t) {
+        float* row = logits_.row(j * count + t).data();
+        const int64_t length = head.prompt_len + s0 + t + 1;  // causal: up to the step's own position
+        AddScaled(row, head.prompt_len, 1.0 / ExpRow(row, length, scale), sums);
       }
     }
   }

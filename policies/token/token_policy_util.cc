@@ -90,22 +90,12 @@ namespace {
 void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_t row0) {
   const int64_t n = probs->cols();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t r0 = 0; r0 < count; r0 += 4) {  // four rows' normalisers summed side by side
-    const int rows = static_cast<int>(std::min<int64_t>(4, count - r0));
-    float* data[4];
-    int64_t lengths[4];
-    double sums[4];
-    for (int k = 0; k < rows; ++k) {
-      const int64_t position = first + r0 + k;
-      auto row = probs->row(row0 + r0 + k);
-      row.tail(n - position - 1).setZero();
-      data[k] = row.data();
-      lengths[k] = position + 1;
-    }
-    ExpRows(data, lengths, rows, scale, sums);
-    for (int k = 0; k < rows; ++k) {
-      probs->row(row0 + r0 + k).head(lengths[k]).array() *= static_cast<float>(1.0 / sums[k]);
-    }
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t position = first + r;
+    auto row = probs->row(row0 + r);
+    row.tail(n - position - 1).setZero();
+    const double sum = ExpRow(row.data(), position + 1, scale);
+    row.head(position + 1).array() *= static_cast<float>(1.0 / sum);
   }
 }
 
@@ -212,33 +202,9 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
   return sums;
 }
 
-void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums) {
-  KVSIM_CHECK(count >= 0 && count <= 4);
-  double s[4] = {0, 0, 0, 0};
-  int64_t common = count > 0 ? lengths[0] : 0;
-  for (int k = 1; k < count; ++k) common = std::min(common, lengths[k]);
-  int64_t i = 0;
-  if (count == 4) {
-    for (; i < common; ++i) {
-      s[0] += rows[0][i];
-      s[1] += rows[1][i];
-      s[2] += rows[2][i];
-      s[3] += rows[3][i];
-    }
-  }
-  for (int k = 0; k < count; ++k) {
-    double sum = s[k];
-    for (int64_t j = i; j < lengths[k]; ++j) sum += rows[k][j];
-    sums[k] = sum;
-  }
-}
-
-void ExpRows(float* const* rows, const int64_t* lengths, int count, float scale, double* sums) {
-  for (int k = 0; k < count; ++k) {
-    const float max_logit = Eigen::Map<const Eigen::ArrayXf>(rows[k], lengths[k]).maxCoeff() * scale;
-    ExpScaled(rows[k], lengths[k], scale, max_logit);
-  }
-  SequentialRowSums(rows, lengths, count, sums);
+double ExpRow(float* row, int64_t length, float scale) {
+  const float max_logit = Eigen::Map<const Eigen::ArrayXf>(row, length).maxCoeff() * scale;
+  return ExpScaledLaneSum(row, length, scale, max_logit);
 }
 
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

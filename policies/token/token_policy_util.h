@@ -63,15 +63,11 @@ PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t wind
 // (prompt_len values), computed in blocks of rows (bounded memory even when all prompt queries are stored).
 std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
 
-// sums[k] = the sum of rows[k][0..lengths[k]) in double, added one value at a time in index order (the
-// value a plain loop over that row gives), for count <= 4 rows at once: the rows' dependency chains of
-// additions run side by side instead of one after the other.
-void SequentialRowSums(const float* const* rows, const int64_t* lengths, int count, double* sums);
-
-// The unnormalised causal softmax of count <= 4 rows of attention logits (q.k): each rows[k][0..lengths[k])
-// becomes exp(scale * logit - scale * its largest logit) in place (ExpScaled), and sums[k] its double sum
-// (SequentialRowSums). Dividing a row by its sum gives the softmax.
-void ExpRows(float* const* rows, const int64_t* lengths, int count, float scale, double* sums);
+// The unnormalised causal softmax of a row of attention logits (q.k): row[0..length) becomes
+// exp(scale * logit - scale * its largest logit) in place (ExpScaled of util/float_gemm.h); returns its
+// double sum (LaneSum, in that function's fixed order). Dividing the row by the sum gives the softmax.
+// REQUIRES: length >= 1.
+double ExpRow(float* row, int64_t length, float scale);
 
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,

@@ -68,26 +68,21 @@ TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   EXPECT_EQ(PromptWindowAttention(head.context(), 1).rows(), 1);
 }
 
-// Equal, bit for bit, to a plain double loop over each row, whatever the rows' lengths.
-TEST(SequentialRowSumsTest, MatchesOneRowAtATime) {
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<float> value(0.0f, 1.0f);
-  std::vector<std::vector<float>> data(4);
-  for (auto& row : data) {
-    row.resize(5000);
-    for (float& x : row) x = value(rng) * std::pow(10.0f, value(rng) * 12 - 6);  // many magnitudes
-  }
-  const float* rows[4] = {data[0].data(), data[1].data(), data[2].data(), data[3].data()};
-  for (int count = 0; count <= 4; ++count) {
-    const int64_t lengths[4] = {5000, 17, 4999, 0};
-    double sums[4] = {-1, -1, -1, -1};
-    SequentialRowSums(rows, lengths, count, sums);
-    for (int k = 0; k < count; ++k) {
-      double expected = 0;
-      for (int64_t i = 0; i < lengths[k]; ++i) expected += rows[k][i];
-      EXPECT_EQ(sums[k], expected) << "count " << count << " row " << k;
+// The row's exponentials relative to its largest logit, and their sum, against double references.
+TEST(ExpRowTest, ExponentiatesFromTheLargestLogitAndSums) {
+  const std::vector<float> logits = {2.0f, -1.0f, 6.0f, 0.5f, 6.0f, -30.0f, 3.25f};
+  for (int64_t length : {1, 3, 7}) {
+    std::vector<float> row = logits;
+    const double sum = ExpRow(row.data(), length, 0.5f);
+    double max_logit = logits[0], expected_sum = 0;
+    for (int64_t i = 0; i < length; ++i) max_logit = std::max<double>(max_logit, logits[i]);
+    for (int64_t i = 0; i < length; ++i) {
+      const double expected = std::exp(0.5 * (logits[i] - max_logit));
+      EXPECT_NEAR(row[i], expected, 1e-6 * expected) << length << " " << i;
+      expected_sum += expected;
     }
-    for (int k = count; k < 4; ++k) EXPECT_EQ(sums[k], -1) << "untouched";
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum) << length;
+    for (size_t i = length; i < row.size(); ++i) EXPECT_EQ(row[i], logits[i]) << "beyond the row";
   }
 }
 
