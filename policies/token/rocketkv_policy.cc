@@ -119,46 +119,38 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const int64_t body = size - 1;  // the current token is read anyway
     const int64_t chunks = (body + s - 1) / s;
     std::vector<double> score(chunks, 0.0);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     const int64_t num_kept = static_cast<int64_t>(prompt_kept_[h].size());  // cache[e] for e < this
-    std::vector<double> signs(r);
-    for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0 : -1.0;
+    std::vector<float> signs(r);
+    for (int x = 0; x < r; ++x) signs[x] = qbar[channels[x]] >= 0 ? 1.0f : -1.0f;
     auto key_of = [&](int64_t e) { return e < num_kept ? &kept_keys_[h][e * d] : head.key(cache[e]); };
     // Chunk key of channel x and chunk k: K^ = max over the chunk of sign * key. For a complete chunk
-    // that is sign * (the cached maximum, or minimum for sign -1), both exact in float, so that
-    // q sign * K^ = q * extremum exactly: the logits read the cached extrema directly.
+    // that is sign * (the cached maximum, or minimum for sign -1), so q sign K^ = q * that extremum
+    // exactly: the logits read the cached extrema directly.
     const int64_t complete = body / s;
     UpdateExtrema(h, s, complete, cache);
     const ChunkExtrema& ext = extrema_[h];
-    std::vector<double> tail(r, -std::numeric_limits<double>::infinity());  // the last, partial chunk
+    std::vector<float> tail(r, -std::numeric_limits<float>::infinity());  // the last, partial chunk
     for (int64_t e = complete * s; e < body; ++e) {
       const float* key = key_of(e);
       for (int x = 0; x < r; ++x) tail[x] = std::max(tail[x], signs[x] * key[channels[x]]);
     }
-    // Each member's logits, summed over the channels in channel order per chunk (as one dot product per
-    // chunk would), for all chunks and members at once: each extremum row is read once per step.
+    // Each member's logits in float (the model's attention is no more precise), summed over the channels
+    // in channel order, all chunks at once: one vector multiply-add per channel and member.
     const int g = head.group_size;
-    logits_.assign(static_cast<size_t>(g) * chunks, 0.0);
-    std::vector<double> member_q(static_cast<size_t>(g) * r);
-    for (int j = 0; j < g; ++j) {
-      for (int x = 0; x < r; ++x) member_q[j * r + x] = head.query(j, p)[channels[x]];
-    }
+    logits_.setZero(g, chunks);
     for (int x = 0; x < r; ++x) {
       const float* e = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity;
       for (int j = 0; j < g; ++j) {
-        const double q = member_q[j * r + x];
-        double* l = &logits_[j * chunks];
-        for (int64_t k = 0; k < complete; ++k) l[k] += q * e[k];
-        if (complete < chunks) l[complete] += q * signs[x] * tail[x];
+        const float q = head.query(j, p)[channels[x]];
+        logits_.row(j).head(complete) += q * Eigen::Map<const Eigen::RowVectorXf>(e, complete);
+        if (complete < chunks) logits_(j, complete) += q * signs[x] * tail[x];
       }
     }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int j = 0; j < g; ++j) {
-      double* logits = &logits_[j * chunks];
-      double max_logit = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < chunks; ++k) max_logit = std::max(max_logit, logits[k] *= scale);
-      double total = 0;
-      for (int64_t k = 0; k < chunks; ++k) total += (logits[k] = std::exp(logits[k] - max_logit));
-      for (int64_t k = 0; k < chunks; ++k) score[k] += logits[k] / total / g;
+      float* probs = logits_.row(j).data();
+      const double total = ExpRow(probs, chunks, scale);  // softmax numerators and their sum
+      for (int64_t k = 0; k < chunks; ++k) score[k] += probs[k] / total / g;
     }
     out.clear();
     for (int32_t k : TopKIndices(score, (budget_ - 1) / s)) {

@@ -11,13 +11,14 @@
 //   consecutive entries, qbar = sum of the group's queries, and the r = clamp(round(d s / c), 1, d)
 //   channels with the largest mean |q| over the group are used. Chunk key K^_{P,ch} = max over the chunk
 //   of sign(qbar_ch) k_{i,ch}; each member's approximate logits are sum over the r channels of
-//   q_ch sign(qbar_ch) K^_{P,ch} / sqrt(d); the chunks are ranked by the softmax of those, averaged over
-//   the group; the query reads the top floor((B - 1) / s) chunks plus the current token.
+//   q_ch sign(qbar_ch) K^_{P,ch} / sqrt(d), in float; the chunks are ranked by the softmax of those,
+//   averaged over the group; the query reads the top floor((B - 1) / s) chunks plus the current token.
 // Kind: kSelect (stage 1 also evicts).
 #ifndef KVSIM_POLICIES_TOKEN_ROCKETKV_POLICY_H_
 #define KVSIM_POLICIES_TOKEN_ROCKETKV_POLICY_H_
 
 #include "policies/token/token_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -47,7 +48,7 @@ class RocketKvPolicy final : public TokenPolicy {
   // Extends head h's extrema to chunks [0, complete) of size s (recomputed when s changes).
   void UpdateExtrema(size_t h, int64_t s, int64_t complete, const std::vector<int32_t>& cache);
   int64_t budget_ = 0;
-  std::vector<double> logits_;  // Step() scratch: group_size x chunks
+  RowMatrixXf logits_;  // Step() scratch: group_size x chunks
 };
 
 // Stage-1 scores of one head (prompt_len values; the window is +infinity).
