@@ -357,6 +357,23 @@ KVSIM_AVX2 double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float o
   return total;
 }
 
+KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
+  const __m256 threshold = _mm256_set1_ps(t);
+  int64_t count = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    unsigned mask = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), threshold, _CMP_GE_OQ)));
+    while (mask != 0) {
+      index[count++] = static_cast<int32_t>(i + __builtin_ctz(mask));
+      mask &= mask - 1;
+    }
+  }
+  for (; i < n; ++i) {
+    if (x[i] >= t) index[count++] = static_cast<int32_t>(i);
+  }
+  return count;
+}
+
 // AVX2 without FMA: the compiler may not contract the multiplications and additions.
 __attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks,
                                                         const float* w, int64_t stride, float* out, int64_t ldo) {

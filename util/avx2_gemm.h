@@ -57,6 +57,10 @@ double Avx2ScaleLaneSum(float* x, int64_t n, float factor);
 // Avx2ExpScaled(x, n, scale, offset), then Avx2LaneSum(x, n), in one pass. REQUIRES: AVX2+FMA.
 double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 
+// Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count: eight
+// comparisons per instruction, one store per index found. REQUIRES: AVX2; index has room for n + 8.
+int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_UTIL_AVX2_GEMM_H_

@@ -162,5 +162,19 @@ TEST(Avx2GemmTest, LaneSumsFollowTheDocumentedOrder) {
   }
 }
 
+TEST(Avx2GemmTest, IndicesAtLeastMatchesAPlainFilter) {
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
+  for (int64_t n : {0, 3, 8, 9, 77, 2048}) {
+    std::vector<float> x = RandomFloats(n, 60 + n);
+    if (n > 5) x[5] = -0.5f;  // equal to the threshold: kept
+    std::vector<int32_t> index(n + 8, -1), expected;
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] >= -0.5f) expected.push_back(static_cast<int32_t>(i));
+    }
+    const int64_t count = Avx2IndicesAtLeast(x.data(), n, -0.5f, index.data());
+    ASSERT_EQ(std::vector<int32_t>(index.begin(), index.begin() + count), expected) << n;
+  }
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -1,6 +1,6 @@
 // File: util/float_gemm.h
 //
-// Float matrix products (and the softmax exponentials) that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
+// Float matrix products (and the softmax exponentials, row sums and threshold filters around them) that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
 // once per process; KVSIM_NO_AVX2=1 forces the portable path) and Eigen's portable GEMM otherwise. All
 // matrices are row-major with explicit leading dimensions. Each path is deterministic; the two paths may
 // differ in the last bits of a result (FMA, summation order).
@@ -42,6 +42,10 @@ double ScaleLaneSum(float* x, int64_t n, float factor);
 
 // ExpScaled(x, n, scale, offset), then LaneSum(x, n); one pass over x on the AVX2 path.
 double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
+
+// Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count (the same on
+// both paths). REQUIRES: index has room for n + 8 entries.
+int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
 
 }  // namespace kvsim
 

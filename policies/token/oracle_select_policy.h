@@ -7,6 +7,7 @@
 #define KVSIM_POLICIES_TOKEN_ORACLE_SELECT_POLICY_H_
 
 #include "policies/token/token_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -21,7 +22,7 @@ class OracleSelectPolicy final : public TokenPolicy {
  private:
   std::vector<int> group_sizes_;
   int64_t budget_ = 0;
-  std::vector<float> scratch_;
+  TopKScratch scratch_;
 };
 
 }  // namespace kvsim

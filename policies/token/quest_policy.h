@@ -10,6 +10,7 @@
 #define KVSIM_POLICIES_TOKEN_QUEST_POLICY_H_
 
 #include "policies/token/token_policy.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
@@ -27,7 +28,8 @@ class QuestPolicy final : public TokenPolicy {
   std::vector<HeadContext> heads_;
   std::vector<std::vector<float>> page_min_, page_max_;  // per head: pages x head_dim
   int64_t num_pages_ = 0;                                // pages of the budget (K)
-  std::vector<float> bounds_, scratch_;
+  std::vector<float> bounds_;
+  TopKScratch scratch_;
   std::vector<int32_t> pages_;
 };
 

@@ -73,54 +73,46 @@ float KthLargestValue(const float* values, int64_t n, int64_t k, std::vector<flo
 namespace {
 
 // TopKSet for k much smaller than n: a threshold t from a strided sample that about 2k values reach,
-// one pass keeping the indices of the values >= t (branch-free), then the exact k-th largest among
-// those. Returns false, with `out` unspecified, when fewer than k values reach t (the sample misled);
-// otherwise the result equals TopKSet's.
-bool TopKSetBySample(const float* values, int64_t n, int64_t k, std::vector<float>* scratch,
-                     std::vector<int32_t>* out) {
+// one filter pass keeping the indices of the values >= t, then the exact k-th largest among those.
+// Returns false, with `out` untouched, when fewer than k values reach t (the sample misled); otherwise
+// the result equals TopKSet's.
+bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out) {
   constexpr int64_t kStride = 16;
   const int64_t samples = n / kStride;
   const int64_t rank = std::min(samples, 2 * k / kStride);  // about 2k of the n values reach it
   if (rank < 1) return false;
-  scratch->resize(std::max(samples, n + 1));
-  float* sample = scratch->data();
+  if (static_cast<int64_t>(scratch->values.size()) < n) scratch->values.resize(n);
+  if (static_cast<int64_t>(scratch->index.size()) < n + 8) scratch->index.resize(n + 8);
+  float* sample = scratch->values.data();
   for (int64_t i = 0; i < samples; ++i) sample[i] = values[i * kStride];
   std::nth_element(sample, sample + (rank - 1), sample + samples, std::greater<float>());
-  const float t = sample[rank - 1];
-  out->resize(n + 1);
-  int32_t* index = out->data();
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {  // the index is written anyway and kept if the value reaches t
-    index[count] = static_cast<int32_t>(i);
-    count += values[i] >= t ? 1 : 0;
-  }
+  const int32_t* index = scratch->index.data();
+  const int64_t count = IndicesAtLeast(values, n, sample[rank - 1], scratch->index.data());
   if (count < k) return false;
-  float* kept = scratch->data();
+  float* kept = scratch->values.data();
   for (int64_t c = 0; c < count; ++c) kept[c] = values[index[c]];
   std::nth_element(kept, kept + (k - 1), kept + count, std::greater<float>());
   const float threshold = kept[k - 1];
   int64_t above = 0;
   for (int64_t c = 0; c < count; ++c) above += kept[c] > threshold ? 1 : 0;
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
-  int64_t size = 0;
-  for (int64_t c = 0; c < count; ++c) {  // in place: the result is a subsequence of the candidates
+  out->clear();
+  for (int64_t c = 0; c < count; ++c) {
     const float v = values[index[c]];
-    if (v > threshold || (v == threshold && ties-- > 0)) index[size++] = index[c];
+    if (v > threshold || (v == threshold && ties-- > 0)) out->push_back(index[c]);
   }
-  out->resize(size);
   return true;
 }
 
 }  // namespace
 
-void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out) {
+void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out) {
   k = std::max<int64_t>(0, std::min(k, n));
   out->clear();
   if (k == 0) return;
   if (8 * k <= n && TopKSetBySample(values, n, k, scratch, out)) return;
-  out->clear();
   int64_t above = 0;
-  const float threshold = KthLargestValue(values, n, k, scratch, &above);
+  const float threshold = KthLargestValue(values, n, k, &scratch->values, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));

@@ -31,9 +31,15 @@ struct PromptAttentionCache {
 // scores are ordered by increasing index. Deterministic.
 std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);
 
+// Buffers of TopKSet, kept between calls (they only grow).
+struct TopKScratch {
+  std::vector<float> values;
+  std::vector<int32_t> index;
+};
+
 // The same set as TopKIndices(values[0..n), k) (ties to the lower index), in increasing index order,
-// written to `out`; `scratch` is reused between calls. O(n), no allocation once the buffers have grown.
-void TopKSet(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, std::vector<int32_t>* out);
+// written to `out`. O(n), no allocation once the scratch buffers have grown.
+void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out);
 
 
 // Attention probabilities of the last `window` prompt queries of every group member over the prompt keys:

@@ -26,7 +26,7 @@ TEST(TopKSetTest, MatchesSortedReference) {
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);  // many ties
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> scratch;
+  TopKScratch scratch;
   std::vector<int32_t> out;
   for (int trial = 0; trial < 200; ++trial) {
     const int64_t n = 1 + trial * 37 % 3000;
