@@ -77,7 +77,7 @@ namespace {
 // Returns false, with `out` untouched, when fewer than k values reach t (the sample misled); otherwise
 // the result equals TopKSet's.
 bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out) {
-  constexpr int64_t kStride = 16;
+  constexpr int64_t kStride = 32;
   const int64_t samples = n / kStride;
   const int64_t rank = std::min(samples, 2 * k / kStride);  // about 2k of the n values reach it
   if (rank < 1) return false;
@@ -91,10 +91,8 @@ bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scr
   if (count < k) return false;
   float* kept = scratch->values.data();
   for (int64_t c = 0; c < count; ++c) kept[c] = values[index[c]];
-  std::nth_element(kept, kept + (k - 1), kept + count, std::greater<float>());
-  const float threshold = kept[k - 1];
   int64_t above = 0;
-  for (int64_t c = 0; c < count; ++c) above += kept[c] > threshold ? 1 : 0;
+  const float threshold = KthLargestValue(kept, count, k, &scratch->bucket, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   out->clear();
   for (int64_t c = 0; c < count; ++c) {
@@ -112,7 +110,7 @@ void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, st
   if (k == 0) return;
   if (8 * k <= n && TopKSetBySample(values, n, k, scratch, out)) return;
   int64_t above = 0;
-  const float threshold = KthLargestValue(values, n, k, &scratch->values, &above);
+  const float threshold = KthLargestValue(values, n, k, &scratch->bucket, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));

@@ -33,7 +33,7 @@ std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);
 
 // Buffers of TopKSet, kept between calls (they only grow).
 struct TopKScratch {
-  std::vector<float> values;
+  std::vector<float> values, bucket;
   std::vector<int32_t> index;
 };
 
