@@ -255,7 +255,9 @@ class Measurer {
 
   // For a set shared by `rows` query heads that Measure sums directly (2 |set| <= p + 1): the unnormalised
   // o' of each row, approx_probs[j] restricted to the set applied to the values, into a rows x d buffer
-  // (valid until the next call), exactly as Measure would sum each alone.
+  // (valid until the next call), exactly as Measure would sum each alone. GroupWeights(j) is then row j's
+  // approx_probs on the set, in set order.
+  const float* GroupWeights(int j, size_t size) const { return group_weights_.data() + j * size; }
   const float* GroupSums(const HeadContext& c, const std::vector<int32_t>& set, const float* const* approx_probs,
                          int rows, const Approx& approx) {
     const int d = c.head_dim;
@@ -281,9 +283,11 @@ class Measurer {
   // a/total/o: the exact attention of the query at position p; `approx`: the attention the policy's
   // cache computes over every token (equal to the exact one except for quantisers). o' is approx
   // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
+  // `gathered` and `gathered_weights`: this row's sums and set weights from GroupSums, when the set was
+  // summed for the whole group.
   Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
                       int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx,
-                      const float* gathered = nullptr) {
+                      const float* gathered = nullptr, const float* gathered_weights = nullptr) {
     Measurement m;
     const int d = c.head_dim;
     double mass = 0;
@@ -295,23 +299,30 @@ class Measurer {
     };
     double kept = 0;  // approx mass on the set
     if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
-      weights_.resize(set.size());
-      const bool exact = ap == a;  // then the approx mass on the set is the exact one, summed alike
-      for (size_t n = 0; n < set.size(); ++n) {
-        const float x = a[set[n]];
-        mass += x;
-        if (x >= kth) ++hits;
-        weights_[n] = ap[set[n]];
-        if (!exact) kept += ap[set[n]];
+      // The set's approx probabilities (from GroupSums when the sums were gathered) and exact ones (the
+      // same when the policy's attention is exact), in set order; masses summed by LaneSum.
+      const size_t size = set.size();
+      const float* w = gathered_weights;
+      if (w == nullptr) {
+        weights_.resize(size);
+        for (size_t n = 0; n < size; ++n) weights_[n] = ap[set[n]];
+        w = weights_.data();
       }
-      if (exact) kept = mass;
+      const float* x = w;
+      if (ap != a) {
+        exact_.resize(size);
+        for (size_t n = 0; n < size; ++n) exact_[n] = a[set[n]];
+        x = exact_.data();
+      }
+      mass = LaneSum(x, size);
+      kept = x == w ? mass : LaneSum(w, size);
+      hits = (Eigen::Map<const Eigen::ArrayXf>(x, size) >= kth).count();
       if (gathered != nullptr) {
         acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
       } else if (approx.values_hat == nullptr) {
-        WeightedRowSum(set, weights_.data(), [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data(),
-                       &staging_);
+        WeightedRowSum(set, w, [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data(), &staging_);
       } else {
-        WeightedRowSum(set, weights_.data(), value, d, acc_.data(), &staging_);
+        WeightedRowSum(set, w, value, d, acc_.data(), &staging_);
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
@@ -355,6 +366,7 @@ class Measurer {
 
   std::vector<uint8_t> mark_;
   std::vector<float> weights_;  // approx probabilities of the set, in set order
+  std::vector<float> exact_;    // exact probabilities of the set, in set order (quantisers only)
   std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
   std::vector<float> staging_;                     // the set's value rows, gathered chunk-major
   Eigen::VectorXf acc_;
@@ -611,7 +623,8 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
                             kv.values_exact_from};
         const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
                                                b.kth[r], k_top, b.hits[r], set, approx,
-                                               gathered != nullptr ? gathered + j * c.head_dim : nullptr);
+                                               gathered != nullptr ? gathered + j * c.head_dim : nullptr,
+                                               gathered != nullptr ? measurer.GroupWeights(j, shared.size()) : nullptr);
         acc.recall.Add(m.recall);
         acc.error.Add(m.error);
         acc.overlap.Add(m.overlap);
