@@ -2,23 +2,27 @@
 
 #include <algorithm>
 
+#include "Eigen/Core"
 #include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
 template <typename F>
 void ScissorhandsPolicy::Record(HeadState& state, F attention, int rows) {
-  std::vector<double> share(state.cache.size(), 0.0);
+  const size_t size = state.cache.size();
+  share_.assign(size, 0.0);
+  values_.resize(size);
+  Eigen::Map<Eigen::ArrayXd> share(share_.data(), size), values(values_.data(), size);
   for (int r = 0; r < rows; ++r) {
     double mass = 0;
-    for (size_t k = 0; k < state.cache.size(); ++k) mass += attention(r, state.cache[k]);
+    for (size_t k = 0; k < size; ++k) mass += (values_[k] = attention(r, state.cache[k]));
     if (mass <= 0) continue;
-    for (size_t k = 0; k < state.cache.size(); ++k) share[k] += attention(r, state.cache[k]) / mass / rows;
+    share += values / mass / static_cast<double>(rows);  // vectorised: the same two divisions per token
   }
   std::vector<int32_t> low;
   const double uniform = 1.0 / static_cast<double>(state.cache.size());
   for (size_t k = 0; k < state.cache.size(); ++k) {
-    if (share[k] < uniform) {
+    if (share_[k] < uniform) {
       low.push_back(state.cache[k]);
       ++state.counts[state.cache[k]];
     }

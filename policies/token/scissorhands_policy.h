@@ -38,6 +38,7 @@ class ScissorhandsPolicy final : public TokenPolicy {
   // Records one step: `attention(i)` for each cached i, already summed over the group's rows.
   template <typename F>
   void Record(HeadState& state, F attention, int rows);
+  std::vector<double> share_, values_;  // Record() scratch, per cached token
   void DropBatch(HeadState& state, int64_t position);
 
   int64_t budget_ = 0, recent_ = 1, batch_ = 1;

@@ -18,7 +18,7 @@ std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int ke
   std::vector<double> mean(scored), pooled(scored);
   const int half = kernel / 2;
   for (int j = 0; j < head.group_size; ++j) {
-    const Eigen::VectorXf sums = probs.middleRows(j * w, w).colwise().sum().transpose();
+    const Eigen::VectorXf sums = ColumnSums(probs, j * w, w);
     for (int64_t i = 0; i < scored; ++i) mean[i] = static_cast<double>(sums(i)) / w;
     for (int64_t i = 0; i < scored; ++i) {
       double sum = 0;

@@ -23,6 +23,12 @@ struct ByScore {
 
 }  // namespace
 
+Eigen::VectorXf ColumnSums(const RowMatrixXf& m, int64_t row0, int64_t count) {
+  Eigen::VectorXf sums = Eigen::VectorXf::Zero(m.cols());
+  for (int64_t r = row0; r < row0 + count; ++r) sums += m.row(r).transpose();
+  return sums;
+}
+
 std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k) {
   const int64_t n = static_cast<int64_t>(scores.size());
   k = std::max<int64_t>(0, std::min(k, n));
@@ -221,7 +227,7 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
   if (head.prompt_cache != nullptr && n - head.query_start <= PromptAttentionCache::kMaxWindow) {
     RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows
     const RowMatrixXf& probs = PromptWindowAttentionView(head, n - head.query_start, &scratch);
-    const Eigen::VectorXf column = probs.colwise().sum().transpose();
+    const Eigen::VectorXf column = ColumnSums(probs, 0, probs.rows());
     for (int64_t i = 0; i < n; ++i) sums[i] = column(i);
     return sums;
   }
@@ -230,7 +236,7 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
     for (int64_t first = head.query_start; first < n; first += kRows) {
       const int64_t count = std::min(kRows, n - first);
       AttentionRows(head, j, first, count, &probs, 0);
-      const Eigen::VectorXf column = probs.topRows(count).colwise().sum().transpose();
+      const Eigen::VectorXf column = ColumnSums(probs, 0, count);
       for (int64_t i = 0; i < n; ++i) sums[i] += column(i);
     }
   }

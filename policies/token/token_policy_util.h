@@ -27,6 +27,11 @@ struct PromptAttentionCache {
   RowMatrixXf probs;
 };
 
+// The column sums of rows [row0, row0 + count) of m in float, added one row at a time in row order:
+// contiguous vector additions (a colwise() sum of a row-major matrix walks each column with a stride of a
+// whole row). count = 0 gives zeros.
+Eigen::VectorXf ColumnSums(const RowMatrixXf& m, int64_t row0, int64_t count);
+
 // The indices of the k largest scores (k clamped to scores.size()), in decreasing score order; equal
 // scores are ordered by increasing index. Deterministic.
 std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);

@@ -56,6 +56,17 @@ TEST(TopKSetTest, MatchesSortedReference) {
   }
 }
 
+TEST(ColumnSumsTest, SumsTheChosenRows) {
+  RowMatrixXf m(4, 3);
+  m << 1, 2, 3,  //
+      10, 20, 30,  //
+      100, 200, 300,  //
+      0.5, 0.25, -1;
+  EXPECT_EQ(ColumnSums(m, 1, 2), Eigen::Vector3f(110, 220, 330));
+  EXPECT_EQ(ColumnSums(m, 0, 4), Eigen::Vector3f(111.5f, 222.25f, 332));
+  EXPECT_EQ(ColumnSums(m, 2, 0), Eigen::Vector3f::Zero());
+}
+
 TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   // Prompt of 4, queries stored from position 2; member 0 at position 2 has logits (ln 2, 0, ln 5):
   // softmax = (2, 1, 5) / 8 and 0 for position 3 (causal).
