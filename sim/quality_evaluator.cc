@@ -111,6 +111,7 @@ struct Point {
   std::unique_ptr<TokenPolicy> policy;
   bool quantised = false;
   std::vector<HeadBlock> blocks;  // quantisers only: per head, the dequantised attention of the block
+  std::vector<KeptSet> kept;      // per head: the policy's sets at the current step
   Accumulator acc;
 };
 
@@ -451,7 +452,6 @@ struct QualityEvaluator::Impl {
   std::vector<Point> points;
   std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
   std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
-  std::vector<KeptSet> kept;                   // per head: the current policy's sets at this step
   std::vector<const float*> approx_rows;       // per query head of a group: its attention row
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
@@ -596,12 +596,17 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
   LayerStep step;
   step.position = p;
   for (const HeadBlock& block : blocks) step.heads.push_back(HeadStep{block.probs.row(s).data(), steps * cols});
-  kept.resize(heads.size());  // the sets keep their storage from step to step
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
   for (Point& point : points) {
-    point.policy->Step(step, &kept);
-    Accumulator& acc = point.acc;
-    for (size_t h = 0; h < heads.size(); ++h) {
+    point.kept.resize(heads.size());  // the sets keep their storage from step to step
+    point.policy->Step(step, &point.kept);
+  }
+  // Head by head, every point: the value rows one point's sets read are mostly still cached for the next
+  // (the points of one policy hold nested sets; different policies keep many of the same tokens).
+  for (size_t h = 0; h < heads.size(); ++h) {
+    for (Point& point : points) {
+      const std::vector<KeptSet>& kept = point.kept;
+      Accumulator& acc = point.acc;
       const HeadContext& c = heads[h];
       const HeadBlock& b = blocks[h];
       const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
