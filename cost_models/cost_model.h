@@ -91,10 +91,6 @@ class CostModel {
   // recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument otherwise).
   virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
 
-  // Caveats about the predictions made so far, one line, for the run's report (e.g. how many kernel
-  // times a table model extrapolated beyond its measurements); empty when there are none.
-  virtual std::string Warnings() const { return ""; }
-
   // How far to trust the model's kernel times, as recorded in the run's results: a table's held-out
   // error (cost_models/validation.h, held-out split, over all kernel kinds) and the kernel predictions
   // so far; the default (an analytic model) is uncalibrated. Thread-safe.

@@ -76,15 +76,6 @@ absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::Create(const pro
 
 std::string TableCostModel::Describe() const { return description_; }
 
-std::string TableCostModel::Warnings() const {
-  const int64_t extrapolated = num_extrapolated(), unmeasured = num_unmeasured();
-  if (extrapolated == 0) return "";
-  return absl::StrFormat(
-      "table cost model: %d of %d kernel predictions fell outside the table and used the roofline "
-      "(%d of them with no measured series at all)",
-      extrapolated, num_predictions(), unmeasured);
-}
-
 proto::CostModelAccuracy TableCostModel::Accuracy() const {
   proto::CostModelAccuracy a = heldout_;
   a.set_kernel_predictions(num_predictions());

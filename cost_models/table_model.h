@@ -27,9 +27,9 @@
 // missing ones borrow bf16 x the roofline ratio (see kernel_table.h), which keeps the dequantisation
 // turn to compute-bound at 4 bits and below.
 //
-// Kernels predicted outside the table's range, or with no series, are counted; Warnings() reports the
-// counts, and Accuracy() the table's held-out error (cost_models/validation.h, held-out split, computed at
-// creation), both printed by the replay next to its results. Thread-safe (counters are atomic).
+// Kernels predicted outside the table's range, or with no series, are counted; Accuracy() reports the
+// counts with the table's held-out error (cost_models/validation.h, held-out split, computed at
+// creation), printed by the replay next to its results ("cost model error"). Thread-safe (counters are atomic).
 //
 // Example:
 //   config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
@@ -71,7 +71,6 @@ class TableCostModel final : public CostModel {
   int64_t num_extrapolated() const { return extrapolated_.load(std::memory_order_relaxed); }
   int64_t num_unmeasured() const { return unmeasured_.load(std::memory_order_relaxed); }
   // One line, empty when nothing was extrapolated.
-  std::string Warnings() const override;
   // Held-out error of the table (computed once, at creation) and the counters above.
   proto::CostModelAccuracy Accuracy() const override;
 

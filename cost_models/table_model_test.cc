@@ -136,11 +136,12 @@ TEST(TableModelTest, ExtrapolationIsCountedAndReported) {
   auto model = Model(TableConfig());
   ASSERT_TRUE(model->IterationTimeNs(Batch({Piece(4096, 1)})).ok());
   EXPECT_EQ(model->num_extrapolated(), 0);
-  EXPECT_EQ(model->Warnings(), "");
+  EXPECT_EQ(model->Accuracy().extrapolated_predictions(), 0);
   // 1M tokens of context: beyond the table's 128K.
   ASSERT_TRUE(model->IterationTimeNs(Batch({Piece(1 << 20, 1)})).ok());
   EXPECT_EQ(model->num_extrapolated(), 1);
-  EXPECT_NE(model->Warnings().find("1 of"), std::string::npos) << model->Warnings();
+  EXPECT_EQ(model->Accuracy().extrapolated_predictions(), 1);
+  EXPECT_EQ(model->Accuracy().unmeasured_predictions(), 0);
 }
 
 TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {

@@ -62,8 +62,6 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   }
   out << SummaryTable(output.results);
   for (const std::string& warning : reader->warnings()) out << "  warning: " << warning << "\n";
-  const std::string cost_warning = cost_model->Warnings();
-  if (!cost_warning.empty()) out << "  warning: " << cost_warning << "\n";
   if (!out_dir.empty()) out << "  results written to " << out_dir << "/\n";
   return absl::OkStatus();
 }
