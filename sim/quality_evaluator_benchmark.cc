@@ -12,14 +12,15 @@
 // first touch of buffers, cold caches) are left out and the numbers are steady state, as Google Benchmark
 // intends; the timed iterations are unchanged. items_per_second is dot products per CPU-second in every
 // benchmark. After the runs, one line per decode-step count and baseline compares BM_EvaluatorAllPolicies
-// with the baseline of the same run (same sample, same dot-product count). Measured on a shared 2-core x86-64 VM (AMD EPYC, AVX2 path), four
-// runs with the warm-up pass; the baselines vary from ~56M to ~114M dots/s from run to run with the load
-// of the machine, so the ratios move as much (the evaluator alone: 12-17M dots/s at 64 steps, 20-26M at
-// 512):
-//   ratio steps=64: evaluator (AVX2 path) 15.96M dots/s / Eigen matvec baseline 59.83M dots/s = 26.7%
-//   ratio steps=512: evaluator (AVX2 path) 25.70M dots/s / Eigen matvec baseline 61.47M dots/s = 41.8%
-//   ratio-avx2 steps=512: evaluator (AVX2 path) 25.70M dots/s / AVX2 matvec baseline 79.46M dots/s = 32.3%
-//   ratio steps=512: evaluator (AVX2 path) 20.39M dots/s / Eigen matvec baseline 98.36M dots/s = 20.7%
+// with the baseline of the same run (same sample, same dot-product count). main() tunes the heap as
+// `kvsim` does (util/heap_tuning.h): no page faults in the timed iterations. Measured on a shared 2-core x86-64 VM (AMD EPYC, AVX2 path), three runs in a row:
+//   ratio steps=64: evaluator (AVX2 path) 19.00M dots/s / Eigen matvec baseline 76.90M dots/s = 24.7%
+//   ratio steps=512: evaluator (AVX2 path) 29.40M dots/s / Eigen matvec baseline 62.81M dots/s = 46.8%
+//   ratio steps=512: evaluator (AVX2 path) 28.75M dots/s / Eigen matvec baseline 65.23M dots/s = 44.1%
+//   ratio steps=512: evaluator (AVX2 path) 28.18M dots/s / Eigen matvec baseline 79.06M dots/s = 35.6%
+//   ratio-avx2 steps=512: evaluator (AVX2 path) 28.18M dots/s / AVX2 matvec baseline 77.52M dots/s = 36.3%
+// The evaluator (compute-bound) moves little from run to run; the baselines stream the keys from the
+// last-level cache or memory and read anywhere from ~43M to ~112M dots/s with the host's load.
 #include <cstdio>
 #include <map>
 #include <memory>
