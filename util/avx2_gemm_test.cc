@@ -144,37 +144,5 @@ TEST(Avx2GemmTest, Deterministic) {
   EXPECT_EQ(c1, c2);
 }
 
-// The AVX2 lane sums equal the order util/float_gemm.h documents (and its portable code follows) bit for bit.
-TEST(Avx2GemmTest, LaneSumsFollowTheDocumentedOrder) {
-  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  for (int64_t n : {0, 7, 16, 47, 48, 1000, 4097}) {
-    const std::vector<float> x = WideRangeFloats(n, 30 + n);
-    ASSERT_EQ(Avx2LaneSum(x.data(), n), ReferenceLaneSum(x.data(), n)) << n;
-    std::vector<float> scaled = x;
-    const double scaled_sum = Avx2ScaleLaneSum(scaled.data(), n, -1.7f);
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(scaled[i], x[i] * -1.7f) << i;
-    ASSERT_EQ(scaled_sum, ReferenceLaneSum(scaled.data(), n)) << n;
-    std::vector<float> logits = RandomFloats(n, 40 + n), exps = logits;
-    Avx2ExpScaled(exps.data(), n, 2.0f, 0.5f);
-    const double exp_sum = Avx2ExpScaledLaneSum(logits.data(), n, 2.0f, 0.5f);
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(logits[i], exps[i]) << i;
-    ASSERT_EQ(exp_sum, ReferenceLaneSum(exps.data(), n)) << n;
-  }
-}
-
-TEST(Avx2GemmTest, IndicesAtLeastMatchesAPlainFilter) {
-  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  for (int64_t n : {0, 3, 8, 9, 77, 2048}) {
-    std::vector<float> x = RandomFloats(n, 60 + n);
-    if (n > 5) x[5] = -0.5f;  // equal to the threshold: kept
-    std::vector<int32_t> index(n + 8, -1), expected;
-    for (int64_t i = 0; i < n; ++i) {
-      if (x[i] >= -0.5f) expected.push_back(static_cast<int32_t>(i));
-    }
-    const int64_t count = Avx2IndicesAtLeast(x.data(), n, -0.5f, index.data());
-    ASSERT_EQ(std::vector<int32_t>(index.begin(), index.begin() + count), expected) << n;
-  }
-}
-
 }  // namespace
 }  // namespace kvsim

@@ -1,5 +1,6 @@
-// Runs on the path the process chose (AVX2+FMA where the CPU has it, portable under KVSIM_NO_AVX2=1):
-// both must match the same double-precision references.
+// Runs on the path the process chose: the AVX2+FMA kernels of util/avx2_gemm.h where the CPU has them
+// (float_gemm_test), the portable code under KVSIM_NO_AVX2=1 (float_gemm_portable_test). Both must match
+// the same references: double precision, or bit for bit where the header promises it.
 #include "util/float_gemm.h"
 
 #include <cmath>
