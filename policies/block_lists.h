@@ -46,6 +46,8 @@ class BlockLists {
     return it == index_.end() ? kNoSlot : it->second;
   }
   bool Contains(BlockId block) const { return index_.contains(block); }
+  // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
+  void Prefetch(BlockId block) const { index_.prefetch(block); }
 
   // Adds `block` at the front (or back) of `list`; returns its slot. REQUIRES: block in no list.
   int32_t PushFront(int list, BlockId block) {

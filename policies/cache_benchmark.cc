@@ -22,6 +22,7 @@
 #include "policies/eviction_policy.h"
 #include "sim/cache_replay.h"
 #include "sim/mrc.h"
+#include "util/heap_tuning.h"
 
 namespace kvsim {
 namespace {
@@ -176,6 +177,7 @@ void RegisterPolicyBenchmarks() {
 }  // namespace kvsim
 
 int main(int argc, char** argv) {
+  kvsim::TuneHeapForBatchRun();  // as `kvsim cache` does: the simulators' tables are not re-faulted per run
   kvsim::RegisterPolicyBenchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

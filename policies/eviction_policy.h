@@ -116,6 +116,10 @@ class EvictionPolicy {
   virtual bool TracksResidency() const { return false; }
   virtual bool IsResident(BlockId block) const { return false; }
 
+  // A hint that IsResident(block) will be asked soon: a policy with an index may start loading the
+  // block's entry into the CPU cache now. Never changes a decision. Default: nothing.
+  virtual void Prefetch(BlockId block) const {}
+
   // The request that made the latest accesses is done with its blocks. Default: ignored.
   virtual void OnRequestEnd(const RequestEndInfo& end) {}
 

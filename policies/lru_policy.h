@@ -35,6 +35,7 @@ class LruPolicy final : public EvictionPolicy {
     looked_up_slot_ = lists_.Find(block);
     return looked_up_slot_ != kNoSlot;
   }
+  void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
