@@ -77,14 +77,31 @@ void LogGridInterpolator::Finish(Node* node) {
   for (Node& child : node->children) Finish(&child);
 }
 
+double LogGridInterpolator::ScaleMemo::At(const std::vector<double>& at, const Prior& scale, double* log_value) {
+  const size_t n = at.size();
+  for (size_t e = 0; e < values.size(); ++e) {
+    if (std::equal(at.begin(), at.end(), features.begin() + e * n)) {
+      *log_value = logs[e];
+      return values[e];
+    }
+  }
+  const double value = scale(at);
+  features.insert(features.end(), at.begin(), at.end());
+  values.push_back(value);
+  logs.push_back(std::log(value));
+  *log_value = logs.back();
+  return value;
+}
+
 double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<double>* features,
-                                      const Prior& prior, const Prior& scale, bool* extrapolated) const {
+                                      const Prior& prior, const Prior& scale, ScaleMemo* memo,
+                                      bool* extrapolated) const {
   const bool last = level + 1 == num_features_;
   auto value_at = [&](size_t i) {
-    return last ? node.log_values[i] : PredictAt(node.children[i], level + 1, features, prior, scale, extrapolated);
+    return last ? node.log_values[i]
+                : PredictAt(node.children[i], level + 1, features, prior, scale, memo, extrapolated);
   };
   const double x = (*features)[level];
-  const double key = std::log1p(x);
   if (x < node.raw.front() || x > node.raw.back()) {
     *extrapolated = true;
     const bool below = x < node.raw.front();
@@ -124,23 +141,22 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
   // Abscissae: log scale at each measured value (the query's other features held), if the scale grows
   // strictly along this feature in the window; else log(1 + feature).
   double k[5];
-  double query_key = key;
+  double query_key = 0;
   bool use_prior = scale != nullptr;
   for (size_t i = first; i < end && use_prior; ++i) {
     (*features)[level] = node.raw[i];
-    const double p = scale(*features);
-    k[i - first] = std::log(p);
+    const double p = memo->At(*features, scale, &k[i - first]);
     use_prior = std::isfinite(k[i - first]) && p > 0 &&
                 (i == first || k[i - first] - k[i - first - 1] > 1e-9);
   }
   (*features)[level] = x;
   if (use_prior) {
-    query_key = std::log(scale(*features));
+    memo->At(*features, scale, &query_key);
     use_prior = query_key > k[lo - first] && query_key < k[hi - first];
   }
   if (!use_prior) {
     for (size_t i = first; i < end; ++i) k[i - first] = node.keys[i];
-    query_key = key;
+    query_key = std::log1p(x);
   }
   auto h = [&](size_t i) { return k[i + 1 - first] - k[i - first]; };
   auto secant = [&](size_t i) { return (val(i + 1) - val(i)) / h(i); };
@@ -174,8 +190,12 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
 LogGridInterpolator::Result LogGridInterpolator::Predict(const std::vector<double>& features,
                                                          const Prior& prior, const Prior& scale) const {
   std::vector<double> f = features;
+  thread_local ScaleMemo memo;  // per thread: Predict() stays const and thread-safe; storage is reused
+  memo.features.clear();
+  memo.values.clear();
+  memo.logs.clear();
   Result result;
-  result.value = std::exp(PredictAt(root_, 0, &f, prior, scale, &result.extrapolated));
+  result.value = std::exp(PredictAt(root_, 0, &f, prior, scale, &memo, &result.extrapolated));
   return result;
 }
 

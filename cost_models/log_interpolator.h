@@ -72,8 +72,17 @@ class LogGridInterpolator {
   static void Insert(Node* node, const std::vector<double>& features, int level, double log_value,
                      int num_features);
   static void Finish(Node* node);
+  // The scale's values (and logs) at the feature vectors one Predict() has evaluated it at: the levels
+  // below the first evaluate it at the same measured values for each bracketing neighbour, so most
+  // calls repeat. Flat storage, searched linearly (a few dozen entries at most).
+  struct ScaleMemo {
+    std::vector<double> features;  // num_features per entry
+    std::vector<double> values, logs;
+    // The scale at `at`, computed at most once per Predict(); its log in *log_value.
+    double At(const std::vector<double>& at, const Prior& scale, double* log_value);
+  };
   double PredictAt(const Node& node, int level, std::vector<double>* features, const Prior& prior,
-                   const Prior& scale, bool* extrapolated) const;
+                   const Prior& scale, ScaleMemo* memo, bool* extrapolated) const;
 
   int num_features_ = 0;
   size_t num_points_ = 0;
