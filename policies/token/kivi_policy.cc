@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "util/huge_pages.h"
 
@@ -19,16 +20,34 @@ void ReserveHugePages(int64_t count, std::vector<float>* out) {
 
 }  // namespace
 
+namespace {
+
+// nearbyint(v) for 0 <= v < 2^22 in the default rounding mode (to nearest, ties to even): adding 2^23
+// leaves no fraction bits, so the sum is v rounded, and subtracting 2^23 back is exact. A plain array
+// expression (vectorised), where nearbyint is a library call on baseline x86-64.
+template <typename Array>
+auto RoundCodes(const Array& v) {
+  constexpr float kShift = 8388608.0f;  // 2^23
+  return (v + kShift) - kShift;
+}
+
+// x -> lo + scale * round((x - lo) / scale), or lo when scale is 0, for the values of `x` (KIVI's rule;
+// codes are in [0, 2^bits - 1], so RoundCodes applies).
+template <typename Array, typename Bound>
+void Dequantise(Array x, const Bound& lo, const Bound& scale) {
+  x = (scale > 0).select(lo + scale * RoundCodes((x - lo) / scale), lo);
+}
+
+}  // namespace
+
 void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
-  float lo = data[0], hi = data[0];
-  for (int64_t k = 1; k < count; ++k) {
-    lo = std::min(lo, data[k * stride]);
-    hi = std::max(hi, data[k * stride]);
-  }
+  Eigen::Map<Eigen::ArrayXf, 0, Eigen::InnerStride<>> x(data, count, Eigen::InnerStride<>(stride));
+  const float lo = x.minCoeff(), hi = x.maxCoeff();
   const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
-  for (int64_t k = 0; k < count; ++k) {
-    float& x = data[k * stride];
-    x = scale > 0 ? lo + scale * std::nearbyint((x - lo) / scale) : lo;
+  if (scale > 0) {
+    x = lo + scale * RoundCodes((x - lo) / scale);
+  } else {
+    x.setConstant(lo);
   }
 }
 
@@ -43,27 +62,19 @@ void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int6
   std::vector<float>& out = *result;
   ReserveHugePages(tokens * dim, &out);
   out.assign(keys, keys + tokens * dim);  // reuses the capacity of an earlier layer
-  std::vector<float> lo(dim), hi(dim), scale(dim);
+  Eigen::ArrayXf lo(dim), hi(dim), scale(dim);
   const float levels = static_cast<float>((1 << bits) - 1);
   for (int64_t start = 0; start < tokens; start += group) {
     const int64_t count = std::min(group, tokens - start);
-    const float* first = &out[start * dim];
-    std::copy(first, first + dim, lo.begin());
-    std::copy(first, first + dim, hi.begin());
+    auto row = [&](int64_t i) { return Eigen::Map<Eigen::ArrayXf>(&out[(start + i) * dim], dim); };
+    lo = row(0);
+    hi = row(0);
     for (int64_t i = 1; i < count; ++i) {
-      const float* row = &out[(start + i) * dim];
-      for (int c = 0; c < dim; ++c) {
-        lo[c] = std::min(lo[c], row[c]);
-        hi[c] = std::max(hi[c], row[c]);
-      }
+      lo = lo.min(row(i));
+      hi = hi.max(row(i));
     }
-    for (int c = 0; c < dim; ++c) scale[c] = (hi[c] - lo[c]) / levels;
-    for (int64_t i = 0; i < count; ++i) {
-      float* row = &out[(start + i) * dim];
-      for (int c = 0; c < dim; ++c) {
-        row[c] = scale[c] > 0 ? lo[c] + scale[c] * std::nearbyint((row[c] - lo[c]) / scale[c]) : lo[c];
-      }
-    }
+    scale = (hi - lo) / levels;
+    for (int64_t i = 0; i < count; ++i) Dequantise(row(i), lo, scale);
   }
 }
 
