@@ -46,6 +46,7 @@ class LeafFirstPolicy : public EvictionPolicy {
   void OnRemove(BlockId block) override;
   bool TracksResidency() const override { return inner_->TracksResidency(); }
   bool IsResident(BlockId block) const override { return inner_->IsResident(block); }
+  void Prefetch(BlockId block) const override { inner_->Prefetch(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;

@@ -29,6 +29,7 @@ class SievePolicy final : public EvictionPolicy {
   void OnRemove(BlockId block) override;
   bool TracksResidency() const override { return true; }
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
+  void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
   BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
   absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
