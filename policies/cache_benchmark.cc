@@ -12,7 +12,6 @@
 //   bazel run -c opt //policies:cache_benchmark
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <list>
 #include <random>
 #include <unordered_map>
@@ -23,6 +22,7 @@
 #include "sim/cache_replay.h"
 #include "sim/mrc.h"
 #include "util/heap_tuning.h"
+#include "util/thread_cpu_time.h"
 
 namespace kvsim {
 namespace {
@@ -125,20 +125,6 @@ void BM_OnePassMrc(benchmark::State& state) {
   state.counters["hit_ratio"] = hit_ratio;  // equals BM_KvsimCacheLru's
 }
 BENCHMARK(BM_OnePassMrc)->Unit(benchmark::kMillisecond)->Iterations(1);
-
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Runs `fn` once and returns its thread CPU seconds.
-template <typename Fn>
-double CpuSecondsOf(const Fn& fn) {
-  const double start = ThreadCpuSeconds();
-  fn();
-  return ThreadCpuSeconds() - start;
-}
 
 void BM_Ratios(benchmark::State& state) {
   const CompiledTrace& trace = ZipfTrace();

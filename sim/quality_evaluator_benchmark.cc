@@ -24,7 +24,6 @@
 // and 55.7M dots/s). The target, 50% of the Eigen baseline, is not met on a quiet host.
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +37,7 @@
 #include "util/avx2_gemm.h"
 #include "util/cpu_features.h"
 #include "util/heap_tuning.h"
+#include "util/thread_cpu_time.h"
 
 namespace kvsim {
 namespace {
@@ -187,20 +187,6 @@ void BM_EvaluatorOnePolicy(benchmark::State& state) {
   RunEvaluator(state, {name});
 }
 BENCHMARK(BM_EvaluatorOnePolicy)->DenseRange(0, 17)->Unit(benchmark::kMillisecond);
-
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Runs `fn` once and returns its thread CPU seconds.
-template <typename Fn>
-double CpuSecondsOf(const Fn& fn) {
-  const double start = ThreadCpuSeconds();
-  fn();
-  return ThreadCpuSeconds() - start;
-}
 
 // The ratios the speed target is about, robust to the machine's load: the evaluator with every policy
 // and the baselines, each warmed up once, then timed in three interleaved repetitions (evaluator,
