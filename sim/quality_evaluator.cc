@@ -92,7 +92,7 @@ struct HeadBlock {
   std::vector<double> totals;  // row sums of probs
   std::vector<float> kth;      // top-k threshold per row (exact blocks only)
   std::vector<int64_t> hits;   // entries >= kth per row (exact blocks only)
-  std::vector<float> heap;     // scratch
+  std::vector<float> heap;     // KthLargest's scratch
 
   // REQUIRES: rows * cols <= capacity; the storage grows to `capacity` floats at most once per size.
   void Reshape(int64_t rows, int64_t cols, int64_t capacity) {
@@ -373,26 +373,6 @@ class Measurer {
   Eigen::VectorXf acc_;
 };
 
-// The k-th largest of x[0..n) with a k-entry min-heap: one comparison for most entries, and most blocks
-// of 16 entries skipped after one vector maximum (none of them can enter the heap).
-float KthLargest(const float* x, int64_t n, int k, std::vector<float>* heap) {
-  heap->assign(x, x + k);
-  std::make_heap(heap->begin(), heap->end(), std::greater<float>());
-  auto offer = [heap](float value) {
-    if (value <= heap->front()) return;
-    std::pop_heap(heap->begin(), heap->end(), std::greater<float>());
-    heap->back() = value;
-    std::push_heap(heap->begin(), heap->end(), std::greater<float>());
-  };
-  int64_t i = k;
-  for (; i + 16 <= n; i += 16) {
-    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= heap->front()) continue;
-    for (int64_t j = i; j < i + 16; ++j) offer(x[j]);
-  }
-  for (; i < n; ++i) offer(x[i]);
-  return heap->front();
-}
-
 // Attention rows and outputs for decode steps [s0, s0 + steps) of one head, by GEMMs over the block.
 // With `policy` (a quantiser) and its head index, the rows use the policy's dequantised keys and values
 // (Kv()), with each step's full-precision residual rows patched in exactly.
@@ -428,7 +408,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
     const double sum = ExpRow(row.data(), p + 1, scale);
     block->totals[r] = ScaleLaneSum(row.data(), p + 1, static_cast<float>(1.0 / sum));
     if (policy != nullptr) continue;
-    block->kth[r] = KthLargest(row.data(), p + 1, static_cast<int>(std::min<int64_t>(top_k, p + 1)), &block->heap);
+    block->kth[r] = KthLargest(row.data(), p + 1, std::min<int64_t>(top_k, p + 1), &block->heap);
     block->hits[r] = (row.head(p + 1).array() >= block->kth[r]).count();
   }
   block->outputs.resize(block->probs.rows(), d);

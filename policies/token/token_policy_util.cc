@@ -52,10 +52,10 @@ inline uint32_t OrderKey(float x) {
   return (bits & 0x80000000u) != 0 ? ~bits : (bits | 0x80000000u);
 }
 
-// The k-th largest of values[0..n) (1 <= k <= n) and how many values are strictly greater: one
-// histogram pass over the top bits of the keys, then a selection among the values of the bucket that
-// holds the k-th largest only.
-float KthLargestValue(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above) {
+// KthLargest for larger k: one histogram pass over the top bits of the keys, then a selection among the
+// values of the bucket that holds the k-th largest only; `above` from the bucket counts.
+float KthLargestByHistogram(const float* values, int64_t n, int64_t k, std::vector<float>* scratch,
+                            int64_t* above) {
   constexpr int kShift = 21;  // 2^11 buckets
   uint32_t counts[1u << (32 - kShift)] = {};
   for (int64_t i = 0; i < n; ++i) ++counts[OrderKey(values[i]) >> kShift];
@@ -69,14 +69,34 @@ float KthLargestValue(const float* values, int64_t n, int64_t k, std::vector<flo
   const int64_t rank = k - higher;  // 1-based rank of the k-th largest within the bucket
   std::nth_element(scratch->begin(), scratch->begin() + (rank - 1), scratch->end(), std::greater<float>());
   const float threshold = (*scratch)[rank - 1];
-  *above = higher;
-  for (float x : *scratch) *above += x > threshold ? 1 : 0;
+  if (above != nullptr) {
+    *above = higher;
+    for (float x : *scratch) *above += x > threshold ? 1 : 0;
+  }
   return threshold;
 }
 
-}  // namespace
-
-namespace {
+// KthLargest for small k: a k-entry min-heap, one comparison for most values, and most blocks of 16
+// values skipped after one vector maximum (none of them can enter the heap).
+float KthLargestByHeap(const float* x, int64_t n, int64_t k, std::vector<float>* heap, int64_t* above) {
+  heap->assign(x, x + k);
+  std::make_heap(heap->begin(), heap->end(), std::greater<float>());
+  auto offer = [heap](float value) {
+    if (value <= heap->front()) return;
+    std::pop_heap(heap->begin(), heap->end(), std::greater<float>());
+    heap->back() = value;
+    std::push_heap(heap->begin(), heap->end(), std::greater<float>());
+  };
+  int64_t i = k;
+  for (; i + 16 <= n; i += 16) {
+    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= heap->front()) continue;
+    for (int64_t j = i; j < i + 16; ++j) offer(x[j]);
+  }
+  for (; i < n; ++i) offer(x[i]);
+  const float threshold = heap->front();
+  if (above != nullptr) *above = (Eigen::Map<const Eigen::ArrayXf>(x, n) > threshold).count();
+  return threshold;
+}
 
 // TopKSet for k much smaller than n: a threshold t from a strided sample that about 2k values reach,
 // one filter pass keeping the indices of the values >= t, then the exact k-th largest among those.
@@ -98,7 +118,7 @@ bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scr
   float* kept = scratch->values.data();
   for (int64_t c = 0; c < count; ++c) kept[c] = values[index[c]];
   int64_t above = 0;
-  const float threshold = KthLargestValue(kept, count, k, &scratch->bucket, &above);
+  const float threshold = KthLargest(kept, count, k, &scratch->bucket, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   out->clear();
   for (int64_t c = 0; c < count; ++c) {
@@ -110,13 +130,18 @@ bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scr
 
 }  // namespace
 
+float KthLargest(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above) {
+  return k <= kHeapMaxK ? KthLargestByHeap(values, n, k, scratch, above)
+                        : KthLargestByHistogram(values, n, k, scratch, above);
+}
+
 void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out) {
   k = std::max<int64_t>(0, std::min(k, n));
   out->clear();
   if (k == 0) return;
   if (8 * k <= n && TopKSetBySample(values, n, k, scratch, out)) return;
   int64_t above = 0;
-  const float threshold = KthLargestValue(values, n, k, &scratch->bucket, &above);
+  const float threshold = KthLargest(values, n, k, &scratch->bucket, &above);
   int64_t ties = k - above;  // entries equal to the threshold still to take, lowest index first
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] > threshold || (values[i] == threshold && ties-- > 0)) out->push_back(static_cast<int32_t>(i));

@@ -36,6 +36,13 @@ Eigen::VectorXf ColumnSums(const RowMatrixXf& m, int64_t row0, int64_t count);
 // scores are ordered by increasing index. Deterministic.
 std::vector<int32_t> TopKIndices(const std::vector<double>& scores, int64_t k);
 
+// The k-th largest of values[0..n) (REQUIRES: 1 <= k <= n), and in *above, when not null, how many values
+// are strictly greater. k up to kHeapMaxK: a k-entry min-heap (blocks of 16 values below it skipped after
+// one vector maximum); larger k: one histogram pass over the values' top bits, then a selection within the
+// bucket that holds the k-th largest. `scratch` is reused between calls. NaN is not expected.
+constexpr int64_t kHeapMaxK = 64;
+float KthLargest(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above = nullptr);
+
 // Buffers of TopKSet, kept between calls (they only grow).
 struct TopKScratch {
   std::vector<float> values, bucket;
@@ -45,7 +52,6 @@ struct TopKScratch {
 // The same set as TopKIndices(values[0..n), k) (ties to the lower index), in increasing index order,
 // written to `out`. O(n), no allocation once the scratch buffers have grown.
 void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, std::vector<int32_t>* out);
-
 
 // Attention probabilities of the last `window` prompt queries of every group member over the prompt keys:
 // a (group_size * w) x prompt_len matrix, row j * w + r for member j and query position prompt_len - w + r,

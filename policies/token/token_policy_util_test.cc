@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -17,6 +18,33 @@ TEST(TopKIndicesTest, OrdersByScoreThenPosition) {
   EXPECT_EQ(TopKIndices(scores, 9).size(), 5u);
   EXPECT_TRUE(TopKIndices(scores, 0).empty());
   EXPECT_EQ(TopKIndices(scores, 5), (std::vector<int32_t>{3, 1, 4, 0, 2}));
+}
+
+// KthLargest on both of its paths (k up to kHeapMaxK: the heap; beyond: the histogram) against a sorted
+// copy: the value and how many values exceed it, with ties and signed zeros.
+TEST(KthLargestTest, MatchesSortedReference) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> scratch;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = 1 + trial * 53 % 2000;
+    std::vector<float> values(n);
+    for (float& v : values) {
+      v = trial % 3 == 0 ? static_cast<float>(small(rng)) : (trial % 3 == 1 ? normal(rng) : std::exp(normal(rng) * 10));
+      if (trial % 3 == 0 && v == 0 && small(rng) > 0) v = -0.0f;
+    }
+    std::vector<float> sorted = values;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    for (int64_t k : {int64_t{1}, int64_t{7}, kHeapMaxK, kHeapMaxK + 1, n / 2, n}) {
+      if (k < 1 || k > n) continue;
+      int64_t above = -1;
+      const float kth = KthLargest(values.data(), n, k, &scratch, &above);
+      EXPECT_EQ(kth, sorted[k - 1]) << "trial " << trial << " k " << k;
+      EXPECT_EQ(above, std::count_if(values.begin(), values.end(), [&](float v) { return v > kth; }))
+          << "trial " << trial << " k " << k;
+    }
+  }
 }
 
 // TopKSet against a brute-force reference: sort indices by (value descending, index ascending), take k,
