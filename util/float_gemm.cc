@@ -61,6 +61,12 @@ double ScaleLaneSum(float* x, int64_t n, float factor) {
   return LaneSum(x, n);
 }
 
+double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
+  if (UseAvx2Fma()) return Avx2ExpScaledLaneSum(x, n, scale, offset);
+  ExpScaled(x, n, scale, offset);
+  return LaneSum(x, n);
+}
+
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   if (UseAvx2Fma()) return Avx2IndicesAtLeast(x, n, t, index);
   int64_t count = 0;
@@ -69,12 +75,6 @@ int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
     count += x[i] >= t ? 1 : 0;
   }
   return count;
-}
-
-double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
-  if (UseAvx2Fma()) return Avx2ExpScaledLaneSum(x, n, scale, offset);
-  ExpScaled(x, n, scale, offset);
-  return LaneSum(x, n);
 }
 
 }  // namespace kvsim

@@ -18,10 +18,6 @@ void ReserveHugePages(int64_t count, std::vector<float>* out) {
   AdviseHugePages(out->data(), count * sizeof(float));
 }
 
-}  // namespace
-
-namespace {
-
 // nearbyint(v) for 0 <= v < 2^22 in the default rounding mode (to nearest, ties to even): adding 2^23
 // leaves no fraction bits, so the sum is v rounded, and subtracting 2^23 back is exact. A plain array
 // expression (vectorised), where nearbyint is a library call on baseline x86-64.

@@ -20,8 +20,8 @@ void ScissorhandsPolicy::Record(HeadState& state, F attention, int rows) {
     share += values / mass / static_cast<double>(rows);  // vectorised: the same two divisions per token
   }
   std::vector<int32_t> low;
-  const double uniform = 1.0 / static_cast<double>(state.cache.size());
-  for (size_t k = 0; k < state.cache.size(); ++k) {
+  const double uniform = 1.0 / static_cast<double>(size);
+  for (size_t k = 0; k < size; ++k) {
     if (share_[k] < uniform) {
       low.push_back(state.cache[k]);
       ++state.counts[state.cache[k]];
