@@ -12,74 +12,31 @@
 namespace kvsim {
 namespace {
 
-struct Shape {
-  int64_t m, n, k;
+// The products themselves are tested in float_gemm_test, which runs on this path on CPUs with AVX2+FMA
+// (and on the portable path in float_gemm_portable_test).
+
+// Rows x lengths with remainders (four rows at a time, 16 columns at a time) and the evaluator's 128.
+struct MatVecShape {
+  int64_t m, k;
 };
-
-// Shapes with remainders in every dimension (tiles of 6 x 16, blocks of 256 / 512) and the evaluator's
-// (GQA group x steps rows, head_dim 128).
-const Shape kShapes[] = {{1, 1, 1}, {5, 17, 3}, {6, 16, 8}, {7, 300, 129}, {13, 33, 1100}, {32, 513, 128}};
-
-TEST(Avx2GemmTest, ABtMatchesDoubleReference) {
-  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  for (const Shape& s : kShapes) {
-    const int64_t lda = s.k + 3, ldb = s.k + 1, ldc = s.n + 5;  // strides wider than the rows
-    const std::vector<float> a = RandomFloats(s.m * lda, 1), b = RandomFloats(s.n * ldb, 2);
-    std::vector<float> c(s.m * ldc, 7.0f);
-    Avx2GemmABt(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
-    for (int64_t i = 0; i < s.m; ++i) {
-      for (int64_t j = 0; j < s.n; ++j) {
-        double ref = 0, abs_sum = 0;
-        for (int64_t t = 0; t < s.k; ++t) {
-          ref += double{a[i * lda + t]} * b[j * ldb + t];
-          abs_sum += std::fabs(double{a[i * lda + t]} * b[j * ldb + t]);
-        }
-        ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
-                                                                  << "," << j;
-      }
-      for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << "wrote past column n";
-    }
-  }
-}
-
-TEST(Avx2GemmTest, ABMatchesDoubleReference) {
-  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  for (const Shape& s : kShapes) {
-    const int64_t lda = s.k + 2, ldb = s.n + 3, ldc = s.n + 1;
-    const std::vector<float> a = RandomFloats(s.m * lda, 3), b = RandomFloats(s.k * ldb, 4);
-    std::vector<float> c(s.m * ldc, 7.0f);
-    Avx2GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
-    for (int64_t i = 0; i < s.m; ++i) {
-      for (int64_t j = 0; j < s.n; ++j) {
-        double ref = 0, abs_sum = 0;
-        for (int64_t t = 0; t < s.k; ++t) {
-          ref += double{a[i * lda + t]} * b[t * ldb + j];
-          abs_sum += std::fabs(double{a[i * lda + t]} * b[t * ldb + j]);
-        }
-        ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.n << "x" << s.k << " at " << i
-                                                                  << "," << j;
-      }
-      for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << "wrote past column n";
-    }
-  }
-}
+const MatVecShape kMatVecShapes[] = {{1, 1}, {17, 3}, {16, 8}, {300, 129}, {33, 1100}, {513, 128}};
 
 TEST(Avx2GemmTest, MatVecMatchesDoubleReference) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2/FMA";
-  for (const Shape& s : kShapes) {
+  for (const MatVecShape& s : kMatVecShapes) {
     const int64_t lda = s.k + 1;
-    const std::vector<float> a = RandomFloats(s.n * lda, 5), x = RandomFloats(s.k, 6);
-    std::vector<float> y(s.n + 1, 7.0f);
-    Avx2MatVec(a.data(), lda, x.data(), s.n, s.k, y.data());
-    for (int64_t i = 0; i < s.n; ++i) {
+    const std::vector<float> a = RandomFloats(s.m * lda, 5), x = RandomFloats(s.k, 6);
+    std::vector<float> y(s.m + 1, 7.0f);
+    Avx2MatVec(a.data(), lda, x.data(), s.m, s.k, y.data());
+    for (int64_t i = 0; i < s.m; ++i) {
       double ref = 0, abs_sum = 0;
       for (int64_t t = 0; t < s.k; ++t) {
         ref += double{a[i * lda + t]} * x[t];
         abs_sum += std::fabs(double{a[i * lda + t]} * x[t]);
       }
-      ASSERT_NEAR(y[i], ref, FloatSumTolerance(abs_sum, s.k)) << s.n << "x" << s.k << " at " << i;
+      ASSERT_NEAR(y[i], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.k << " at " << i;
     }
-    EXPECT_EQ(y[s.n], 7.0f);
+    EXPECT_EQ(y[s.m], 7.0f);
   }
 }
 

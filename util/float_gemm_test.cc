@@ -14,28 +14,50 @@
 namespace kvsim {
 namespace {
 
-TEST(FloatGemmTest, ABtAndABMatchDoubleReference) {
-  const int64_t m = 11, n = 37, k = 130, ld = k + 2, ldc = n + 3;
-  const std::vector<float> a = RandomFloats(m * ld, 1), b = RandomFloats(n * ld, 2), bt = RandomFloats(k * ldc, 3);
-  std::vector<float> c(m * ldc, 7.0f), c2(m * ldc, 7.0f);
-  GemmABt(a.data(), ld, b.data(), ld, m, n, k, c.data(), ldc);
-  GemmAB(a.data(), ld, bt.data(), ldc, m, n, k, c2.data(), ldc);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double ref = 0, abs_sum = 0, ref2 = 0, abs_sum2 = 0;
-      for (int64_t t = 0; t < k; ++t) {
-        ref += double{a[i * ld + t]} * b[j * ld + t];
-        abs_sum += std::fabs(double{a[i * ld + t]} * b[j * ld + t]);
-        ref2 += double{a[i * ld + t]} * bt[t * ldc + j];
-        abs_sum2 += std::fabs(double{a[i * ld + t]} * bt[t * ldc + j]);
+struct Shape {
+  int64_t m, n, k;
+};
+
+// Shapes with remainders in every dimension (AVX2 tiles of 6 x 16, blocks of 256 / 512) and the
+// evaluator's (GQA group x steps rows, head_dim 128).
+const Shape kShapes[] = {{1, 1, 1}, {5, 17, 3}, {6, 16, 8}, {7, 300, 129}, {13, 33, 1100}, {32, 513, 128}};
+
+// c (s.m x s.n, leading dimension ldc) against the double sums over t of a[i * lda + t] * b(t, j), and
+// the columns past n untouched (they held 7).
+template <typename BAt>
+void ExpectProductNear(const Shape& s, const std::vector<float>& a, int64_t lda, BAt b, const std::vector<float>& c,
+                       int64_t ldc) {
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      double ref = 0, abs_sum = 0;
+      for (int64_t t = 0; t < s.k; ++t) {
+        ref += double{a[i * lda + t]} * b(t, j);
+        abs_sum += std::fabs(double{a[i * lda + t]} * b(t, j));
       }
-      ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, k)) << i << "," << j;
-      ASSERT_NEAR(c2[i * ldc + j], ref2, FloatSumTolerance(abs_sum2, k)) << i << "," << j;
+      ASSERT_NEAR(c[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k))
+          << s.m << "x" << s.n << "x" << s.k << " at " << i << "," << j;
     }
-    for (int64_t j = n; j < ldc; ++j) {
-      ASSERT_EQ(c[i * ldc + j], 7.0f);
-      ASSERT_EQ(c2[i * ldc + j], 7.0f);
-    }
+    for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << "wrote past column n";
+  }
+}
+
+TEST(FloatGemmTest, ABtMatchesDoubleReference) {
+  for (const Shape& s : kShapes) {
+    const int64_t lda = s.k + 3, ldb = s.k + 1, ldc = s.n + 5;  // strides wider than the rows
+    const std::vector<float> a = RandomFloats(s.m * lda, 1), b = RandomFloats(s.n * ldb, 2);
+    std::vector<float> c(s.m * ldc, 7.0f);
+    GemmABt(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
+    ExpectProductNear(s, a, lda, [&](int64_t t, int64_t j) { return b[j * ldb + t]; }, c, ldc);
+  }
+}
+
+TEST(FloatGemmTest, ABMatchesDoubleReference) {
+  for (const Shape& s : kShapes) {
+    const int64_t lda = s.k + 2, ldb = s.n + 3, ldc = s.n + 1;
+    const std::vector<float> a = RandomFloats(s.m * lda, 3), b = RandomFloats(s.k * ldb, 4);
+    std::vector<float> c(s.m * ldc, 7.0f);
+    GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
+    ExpectProductNear(s, a, lda, [&](int64_t t, int64_t j) { return b[t * ldb + j]; }, c, ldc);
   }
 }
 
