@@ -143,13 +143,19 @@ std::vector<std::string> AllPolicies() {
   return policies;
 }
 
-void RunEvaluator(benchmark::State& state, const std::vector<std::string>& policies, int64_t steps = 64) {
-  const SyntheticTrace& t = Trace(steps);  // generated outside the timing
+// An evaluator of `policies` at a 1024-token budget for the sample's model.
+absl::StatusOr<std::unique_ptr<QualityEvaluator>> CreateEvaluator(const SyntheticTrace& t,
+                                                                  const std::vector<std::string>& policies) {
   QualityOptions options;
   options.policies = policies;
   options.budget_tokens = {1024};
+  return QualityEvaluator::Create(t.header, options);
+}
+
+void RunEvaluator(benchmark::State& state, const std::vector<std::string>& policies, int64_t steps = 64) {
+  const SyntheticTrace& t = Trace(steps);  // generated outside the timing
   // One evaluator for the run, as for a trace of many samples: buffers are reused from sample to sample.
-  auto evaluator = QualityEvaluator::Create(t.header, options);
+  auto evaluator = CreateEvaluator(t, policies);
   if (!evaluator.ok()) {
     state.SkipWithError("bad options");
     return;
@@ -194,10 +200,7 @@ BENCHMARK(BM_EvaluatorOnePolicy)->DenseRange(0, 17)->Unit(benchmark::kMillisecon
 // see the machine in different minutes; the memory-bound baselines swing most with its load.
 void BM_Ratios(benchmark::State& state) {
   const SyntheticTrace& t = Trace(state.range(0));
-  QualityOptions options;
-  options.policies = AllPolicies();
-  options.budget_tokens = {1024};
-  auto evaluator = QualityEvaluator::Create(t.header, options);
+  auto evaluator = CreateEvaluator(t, AllPolicies());
   if (!evaluator.ok()) {
     state.SkipWithError("bad options");
     return;
