@@ -77,20 +77,14 @@ void LogGridInterpolator::Finish(Node* node) {
   for (Node& child : node->children) Finish(&child);
 }
 
-double LogGridInterpolator::ScaleMemo::At(const std::vector<double>& at, const Prior& scale, double* log_value) {
+double LogGridInterpolator::ScaleMemo::LogAt(const std::vector<double>& at, const Prior& scale) {
   const size_t n = at.size();
-  for (size_t e = 0; e < values.size(); ++e) {
-    if (std::equal(at.begin(), at.end(), features.begin() + e * n)) {
-      *log_value = logs[e];
-      return values[e];
-    }
+  for (size_t e = 0; e < logs.size(); ++e) {
+    if (std::equal(at.begin(), at.end(), features.begin() + e * n)) return logs[e];
   }
-  const double value = scale(at);
   features.insert(features.end(), at.begin(), at.end());
-  values.push_back(value);
-  logs.push_back(std::log(value));
-  *log_value = logs.back();
-  return value;
+  logs.push_back(std::log(scale(at)));
+  return logs.back();
 }
 
 double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<double>* features,
@@ -145,13 +139,12 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
   bool use_prior = scale != nullptr;
   for (size_t i = first; i < end && use_prior; ++i) {
     (*features)[level] = node.raw[i];
-    const double p = memo->At(*features, scale, &k[i - first]);
-    use_prior = std::isfinite(k[i - first]) && p > 0 &&
-                (i == first || k[i - first] - k[i - first - 1] > 1e-9);
+    k[i - first] = memo->LogAt(*features, scale);  // finite only for a positive, finite scale
+    use_prior = std::isfinite(k[i - first]) && (i == first || k[i - first] - k[i - first - 1] > 1e-9);
   }
   (*features)[level] = x;
   if (use_prior) {
-    memo->At(*features, scale, &query_key);
+    query_key = memo->LogAt(*features, scale);
     use_prior = query_key > k[lo - first] && query_key < k[hi - first];
   }
   if (!use_prior) {
@@ -192,7 +185,6 @@ LogGridInterpolator::Result LogGridInterpolator::Predict(const std::vector<doubl
   std::vector<double> f = features;
   thread_local ScaleMemo memo;  // per thread: Predict() stays const and thread-safe; storage is reused
   memo.features.clear();
-  memo.values.clear();
   memo.logs.clear();
   Result result;
   result.value = std::exp(PredictAt(root_, 0, &f, prior, scale, &memo, &result.extrapolated));

@@ -72,14 +72,14 @@ class LogGridInterpolator {
   static void Insert(Node* node, const std::vector<double>& features, int level, double log_value,
                      int num_features);
   static void Finish(Node* node);
-  // The scale's values (and logs) at the feature vectors one Predict() has evaluated it at: the levels
-  // below the first evaluate it at the same measured values for each bracketing neighbour, so most
-  // calls repeat. Flat storage, searched linearly (a few dozen entries at most).
+  // The logs of the scale at the feature vectors one Predict() has evaluated it at: the levels below
+  // the first evaluate it at the same measured values for each bracketing neighbour, so most calls
+  // repeat. Flat storage, searched linearly (a few dozen entries at most).
   struct ScaleMemo {
     std::vector<double> features;  // num_features per entry
-    std::vector<double> values, logs;
-    // The scale at `at`, computed at most once per Predict(); its log in *log_value.
-    double At(const std::vector<double>& at, const Prior& scale, double* log_value);
+    std::vector<double> logs;
+    // log(scale(at)), computed at most once per Predict().
+    double LogAt(const std::vector<double>& at, const Prior& scale);
   };
   double PredictAt(const Node& node, int level, std::vector<double>* features, const Prior& prior,
                    const Prior& scale, ScaleMemo* memo, bool* extrapolated) const;
