@@ -14,11 +14,11 @@ std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int ke
   std::vector<double> scores(n, 0.0);
   if (w == 0) return scores;  // no observation window stored: no information, keep the earliest
   RowMatrixXf scratch;
-  const RowMatrixXf& probs = PromptWindowAttentionView(head, w, &scratch);
+  const PromptWindowRows probs = PromptWindowAttentionRows(head, w, &scratch);  // no copy out of the cache
   std::vector<double> mean(scored), pooled(scored);
   const int half = kernel / 2;
   for (int j = 0; j < head.group_size; ++j) {
-    const Eigen::VectorXf sums = ColumnSums(probs, j * w, w);
+    const Eigen::VectorXf sums = ColumnSums(probs.row(j, 0), w, n);
     for (int64_t i = 0; i < scored; ++i) mean[i] = static_cast<double>(sums(i)) / w;
     for (int64_t i = 0; i < scored; ++i) {
       double sum = 0;

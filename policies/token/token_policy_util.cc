@@ -23,9 +23,9 @@ struct ByScore {
 
 }  // namespace
 
-Eigen::VectorXf ColumnSums(const RowMatrixXf& m, int64_t row0, int64_t count) {
-  Eigen::VectorXf sums = Eigen::VectorXf::Zero(m.cols());
-  for (int64_t r = row0; r < row0 + count; ++r) sums += m.row(r).transpose();
+Eigen::VectorXf ColumnSums(const float* rows, int64_t count, int64_t cols) {
+  Eigen::VectorXf sums = Eigen::VectorXf::Zero(cols);
+  for (int64_t r = 0; r < count; ++r) sums += Eigen::Map<const Eigen::VectorXf>(rows + r * cols, cols);
   return sums;
 }
 
@@ -252,7 +252,7 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
   if (head.prompt_cache != nullptr && n - head.query_start <= PromptAttentionCache::kMaxWindow) {
     RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows
     const RowMatrixXf& probs = PromptWindowAttentionView(head, n - head.query_start, &scratch);
-    const Eigen::VectorXf column = ColumnSums(probs, 0, probs.rows());
+    const Eigen::VectorXf column = ColumnSums(probs.data(), probs.rows(), probs.cols());
     for (int64_t i = 0; i < n; ++i) sums[i] = column(i);
     return sums;
   }
@@ -261,7 +261,7 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
     for (int64_t first = head.query_start; first < n; first += kRows) {
       const int64_t count = std::min(kRows, n - first);
       AttentionRows(head, j, first, count, &probs, 0);
-      const Eigen::VectorXf column = ColumnSums(probs, 0, count);
+      const Eigen::VectorXf column = ColumnSums(probs.data(), count, probs.cols());
       for (int64_t i = 0; i < n; ++i) sums[i] += column(i);
     }
   }

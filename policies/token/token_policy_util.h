@@ -27,10 +27,10 @@ struct PromptAttentionCache {
   RowMatrixXf probs;
 };
 
-// The column sums of rows [row0, row0 + count) of m in float, added one row at a time in row order:
-// contiguous vector additions (a colwise() sum of a row-major matrix walks each column with a stride of a
-// whole row). count = 0 gives zeros.
-Eigen::VectorXf ColumnSums(const RowMatrixXf& m, int64_t row0, int64_t count);
+// The column sums of `count` consecutive rows of `cols` floats starting at `rows`, in float, added one row
+// at a time in row order: contiguous vector additions (a colwise() sum of a row-major matrix walks each
+// column with a stride of a whole row). count = 0 gives zeros.
+Eigen::VectorXf ColumnSums(const float* rows, int64_t count, int64_t cols);
 
 // The indices of the k largest scores (k clamped to scores.size()), in decreasing score order; equal
 // scores are ordered by increasing index. Deterministic.

@@ -90,9 +90,9 @@ TEST(ColumnSumsTest, SumsTheChosenRows) {
       10, 20, 30,  //
       100, 200, 300,  //
       0.5, 0.25, -1;
-  EXPECT_EQ(ColumnSums(m, 1, 2), Eigen::Vector3f(110, 220, 330));
-  EXPECT_EQ(ColumnSums(m, 0, 4), Eigen::Vector3f(111.5f, 222.25f, 332));
-  EXPECT_EQ(ColumnSums(m, 2, 0), Eigen::Vector3f::Zero());
+  EXPECT_EQ(ColumnSums(m.row(1).data(), 2, 3), Eigen::Vector3f(110, 220, 330));
+  EXPECT_EQ(ColumnSums(m.data(), 4, 3), Eigen::Vector3f(111.5f, 222.25f, 332));
+  EXPECT_EQ(ColumnSums(m.row(2).data(), 0, 3), Eigen::Vector3f::Zero());
 }
 
 TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
