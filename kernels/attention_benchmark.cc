@@ -27,6 +27,7 @@ namespace {
 
 constexpr int kBatch = 64, kContext = 8192, kSegments = 4, kQHeads = 32, kKvHeads = 8, kHeadDim = 128;
 constexpr int kPageSize = 16, kCopies = 2;  // 2 copies of >= 0.5 GB each: far beyond the 60 MB L2
+constexpr int kDefaultMinCtas = 132 * 4;     // what kvsim calibrate plans with on an H200 (4 CTAs per SM)
 
 double g_copy_bytes_per_second = 0;
 std::map<int, double> g_bf16_decode_seconds;  // by page size
@@ -54,7 +55,7 @@ void BM_CopyBandwidth(benchmark::State& state) {
 }
 
 // Segments of 2048 tokens over random pages, filled with random codes on the device.
-void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_size) {
+void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_size, int min_ctas) {
   if (SkipWithoutGpu(state)) return;
   PagedKvLayout layout{int64_t{kBatch} * kContext / page_size, page_size, kKvHeads, kHeadDim};
   std::mt19937_64 rng(5);
@@ -122,7 +123,7 @@ void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_
   std::vector<float> q(int64_t{kBatch} * kQHeads * kHeadDim);
   for (float& x : q) x = static_cast<float>(normal(rng));
   auto problem = DeviceDecodeProblem::CreateWithDeviceKv(layout, table, kQHeads, q, dtype, group_size, view(0, 0),
-                                                         view(0, 1), 1.0 / std::sqrt(128.0), 132 * 4);
+                                                         view(0, 1), 1.0 / std::sqrt(128.0), min_ctas);
   if (!problem.ok()) {
     state.SkipWithError(problem.status().ToString().c_str());
     return;
@@ -158,11 +159,12 @@ void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_
   state.counters["kv_bytes_per_second"] = kv_bytes / median;
   state.counters["merge_fraction"] = merge_median / median;
   state.counters["work_items"] = static_cast<double>((*problem)->plan().items.size());
+  state.counters["chunk_tokens"] = (*problem)->plan().chunk_tokens;
   if (g_copy_bytes_per_second > 0) {
     state.counters["fraction_of_copy"] = kv_bytes / median / g_copy_bytes_per_second;
     state.counters["floor_us"] = kv_bytes / g_copy_bytes_per_second * 1e6;
   }
-  if (dtype == KvDtype::kBf16) g_bf16_decode_seconds[page_size] = median;
+  if (dtype == KvDtype::kBf16 && min_ctas == kDefaultMinCtas) g_bf16_decode_seconds[page_size] = median;
   if (g_bf16_decode_seconds.count(page_size)) {
     state.counters["speedup_vs_bf16"] = g_bf16_decode_seconds[page_size] / median;  // same page size
   }
@@ -258,15 +260,25 @@ void BM_KvProjection(benchmark::State& state) {
 BENCHMARK(BM_CopyBandwidth)->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 // Page 16 for the headline bf16 figure; page 128 where int4 g128 keys form whole 128-token groups (keys are
 // grouped per channel over min(group, page) tokens), with bf16 at page 128 for its speedup.
-#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page) \
-  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page)->UseManualTime()->Iterations(50)->Unit(benchmark::kMicrosecond)
-KVSIM_DECODE_BENCHMARK(bf16_page16, KvDtype::kBf16, 0, 16);
-KVSIM_DECODE_BENCHMARK(fp8_page16, KvDtype::kFp8E4m3, 0, 16);
-KVSIM_DECODE_BENCHMARK(int8_page16, KvDtype::kInt8, 0, 16);
-KVSIM_DECODE_BENCHMARK(int4_g32_page16, KvDtype::kInt4, 32, 16);
-KVSIM_DECODE_BENCHMARK(int4_g128_page16, KvDtype::kInt4, 128, 16);
-KVSIM_DECODE_BENCHMARK(bf16_page128, KvDtype::kBf16, 0, 128);
-KVSIM_DECODE_BENCHMARK(int4_g128_page128, KvDtype::kInt4, 128, 128);
+#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page, min_ctas)                         \
+  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page, min_ctas)                          \
+      ->UseManualTime()                                                                     \
+      ->Iterations(50)                                                                      \
+      ->Unit(benchmark::kMicrosecond)
+KVSIM_DECODE_BENCHMARK(bf16_page16, KvDtype::kBf16, 0, 16, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(fp8_page16, KvDtype::kFp8E4m3, 0, 16, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(int8_page16, KvDtype::kInt8, 0, 16, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(int4_g32_page16, KvDtype::kInt4, 32, 16, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(int4_g128_page16, KvDtype::kInt4, 128, 16, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(bf16_page128, KvDtype::kBf16, 0, 128, kDefaultMinCtas);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128, KvDtype::kInt4, 128, 128, kDefaultMinCtas);
+// Split sizes: the planner halves the chunk (2048 tokens at the default) until items x KV heads reach
+// min_ctas; these force chunks of 1024, 512 and 256 tokens (more CTAs, shorter tail, more merge work).
+KVSIM_DECODE_BENCHMARK(bf16_page16_chunk1024, KvDtype::kBf16, 0, 16, 4096);
+KVSIM_DECODE_BENCHMARK(bf16_page16_chunk512, KvDtype::kBf16, 0, 16, 8192);
+KVSIM_DECODE_BENCHMARK(bf16_page16_chunk256, KvDtype::kBf16, 0, 16, 16384);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128_chunk1024, KvDtype::kInt4, 128, 128, 4096);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128_chunk512, KvDtype::kInt4, 128, 128, 8192);
 BENCHMARK(BM_Prefill)->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_KvProjection)->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
 

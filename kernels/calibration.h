@@ -78,6 +78,9 @@ struct CalibrationOptions {
   int warmup = 3;
   uint64_t seed = 1;
   bool validate = true;
+  // Wall-clock budget of the whole run in seconds (0 = none). When it would be exceeded, each kind times an
+  // even subset of its grid (CoverageOrder) and a note says how many points were timed.
+  double budget_seconds = 0;
   std::string tool_revision;
   // Optional: only points whose kind is listed ("decode_attention", "prefill_attention", "gemm",
   // "host_device_copy"); empty = all.
@@ -105,6 +108,10 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
 
 // The table in CSV form (see the file comment).
 std::string CalibrationCsv(const CalibrationResult& result);
+
+// A permutation of 0..n-1 (bit-reversed counting) whose every prefix spreads evenly over the range: a
+// sweep cut short by its budget still samples the whole grid.
+std::vector<int> CoverageOrder(int n);
 
 // Median, 10th and 90th percentile (nearest rank) of `samples`. REQUIRES: !samples.empty().
 void Percentiles(std::vector<double> samples, double* p10, double* median, double* p90);

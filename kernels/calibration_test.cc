@@ -1,6 +1,9 @@
 #include "kernels/calibration.h"
 
+#include <algorithm>
+#include <numeric>
 #include <set>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/device.h"
@@ -39,6 +42,26 @@ TEST(CalibrationTest, CoarseGridRespectsTheTokenCapAndCoversEveryFormat) {
   EXPECT_LT(grid.decode.size(), 600u);  // ~30 runs each: well inside the 5-minute budget
   EXPECT_GT(MakeCalibrationGrid(true).decode.size(), grid.decode.size());
   for (const PrefillPoint& p : grid.prefill) EXPECT_TRUE(p.prefix_tokens > 0 || p.prefix_segments == 1);
+}
+
+// Bit-reversed order of 0..7 written out by hand; every size is a permutation, and a prefix of half the
+// points leaves no gap wider than 2 (an even subset).
+TEST(CalibrationTest, CoverageOrderIsAPermutationWhosePrefixesSpread) {
+  EXPECT_EQ(CoverageOrder(8), (std::vector<int>{0, 4, 2, 6, 1, 5, 3, 7}));
+  EXPECT_EQ(CoverageOrder(5), (std::vector<int>{0, 4, 2, 1, 3}));
+  EXPECT_TRUE(CoverageOrder(0).empty());
+  EXPECT_EQ(CoverageOrder(1), (std::vector<int>{0}));
+  for (int n : {2, 3, 7, 100, 450}) {
+    std::vector<int> order = CoverageOrder(n);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> expect(n);
+    std::iota(expect.begin(), expect.end(), 0);
+    EXPECT_EQ(sorted, expect) << n;
+    std::vector<int> half(order.begin(), order.begin() + n / 2);
+    std::sort(half.begin(), half.end());
+    for (size_t i = 1; i < half.size(); ++i) EXPECT_LE(half[i] - half[i - 1], 3) << n;
+  }
 }
 
 TEST(CalibrationTest, CsvHasTheCostModelColumns) {

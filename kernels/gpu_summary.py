@@ -23,32 +23,39 @@ print("Date (UTC): %s  " % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
 print("Revision: %s\n" % read("REVISION").strip())
 print("```\n%s```\n" % read("gpu.csv"))
 print("## Steps\n\n```\n%s```\n" % read("steps.txt"))
-for name in ["attention_kernels_test", "blaslt_gemm_test", "device_test", "memcheck", "racecheck"]:
+for name in ["attention_kernels_test", "blaslt_gemm_test", "device_test", "memcheck", "racecheck",
+             "record_attention_test"]:
     log = read(name + ".log")
-    lines = [l for l in log.splitlines() if re.match(r"^\[  (PASSED|FAILED|SKIPPED) +\] \d+ test|.*(ERROR SUMMARY|RACECHECK SUMMARY)", l)]
+    lines = [l for l in log.splitlines() if re.match(r"^\[  (PASSED|FAILED|SKIPPED) +\] \d+ test|.*(ERROR SUMMARY|RACECHECK SUMMARY)|.*: OK$|^SKIP|^\w*Error", l)]
     if lines:
         print("- %s: %s" % (name, "; ".join(lines[:6])))
 print()
 try:
     bench = json.load(open(os.path.join(out, "benchmark.json")))
     print("## Benchmarks (median of timed runs)\n")
-    print("| benchmark | median us | GB/s or TFLOP/s | fraction of copy | merge fraction | speedup vs bf16 |")
-    print("|---|---|---|---|---|---|")
+    print("| benchmark | median us | GB/s or TFLOP/s | fraction of copy | merge fraction | speedup vs bf16 | chunk |")
+    print("|---|---|---|---|---|---|---|")
     for b in bench.get("benchmarks", []):
         if b.get("error_occurred"):
-            print("| %s | error: %s | | | | |" % (b["name"], b.get("error_message", "")))
+            print("| %s | error: %s | | | | | |" % (b["name"], b.get("error_message", "")))
             continue
         rate = b.get("kv_bytes_per_second", b.get("bytes_per_second", 0)) / 1e9
         rate_text = "%.0f GB/s" % rate if rate else "%.1f TFLOP/s" % b.get("tflops", 0)
-        print("| %s | %.1f | %s | %s | %s | %s |" % (
+        print("| %s | %.1f | %s | %s | %s | %s | %s |" % (
             b["name"].split("/iterations")[0], b.get("median_us", b.get("real_time", 0)), rate_text,
             "%.3f" % b["fraction_of_copy"] if "fraction_of_copy" in b else "",
             "%.4f" % b["merge_fraction"] if "merge_fraction" in b else "",
-            "%.2f" % b["speedup_vs_bf16"] if "speedup_vs_bf16" in b else ""))
+            "%.2f" % b["speedup_vs_bf16"] if "speedup_vs_bf16" in b else "",
+            "%d" % b["chunk_tokens"] if "chunk_tokens" in b else ""))
     print("\nTargets (issue 7): bf16 decode fraction_of_copy >= 0.80; int4_g128 speedup_vs_bf16 >= 2.5; "
           "merge fraction < 0.05.\n")
 except (OSError, ValueError) as e:
     print("benchmark.json unreadable: %s\n" % e)
+ncu = [l.strip() for l in read("ncu_decode.log").splitlines()
+       if re.search(r"(DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|L2 Hit Rate|"
+                    r"Theoretical Occupancy|Block Limit Registers|Compute \(SM\) Throughput)", l)]
+if ncu:
+    print("## ncu, headline bf16 decode (one launch)\n\n```\n%s\n```\n" % "\n".join(ncu))
 table = read("calibration/calibration.csv")
 rows = [l for l in table.splitlines() if l and not l.startswith("#")]
 print("## Calibration\n")

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binaries=(tools:kvsim kernels:attention_kernels_test kernels:blaslt_gemm_test kernels:device_test
-          kernels:attention_benchmark)
+          kernels:attention_benchmark traces/attention:attention_trace_dump)
 bazel build --config=static "${binaries[@]/#/\/\/}"
 rm -rf gpu_bundle
 mkdir -p gpu_bundle

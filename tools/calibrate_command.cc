@@ -20,6 +20,12 @@ ABSL_FLAG(int32_t, calibrate_repetitions, 30, "calibrate: timed runs per point (
 ABSL_FLAG(std::string, calibrate_only, "",
           "calibrate: comma-separated kinds to sweep (decode_attention, prefill_attention, gemm, "
           "host_device_copy); empty = all");
+ABSL_FLAG(double, calibrate_budget_s, 0,
+          "calibrate: wall-clock budget in seconds (0 = none); past it each kind times an even subset of its grid "
+          "and the output says how many points were timed");
+ABSL_FLAG(bool, calibrate_validate, true,
+          "calibrate: check every kernel against the float64 CPU reference before timing (false: skip, and say "
+          "so in the table's notes)");
 ABSL_FLAG(std::string, calibrate_revision, "",
           "calibrate: revision of the build recorded in the table header (e.g. a git commit); empty = the "
           "kvsim version");
@@ -36,6 +42,9 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
   options.repetitions = absl::GetFlag(FLAGS_calibrate_repetitions);
   if (options.repetitions < 1) return absl::InvalidArgumentError("--calibrate_repetitions must be >= 1");
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.budget_seconds = absl::GetFlag(FLAGS_calibrate_budget_s);
+  if (!(options.budget_seconds >= 0)) return absl::InvalidArgumentError("--calibrate_budget_s must be >= 0");
+  options.validate = absl::GetFlag(FLAGS_calibrate_validate);
   const std::string revision = absl::GetFlag(FLAGS_calibrate_revision);
   options.tool_revision = absl::StrFormat("kvsim %s%s", kKvsimVersion, revision.empty() ? "" : " " + revision);
   const std::string only = absl::GetFlag(FLAGS_calibrate_only);
@@ -63,13 +72,15 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
 KVSIM_REGISTER_COMMAND(calibrate, {
     .name = "calibrate",
     .summary = "time kvsim's kernels on this GPU and write the calibration table (CSV)",
-    .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]",
+    .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]\n"
+             "                [--calibrate_budget_s=S] [--calibrate_validate=false]",
     .details = "Checks every kernel against the float64 CPU reference on small shapes, then times decode\n"
                "attention (batch x context x segments x KV format x GQA x page size), chunked prefill (chunk x\n"
                "prefix x segments), the recompute GEMMs (cuBLASLt) and host-to-device copies, and writes\n"
                "DIR/calibration.csv in the cost model's table format. Needs a CUDA GPU: fails with exit\n"
                "status 2 (Unavailable) elsewhere.",
-    .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_revision"},
+    .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_budget_s",
+              "calibrate_validate", "calibrate_revision"},
     .run = RunCalibrate,
 });
 

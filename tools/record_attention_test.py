@@ -16,7 +16,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record_attention  # noqa: E402
 
-DUMP = os.path.join("traces", "attention", "attention_trace_dump")
+# The C++ reader: Bazel's runfiles path, or KVSIM_ATTENTION_TRACE_DUMP (e.g. a carried binary on a machine
+# that has torch but no build).
+DUMP = os.environ.get("KVSIM_ATTENTION_TRACE_DUMP", os.path.join("traces", "attention", "attention_trace_dump"))
 
 
 def dump(path):
