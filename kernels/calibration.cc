@@ -41,7 +41,8 @@ std::vector<float> RandomBf16Values(int64_t n, std::mt19937_64& rng) {
 void AddSegmentedRequest(int64_t tokens, int segments, int page_size, const std::vector<int32_t>& pages,
                          int64_t* next, SegmentTable* table, int extra_tokens = 0) {
   std::vector<SegmentTable::SegmentSpec> specs;
-  const int64_t per = std::max<int64_t>(page_size, tokens / segments / page_size * page_size);
+  const int64_t per =
+      segments > 0 ? std::max<int64_t>(page_size, tokens / segments / page_size * page_size) : 0;  // 0: no prefix
   int64_t left = tokens;
   for (int s = 0; s < segments && left > 0; ++s) {
     SegmentTable::SegmentSpec spec;

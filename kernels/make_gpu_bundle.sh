@@ -15,8 +15,14 @@ chmod u+w gpu_bundle/*
 revision=$(git rev-parse --short HEAD)
 git diff --quiet HEAD || revision="${revision}-dirty"
 echo "$revision" > gpu_bundle/REVISION
-# Debian ships simdjson only as a shared library: carry it (run_on_gpu.sh puts gpu_bundle/lib on the path).
+# Debian ships some libraries only as shared ones (simdjson; Benchmark on some releases): carry every shared
+# library outside the C/C++ runtime (run_on_gpu.sh puts gpu_bundle/lib on the path).
 mkdir -p gpu_bundle/lib
-for lib in $(ldd gpu_bundle/kvsim | awk '/libsimdjson/ {print $3}'); do cp -L "$lib" gpu_bundle/lib/; done
+for b in "${binaries[@]}"; do
+  for lib in $(ldd "gpu_bundle/${b#*:}" | awk '$3 ~ /^\// && $1 !~ /^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux)/ {print $3}'); do
+    cp -L "$lib" gpu_bundle/lib/
+  done
+done
+ls gpu_bundle/lib
 du -ch gpu_bundle/* | tail -n 1
 echo "dynamic libraries of kvsim:" && ldd gpu_bundle/kvsim | awk '{print "  " $1}'
