@@ -27,8 +27,13 @@ struct DeviceKvPool {
   const float* zero = nullptr;   // int4 / int2
 };
 
+// Which decode kernel runs (kernels/attention_kernels.h): CUDA-core FMAs or tensor-core mma.sync. Both
+// compute the same function to within fp32 rounding; kAuto picks the faster one for the format.
+enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
+
 struct DecodeArgs {
   PagedKvLayout layout;
+  DecodeKernel kernel = DecodeKernel::kAuto;
   int num_q_heads = 32;
   KvDtype dtype = KvDtype::kBf16;
   int group_size = 0;           // int4 / int2 only

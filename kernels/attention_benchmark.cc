@@ -55,7 +55,8 @@ void BM_CopyBandwidth(benchmark::State& state) {
 }
 
 // Segments of 2048 tokens over random pages, filled with random codes on the device.
-void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_size, int min_ctas) {
+void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_size, int min_ctas,
+               DecodeKernel kernel) {
   if (SkipWithoutGpu(state)) return;
   PagedKvLayout layout{int64_t{kBatch} * kContext / page_size, page_size, kKvHeads, kHeadDim};
   std::mt19937_64 rng(5);
@@ -128,6 +129,7 @@ void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_
     state.SkipWithError(problem.status().ToString().c_str());
     return;
   }
+  (*problem)->UseKernel(kernel);
   DeviceTimer timer;
   std::vector<double> total_s, merge_s;
   int iteration = 0;
@@ -164,7 +166,9 @@ void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_
     state.counters["fraction_of_copy"] = kv_bytes / median / g_copy_bytes_per_second;
     state.counters["floor_us"] = kv_bytes / g_copy_bytes_per_second * 1e6;
   }
-  if (dtype == KvDtype::kBf16 && min_ctas == kDefaultMinCtas) g_bf16_decode_seconds[page_size] = median;
+  if (dtype == KvDtype::kBf16 && min_ctas == kDefaultMinCtas && kernel == DecodeKernel::kAuto) {
+    g_bf16_decode_seconds[page_size] = median;
+  }
   if (g_bf16_decode_seconds.count(page_size)) {
     state.counters["speedup_vs_bf16"] = g_bf16_decode_seconds[page_size] / median;  // same page size
   }
@@ -260,25 +264,28 @@ void BM_KvProjection(benchmark::State& state) {
 BENCHMARK(BM_CopyBandwidth)->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 // Page 16 for the headline bf16 figure; page 128 where int4 g128 keys form whole 128-token groups (keys are
 // grouped per channel over min(group, page) tokens), with bf16 at page 128 for its speedup.
-#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page, min_ctas)                         \
-  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page, min_ctas)                          \
+#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page, min_ctas, kernel)                 \
+  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page, min_ctas, kernel)                  \
       ->UseManualTime()                                                                     \
       ->Iterations(50)                                                                      \
       ->Unit(benchmark::kMicrosecond)
-KVSIM_DECODE_BENCHMARK(bf16_page16, KvDtype::kBf16, 0, 16, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(fp8_page16, KvDtype::kFp8E4m3, 0, 16, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(int8_page16, KvDtype::kInt8, 0, 16, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(int4_g32_page16, KvDtype::kInt4, 32, 16, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(int4_g128_page16, KvDtype::kInt4, 128, 16, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(bf16_page128, KvDtype::kBf16, 0, 128, kDefaultMinCtas);
-KVSIM_DECODE_BENCHMARK(int4_g128_page128, KvDtype::kInt4, 128, 128, kDefaultMinCtas);
+constexpr DecodeKernel kAuto = DecodeKernel::kAuto, kCudaCores = DecodeKernel::kCudaCores;
+KVSIM_DECODE_BENCHMARK(bf16_page16, KvDtype::kBf16, 0, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(fp8_page16, KvDtype::kFp8E4m3, 0, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(int8_page16, KvDtype::kInt8, 0, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(int4_g32_page16, KvDtype::kInt4, 32, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(int4_g128_page16, KvDtype::kInt4, 128, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(int2_g32_page16, KvDtype::kInt2, 32, 16, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(bf16_page128, KvDtype::kBf16, 0, 128, kDefaultMinCtas, kAuto);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128, KvDtype::kInt4, 128, 128, kDefaultMinCtas, kAuto);
 // Split sizes: the planner halves the chunk (2048 tokens at the default) until items x KV heads reach
-// min_ctas; these force chunks of 1024, 512 and 256 tokens (more CTAs, shorter tail, more merge work).
-KVSIM_DECODE_BENCHMARK(bf16_page16_chunk1024, KvDtype::kBf16, 0, 16, 4096);
-KVSIM_DECODE_BENCHMARK(bf16_page16_chunk512, KvDtype::kBf16, 0, 16, 8192);
-KVSIM_DECODE_BENCHMARK(bf16_page16_chunk256, KvDtype::kBf16, 0, 16, 16384);
-KVSIM_DECODE_BENCHMARK(int4_g128_page128_chunk1024, KvDtype::kInt4, 128, 128, 4096);
-KVSIM_DECODE_BENCHMARK(int4_g128_page128_chunk512, KvDtype::kInt4, 128, 128, 8192);
+// min_ctas; these force chunks of 1024 and 512 tokens (more CTAs, shorter tail, more merge work).
+KVSIM_DECODE_BENCHMARK(bf16_page16_chunk1024, KvDtype::kBf16, 0, 16, 4096, kAuto);
+KVSIM_DECODE_BENCHMARK(bf16_page16_chunk512, KvDtype::kBf16, 0, 16, 8192, kAuto);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128_chunk1024, KvDtype::kInt4, 128, 128, 4096, kAuto);
+// The CUDA-core kernel at the headline shapes, for comparison.
+KVSIM_DECODE_BENCHMARK(bf16_page16_cuda_cores, KvDtype::kBf16, 0, 16, kDefaultMinCtas, kCudaCores);
+KVSIM_DECODE_BENCHMARK(int4_g128_page128_cuda_cores, KvDtype::kInt4, 128, 128, kDefaultMinCtas, kCudaCores);
 BENCHMARK(BM_Prefill)->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_KvProjection)->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
 

@@ -16,6 +16,7 @@
 
 #include "kernels/attention_kernels.h"
 #include "kernels/cuda_status.h"
+#include "kernels/decode_params.cuh"
 
 namespace kvsim {
 namespace {
@@ -100,27 +101,6 @@ __host__ __device__ constexpr int DtypeBits() {
   return kDtype == 0 ? 16 : kDtype <= 2 ? 8 : kDtype == 3 ? 4 : 2;
 }
 
-struct DecodeParams {
-  const uint16_t* q;
-  const uint8_t* k;
-  const uint8_t* v;
-  const float* k_scale;
-  const float* k_zero;
-  const float* v_scale;
-  const float* v_zero;
-  const int32_t* page_table;
-  const DecodeWorkItem* items;
-  float* o;
-  float* lse;
-  bool lse_natural;  // final output (natural log) rather than a partial state (log2)
-  int num_q_heads;
-  int num_kv_heads;
-  int page_size;
-  int page_shift;  // log2(page_size) when a power of two, else -1 (then division)
-  int group_size;
-  int key_group_tokens;
-  float scale_log2;  // softmax scale * log2(e)
-};
 
 __device__ __forceinline__ int PageIndexOf(int t, const DecodeParams& p) {
   return p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size;
@@ -431,6 +411,7 @@ absl::Status LaunchDecodePartial(const DecodeArgs& args) {
   params.group_size = args.group_size > 0 ? args.group_size : kHeadDim;
   params.key_group_tokens = KeyGroupTokens(params.group_size, args.layout.page_size);
   params.scale_log2 = static_cast<float>(args.softmax_scale * 1.4426950408889634);
+  if (UseTensorCoreDecode(args)) return LaunchDecodeMma(params, args);
   switch (args.dtype) {
     case KvDtype::kBf16: return LaunchForGroup<0>(params, args);
     case KvDtype::kFp8E4m3: return LaunchForGroup<1>(params, args);

@@ -88,6 +88,9 @@ void ExpectMatches(const HostAttentionResult& gpu, const AttentionOutput& ref, d
   }
 }
 
+// Both decode kernels compute the same function and meet the same tolerances.
+constexpr DecodeKernel kDecodeKernels[] = {DecodeKernel::kCudaCores, DecodeKernel::kTensorCores};
+
 struct DecodeCase {
   KvDtype dtype;
   int group_size;
@@ -113,15 +116,19 @@ TEST_P(DecodeKernelTest, MatchesReferenceSplitAndUnsplit) {
     absl::StatusOr<AttentionOutput> ref = DecodeReference(p.layout, p.table, p.num_q_heads, p.q,
                                                           DequantizeKvPool(*k), DequantizeKvPool(*v), scale);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    for (int min_ctas : {1, 4096}) {  // no split (direct when one segment) / split to 256-token items
-      SCOPED_TRACE(testing::Message() << "trial " << trial << " min_ctas " << min_ctas);
-      auto problem = DeviceDecodeProblem::Create(p.layout, p.table, p.num_q_heads, p.q, *k, *v, scale, min_ctas);
-      ASSERT_TRUE(problem.ok()) << problem.status();
-      ASSERT_TRUE((*problem)->PoisonOutputs().ok());
-      ASSERT_TRUE((*problem)->Run().ok());
-      absl::StatusOr<HostAttentionResult> out = (*problem)->Download();
-      ASSERT_TRUE(out.ok()) << out.status();
-      ExpectMatches(*out, *ref, 2e-3, 1e-3, 1e-4);
+    for (DecodeKernel kernel : kDecodeKernels) {
+      for (int min_ctas : {1, 4096}) {  // no split (direct when one segment) / split to 256-token items
+        SCOPED_TRACE(testing::Message() << "trial " << trial << " min_ctas " << min_ctas << " kernel "
+                                        << static_cast<int>(kernel));
+        auto problem = DeviceDecodeProblem::Create(p.layout, p.table, p.num_q_heads, p.q, *k, *v, scale, min_ctas);
+        ASSERT_TRUE(problem.ok()) << problem.status();
+        (*problem)->UseKernel(kernel);
+        ASSERT_TRUE((*problem)->PoisonOutputs().ok());
+        ASSERT_TRUE((*problem)->Run().ok());
+        absl::StatusOr<HostAttentionResult> out = (*problem)->Download();
+        ASSERT_TRUE(out.ok()) << out.status();
+        ExpectMatches(*out, *ref, 2e-3, 1e-3, 1e-4);
+      }
     }
   }
 }
@@ -151,14 +158,18 @@ TEST(DecodeKernelEdgeTest, AllEmptyRequestGivesTheEmptyState) {
   ASSERT_TRUE(k.ok() && v.ok());
   auto ref = DecodeReference(p.layout, table, p.num_q_heads, q, DequantizeKvPool(*k), DequantizeKvPool(*v), 0.1);
   ASSERT_TRUE(ref.ok());
-  auto problem = DeviceDecodeProblem::Create(p.layout, table, p.num_q_heads, q, *k, *v, 0.1, 4096);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  ASSERT_TRUE((*problem)->PoisonOutputs().ok());
-  ASSERT_TRUE((*problem)->Run().ok());
-  auto out = (*problem)->Download();
-  ASSERT_TRUE(out.ok()) << out.status();
-  ExpectMatches(*out, *ref, 2e-3, 1e-3, 1e-4);
-  for (int h = 0; h < p.num_q_heads; ++h) EXPECT_EQ(out->lse[2 * p.num_q_heads + h], -INFINITY);
+  for (DecodeKernel kernel : kDecodeKernels) {
+    SCOPED_TRACE(testing::Message() << "kernel " << static_cast<int>(kernel));
+    auto problem = DeviceDecodeProblem::Create(p.layout, table, p.num_q_heads, q, *k, *v, 0.1, 4096);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    (*problem)->UseKernel(kernel);
+    ASSERT_TRUE((*problem)->PoisonOutputs().ok());
+    ASSERT_TRUE((*problem)->Run().ok());
+    auto out = (*problem)->Download();
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectMatches(*out, *ref, 2e-3, 1e-3, 1e-4);
+    for (int h = 0; h < p.num_q_heads; ++h) EXPECT_EQ(out->lse[2 * p.num_q_heads + h], -INFINITY);
+  }
 }
 
 class PrefillKernelTest : public ::testing::TestWithParam<int> {};

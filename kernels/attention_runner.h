@@ -67,6 +67,8 @@ class DeviceDecodeProblem {
   absl::StatusOr<HostAttentionResult> Download() const;
 
   const DecodePlan& plan() const { return plan_; }
+  // Selects the decode kernel of the next runs (default kAuto).
+  void UseKernel(DecodeKernel kernel) { args_.kernel = kernel; }
   // Replaces the KV pools the next runs read (same format and layout; for rotating pools in timing).
   void UseKv(const DeviceKvPool& k, const DeviceKvPool& v) {
     args_.k = k;

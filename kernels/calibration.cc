@@ -461,16 +461,17 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
       }
     }
   }
+  // GEMM times step with tile and wave quantisation: every power of two, also on the coarse grid (cheap).
   std::vector<int64_t> tokens = full ? std::vector<int64_t>{16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
-                                     : std::vector<int64_t>{16, 128, 1024, 4096, 16384};
+                                     : std::vector<int64_t>{16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   for (int64_t t : tokens) {
     for (const GemmShape& g : KvProjectionGemms(kLayer, t)) grid.gemm.push_back({"kv_projection", g.name, t, g.k, g.n});
     for (const GemmShape& g : FullLayerGemms(kLayer, t)) {
       grid.gemm.push_back({g.name.rfind("mlp", 0) == 0 ? "mlp_gemm" : "linear_gemm", g.name, t, g.k, g.n});
     }
   }
-  grid.copy_bytes = full ? std::vector<int64_t>{4096, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20, int64_t{1} << 30}
-                         : std::vector<int64_t>{65536, 1 << 20, 16 << 20, 256 << 20};
+  grid.copy_bytes = {4096, 16384, 65536, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
+  if (full) grid.copy_bytes.push_back(int64_t{1} << 30);
   return grid;
 }
 
@@ -546,7 +547,8 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   std::mt19937_64 rng(options.seed);
   if (Wanted(options, "host_device_copy")) KVSIM_RETURN_IF_ERROR(TimeCopies(grid.copy_bytes, options, &result));
   // With a budget, each kind gets the time left in proportion to its share of the points left, so that a
-  // cut grid still covers every kind (unused time passes on to the next kind).
+  // cut grid still covers every kind (unused time passes on to the next kind; prefill, whose points cost
+  // the most, comes last).
   const absl::Time end = options.budget_seconds > 0 ? start + absl::Seconds(options.budget_seconds)
                                                     : absl::InfiniteFuture();
   size_t points_left = (Wanted(options, "gemm") ? grid.gemm.size() : 0) +
@@ -569,16 +571,6 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
         },
         &result));
   }
-  if (Wanted(options, "prefill_attention")) {
-    KVSIM_RETURN_IF_ERROR(SweepKind(
-        "prefill_attention", grid.prefill, deadline(grid.prefill.size()), start, log,
-        [&](const PrefillPoint& pt, CalibrationResult* out) { return TimePrefill(pt, options, props, rng, out); },
-        [](const PrefillPoint& pt) {
-          return absl::StrFormat("prefill B=%d chunk=%d prefix=%d S=%d", pt.batch, pt.chunk_tokens,
-                                 pt.prefix_tokens, pt.prefix_segments);
-        },
-        &result));
-  }
   if (Wanted(options, "decode_attention")) {
     KVSIM_RETURN_IF_ERROR(SweepKind(
         "decode_attention", grid.decode, deadline(grid.decode.size()), start, log,
@@ -587,6 +579,16 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
           return absl::StrFormat("decode %s g%d B=%d L=%d S=%d gqa=%d page=%d", CalibrationDtypeName(pt.dtype),
                                  pt.group_size, pt.batch, pt.context_tokens, pt.num_segments, pt.gqa,
                                  pt.page_size);
+        },
+        &result));
+  }
+  if (Wanted(options, "prefill_attention")) {
+    KVSIM_RETURN_IF_ERROR(SweepKind(
+        "prefill_attention", grid.prefill, deadline(grid.prefill.size()), start, log,
+        [&](const PrefillPoint& pt, CalibrationResult* out) { return TimePrefill(pt, options, props, rng, out); },
+        [](const PrefillPoint& pt) {
+          return absl::StrFormat("prefill B=%d chunk=%d prefix=%d S=%d", pt.batch, pt.chunk_tokens,
+                                 pt.prefix_tokens, pt.prefix_segments);
         },
         &result));
   }

@@ -124,23 +124,37 @@ absl::StatusOr<double> MeasureCopyBandwidth(int64_t num_bytes, int iterations) {
   cudaEvent_t start, stop;
   KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
   KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
-  std::vector<float> times_ms;
-  absl::Status status = LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms);  // warm-up
-  for (int i = 0; status.ok() && i < iterations; ++i) {
-    cudaEventRecord(start);
-    status.Update(LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms));
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times_ms.push_back(ms);
+  // Two copies, the kernel above and the driver's cudaMemcpyAsync; the faster median is the ceiling.
+  double best_median_s = 0;
+  absl::Status status;
+  for (bool driver_copy : {false, true}) {
+    auto copy = [&]() -> absl::Status {
+      if (driver_copy) {
+        KVSIM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers.b, buffers.a, num_bytes, cudaMemcpyDeviceToDevice));
+        return absl::OkStatus();
+      }
+      return LaunchCopy(buffers.a, buffers.b, num_bytes, props->num_sms);
+    };
+    std::vector<float> times_ms;
+    status.Update(copy());  // warm-up
+    for (int i = 0; status.ok() && i < iterations; ++i) {
+      cudaEventRecord(start);
+      status.Update(copy());
+      cudaEventRecord(stop);
+      cudaEventSynchronize(stop);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start, stop);
+      times_ms.push_back(ms);
+    }
+    if (!status.ok()) break;
+    std::sort(times_ms.begin(), times_ms.end());
+    const double median_s = times_ms[times_ms.size() / 2] * 1e-3;
+    if (best_median_s == 0 || median_s < best_median_s) best_median_s = median_s;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   if (!status.ok()) return status;
-  std::sort(times_ms.begin(), times_ms.end());
-  const double median_s = times_ms[times_ms.size() / 2] * 1e-3;
-  return 2.0 * static_cast<double>(num_bytes) / median_s;
+  return 2.0 * static_cast<double>(num_bytes) / best_median_s;
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), size_bytes_(other.size_bytes_) {

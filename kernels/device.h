@@ -44,8 +44,9 @@ absl::StatusOr<DeviceProperties> QueryDevice(int ordinal);
 // For tests of the kernel against a host copy. Unavailable without a GPU.
 absl::StatusOr<std::vector<uint8_t>> DeviceCopyRoundTrip(const std::vector<uint8_t>& input);
 
-// Median over `iterations` timed launches of the copy kernel on `num_bytes` (rounded down to 16 bytes),
-// in bytes moved (read + written) per second. REQUIRES: num_bytes >= 16, iterations >= 1.
+// The device-to-device copy ceiling on `num_bytes` (rounded down to 16 bytes), in bytes moved (read +
+// written) per second: the faster median over `iterations` timed runs of the copy kernel and of
+// cudaMemcpyAsync. REQUIRES: num_bytes >= 16, iterations >= 1.
 absl::StatusOr<double> MeasureCopyBandwidth(int64_t num_bytes, int iterations);
 
 // Device memory owned by this object (move-only); freed on destruction. Every operation is synchronous

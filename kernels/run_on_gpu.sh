@@ -64,7 +64,7 @@ step record_attention_test 60 python3 tools/record_attention_test.py
 # Hardware counters of the headline bf16 decode (one launch), where ncu works (clocks left as they are).
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 if [ -n "$ncu" ]; then
-  step ncu_decode 45 "$ncu" --clock-control none --kernel-name regex:DecodeKernel --launch-skip 3 --launch-count 1 \
+  step ncu_decode 45 "$ncu" --clock-control none --kernel-name regex:Decode --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     "$bundle/attention_benchmark" --benchmark_filter='BM_Decode/bf16_page16/'
 fi
