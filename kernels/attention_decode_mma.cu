@@ -54,6 +54,19 @@ __device__ __forceinline__ void Mma(float (&d)[4], uint32_t a0, uint32_t a2, uin
       : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
 }
 
+// 16 bytes global -> shared, asynchronously (cp.async groups, one per tile).
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
 __device__ __forceinline__ uint32_t AsU32(__nv_bfloat162 x) { return *reinterpret_cast<uint32_t*>(&x); }
 
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) { return AsU32(__floats2bfloat162_rn(lo, hi)); }
@@ -254,23 +267,80 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
   for (int G = 0; G < kVGroups; ++G) z_acc[G] = 0.f;
 
   const int num_tiles = (item.num_tokens + kTile - 1) / kTile;
-  for (int tile = warp; tile < num_tiles; tile += kWarps) {
-    const int t0 = tile * kTile;
-    const int64_t page = __ldg(p.page_table + item.page_table_offset + (p.page_shift >= 0 ? t0 >> p.page_shift : t0 / ps));
+  // Per-warp staging of the scale / zero parameters a tile needs, two stages (cp.async): int4 / int2 key
+  // (scale, zero) of 128 channels, value (scale, zero) of 16 tokens x up to 4 groups; fp8 / int8 key and
+  // value scales of 16 tokens.
+  __shared__ __align__(16) float sm_kp[kAsymmetric ? kWarps : 1][2][kAsymmetric ? 256 : 4];
+  __shared__ __align__(16) float sm_vp[kAsymmetric ? kWarps : 1][2][kAsymmetric ? 128 : 4];
+  __shared__ __align__(16) float sm_ts[kTokenScale ? kWarps : 1][2][kTokenScale ? 32 : 4];
+  // Page of the warp's tile warp + 4 (j + lane) for the 32 tiles from j (refilled every 32 tiles).
+  int32_t lane_page = 0;
+  auto page_of = [&](int j) {  // j: the warp's tile index (tile = warp + 4 j); warp-uniform
+    if (j % 32 == 0) {
+      const int t = (warp + kWarps * (j + lane)) * kTile;
+      lane_page = t < item.num_tokens
+                      ? __ldg(p.page_table + item.page_table_offset + (p.page_shift >= 0 ? t >> p.page_shift : t / ps))
+                      : 0;
+    }
+    return static_cast<int64_t>(__shfl_sync(0xffffffffu, lane_page, j % 32));
+  };
+  const int vt[4] = {2 * tq, 2 * tq + 1, 2 * tq + 8, 2 * tq + 9};
+  // Issues every load of the warp's tile j: K of tokens g and g + 8 and V of tokens vt[] into registers
+  // (tokens past the item's end read token t0), parameters into stage `stage` (one cp.async group).
+  auto issue = [&](int j, int stage, KWords<kDtype> (&kw)[2], VWords<kDtype> (&vw)[4]) {
+    const int t0 = (warp + kWarps * j) * kTile;
+    const int64_t page = page_of(j);
     const int slot0 = p.page_shift >= 0 ? (t0 & (ps - 1)) : t0 % ps;
     const int valid_tokens = min(kTile, item.num_tokens - t0);
-    auto slot_of = [&](int i) { return slot0 + (i < valid_tokens ? i : 0); };  // past the end: token t0
-    auto row_of = [&](int i) { return ((page * ps + slot_of(i)) * hkv + kv_head); };
-    auto token_param = [&](int i) { return (page * hkv + kv_head) * ps + slot_of(i); };
-
-    // Issue the tile's loads: K of tokens g and g + 8, V of tokens 2tq, 2tq + 1, 2tq + 8, 2tq + 9.
-    KWords<kDtype> kw[2];
+    auto row_of = [&](int i) { return (page * ps + slot0 + (i < valid_tokens ? i : 0)) * hkv + kv_head; };
 #pragma unroll
     for (int nb = 0; nb < 2; ++nb) LoadKWords<kDtype>(p.k + row_of(nb * 8 + g) * kRowBytes, tq, kw[nb]);
-    const int vt[4] = {2 * tq, 2 * tq + 1, 2 * tq + 8, 2 * tq + 9};
-    VWords<kDtype> vw[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) LoadVWords<kDtype>(p.v + row_of(vt[i]) * kRowBytes, g, vw[i]);
+    const int64_t token0 = (page * hkv + kv_head) * ps + slot0;  // parameter index of token t0
+    if (kAsymmetric) {
+      const int64_t kbase = ((page * hkv + kv_head) * (ps / p.key_group_tokens) + slot0 / p.key_group_tokens) * kHeadDim;
+      CpAsync16(&sm_kp[warp][stage][4 * lane], p.k_scale + kbase + 4 * lane);
+      CpAsync16(&sm_kp[warp][stage][128 + 4 * lane], p.k_zero + kbase + 4 * lane);
+      const int n4 = 4 * stored_groups;  // float4s of 16 tokens x stored_groups
+      if (lane % 16 < n4) {
+        const float* src = (lane < 16 ? p.v_scale : p.v_zero) + token0 * stored_groups + 4 * (lane % 16);
+        CpAsync16(&sm_vp[warp][stage][64 * (lane / 16) + 4 * (lane % 16)], src);
+      }
+    }
+    if (kTokenScale && lane < 8) {
+      CpAsync16(&sm_ts[warp][stage][4 * lane], (lane < 4 ? p.k_scale : p.v_scale) + token0 + 4 * (lane % 4));
+    }
+    CpAsyncCommit();
+  };
+
+  // Quantised formats load the next tile while computing this one (their loads are small and their
+  // parameters add a round trip); bf16's 64 load registers per tile leave no room for a second set.
+  constexpr bool kPipelined = kDtype != 0;
+  KWords<kDtype> kw[2], kw_next[2];  // kw_next, vw_next: unused (and removed) unless kPipelined
+  VWords<kDtype> vw[4], vw_next[4];
+  if (kPipelined && warp < num_tiles) issue(0, 0, kw_next, vw_next);
+  int stage = 0;
+  for (int jt = 0, tile = warp; tile < num_tiles; ++jt, tile += kWarps, stage ^= 1) {
+    if (kPipelined) {
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb) kw[nb] = kw_next[nb];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) vw[i] = vw_next[i];
+      if (tile + kWarps < num_tiles) {  // the next tile's loads fly while this one computes
+        issue(jt + 1, stage ^ 1, kw_next, vw_next);
+        CpAsyncWait<1>();
+      } else {
+        CpAsyncWait<0>();
+      }
+    } else {
+      issue(jt, stage, kw, vw);
+      CpAsyncWait<0>();
+    }
+    __syncwarp();
+    const int t0 = tile * kTile;
+    const int valid_tokens = min(kTile, item.num_tokens - t0);
+    auto clamp = [&](int i) { return i < valid_tokens ? i : 0; };
 
     // Scores of head g for tokens nb * 8 + 2tq + e.
     float s[2][4];
@@ -279,14 +349,14 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
     float bias = 0.f;
     if (kAsymmetric) {
       // Per-channel (scale, zero) of the tile's key group for the lane's 32 channels (32 tq .. 32 tq + 31).
-      const int groups_per_page = ps / p.key_group_tokens;
-      const int64_t base = ((page * hkv + kv_head) * groups_per_page + slot0 / p.key_group_tokens) * kHeadDim + 32 * tq;
+      const float4* kscale = reinterpret_cast<const float4*>(&sm_kp[warp][stage][32 * tq]);
+      const float4* kzero = reinterpret_cast<const float4*>(&sm_kp[warp][stage][128 + 32 * tq]);
       // One k-step at a time: Q times the channel scales, split, against both token blocks.
 #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         const float4 q4 = reinterpret_cast<const float4*>(&sm_q[g][32 * tq])[kk];
-        const float4 s4 = __ldg(reinterpret_cast<const float4*>(p.k_scale + base) + kk);
-        const float4 z4 = __ldg(reinterpret_cast<const float4*>(p.k_zero + base) + kk);
+        const float4 s4 = kscale[kk];
+        const float4 z4 = kzero[kk];
         bias = fmaf(q4.x, z4.x, fmaf(q4.y, z4.y, fmaf(q4.z, z4.z, fmaf(q4.w, z4.w, bias))));
         uint32_t qh0, ql0, qh1, ql1;
         SplitBf16(q4.x * s4.x, q4.y * s4.y, qh0, ql0);
@@ -317,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
     for (int i = 0; i < 4; ++i) {
       const int token = (i / 2) * 8 + 2 * tq + i % 2;
       float score = (s[i / 2][i % 2] + bias) * p.scale_log2;
-      if (kTokenScale) score *= __ldg(p.k_scale + token_param(token));
+      if (kTokenScale) score *= sm_ts[warp][stage][clamp(token)];
       x[i] = token < valid_tokens ? score : -INFINITY;
     }
     float tile_max = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
@@ -340,17 +410,14 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
 
     // O += P.V (A: tokens 2tq, 2tq + 1 in a0; 2tq + 8, 2tq + 9 in a2).
     if (kAsymmetric) {
-      int64_t param[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) param[i] = token_param(vt[i]) * stored_groups;
 #pragma unroll
       for (int G = 0; G < kVGroups; ++G) {
         const int stored = G * stored_groups / kVGroups;
         float vs[4], vz[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          vs[i] = __ldg(p.v_scale + param[i] + stored);
-          vz[i] = __ldg(p.v_zero + param[i] + stored);
+          vs[i] = sm_vp[warp][stage][clamp(vt[i]) * stored_groups + stored];
+          vz[i] = sm_vp[warp][stage][64 + clamp(vt[i]) * stored_groups + stored];
         }
         z_acc[G] = z_acc[G] * alpha + pr[0] * vz[0] + pr[1] * vz[1] + pr[2] * vz[2] + pr[3] * vz[3];
         uint32_t ah0, al0, ah2, al2;
@@ -368,7 +435,7 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
       float w[4] = {pr[0], pr[1], pr[2], pr[3]};
       if (kTokenScale) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] *= __ldg(p.v_scale + token_param(vt[i]));
+        for (int i = 0; i < 4; ++i) w[i] *= sm_ts[warp][stage][16 + clamp(vt[i])];
       }
       uint32_t ah0, al0, ah2, al2;
       SplitBf16(w[0], w[1], ah0, al0);
@@ -380,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
         Mma(o[j], al0, al2, b0, b1);
       }
     }
+    __syncwarp();  // this stage's parameters are read before the next issue refills them
   }
 
   // The warp's state: l and the zero sums over the 4 lanes of a row, o by column.
