@@ -332,36 +332,56 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
   }
 }
 
-// One CTA per request, one warp per query head (heads warp, warp + 4, ...), 4 channels per lane.
+// One CTA per (request, query head); warp w merges the request's items w, w + 4, ... (4 channels per
+// lane, loads of several items in flight), then warp 0 merges the 4 warp states. A request split into
+// many items (one long request) is thus merged by many threads, not one warp per head.
 __global__ void __launch_bounds__(kThreads)
     MergeKernel(const float* __restrict__ partial_o, const float* __restrict__ partial_lse,
                 const int32_t* __restrict__ item_begin, float* __restrict__ o, float* __restrict__ lse,
                 int num_q_heads) {
-  const int r = blockIdx.x;
+  __shared__ float sm_m[kWarps], sm_l[kWarps];
+  __shared__ float4 sm_acc[kWarps][32];
+  const int r = blockIdx.x, h = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int begin = item_begin[r], end = item_begin[r + 1];
-  for (int h = warp; h < num_q_heads; h += kWarps) {
-    float m_all = -INFINITY;
-    for (int i = begin; i < end; ++i) m_all = fmaxf(m_all, partial_lse[static_cast<int64_t>(i) * num_q_heads + h]);
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    float l_all = 0.f;
-    if (m_all != -INFINITY) {  // all-empty guard: never exp(-inf - -inf)
-      for (int i = begin; i < end; ++i) {
-        const int64_t row = static_cast<int64_t>(i) * num_q_heads + h;
-        const float x = partial_lse[row];
-        if (x == -INFINITY) continue;
-        const float w = exp2f(x - m_all);
-        l_all += w;
-        const float4 v = reinterpret_cast<const float4*>(partial_o + row * kHeadDim)[lane];
-        acc.x += w * v.x, acc.y += w * v.y, acc.z += w * v.z, acc.w += w * v.w;
-      }
+  float m = -INFINITY;
+  for (int i = begin + warp; i < end; i += kWarps) m = fmaxf(m, partial_lse[static_cast<int64_t>(i) * num_q_heads + h]);
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float l = 0.f;
+  if (m != -INFINITY) {  // all-empty guard: never exp(-inf - -inf)
+#pragma unroll 4
+    for (int i = begin + warp; i < end; i += kWarps) {
+      const int64_t row = static_cast<int64_t>(i) * num_q_heads + h;
+      const float x = partial_lse[row];
+      const float w = x == -INFINITY ? 0.f : exp2f(x - m);
+      const float4 v = reinterpret_cast<const float4*>(partial_o + row * kHeadDim)[lane];
+      l += w;
+      if (w > 0.f) acc.x += w * v.x, acc.y += w * v.y, acc.z += w * v.z, acc.w += w * v.w;
     }
-    const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
-    const int64_t out_row = static_cast<int64_t>(r) * num_q_heads + h;
-    reinterpret_cast<float4*>(o + out_row * kHeadDim)[lane] =
-        make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    if (lane == 0) lse[out_row] = l_all > 0.f ? (m_all + log2f(l_all)) * kLn2 : -INFINITY;
   }
+  sm_acc[warp][lane] = acc;
+  if (lane == 0) {
+    sm_m[warp] = m;
+    sm_l[warp] = l;
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  float m_all = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sm_m[w]);
+  float l_all = 0.f;
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float weight = sm_m[w] == -INFINITY ? 0.f : exp2f(sm_m[w] - m_all);
+    const float4 a = sm_acc[w][lane];
+    l_all += weight * sm_l[w];
+    sum.x += weight * a.x, sum.y += weight * a.y, sum.z += weight * a.z, sum.w += weight * a.w;
+  }
+  const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
+  const int64_t out_row = static_cast<int64_t>(r) * num_q_heads + h;
+  reinterpret_cast<float4*>(o + out_row * kHeadDim)[lane] = make_float4(sum.x * inv, sum.y * inv, sum.z * inv, sum.w * inv);
+  if (lane == 0) lse[out_row] = l_all > 0.f ? (m_all + log2f(l_all)) * kLn2 : -INFINITY;
 }
 
 template <int kDtype, int kGroup>
@@ -426,8 +446,8 @@ absl::Status LaunchMergeStates(const DecodeArgs& args) {
   if (absl::Status status = CheckDecodeArgs(args); !status.ok()) return status;
   if (args.direct) return absl::InvalidArgumentError("merge: nothing to merge when the plan is direct");
   if (args.num_requests == 0) return absl::OkStatus();
-  MergeKernel<<<args.num_requests, kThreads>>>(args.partial_o, args.partial_lse, args.item_begin, args.out_o,
-                                               args.out_lse, args.num_q_heads);
+  MergeKernel<<<dim3(args.num_requests, args.num_q_heads), kThreads>>>(
+      args.partial_o, args.partial_lse, args.item_begin, args.out_o, args.out_lse, args.num_q_heads);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }

@@ -343,9 +343,13 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
     auto clamp = [&](int i) { return i < valid_tokens ? i : 0; };
 
     // Scores of head g for tokens nb * 8 + 2tq + e.
-    float s[2][4];
+    // Two accumulators per token block for int4 / int2 (hi and lo parts): two independent mma chains.
+    float s[2][4], s2[2][4];
 #pragma unroll
-    for (int nb = 0; nb < 2; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+    for (int nb = 0; nb < 2; ++nb) {
+      s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+      s2[nb][0] = s2[nb][1] = s2[nb][2] = s2[nb][3] = 0.f;
+    }
     float bias = 0.f;
     if (kAsymmetric) {
       // Per-channel (scale, zero) of the tile's key group for the lane's 32 channels (32 tq .. 32 tq + 31).
@@ -366,7 +370,7 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
           uint32_t b0, b1;
           KFragment<kDtype>(kw[nb], kk, b0, b1);
           Mma(s[nb], qh0, qh1, b0, b1);
-          Mma(s[nb], ql0, ql1, b0, b1);
+          Mma(s2[nb], ql0, ql1, b0, b1);
         }
       }
       bias += __shfl_xor_sync(0xffffffffu, bias, 1);
@@ -386,7 +390,7 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int token = (i / 2) * 8 + 2 * tq + i % 2;
-      float score = (s[i / 2][i % 2] + bias) * p.scale_log2;
+      float score = (s[i / 2][i % 2] + s2[i / 2][i % 2] + bias) * p.scale_log2;
       if (kTokenScale) score *= sm_ts[warp][stage][clamp(token)];
       x[i] = token < valid_tokens ? score : -INFINITY;
     }

@@ -39,7 +39,7 @@ TEST(CalibrationTest, CoarseGridRespectsTheTokenCapAndCoversEveryFormat) {
                 p.gqa == 4;
   }
   EXPECT_TRUE(headline);
-  EXPECT_LT(grid.decode.size(), 600u);  // ~30 runs each: well inside the 5-minute budget
+  EXPECT_LT(grid.decode.size(), 1200u);  // ~30 runs each: ~45 s on an H200, well inside the 5-minute budget
   EXPECT_GT(MakeCalibrationGrid(true).decode.size(), grid.decode.size());
   for (const PrefillPoint& p : grid.prefill) EXPECT_TRUE(p.prefix_tokens > 0 || p.prefix_segments == 1);
 }

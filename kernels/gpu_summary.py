@@ -56,6 +56,11 @@ ncu = [l.strip() for l in read("ncu_decode.log").splitlines()
                     r"Theoretical Occupancy|Block Limit Registers|Compute \(SM\) Throughput)", l)]
 if ncu:
     print("## ncu, headline bf16 decode (one launch)\n\n```\n%s\n```\n" % "\n".join(ncu))
+ncu4 = [l.strip() for l in read("ncu_int4.log").splitlines()
+        if re.search(r"(Duration|Compute \(SM\) Throughput|Memory Throughput|Warp Cycles Per|Issue Slots Busy|"
+                     r"No Eligible|Active Warps Per Scheduler|Eligible Warps|Executed Ipc|stall|Stall)", l)]
+if ncu4:
+    print("## ncu, int4 g128 page 128 decode (one launch)\n\n```\n%s\n```\n" % "\n".join(ncu4[:30]))
 table = read("calibration/calibration.csv")
 rows = [l for l in table.splitlines() if l and not l.startswith("#")]
 print("## Calibration\n")

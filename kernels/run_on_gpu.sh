@@ -67,6 +67,10 @@ if [ -n "$ncu" ]; then
   step ncu_decode 45 "$ncu" --clock-control none --kernel-name regex:Decode --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     "$bundle/attention_benchmark" --benchmark_filter='BM_Decode/bf16_page16/'
+  # Where int4 decode's time goes (stall reasons, issue slots): it is far from its byte floor.
+  step ncu_int4 45 "$ncu" --clock-control none --kernel-name regex:Decode --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+    "$bundle/attention_benchmark" --benchmark_filter='BM_Decode/int4_g128_page128/'
 fi
 python3 kernels/gpu_summary.py "$OUT" > "$OUT/RESULTS.md" 2> "$OUT/summary_errors.log"
 cp "$OUT/RESULTS.md" "$final/"
