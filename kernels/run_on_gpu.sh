@@ -5,7 +5,7 @@
 #   racecheck on small shapes (when the tool works), the benchmarks of issue 7, the coarse calibration, and the
 #   attention recorder's test (torch and transformers are there).
 # Writes RESULTS.md, calibration.csv and gpu_run.tar.gz (all logs, benchmark.json) under $OUT and prints a
-# summary last. Fits in 8 minutes: each step has a time limit, the calibration a budget from what is left of 420 s.
+# summary last. Fits in 8 minutes: each step has a time limit, the calibration a budget from what is left of 300 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu_bundle
@@ -37,9 +37,9 @@ step device_test 30 "$bundle/device_test"
 step attention_kernels_test 90 "$bundle/attention_kernels_test" --gtest_output="xml:$OUT/attention_kernels_test.xml"
 step blaslt_gemm_test 30 "$bundle/blaslt_gemm_test"
 step benchmark 120 "$bundle/attention_benchmark" --benchmark_out="$OUT/benchmark.json" --benchmark_out_format=json
-# The calibration gets what is left of 420 s less ~110 s for the checks after it; its own budget makes it
+# The calibration gets what is left of 300 s less ~110 s for the checks after it; its own budget makes it
 # write an even subset of the grid rather than be killed.
-budget=$(( 420 - 110 - ($(date +%s) - start) ))
+budget=$(( 300 - 110 - ($(date +%s) - start) ))
 [ "$budget" -lt 60 ] && budget=60
 calibrate=("$bundle/kvsim" calibrate --out="$OUT/calibration" --seed=1
            --calibrate_revision="$(cat "$bundle/REVISION" 2>/dev/null || echo unknown)")
