@@ -1,13 +1,16 @@
 #include "kernels/calibration.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <fstream>
 #include <numeric>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernels/attention_runner.h"
@@ -329,7 +332,9 @@ absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& optio
   row.batch = pt.batch;
   row.query_tokens = pt.chunk_tokens;
   row.context_tokens = pt.prefix_tokens;
-  row.num_segments = table.segment_begin[1];
+  // Non-contiguous runs the chunk attends to, as the simulator counts them (sim/request_state.h): the
+  // prefix's segments, the chunk continuing the last one (1 without a prefix).
+  row.num_segments = pt.prefix_tokens > 0 ? pt.prefix_segments : 1;
   row.num_heads = num_q_heads;
   row.num_kv_heads = kKvHeads;
   row.head_dim = kHeadDim;
@@ -399,6 +404,22 @@ std::string ClockText(const DeviceProperties& p) {
 }
 
 std::string VersionText(int v) { return absl::StrFormat("%d.%d", v / 1000, (v % 1000) / 10); }
+
+// The kernel driver's version from /proc/driver/nvidia/version ("... Kernel Module  580.159.04 ..."),
+// with the CUDA driver API version; the API version alone where that file is not readable.
+std::string DriverVersionText(int api_version) {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (in && std::getline(in, line)) {
+    const std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "Module" && !words[i + 1].empty() && std::isdigit(static_cast<unsigned char>(words[i + 1][0]))) {
+        return absl::StrFormat("%s (CUDA driver API %s)", words[i + 1], VersionText(api_version));
+      }
+    }
+  }
+  return VersionText(api_version);
+}
 
 }  // namespace
 
@@ -534,7 +555,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   KVSIM_ASSIGN_OR_RETURN(DeviceProperties props, QueryDevice(0));
   CalibrationResult result;
   result.header = {{"gpu_name", props.name},
-                   {"driver_version", VersionText(props.driver_version)},
+                   {"driver_version", DriverVersionText(props.driver_version)},
                    {"cuda_version", VersionText(props.runtime_version)},
                    {"clocks", ClockText(props)},
                    {"tool_revision", options.tool_revision.empty() ? "kvsim" : options.tool_revision},

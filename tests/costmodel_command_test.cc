@@ -41,6 +41,33 @@ TEST(CostModelCommandTest, ValidatesTheBundledH200TableAndWritesAPlot) {
   EXPECT_NE(plot->find("<svg"), std::string::npos);
 }
 
+// The measured H200 table (kvsim calibrate, 2026-11-30): the table model must predict its held-out
+// attention, merge and copy points within the goal of the cost-model issue (median <= 5%, p95 <= 15% per
+// kind). The cuBLASLt GEMM kinds miss it (README.md says why) and are not asserted.
+TEST(CostModelCommandTest, MeasuredH200TableMeetsTheAccuracyGoalForAttentionKinds) {
+  std::string out, err;
+  ASSERT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b_measured.csv"}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("GPU NVIDIA H200"), std::string::npos) << out;
+  int checked = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string kind, method;
+    double points = 0, median = 0, p95 = 0;
+    char percent = 0;
+    if (!(fields >> kind >> method >> points >> median >> percent >> p95) || method != "held-out") continue;
+    if (kind != "decode_attention" && kind != "prefill_attention" && kind != "segment_merge" &&
+        kind != "host_device_copy") {
+      continue;
+    }
+    EXPECT_LE(median, 5.0) << line;
+    EXPECT_LE(p95, 15.0) << line;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4) << out;
+}
+
 TEST(CostModelCommandTest, SynthThenShowWithTheTableModel) {
   std::string out, err;
   const std::string table = Tmp("l40s.csv");
