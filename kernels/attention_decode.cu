@@ -310,26 +310,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeParams p) {
     }
   }
   __syncthreads();
-  const int c = threadIdx.x;  // one output channel per thread
-#pragma unroll
-  for (int g = 0; g < kGroup; ++g) {
-    float m_all = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sm_m[w][g]);
-    float l_all = 0.f, o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float weight = sm_m[w][g] == -INFINITY ? 0.f : exp2f(sm_m[w][g] - m_all);
-      l_all += weight * sm_l[w][g];
-      o += weight * sm_acc[w][g][c];
-    }
-    const int64_t row = static_cast<int64_t>(item_index) * p.num_q_heads + kv_head * kGroup + g;
-    p.o[row * kHeadDim + c] = l_all > 0.f ? o / l_all : 0.f;
-    if (c == 0) {
-      const float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
-      p.lse[row] = p.lse_natural ? lse2 * kLn2 : lse2;
-    }
-  }
+  WriteDecodeState<kWarps, kGroup>(sm_acc, sm_m, sm_l, p, item_index, kv_head);
 }
 
 // One CTA per (request, query head); warp w merges the request's items w, w + 4, ... (4 channels per
@@ -384,24 +365,16 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) lse[out_row] = l_all > 0.f ? (m_all + log2f(l_all)) * kLn2 : -INFINITY;
 }
 
-template <int kDtype, int kGroup>
-absl::Status LaunchTyped(const DecodeParams& params, const DecodeArgs& args) {
-  const dim3 grid(args.layout.num_kv_heads, args.num_items);
-  DecodeKernel<kDtype, kGroup><<<grid, kThreads>>>(params);
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return absl::OkStatus();
-}
-
-template <int kDtype>
-absl::Status LaunchForGroup(const DecodeParams& params, const DecodeArgs& args) {
-  switch (args.num_q_heads / args.layout.num_kv_heads) {
-    case 1: return LaunchTyped<kDtype, 1>(params, args);
-    case 2: return LaunchTyped<kDtype, 2>(params, args);
-    case 4: return LaunchTyped<kDtype, 4>(params, args);
-    case 8: return LaunchTyped<kDtype, 8>(params, args);
+struct Launcher {
+  const DecodeParams& params;
+  dim3 grid;
+  template <int kDtype, int kGroup>
+  absl::Status Launch() const {
+    DecodeKernel<kDtype, kGroup><<<grid, kThreads>>>(params);
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return absl::OkStatus();
   }
-  return absl::InvalidArgumentError("unsupported GQA group");
-}
+};
 
 }  // namespace
 
@@ -432,14 +405,7 @@ absl::Status LaunchDecodePartial(const DecodeArgs& args) {
   params.key_group_tokens = KeyGroupTokens(params.group_size, args.layout.page_size);
   params.scale_log2 = static_cast<float>(args.softmax_scale * 1.4426950408889634);
   if (UseTensorCoreDecode(args)) return LaunchDecodeMma(params, args);
-  switch (args.dtype) {
-    case KvDtype::kBf16: return LaunchForGroup<0>(params, args);
-    case KvDtype::kFp8E4m3: return LaunchForGroup<1>(params, args);
-    case KvDtype::kInt8: return LaunchForGroup<2>(params, args);
-    case KvDtype::kInt4: return LaunchForGroup<3>(params, args);
-    case KvDtype::kInt2: return LaunchForGroup<4>(params, args);
-  }
-  return absl::InvalidArgumentError("unknown KV dtype");
+  return DispatchDecode(args, Launcher{params, dim3(args.layout.num_kv_heads, args.num_items)});
 }
 
 absl::Status LaunchMergeStates(const DecodeArgs& args) {

@@ -37,7 +37,6 @@ constexpr int kHeadDim = 128;
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = 16;
-constexpr float kLn2 = 0.6931471805599453f;
 constexpr uint32_t kBf16x2Of128 = 0x43004300u;  // (128, 128): OR-ing a code < 128 into it gives 128 + code
 
 template <int kDtype>
@@ -477,58 +476,24 @@ __global__ void __launch_bounds__(kThreads, 3) DecodeMmaKernel(const DecodeParam
     }
   }
   __syncthreads();
-  const int c = threadIdx.x;  // one output channel per thread
-#pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
-    float m_all = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sm_m[w][h]);
-    float l_all = 0.f, out = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float weight = sm_m[w][h] == -INFINITY ? 0.f : exp2f(sm_m[w][h] - m_all);
-      l_all += weight * sm_l[w][h];
-      out += weight * sm_acc[w][h][c];
-    }
-    const int64_t row = static_cast<int64_t>(item_index) * p.num_q_heads + kv_head * kGroup + h;
-    p.o[row * kHeadDim + c] = l_all > 0.f ? out / l_all : 0.f;
-    if (c == 0) {
-      const float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
-      p.lse[row] = p.lse_natural ? lse2 * kLn2 : lse2;
-    }
-  }
+  WriteDecodeState<kWarps, kGroup>(sm_acc, sm_m, sm_l, p, item_index, kv_head);
 }
 
-template <int kDtype, int kGroup>
-absl::Status LaunchTyped(const DecodeParams& params, const DecodeArgs& args) {
-  const dim3 grid(args.layout.num_kv_heads, args.num_items);
-  DecodeMmaKernel<kDtype, kGroup><<<grid, kThreads>>>(params);
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return absl::OkStatus();
-}
-
-template <int kDtype>
-absl::Status LaunchForGroup(const DecodeParams& params, const DecodeArgs& args) {
-  switch (args.num_q_heads / args.layout.num_kv_heads) {
-    case 1: return LaunchTyped<kDtype, 1>(params, args);
-    case 2: return LaunchTyped<kDtype, 2>(params, args);
-    case 4: return LaunchTyped<kDtype, 4>(params, args);
-    case 8: return LaunchTyped<kDtype, 8>(params, args);
+struct Launcher {
+  const DecodeParams& params;
+  dim3 grid;
+  template <int kDtype, int kGroup>
+  absl::Status Launch() const {
+    DecodeMmaKernel<kDtype, kGroup><<<grid, kThreads>>>(params);
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return absl::OkStatus();
   }
-  return absl::InvalidArgumentError("unsupported GQA group");
-}
+};
 
 }  // namespace
 
 absl::Status LaunchDecodeMma(const DecodeParams& params, const DecodeArgs& args) {
-  switch (args.dtype) {
-    case KvDtype::kBf16: return LaunchForGroup<0>(params, args);
-    case KvDtype::kFp8E4m3: return LaunchForGroup<1>(params, args);
-    case KvDtype::kInt8: return LaunchForGroup<2>(params, args);
-    case KvDtype::kInt4: return LaunchForGroup<3>(params, args);
-    case KvDtype::kInt2: return LaunchForGroup<4>(params, args);
-  }
-  return absl::InvalidArgumentError("unknown KV dtype");
+  return DispatchDecode(args, Launcher{params, dim3(args.layout.num_kv_heads, args.num_items)});
 }
 
 }  // namespace kvsim
