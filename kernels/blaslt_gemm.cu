@@ -3,8 +3,6 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -53,33 +51,7 @@ struct BlasLtGemm::Impl {
     if (handle != nullptr) cublasLtDestroy(handle);
   }
 
-  // Launches C = A . B with `algo` (column-major C^T = B^T . A^T).
-  cublasStatus_t Matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* c) {
-    const float alpha = 1.f, beta = 0.f;
-    return cublasLtMatmul(handle, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &algo, workspace,
-                          static_cast<size_t>(workspace_bytes), 0);
-  }
-
-  // Median of 5 timed launches of `algo` after one untimed one; +inf when the algorithm fails to launch.
-  float TimeAlgo(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* c,
-                 cudaEvent_t start, cudaEvent_t stop) {
-    if (Matmul(plan, algo, a, b, c) != CUBLAS_STATUS_SUCCESS) return INFINITY;
-    float ms[5];
-    for (float& t : ms) {
-      cudaEventRecord(start);
-      Matmul(plan, algo, a, b, c);
-      cudaEventRecord(stop);
-      cudaEventSynchronize(stop);
-      cudaEventElapsedTime(&t, start, stop);
-    }
-    std::sort(ms, ms + 5);
-    return cudaGetLastError() == cudaSuccess ? ms[2] : INFINITY;
-  }
-
-  // The plan of an m x n x k product: the fastest, on these operands, of the heuristic's first
-  // kCandidates algorithms (cuBLASLt's first choice alone is up to 1.75x slower at some token counts,
-  // and which counts differs by shape; timing the candidates makes the cost smooth in m).
-  absl::StatusOr<Plan*> GetPlan(int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c) {
+  absl::StatusOr<Plan*> GetPlan(int64_t m, int64_t n, int64_t k) {
     auto& slot = plans[{m, n, k}];
     if (slot != nullptr) return slot.get();
     auto plan = std::make_unique<Plan>();
@@ -90,14 +62,13 @@ struct BlasLtGemm::Impl {
     cublasLtMatmulPreference_t pref;
     KVSIM_BLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = static_cast<size_t>(workspace_bytes);
-    constexpr int kCandidates = 8;
-    cublasLtMatmulHeuristicResult_t results[kCandidates];
+    cublasLtMatmulHeuristicResult_t result;
     int count = 0;
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                             sizeof(ws));
     if (s == CUBLAS_STATUS_SUCCESS) {
-      s = cublasLtMatmulAlgoGetHeuristic(handle, plan->op, plan->a, plan->b, plan->c, plan->c, pref, kCandidates,
-                                         results, &count);
+      s = cublasLtMatmulAlgoGetHeuristic(handle, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
+                                         &count);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     KVSIM_BLAS_RETURN_IF_ERROR(s);
@@ -105,21 +76,7 @@ struct BlasLtGemm::Impl {
       return absl::NotFoundError("cuBLASLt has no algorithm for a bf16 GEMM of " + std::to_string(m) + " x " +
                                  std::to_string(n) + " x " + std::to_string(k));
     }
-    int best = 0;
-    if (count > 1) {
-      cudaEvent_t start, stop;
-      KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
-      KVSIM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
-      float best_ms = INFINITY;
-      for (int i = 0; i < count; ++i) {
-        const float ms = TimeAlgo(*plan, results[i].algo, a, b, c, start, stop);
-        if (ms < best_ms) best_ms = ms, best = i;
-      }
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    }
-    plan->algo = results[best].algo;
+    plan->algo = result.algo;
     slot = std::move(plan);
     return slot.get();
   }
@@ -140,9 +97,12 @@ absl::StatusOr<std::unique_ptr<BlasLtGemm>> BlasLtGemm::Create(int64_t workspace
 
 absl::Status BlasLtGemm::Run(int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c) {
   if (m < 1 || n < 1 || k < 1) return absl::InvalidArgumentError("GEMM: m, n and k must be >= 1");
-  absl::StatusOr<Plan*> plan = impl_->GetPlan(m, n, k, a, b, c);
+  absl::StatusOr<Plan*> plan = impl_->GetPlan(m, n, k);
   if (!plan.ok()) return plan.status();
-  KVSIM_BLAS_RETURN_IF_ERROR(impl_->Matmul(**plan, (*plan)->algo, a, b, c));
+  const float alpha = 1.f, beta = 0.f;
+  KVSIM_BLAS_RETURN_IF_ERROR(cublasLtMatmul(impl_->handle, (*plan)->op, &alpha, b, (*plan)->a, a, (*plan)->b, &beta,
+                                            c, (*plan)->c, c, (*plan)->c, &(*plan)->algo, impl_->workspace,
+                                            static_cast<size_t>(impl_->workspace_bytes), 0));
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }

@@ -2,10 +2,8 @@
 //
 // Row-major bf16 matrix products through cuBLASLt (libcublasLt, linked dynamically from the CUDA
 // installation): C[m][n] = A[m][k] . B[k][n], fp32 accumulation, bf16 output, default stream. Plans
-// (descriptors and an algorithm) are cached per shape, so a timed Run launches only the product. The
-// first Run of a shape picks the fastest of the heuristic's first 8 algorithms by timing each on its
-// operands (a few ms, synchronising); later Runs are plain launches. Without CUDA, Create returns
-// Unavailable.
+// (descriptors and the heuristic's algorithm) are cached per shape, so a timed Run launches only the
+// product. Without CUDA, Create returns Unavailable.
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlasLtGemm> gemm, BlasLtGemm::Create());
