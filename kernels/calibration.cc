@@ -484,12 +484,11 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
       }
     }
   }
-  // GEMM times step with tile and wave quantisation: steps of 1.5x and 2x alternately on both grids (cheap).
-  std::vector<int64_t> tokens;
-  for (int64_t t = 16; t <= (full ? 32768 : 16384); t *= 2) {
-    tokens.push_back(t);
-    if (t * 3 / 2 <= (full ? 32768 : 16384)) tokens.push_back(t * 3 / 2);
-  }
+  // cuBLASLt changes algorithm between neighbouring token counts (kernels/NOTES.md), so GEMMs are sampled
+  // densely on both grids (each point costs milliseconds): 16, 32, 48, 64, 96, then every 64 tokens to 1024
+  // and about 8 steps per doubling above (t / 8 rounded down to a multiple of 128).
+  std::vector<int64_t> tokens = {16, 32, 48, 64, 96};
+  for (int64_t t = 128; t <= (full ? 32768 : 16384); t += t < 1024 ? 64 : t / 8 / 128 * 128) tokens.push_back(t);
   for (int64_t t : tokens) {
     for (const GemmShape& g : KvProjectionGemms(kLayer, t)) grid.gemm.push_back({"kv_projection", g.name, t, g.k, g.n});
     for (const GemmShape& g : FullLayerGemms(kLayer, t)) {

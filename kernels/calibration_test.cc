@@ -1,6 +1,7 @@
 #include "kernels/calibration.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -42,6 +43,16 @@ TEST(CalibrationTest, CoarseGridRespectsTheTokenCapAndCoversEveryFormat) {
   EXPECT_LT(grid.decode.size(), 1200u);  // ~30 runs each: ~45 s on an H200, well inside the 5-minute budget
   EXPECT_GT(MakeCalibrationGrid(true).decode.size(), grid.decode.size());
   for (const PrefillPoint& p : grid.prefill) EXPECT_TRUE(p.prefix_tokens > 0 || p.prefix_segments == 1);
+  // GEMMs: every 64 tokens from 128 to 1024, never more than 1/8 apart above, for each of the 5 shapes.
+  std::set<int64_t> tokens;
+  for (const GemmPoint& g : grid.gemm) tokens.insert(g.tokens);
+  EXPECT_EQ(grid.gemm.size(), 5 * tokens.size());
+  for (int64_t t = 128; t <= 1024; t += 64) EXPECT_TRUE(tokens.count(t)) << t;
+  for (auto it = tokens.upper_bound(1024); it != tokens.end(); ++it) {
+    EXPECT_LE(*it - *std::prev(it), *std::prev(it) / 8) << *it;
+  }
+  EXPECT_EQ(*tokens.rbegin(), 16384);
+  EXPECT_LE(tokens.size(), 64u);
 }
 
 // Bit-reversed order of 0..7 written out by hand; every size is a permutation, and a prefix of half the
