@@ -27,6 +27,7 @@ namespace {
 constexpr int kHeadDim = 128;
 constexpr int kKvHeads = 8;
 const LayerShape kLayer{4096, 32, 8, 128, 14336};  // Llama-3-8B-like layer for the GEMM sweep
+constexpr int64_t kVocab = 128256;                 // its vocabulary (the LM head's output features)
 
 bool Wanted(const CalibrationOptions& options, const std::string& kind) {
   return options.only.empty() || std::find(options.only.begin(), options.only.end(), kind) != options.only.end();
@@ -444,7 +445,7 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
   std::vector<int> batches = full ? std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256} : std::vector<int>{1, 4, 16, 64, 256};
   std::vector<int> contexts = full ? std::vector<int>{256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
                                                       16384, 24576, 32768, 49152, 65536, 131072}
-                                   : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384, 32768};
+                                   : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
   std::vector<int> segments = full ? std::vector<int>{1, 2, 4, 8, 16, 64} : std::vector<int>{1, 4, 16};
   struct Format { KvDtype dtype; int group; };
   std::vector<Format> formats = {{KvDtype::kBf16, 0}, {KvDtype::kFp8E4m3, 0}, {KvDtype::kInt8, 0},
@@ -468,10 +469,11 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
       }
     }
   }
+  // Chunks down to 16 tokens (recompute of a few missing blocks), prefixes up to 128K.
   std::vector<int> chunks = full ? std::vector<int>{16, 64, 256, 512, 1024, 2048, 4096, 8192}
-                                 : std::vector<int>{128, 512, 2048, 8192};
+                                 : std::vector<int>{16, 64, 128, 512, 2048, 8192};
   std::vector<int> prefixes = full ? std::vector<int>{0, 1024, 4096, 16384, 65536, 131072}
-                                   : std::vector<int>{0, 2048, 8192, 32768};
+                                   : std::vector<int>{0, 2048, 8192, 32768, 131072};
   for (int batch : {1, 4}) {
     for (int c : chunks) {
       for (int p : prefixes) {
@@ -487,13 +489,16 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
   // cuBLASLt changes algorithm between neighbouring token counts (kernels/NOTES.md), so GEMMs are sampled
   // densely on both grids (each point costs milliseconds): 16, 32, 48, 64, 96, then every 64 tokens to 1024
   // and about 8 steps per doubling above (t / 8 rounded down to a multiple of 128).
-  std::vector<int64_t> tokens = {16, 32, 48, 64, 96};
+  // Decode-only iterations run them on as few rows as they have sequences: from 1 row. The LM head (d_model x
+  // vocabulary) runs on the sampled rows only, at most a batch: up to 4096.
+  std::vector<int64_t> tokens = {1, 2, 4, 8, 16, 32, 48, 64, 96};
   for (int64_t t = 128; t <= (full ? 32768 : 16384); t += t < 1024 ? 64 : t / 8 / 128 * 128) tokens.push_back(t);
   for (int64_t t : tokens) {
     for (const GemmShape& g : KvProjectionGemms(kLayer, t)) grid.gemm.push_back({"kv_projection", g.name, t, g.k, g.n});
     for (const GemmShape& g : FullLayerGemms(kLayer, t)) {
       grid.gemm.push_back({g.name.rfind("mlp", 0) == 0 ? "mlp_gemm" : "linear_gemm", g.name, t, g.k, g.n});
     }
+    if (t <= 4096) grid.gemm.push_back({"linear_gemm", "lm_head", t, kLayer.d_model, kVocab});
   }
   grid.copy_bytes = {4096, 16384, 65536, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
   if (full) grid.copy_bytes.push_back(int64_t{1} << 30);
