@@ -20,8 +20,10 @@
 //   ratio steps=64: evaluator (AVX2 path) 21.19M dots/s / Eigen matvec baseline 91.08M dots/s = 23.3%
 //   ratio steps=512: evaluator (AVX2 path) 32.00M dots/s / Eigen matvec baseline 86.16M dots/s = 37.1%
 //   ratio-avx2 steps=512: evaluator (AVX2 path) 32.00M dots/s / AVX2 matvec baseline 95.21M dots/s = 33.6%
-// and in two more runs: steps=64 28.9% and 34.1%, steps=512 47.3% and 55.6% (Eigen baseline at 67.7M
-// and 55.7M dots/s). The target, 50% of the Eigen baseline, is not met on a quiet host.
+// and in three more runs: steps=64 28.9%, 34.1% and 29.7%, steps=512 47.3%, 55.6% and 56.7% (Eigen
+// baseline at 67.7M, 55.7M and 52.4-64.8M dots/s). The target, 50% of the Eigen baseline, is not met on a
+// quiet host. From the two step counts: about 40% of the 64-step time is per-sample work (the prompt
+// window's 64 queries, as many dot products as 64 decode steps, and the oracles' bookkeeping).
 #include <algorithm>
 #include <cstdio>
 #include <map>
