@@ -12,7 +12,7 @@
 //     channel; each lane loads its columns' channels of tokens 2tq, 2tq + 1, 2tq + 8, 2tq + 9 and pairs
 //     them with a byte permute.
 // All B operands are exact in bf16 (bf16 values, fp8 / int8 / int4 / int2 codes); every A operand that
-// is not (P, P times a value scale, Q times an int4 key scale) is split into bf16 hi + lo parts and
+// is not exact in bf16 (P, P times a value scale, Q times an int4 key scale) is split into bf16 hi + lo and
 // multiplied twice, so the products carry ~16 bits and accumulate in fp32: the kernel matches the
 // CUDA-core one to fp32 rounding, not to bf16. Scales: fp8 / int8 keys by a per-token scale of the scores;
 // their values by folding the per-token scale into P; int4 / int2 keys (per channel over a key group)

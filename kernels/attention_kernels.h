@@ -9,8 +9,10 @@
 //   LaunchDecodePartial: split-KV decode, one CTA per (work item, KV head) of a DecodePlan; the CTA
 //     serves all query heads of its KV head, so each KV byte is read once. Writes per item the attention
 //     state (o, lse in log2) of every query head, or the final output directly when plan.direct.
-//     The KV may be bf16, fp8 e4m3, int8, int4 or 2-bit; codes are dequantised in registers right after
-//     their (coalesced) global load and accumulated in fp32.
+//     The KV may be bf16, fp8 e4m3, int8, int4 or 2-bit; codes are converted in registers right after
+//     their (coalesced) global load and accumulated in fp32. DecodeArgs.kernel picks the implementation:
+//     tensor cores (mma.sync; the default) or CUDA-core FMAs; both match the float64 reference to the
+//     same tolerances.
 //   LaunchMergeStates: the exact merge of each request's item states, with the empty and all-empty guard.
 //   LaunchPrefill: chunked prefill over the segment table, FlashAttention-2 style (64-query tiles,
 //     tensor-core mma.sync on bf16, fp32 online softmax), causal only within each request's chunk.
