@@ -20,7 +20,30 @@ struct SeriesPoint {
   std::vector<double> features;
   double measured_s = 0;
   std::string kind;
+  std::string shape;  // for listing
 };
+
+// The fields of `p` that are set (non-zero), e.g. "int4 g128 batch=64 context=8192 segments=4 page=16".
+std::string ShapeText(const proto::CalibrationPoint& p) {
+  std::vector<std::string> parts = {p.dtype()};
+  if (p.group_size() > 0) parts.push_back(absl::StrCat("g", p.group_size()));
+  const proto::KernelShape& s = p.shape();
+  auto add = [&parts](const char* name, int64_t value) {
+    if (value != 0) parts.push_back(absl::StrCat(name, "=", value));
+  };
+  add("batch", s.batch());
+  add("query", s.query_tokens());
+  add("context", s.context_tokens());
+  add("segments", s.num_segments());
+  add("heads", s.num_heads());
+  add("kv_heads", s.num_kv_heads());
+  add("page", s.page_size());
+  add("in", s.in_features());
+  add("out", s.out_features());
+  add("bytes", s.bytes());
+  add("gpus", s.num_gpus());
+  return absl::StrJoin(parts, " ");
+}
 
 struct Outcome {
   std::string kind;
@@ -105,6 +128,7 @@ absl::StatusOr<ValidationReport> ValidateTable(const proto::CalibrationTable& ta
     sp.features = KernelFeatures(sp.query);
     sp.measured_s = point.median_ns() * 1e-9;
     sp.kind = KernelKindName(point.kind());
+    sp.shape = ShapeText(point);
     series[KernelSeriesKey(sp.query)].push_back(std::move(sp));
   }
   ValidationReport report;
@@ -134,11 +158,28 @@ absl::StatusOr<ValidationReport> ValidateTable(const proto::CalibrationTable& ta
     for (const SeriesPoint* t : test) {
       double predicted = 0;
       held.push_back(PredictFrom(train, *t, rates, options.wave_quantisation, &predicted));
+      report.held_out_points.push_back(
+          {t->kind, t->shape, t->measured_s * 1e9, predicted * 1e9, held.back().error, held.back().extrapolated});
     }
   }
   report.leave_one_out = Summarise(loo);
   report.held_out = Summarise(held);
+  std::stable_sort(report.held_out_points.begin(), report.held_out_points.end(),
+                   [](const HeldOutPoint& a, const HeldOutPoint& b) { return a.error > b.error; });
   return report;
+}
+
+std::string FormatWorstHeldOut(const ValidationReport& report, int count) {
+  std::string out = absl::StrFormat("%d worst held-out predictions:\n", std::min<size_t>(
+                                                                            std::max(count, 0),
+                                                                            report.held_out_points.size()));
+  for (int i = 0; i < count && i < static_cast<int>(report.held_out_points.size()); ++i) {
+    const HeldOutPoint& p = report.held_out_points[i];
+    absl::StrAppend(&out, absl::StrFormat("  %6.1f%%  %-18s %-52s measured %10.1f us, predicted %10.1f us%s\n",
+                                          100 * p.error, p.kind, p.shape, p.measured_ns / 1e3, p.predicted_ns / 1e3,
+                                          p.extrapolated ? " (extrapolated)" : ""));
+  }
+  return out;
 }
 
 std::string FormatValidationReport(const ValidationReport& report) {

@@ -48,10 +48,21 @@ struct PredictedPoint {
   double predicted_ns = 0;
 };
 
+// One held-out prediction, for listing the points a table predicts worst.
+struct HeldOutPoint {
+  std::string kind;
+  std::string shape;  // the point's non-default shape fields, e.g. "bf16 batch=64 context=8192 segments=4"
+  double measured_ns = 0;
+  double predicted_ns = 0;
+  double error = 0;  // relative
+  bool extrapolated = false;
+};
+
 struct ValidationReport {
   std::vector<ErrorStats> leave_one_out;  // one per kind present, then "all"
   std::vector<ErrorStats> held_out;
   std::vector<PredictedPoint> loo_points;  // for the plot
+  std::vector<HeldOutPoint> held_out_points;  // every held-out prediction, worst first
   int64_t num_points = 0;
   int64_t num_series = 0;
 };
@@ -62,6 +73,9 @@ absl::StatusOr<ValidationReport> ValidateTable(const proto::CalibrationTable& ta
 
 // A plain-text table: one row per kind with count, median, p95 and worst error of both methods.
 std::string FormatValidationReport(const ValidationReport& report);
+
+// The `count` worst held-out predictions (kind, shape, measured, predicted, error), one per line.
+std::string FormatWorstHeldOut(const ValidationReport& report, int count);
 
 // Log-log scatter of predicted (leave-one-out) against measured time, one colour per kind, with the
 // y = x line, decade grid, axis labels and a legend. Self-contained SVG 1.1.

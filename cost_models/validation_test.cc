@@ -114,6 +114,36 @@ TEST(ValidationTest, PlotIsAnSvgScatterWithTheDiagonalAndLabels) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 
+// Held out at holdout_every = 2: the middle copy (2000 bytes), predicted 20 us from its neighbours as in
+// LeaveOneOutByHand (20% off), and the middle GEMM of an exactly affine law (nearly 0% off): the copy is
+// listed first, with its shape.
+TEST(ValidationTest, WorstHeldOutPointsComeFirstWithTheirShapes) {
+  proto::CalibrationTable t;
+  AddCopy(&t, 1000, 10000);
+  AddCopy(&t, 2000, 25000);
+  AddCopy(&t, 4000, 40000);
+  AddGemm(&t, 1024, 3000 + 0.05 * 1024);
+  AddGemm(&t, 2048, 3000 + 0.05 * 2048);
+  AddGemm(&t, 4096, 3000 + 0.05 * 4096);
+  ValidationOptions options;
+  options.holdout_every = 2;
+  absl::StatusOr<ValidationReport> report = ValidateTable(t, H200(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->held_out_points.size(), 2u);
+  EXPECT_EQ(report->held_out_points[0].kind, "host_device_copy");
+  EXPECT_EQ(report->held_out_points[0].shape, "bf16 batch=1 segments=1 bytes=2000");
+  EXPECT_NEAR(report->held_out_points[0].error, 0.2, 1e-9);
+  EXPECT_NEAR(report->held_out_points[0].predicted_ns, 20000, 1e-6);
+  EXPECT_EQ(report->held_out_points[1].kind, "mlp_gemm");
+  EXPECT_LT(report->held_out_points[1].error, 0.02);
+  const std::string one = FormatWorstHeldOut(*report, 1);
+  EXPECT_EQ(one.rfind("1 worst held-out predictions:\n", 0), 0u) << one;
+  EXPECT_NE(one.find("20.0%  host_device_copy"), std::string::npos) << one;
+  EXPECT_NE(one.find("measured       25.0 us, predicted       20.0 us"), std::string::npos) << one;
+  EXPECT_EQ(one.find("mlp_gemm"), std::string::npos) << one;
+  EXPECT_NE(FormatWorstHeldOut(*report, 10).find("mlp_gemm"), std::string::npos);
+}
+
 TEST(ValidationTest, EmptyTableIsAnError) {
   EXPECT_EQ(ValidateTable(proto::CalibrationTable(), H200(), {}).status().code(),
             absl::StatusCode::kFailedPrecondition);

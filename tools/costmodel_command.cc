@@ -27,6 +27,8 @@ ABSL_FLAG(double, costmodel_launch_ns, 2000,
           "`synth`: nanoseconds added to every kernel's roofline time (launch and tail latency)");
 ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
+ABSL_FLAG(int32_t, costmodel_worst, 0,
+          "`validate`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
 ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
           "`memory`: resident KV tokens per GPU to size; 0 = report the most that fit");
 
@@ -65,6 +67,9 @@ absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
       << (h.synthetic_from_datasheet() ? " (synthetic from datasheet figures, not measured)" : "")
       << "; roofline prior from " << config.device().name() << "\n";
   out << FormatValidationReport(report);
+  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
+  if (worst < 0) return absl::InvalidArgumentError("--costmodel_worst must be >= 0");
+  if (worst > 0) out << FormatWorstHeldOut(report, worst);
   const std::string svg_path = absl::GetFlag(FLAGS_out);
   if (!svg_path.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteFileAtomically(svg_path, ValidationPlotSvg(report, args[0])));
@@ -187,7 +192,8 @@ KVSIM_REGISTER_COMMAND(costmodel, {
     .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | synth OUT | show | memory",
     .details =
         "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
-        "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot.\n"
+        "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
+        "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
         "import-vidur DIR OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in DIR) into a\n"
         "                    calibration table OUT (.csv, or .textproto); lists skipped rows.\n"
         "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
@@ -197,7 +203,7 @@ KVSIM_REGISTER_COMMAND(costmodel, {
         "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
         "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
     .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
-              "costmodel_holdout_every", "costmodel_kv_tokens"},
+              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens"},
     .run = RunCostModel,
 });
 
