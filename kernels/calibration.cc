@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cost_models/calibration_table.h"
 #include "kernels/attention_runner.h"
 #include "kernels/blaslt_gemm.h"
 #include "kernels/device.h"
@@ -558,15 +559,16 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   }
   KVSIM_ASSIGN_OR_RETURN(DeviceProperties props, QueryDevice(0));
   CalibrationResult result;
-  result.header = {{"gpu_name", props.name},
-                   {"driver_version", DriverVersionText(props.driver_version)},
-                   {"cuda_version", VersionText(props.runtime_version)},
-                   {"clocks", ClockText(props)},
-                   {"tool_revision", options.tool_revision.empty() ? "kvsim" : options.tool_revision},
-                   {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
-                   {"source", absl::StrCat("kvsim calibrate (", options.full ? "full" : "coarse",
-                                           " grid, KV pools rotated over >= 4x L2, random page order, ",
-                                           options.warmup, " warm-up runs, CUDA events)")}};
+  proto::CalibrationHeader& h = result.header;
+  h.set_gpu_name(props.name);
+  h.set_driver_version(DriverVersionText(props.driver_version));
+  h.set_cuda_version(VersionText(props.runtime_version));
+  h.set_clocks(ClockText(props));
+  h.set_tool_revision(options.tool_revision.empty() ? "kvsim" : options.tool_revision);
+  h.set_date(absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()));
+  h.set_source(absl::StrCat("kvsim calibrate (", options.full ? "full" : "coarse",
+                            " grid, KV pools rotated over >= 4x L2, random page order, ", options.warmup,
+                            " warm-up runs, CUDA events)"));
   const absl::Time start = absl::Now();
   if (options.validate) {
     KVSIM_RETURN_IF_ERROR(ValidateKernels(options.seed, &result.notes));
@@ -627,21 +629,37 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   return result;
 }
 
-std::string CalibrationCsv(const CalibrationResult& result) {
-  std::string out;
-  for (const auto& [key, value] : result.header) absl::StrAppend(&out, "# ", key, ": ", value, "\n");
-  absl::StrAppend(&out,
-                  "kind,dtype,group_size,batch,query_tokens,context_tokens,num_segments,num_heads,num_kv_heads,"
-                  "head_dim,page_size,in_features,out_features,bytes,num_gpus,median_ns,p10_ns,p90_ns,"
-                  "repetitions\n");
-  for (const CalibrationRow& r : result.rows) {
-    absl::StrAppend(&out, absl::StrFormat("%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%d\n", r.kind,
-                                          r.dtype, r.group_size, r.batch, r.query_tokens, r.context_tokens,
-                                          r.num_segments, r.num_heads, r.num_kv_heads, r.head_dim, r.page_size,
-                                          r.in_features, r.out_features, r.bytes, r.num_gpus, r.median_ns, r.p10_ns,
-                                          r.p90_ns, r.repetitions));
+absl::StatusOr<proto::CalibrationTable> CalibrationTableOf(const CalibrationResult& result) {
+  proto::CalibrationTable table;
+  *table.mutable_header() = result.header;
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CalibrationRow& r = result.rows[i];
+    proto::CalibrationPoint* p = table.add_points();
+    KVSIM_ASSIGN_OR_RETURN(proto::KernelKind kind, ParseKernelKind(r.kind));
+    p->set_kind(kind);
+    p->set_dtype(r.dtype);
+    p->set_group_size(static_cast<int32_t>(r.group_size));
+    proto::KernelShape* s = p->mutable_shape();
+    s->set_batch(r.batch);
+    s->set_query_tokens(r.query_tokens);
+    s->set_context_tokens(r.context_tokens);
+    s->set_num_segments(static_cast<int32_t>(r.num_segments));
+    s->set_num_heads(static_cast<int32_t>(r.num_heads));
+    s->set_num_kv_heads(static_cast<int32_t>(r.num_kv_heads));
+    s->set_head_dim(static_cast<int32_t>(r.head_dim));
+    s->set_page_size(static_cast<int32_t>(r.page_size));
+    s->set_in_features(r.in_features);
+    s->set_out_features(r.out_features);
+    s->set_bytes(r.bytes);
+    s->set_num_gpus(static_cast<int32_t>(r.num_gpus));
+    p->set_median_ns(r.median_ns);
+    p->set_p10_ns(r.p10_ns);
+    p->set_p90_ns(r.p90_ns);
+    p->set_repetitions(r.repetitions);
+    FillCalibrationDefaults(p);  // as the table's readers do (e.g. num_segments 1 for GEMMs)
+    KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(*p, absl::StrCat("calibration row ", i, " (", r.kind, ")")));
   }
-  return out;
+  return table;
 }
 
 }  // namespace kvsim

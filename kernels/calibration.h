@@ -1,12 +1,8 @@
 // File: kernels/calibration.h
 //
-// `kvsim calibrate`'s library: the sweep grids, the timing of each point on the GPU, and the calibration
-// table in the CSV form of the cost model (cost_models/calibration_table.h on the cost branch):
-// `# key: value` header lines (gpu_name, driver_version, cuda_version, clocks, tool_revision, date,
-// source), one row of column names, then one row per point with the columns
-//   kind, dtype, group_size, batch, query_tokens, context_tokens, num_segments, num_heads, num_kv_heads,
-//   head_dim, page_size, in_features, out_features, bytes, num_gpus, median_ns, p10_ns, p90_ns, repetitions
-// Kinds written: decode_attention (includes its merge), segment_merge (the merge alone, bf16 rows only),
+// `kvsim calibrate`'s library: the sweep grids, the timing of each point on the GPU, and the result as the
+// cost model's calibration table (proto/calibration.proto; written as CSV by
+// cost_models/calibration_table.h, the same code that reads it). Kinds written: decode_attention (includes its merge), segment_merge (the merge alone, bf16 rows only),
 // prefill_attention, kv_projection, linear_gemm (QKV and O projections), mlp_gemm, host_device_copy
 // (host to device, pinned; device-to-host figures go to the summary only, the table has no direction).
 // int4 rows: group_size is the value group along channels; keys are grouped per channel over
@@ -21,7 +17,8 @@
 // Example:
 //   CalibrationOptions options;
 //   KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
-//   KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, CalibrationCsv(result)));
+//   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, CalibrationTableOf(result));
+//   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, table));
 //
 // Thread-safety: RunCalibration uses the current GPU exclusively for its duration.
 #ifndef KVSIM_KERNELS_CALIBRATION_H_
@@ -34,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/kv_layout.h"
+#include "proto/calibration.pb.h"
 
 namespace kvsim {
 
@@ -97,7 +95,7 @@ struct CalibrationRow {
 };
 
 struct CalibrationResult {
-  std::vector<std::pair<std::string, std::string>> header;  // key, value in CSV order
+  proto::CalibrationHeader header;  // GPU, driver, CUDA, clocks, tool revision, date, source
   std::vector<CalibrationRow> rows;
   std::vector<std::string> notes;  // summary lines (validation, D2H copies, skipped points)
 };
@@ -106,8 +104,9 @@ struct CalibrationResult {
 // Unavailable without a GPU; Internal when validation fails.
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options, std::ostream* log);
 
-// The table in CSV form (see the file comment).
-std::string CalibrationCsv(const CalibrationResult& result);
+// The result as the cost model's table (write it with cost_models/calibration_table.h
+// WriteCalibrationTable). Internal naming the row for a row that fails ValidateCalibrationPoint.
+absl::StatusOr<proto::CalibrationTable> CalibrationTableOf(const CalibrationResult& result);
 
 // A permutation of 0..n-1 (bit-reversed counting) whose every prefix spreads evenly over the range: a
 // sweep cut short by its budget still samples the whole grid.

@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cost_models/calibration_table.h"
 #include "kernels/calibration.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
@@ -61,7 +62,8 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
   KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
   KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string path = dir + "/calibration.csv";
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, CalibrationCsv(result)));
+  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, CalibrationTableOf(result));
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, table));
   for (const std::string& note : result.notes) out << "# " << note << "\n";
   out << absl::StrFormat("wrote %s (%d rows)\n", path, result.rows.size());
   return absl::OkStatus();
