@@ -286,14 +286,19 @@ std::string CalibrationTableToCsv(const proto::CalibrationTable& table) {
   return out;
 }
 
+absl::Status NormaliseCalibrationPoints(absl::string_view source, proto::CalibrationTable* table) {
+  for (int i = 0; i < table->points_size(); ++i) {
+    FillCalibrationDefaults(table->mutable_points(i));
+    KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(table->points(i), absl::StrCat(source, ": points[", i, "]")));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<proto::CalibrationTable> ReadCalibrationTable(const std::string& path) {
   if (IsTextProtoPath(path)) {
     proto::CalibrationTable table;
     KVSIM_RETURN_IF_ERROR(ParseTextProtoFile(path, &table));
-    for (int i = 0; i < table.points_size(); ++i) {
-      FillCalibrationDefaults(table.mutable_points(i));
-      KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(table.points(i), absl::StrCat(path, ": points[", i, "]")));
-    }
+    KVSIM_RETURN_IF_ERROR(NormaliseCalibrationPoints(path, &table));
     return table;
   }
   KVSIM_ASSIGN_OR_RETURN(std::string text, ReadFile(path));

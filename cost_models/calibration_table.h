@@ -44,6 +44,10 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& point, absl
 // Fills documented defaults in place: dtype "bf16", batch 1, num_segments 1, query_tokens 1 for decode.
 void FillCalibrationDefaults(proto::CalibrationPoint* point);
 
+// FillCalibrationDefaults then ValidateCalibrationPoint on every point of `table`; errors name `source`
+// and the point ("t.textproto: points[3]: ...").
+absl::Status NormaliseCalibrationPoints(absl::string_view source, proto::CalibrationTable* table);
+
 // Parses the CSV form; `source` names it in errors ("table.csv:12: column median_ns: ...").
 absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view text,
                                                             absl::string_view source);

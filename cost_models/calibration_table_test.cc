@@ -78,6 +78,30 @@ TEST(CalibrationTableTest, ErrorsNameFileLineAndColumn) {
   }
 }
 
+// What kvsim calibrate's points get before they are written: a GEMM point built without a segment count
+// gets the default (1) and passes; a point with a bad median is named by source and index.
+TEST(CalibrationTableTest, NormalisingFillsDefaultsAndNamesTheBadPoint) {
+  proto::CalibrationTable table;
+  proto::CalibrationPoint* gemm = table.add_points();
+  gemm->set_kind(proto::KERNEL_KIND_MLP_GEMM);
+  gemm->mutable_shape()->set_query_tokens(128);
+  gemm->mutable_shape()->set_in_features(4096);
+  gemm->mutable_shape()->set_out_features(14336);
+  gemm->set_median_ns(45000);
+  ASSERT_TRUE(NormaliseCalibrationPoints("run", &table).ok());
+  EXPECT_EQ(table.points(0).shape().num_segments(), 1);
+  EXPECT_EQ(table.points(0).shape().batch(), 1);
+  EXPECT_EQ(table.points(0).dtype(), "bf16");
+  proto::CalibrationPoint* copy = table.add_points();
+  copy->set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
+  copy->mutable_shape()->set_bytes(65536);
+  copy->set_median_ns(0);  // a median must be > 0
+  const absl::Status status = NormaliseCalibrationPoints("run", &table);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("run: points[1]: host_device_copy point: median_ns"), absl::string_view::npos)
+      << status.message();
+}
+
 TEST(CalibrationTableTest, MissingFileIsAnError) {
   absl::StatusOr<proto::CalibrationTable> table = ReadCalibrationTable(TempPath("absent.csv"));
   EXPECT_FALSE(table.ok());

@@ -164,9 +164,33 @@ absl::StatusOr<std::vector<double>> TimeRuns(int warmup, int reps, Fn run) {
   return ns;
 }
 
-void SetTimes(const std::vector<double>& ns, CalibrationRow* row) {
-  Percentiles(ns, &row->p10_ns, &row->median_ns, &row->p90_ns);
-  row->repetitions = static_cast<int>(ns.size());
+void SetTimes(const std::vector<double>& ns, proto::CalibrationPoint* point) {
+  double p10 = 0, median = 0, p90 = 0;
+  Percentiles(ns, &p10, &median, &p90);
+  point->set_p10_ns(p10);
+  point->set_median_ns(median);
+  point->set_p90_ns(p90);
+  point->set_repetitions(static_cast<int32_t>(ns.size()));
+}
+
+// An attention point's shape: KV format, batch, query and context tokens, segments, heads, page size.
+proto::CalibrationPoint AttentionPoint(proto::KernelKind kind, KvDtype dtype, int group_size, int64_t batch,
+                                       int64_t query_tokens, int64_t context_tokens, int64_t num_segments,
+                                       int num_q_heads, int page_size) {
+  proto::CalibrationPoint p;
+  p.set_kind(kind);
+  p.set_dtype(CalibrationDtypeName(dtype));
+  p.set_group_size(group_size);
+  proto::KernelShape* s = p.mutable_shape();
+  s->set_batch(batch);
+  s->set_query_tokens(query_tokens);
+  s->set_context_tokens(context_tokens);
+  s->set_num_segments(static_cast<int32_t>(num_segments));
+  s->set_num_heads(num_q_heads);
+  s->set_num_kv_heads(kKvHeads);
+  s->set_head_dim(kHeadDim);
+  s->set_page_size(page_size);
+  return p;
 }
 
 // ---- validation ----------------------------------------------------------------------------------------
@@ -273,28 +297,19 @@ absl::Status TimeDecode(const DecodePoint& pt, const CalibrationOptions& options
                            problem->UseKv(k.View(i % copies), v.View(i % copies));
                            return problem->Run();
                          }));
-  CalibrationRow row;
-  row.kind = "decode_attention";
-  row.dtype = CalibrationDtypeName(pt.dtype);
-  row.group_size = pt.group_size;
-  row.batch = pt.batch;
-  row.query_tokens = 1;
-  row.context_tokens = pt.context_tokens;
-  row.num_segments = pt.num_segments;
-  row.num_heads = num_q_heads;
-  row.num_kv_heads = kKvHeads;
-  row.head_dim = kHeadDim;
-  row.page_size = pt.page_size;
-  SetTimes(ns, &row);
-  result->rows.push_back(row);
+  proto::CalibrationPoint* point = result->table.add_points();
+  *point = AttentionPoint(proto::KERNEL_KIND_DECODE_ATTENTION, pt.dtype, pt.group_size, pt.batch, 1,
+                          pt.context_tokens, pt.num_segments, num_q_heads, pt.page_size);
+  SetTimes(ns, point);
   if (pt.dtype == KvDtype::kBf16 && !problem->plan().direct) {
     KVSIM_ASSIGN_OR_RETURN(std::vector<double> merge_ns,
                            TimeRuns(options.warmup, options.repetitions, [&](int) { return problem->RunMergeOnly(); }));
-    CalibrationRow merge = row;
-    merge.kind = "segment_merge";
-    merge.num_segments = static_cast<int64_t>(problem->plan().items.size()) / pt.batch;  // states per sequence
+    proto::CalibrationPoint merge = *point;
+    merge.set_kind(proto::KERNEL_KIND_SEGMENT_MERGE);
+    merge.mutable_shape()->set_num_segments(
+        static_cast<int32_t>(problem->plan().items.size() / pt.batch));  // states per sequence
     SetTimes(merge_ns, &merge);
-    result->rows.push_back(merge);
+    *result->table.add_points() = std::move(merge);
   }
   return absl::OkStatus();
 }
@@ -329,20 +344,12 @@ absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& optio
                            problem->UseKv(k.View(i % copies).data, v.View(i % copies).data);
                            return problem->Run();
                          }));
-  CalibrationRow row;
-  row.kind = "prefill_attention";
-  row.batch = pt.batch;
-  row.query_tokens = pt.chunk_tokens;
-  row.context_tokens = pt.prefix_tokens;
-  // Non-contiguous runs the chunk attends to, as the simulator counts them (sim/request_state.h): the
-  // prefix's segments, the chunk continuing the last one (1 without a prefix).
-  row.num_segments = pt.prefix_tokens > 0 ? pt.prefix_segments : 1;
-  row.num_heads = num_q_heads;
-  row.num_kv_heads = kKvHeads;
-  row.head_dim = kHeadDim;
-  row.page_size = page_size;
-  SetTimes(ns, &row);
-  result->rows.push_back(row);
+  // Segments: the non-contiguous runs the chunk attends to, as the simulator counts them
+  // (sim/request_state.h): the prefix's segments, the chunk continuing the last one (1 without a prefix).
+  proto::CalibrationPoint* point = result->table.add_points();
+  *point = AttentionPoint(proto::KERNEL_KIND_PREFILL_ATTENTION, KvDtype::kBf16, 0, pt.batch, pt.chunk_tokens,
+                          pt.prefix_tokens, pt.prefix_tokens > 0 ? pt.prefix_segments : 1, num_q_heads, page_size);
+  SetTimes(ns, point);
   return absl::OkStatus();
 }
 
@@ -361,13 +368,12 @@ absl::Status TimeGemm(const GemmPoint& pt, BlasLtGemm& gemm, const CalibrationOp
                                            static_cast<char*>(a.get()) + copy * a_bytes,
                                            static_cast<char*>(b.get()) + copy * b_bytes, c.get());
                          }));
-  CalibrationRow row;
-  row.kind = pt.kind;
-  row.query_tokens = pt.tokens;
-  row.in_features = pt.in_features;
-  row.out_features = pt.out_features;
-  SetTimes(ns, &row);
-  result->rows.push_back(row);
+  proto::CalibrationPoint* point = result->table.add_points();
+  point->set_kind(pt.kind);
+  point->mutable_shape()->set_query_tokens(pt.tokens);
+  point->mutable_shape()->set_in_features(pt.in_features);
+  point->mutable_shape()->set_out_features(pt.out_features);
+  SetTimes(ns, point);
   return absl::OkStatus();
 }
 
@@ -385,15 +391,15 @@ absl::Status TimeCopies(const std::vector<int64_t>& sizes, const CalibrationOpti
                                return h2d ? CopyAsync(device.get(), host.get(), bytes, true)
                                           : CopyAsync(host.get(), device.get(), bytes, false);
                              }));
-      CalibrationRow row;
-      row.kind = "host_device_copy";
-      row.bytes = bytes;
-      SetTimes(ns, &row);
+      proto::CalibrationPoint point;
+      point.set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
+      point.mutable_shape()->set_bytes(bytes);
+      SetTimes(ns, &point);
       if (h2d) {
-        result->rows.push_back(row);
+        *result->table.add_points() = point;
       } else {
         result->notes.push_back(absl::StrFormat("device_to_host_copy bytes=%d median_ns=%.0f (%.1f GB/s)", bytes,
-                                                row.median_ns, bytes / row.median_ns));
+                                                point.median_ns(), bytes / point.median_ns()));
       }
     }
   }
@@ -495,11 +501,14 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
   std::vector<int64_t> tokens = {1, 2, 4, 8, 16, 32, 48, 64, 96};
   for (int64_t t = 128; t <= (full ? 32768 : 16384); t += t < 1024 ? 64 : t / 8 / 128 * 128) tokens.push_back(t);
   for (int64_t t : tokens) {
-    for (const GemmShape& g : KvProjectionGemms(kLayer, t)) grid.gemm.push_back({"kv_projection", g.name, t, g.k, g.n});
-    for (const GemmShape& g : FullLayerGemms(kLayer, t)) {
-      grid.gemm.push_back({g.name.rfind("mlp", 0) == 0 ? "mlp_gemm" : "linear_gemm", g.name, t, g.k, g.n});
+    for (const GemmShape& g : KvProjectionGemms(kLayer, t)) {
+      grid.gemm.push_back({proto::KERNEL_KIND_KV_PROJECTION, g.name, t, g.k, g.n});
     }
-    if (t <= 4096) grid.gemm.push_back({"linear_gemm", "lm_head", t, kLayer.d_model, kVocab});
+    for (const GemmShape& g : FullLayerGemms(kLayer, t)) {
+      grid.gemm.push_back({g.name.rfind("mlp", 0) == 0 ? proto::KERNEL_KIND_MLP_GEMM : proto::KERNEL_KIND_LINEAR_GEMM,
+                           g.name, t, g.k, g.n});
+    }
+    if (t <= 4096) grid.gemm.push_back({proto::KERNEL_KIND_LINEAR_GEMM, "lm_head", t, kLayer.d_model, kVocab});
   }
   grid.copy_bytes = {4096, 16384, 65536, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
   if (full) grid.copy_bytes.push_back(int64_t{1} << 30);
@@ -521,28 +530,25 @@ std::vector<int> CoverageOrder(int n) {
 namespace {
 
 // Times the points of one kind in CoverageOrder until `deadline` (absl::InfiniteFuture() = all of them)
-// and appends their rows to `result` in grid order. `time_point(point, &scratch)` appends a point's rows
-// to scratch.rows; `describe(point)` names it in the progress log.
+// and appends their table points to `result` in grid order. `time_point(point, &scratch)` appends a grid
+// point's table points to scratch.table; `describe(point)` names it in the progress log.
 template <typename Point, typename TimeFn, typename DescribeFn>
 absl::Status SweepKind(const std::string& kind, const std::vector<Point>& points, absl::Time deadline,
                        absl::Time start, std::ostream* log, TimeFn time_point, DescribeFn describe,
                        CalibrationResult* result) {
-  std::vector<std::vector<CalibrationRow>> rows(points.size());
+  std::vector<CalibrationResult> timed_points(points.size());
   int timed = 0;
   for (int i : CoverageOrder(static_cast<int>(points.size()))) {
     if (absl::Now() > deadline) break;
-    CalibrationResult scratch;
-    KVSIM_RETURN_IF_ERROR(time_point(points[i], &scratch));
-    rows[i] = std::move(scratch.rows);
+    KVSIM_RETURN_IF_ERROR(time_point(points[i], &timed_points[i]));
     ++timed;
-    if (log != nullptr && !rows[i].empty()) {
+    const proto::CalibrationTable& t = timed_points[i].table;
+    if (log != nullptr && t.points_size() > 0) {
       *log << absl::StrFormat("[%6.1f s] %s -> median %.1f us\n", absl::ToDoubleSeconds(absl::Now() - start),
-                              describe(points[i]), rows[i].front().median_ns / 1e3);
+                              describe(points[i]), t.points(0).median_ns() / 1e3);
     }
   }
-  for (std::vector<CalibrationRow>& r : rows) {
-    for (CalibrationRow& row : r) result->rows.push_back(std::move(row));
-  }
+  for (const CalibrationResult& r : timed_points) result->table.mutable_points()->MergeFrom(r.table.points());
   if (timed < static_cast<int>(points.size())) {
     result->notes.push_back(absl::StrFormat("%s: budget reached after %d of %d points (an even subset of the grid)",
                                             kind, timed, points.size()));
@@ -559,7 +565,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   }
   KVSIM_ASSIGN_OR_RETURN(DeviceProperties props, QueryDevice(0));
   CalibrationResult result;
-  proto::CalibrationHeader& h = result.header;
+  proto::CalibrationHeader& h = *result.table.mutable_header();
   h.set_gpu_name(props.name);
   h.set_driver_version(DriverVersionText(props.driver_version));
   h.set_cuda_version(VersionText(props.runtime_version));
@@ -624,42 +630,10 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
         },
         &result));
   }
-  result.notes.push_back(absl::StrFormat("%d rows in %.1f s", result.rows.size(),
+  result.notes.push_back(absl::StrFormat("%d rows in %.1f s", result.table.points_size(),
                                          absl::ToDoubleSeconds(absl::Now() - start)));
+  KVSIM_RETURN_IF_ERROR(NormaliseCalibrationPoints("kvsim calibrate", &result.table));
   return result;
-}
-
-absl::StatusOr<proto::CalibrationTable> CalibrationTableOf(const CalibrationResult& result) {
-  proto::CalibrationTable table;
-  *table.mutable_header() = result.header;
-  for (size_t i = 0; i < result.rows.size(); ++i) {
-    const CalibrationRow& r = result.rows[i];
-    proto::CalibrationPoint* p = table.add_points();
-    KVSIM_ASSIGN_OR_RETURN(proto::KernelKind kind, ParseKernelKind(r.kind));
-    p->set_kind(kind);
-    p->set_dtype(r.dtype);
-    p->set_group_size(static_cast<int32_t>(r.group_size));
-    proto::KernelShape* s = p->mutable_shape();
-    s->set_batch(r.batch);
-    s->set_query_tokens(r.query_tokens);
-    s->set_context_tokens(r.context_tokens);
-    s->set_num_segments(static_cast<int32_t>(r.num_segments));
-    s->set_num_heads(static_cast<int32_t>(r.num_heads));
-    s->set_num_kv_heads(static_cast<int32_t>(r.num_kv_heads));
-    s->set_head_dim(static_cast<int32_t>(r.head_dim));
-    s->set_page_size(static_cast<int32_t>(r.page_size));
-    s->set_in_features(r.in_features);
-    s->set_out_features(r.out_features);
-    s->set_bytes(r.bytes);
-    s->set_num_gpus(static_cast<int32_t>(r.num_gpus));
-    p->set_median_ns(r.median_ns);
-    p->set_p10_ns(r.p10_ns);
-    p->set_p90_ns(r.p90_ns);
-    p->set_repetitions(r.repetitions);
-    FillCalibrationDefaults(p);  // as the table's readers do (e.g. num_segments 1 for GEMMs)
-    KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(*p, absl::StrCat("calibration row ", i, " (", r.kind, ")")));
-  }
-  return table;
 }
 
 }  // namespace kvsim

@@ -1,10 +1,11 @@
 // File: kernels/calibration.h
 //
 // `kvsim calibrate`'s library: the sweep grids, the timing of each point on the GPU, and the result as the
-// cost model's calibration table (proto/calibration.proto; written as CSV by
-// cost_models/calibration_table.h, the same code that reads it). Kinds written: decode_attention (includes its merge), segment_merge (the merge alone, bf16 rows only),
-// prefill_attention, kv_projection, linear_gemm (QKV and O projections), mlp_gemm, host_device_copy
-// (host to device, pinned; device-to-host figures go to the summary only, the table has no direction).
+// cost model's calibration table (proto/calibration.proto; written as CSV by cost_models/calibration_table.h,
+// the same code that reads it). Kinds written: decode_attention (includes its merge), segment_merge (the
+// merge alone, bf16 rows only), prefill_attention, kv_projection, linear_gemm (QKV and O projections, LM
+// head), mlp_gemm, host_device_copy (host to device, pinned; device-to-host figures go to the summary only,
+// the table has no direction).
 // int4 rows: group_size is the value group along channels; keys are grouped per channel over
 // min(group_size, page_size) tokens (kernels/kv_layout.h), so their scale bytes depend on page_size too.
 //
@@ -17,8 +18,7 @@
 // Example:
 //   CalibrationOptions options;
 //   KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
-//   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, CalibrationTableOf(result));
-//   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, table));
+//   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, result.table));
 //
 // Thread-safety: RunCalibration uses the current GPU exclusively for its duration.
 #ifndef KVSIM_KERNELS_CALIBRATION_H_
@@ -54,7 +54,7 @@ struct PrefillPoint {
 };
 
 struct GemmPoint {
-  std::string kind;  // "kv_projection", "linear_gemm", "mlp_gemm"
+  proto::KernelKind kind;  // KV projection, linear (QKV, O, LM head) or MLP GEMM
   std::string name;  // e.g. "qkv_proj"
   int64_t tokens = 0, in_features = 0, out_features = 0;
 };
@@ -85,28 +85,17 @@ struct CalibrationOptions {
   std::vector<std::string> only;
 };
 
-struct CalibrationRow {
-  std::string kind, dtype = "bf16";
-  int64_t group_size = 0, batch = 1, query_tokens = 0, context_tokens = 0, num_segments = 0, num_heads = 0,
-          num_kv_heads = 0, head_dim = 0, page_size = 0, in_features = 0, out_features = 0, bytes = 0,
-          num_gpus = 0;
-  double median_ns = 0, p10_ns = 0, p90_ns = 0;
-  int repetitions = 0;
-};
-
 struct CalibrationResult {
-  proto::CalibrationHeader header;  // GPU, driver, CUDA, clocks, tool revision, date, source
-  std::vector<CalibrationRow> rows;
+  // The cost model's table (header: GPU, driver, CUDA, clocks, tool revision, date, source), its points
+  // normalised and validated (cost_models/calibration_table.h NormaliseCalibrationPoints): write it with
+  // WriteCalibrationTable.
+  proto::CalibrationTable table;
   std::vector<std::string> notes;  // summary lines (validation, D2H copies, skipped points)
 };
 
 // Runs validation then the sweep, writing one progress line per point to `log` (may be null).
 // Unavailable without a GPU; Internal when validation fails.
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options, std::ostream* log);
-
-// The result as the cost model's table (write it with cost_models/calibration_table.h
-// WriteCalibrationTable). Internal naming the row for a row that fails ValidateCalibrationPoint.
-absl::StatusOr<proto::CalibrationTable> CalibrationTableOf(const CalibrationResult& result);
 
 // A permutation of 0..n-1 (bit-reversed counting) whose every prefix spreads evenly over the range: a
 // sweep cut short by its budget still samples the whole grid.

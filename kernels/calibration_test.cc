@@ -6,7 +6,6 @@
 #include <set>
 #include <vector>
 
-#include "cost_models/calibration_table.h"
 #include "gtest/gtest.h"
 #include "kernels/device.h"
 
@@ -84,75 +83,6 @@ TEST(CalibrationTest, CoverageOrderIsAPermutationWhosePrefixesSpread) {
     std::sort(half.begin(), half.end());
     for (size_t i = 1; i < half.size(); ++i) EXPECT_LE(half[i] - half[i - 1], 3) << n;
   }
-}
-
-// The result becomes the cost model's table: written by its CSV writer and read back by its reader
-// (an independent path), every field and the header survive.
-TEST(CalibrationTest, ResultRoundTripsThroughTheCostModelsTableFormat) {
-  CalibrationResult result;
-  result.header.set_gpu_name("Test GPU");
-  result.header.set_date("2026-11-30");
-  CalibrationRow row;
-  row.kind = "decode_attention";
-  row.dtype = "int4";
-  row.group_size = 128;
-  row.batch = 64;
-  row.query_tokens = 1;
-  row.context_tokens = 8192;
-  row.num_segments = 4;
-  row.num_heads = 32;
-  row.num_kv_heads = 8;
-  row.head_dim = 128;
-  row.page_size = 16;
-  row.median_ns = 123456.25;
-  row.p10_ns = 120000;
-  row.p90_ns = 130000;
-  row.repetitions = 30;
-  result.rows.push_back(row);
-  CalibrationRow copy;
-  copy.kind = "host_device_copy";
-  copy.bytes = 65536;
-  copy.median_ns = 3000;
-  result.rows.push_back(copy);
-  absl::StatusOr<proto::CalibrationTable> table = CalibrationTableOf(result);
-  ASSERT_TRUE(table.ok()) << table.status();
-  absl::StatusOr<proto::CalibrationTable> back = ParseCalibrationCsv(CalibrationTableToCsv(*table), "t.csv");
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->header().gpu_name(), "Test GPU");
-  EXPECT_EQ(back->header().date(), "2026-11-30");
-  ASSERT_EQ(back->points_size(), 2);
-  const proto::CalibrationPoint& p = back->points(0);
-  EXPECT_EQ(p.kind(), proto::KERNEL_KIND_DECODE_ATTENTION);
-  EXPECT_EQ(p.dtype(), "int4");
-  EXPECT_EQ(p.group_size(), 128);
-  EXPECT_EQ(p.shape().batch(), 64);
-  EXPECT_EQ(p.shape().context_tokens(), 8192);
-  EXPECT_EQ(p.shape().num_segments(), 4);
-  EXPECT_EQ(p.shape().num_kv_heads(), 8);
-  EXPECT_EQ(p.shape().page_size(), 16);
-  EXPECT_NEAR(p.median_ns(), 123456.25, 0.1);
-  EXPECT_NEAR(p.p90_ns(), 130000, 0.1);
-  EXPECT_EQ(p.repetitions(), 30);
-  EXPECT_EQ(back->points(1).kind(), proto::KERNEL_KIND_HOST_DEVICE_COPY);
-  EXPECT_EQ(back->points(1).shape().bytes(), 65536);
-}
-
-TEST(CalibrationTest, ARowTheTableFormatRejectsIsAnError) {
-  CalibrationResult result;
-  CalibrationRow row;
-  row.kind = "decode_attention";
-  row.context_tokens = 512;
-  row.head_dim = 128;
-  row.median_ns = 0;  // a median must be > 0
-  result.rows.push_back(row);
-  absl::StatusOr<proto::CalibrationTable> table = CalibrationTableOf(result);
-  EXPECT_FALSE(table.ok());
-  EXPECT_NE(table.status().message().find("calibration row 0 (decode_attention)"), std::string::npos)
-      << table.status();
-  row.median_ns = 10;
-  row.kind = "warp_drive";
-  result.rows = {row};
-  EXPECT_FALSE(CalibrationTableOf(result).ok());
 }
 
 TEST(CalibrationTest, WithoutAGpuCalibrationIsUnavailable) {

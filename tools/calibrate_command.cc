@@ -62,10 +62,9 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
   KVSIM_ASSIGN_OR_RETURN(CalibrationResult result, RunCalibration(options, &std::cerr));
   KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string path = dir + "/calibration.csv";
-  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, CalibrationTableOf(result));
-  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, table));
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(path, result.table));
   for (const std::string& note : result.notes) out << "# " << note << "\n";
-  out << absl::StrFormat("wrote %s (%d rows)\n", path, result.rows.size());
+  out << absl::StrFormat("wrote %s (%d rows)\n", path, result.table.points_size());
   return absl::OkStatus();
 }
 
