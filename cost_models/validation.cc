@@ -170,10 +170,9 @@ absl::StatusOr<ValidationReport> ValidateTable(const proto::CalibrationTable& ta
 }
 
 std::string FormatWorstHeldOut(const ValidationReport& report, int count) {
-  std::string out = absl::StrFormat("%d worst held-out predictions:\n", std::min<size_t>(
-                                                                            std::max(count, 0),
-                                                                            report.held_out_points.size()));
-  for (int i = 0; i < count && i < static_cast<int>(report.held_out_points.size()); ++i) {
+  const int shown = std::min<int>(std::max(count, 0), static_cast<int>(report.held_out_points.size()));
+  std::string out = absl::StrFormat("%d worst held-out predictions:\n", shown);
+  for (int i = 0; i < shown; ++i) {
     const HeldOutPoint& p = report.held_out_points[i];
     absl::StrAppend(&out, absl::StrFormat("  %6.1f%%  %-18s %-52s measured %10.1f us, predicted %10.1f us%s\n",
                                           100 * p.error, p.kind, p.shape, p.measured_ns / 1e3, p.predicted_ns / 1e3,

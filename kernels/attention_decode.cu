@@ -101,7 +101,6 @@ __host__ __device__ constexpr int DtypeBits() {
   return kDtype == 0 ? 16 : kDtype <= 2 ? 8 : kDtype == 3 ? 4 : 2;
 }
 
-
 __device__ __forceinline__ int PageIndexOf(int t, const DecodeParams& p) {
   return p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size;
 }

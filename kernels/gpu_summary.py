@@ -51,16 +51,19 @@ try:
           "merge fraction < 0.05.\n")
 except (OSError, ValueError) as e:
     print("benchmark.json unreadable: %s\n" % e)
-ncu = [l.strip() for l in read("ncu_decode.log").splitlines()
-       if re.search(r"(DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|L2 Hit Rate|"
-                    r"Theoretical Occupancy|Block Limit Registers|Compute \(SM\) Throughput)", l)]
-if ncu:
-    print("## ncu, headline bf16 decode (one launch)\n\n```\n%s\n```\n" % "\n".join(ncu))
-ncu4 = [l.strip() for l in read("ncu_int4.log").splitlines()
-        if re.search(r"(Duration|Compute \(SM\) Throughput|Memory Throughput|Warp Cycles Per|Issue Slots Busy|"
-                     r"No Eligible|Active Warps Per Scheduler|Eligible Warps|Executed Ipc|stall|Stall)", l)]
-if ncu4:
-    print("## ncu, int4 g128 page 128 decode (one launch)\n\n```\n%s\n```\n" % "\n".join(ncu4[:30]))
+def ncu_section(log_name, title, pattern, limit=30):
+    """The lines of an ncu log that match `pattern`, as a markdown section (nothing when none match)."""
+    lines = [l.strip() for l in read(log_name).splitlines() if re.search(pattern, l)]
+    if lines:
+        print("## ncu, %s (one launch)\n\n```\n%s\n```\n" % (title, "\n".join(lines[:limit])))
+
+
+ncu_section("ncu_decode.log", "headline bf16 decode",
+            r"(DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|L2 Hit Rate|"
+            r"Theoretical Occupancy|Block Limit Registers|Compute \(SM\) Throughput)")
+ncu_section("ncu_int4.log", "int4 g128 page 128 decode",
+            r"(Duration|Compute \(SM\) Throughput|Memory Throughput|Warp Cycles Per|Issue Slots Busy|"
+            r"No Eligible|Active Warps Per Scheduler|Eligible Warps|Executed Ipc|stall|Stall)")
 table = read("calibration/calibration.csv")
 rows = [l for l in table.splitlines() if l and not l.startswith("#")]
 print("## Calibration\n")
