@@ -6,17 +6,42 @@
 #include <immintrin.h>
 
 #define KVSIM_AVX2 __attribute__((target("avx2,fma")))
+#define KVSIM_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 namespace kvsim {
 namespace {
 
-constexpr int kMr = 6;        // rows of A per micro-tile
-constexpr int kNr = 16;       // columns of C per micro-tile (two 8-float registers)
-constexpr int64_t kNc = 256;  // Avx2GemmABt: rows of B packed at a time
-constexpr int64_t kKc = 512;  // Avx2GemmAB: rows of B (the summed dimension) per pass
+constexpr int kMr = 6;        // AVX2: rows of A per micro-tile
+constexpr int kNr = 16;       // AVX2: columns of C per micro-tile (two 8-float registers)
+constexpr int kMr512 = 12;    // AVX-512: rows of A per micro-tile
+constexpr int kNr512 = 32;    // AVX-512: columns of C per micro-tile (two 16-float registers)
+constexpr int kMaxMr = 12;
+constexpr int kMaxNr = 32;
+constexpr int64_t kNc = 256;  // GemmABt: rows of B packed at a time (a multiple of every kNr)
+constexpr int64_t kKc = 512;  // GemmAB: rows of B (the summed dimension) per pass
 
-// The 6 x 16 tile of C: acc[r] += a[r][t] * panel[t * pstride + 0..16) for t in [0, k), then written to
-// c (rows < mr, columns < nr), added to what c holds when `accumulate`.
+// A micro-kernel computes the mr x nr tile of C (mr <= its rows, nr <= its columns):
+// acc[r][j] += a[r][t] * panel[t * pstride + j] for t in [0, k), one FMA chain per element in t order
+// from 0, then writes the tile to c (row stride ldc), added to what c holds when `accumulate`.
+using MicroKernelFn = void (*)(const float* const* a, const float* panel, int64_t pstride, int64_t k, float* c,
+                               int64_t ldc, int mr, int nr, bool accumulate);
+
+// The tile of a micro-kernel's accumulators, stored to a row-major buffer of kMaxNr-float rows, written
+// to c: rows < mr, columns < nr (an addition to c's contents when `accumulate`).
+KVSIM_AVX2 void WriteTile(const float (*tile)[kMaxNr], float* c, int64_t ldc, int mr, int nr, bool accumulate) {
+  for (int r = 0; r < mr; ++r) {
+    float* out = c + r * ldc;
+    int j = 0;
+    for (; j + 8 <= nr; j += 8) {
+      __m256 v = _mm256_load_ps(tile[r] + j);
+      if (accumulate) v = _mm256_add_ps(_mm256_loadu_ps(out + j), v);
+      _mm256_storeu_ps(out + j, v);
+    }
+    for (; j < nr; ++j) out[j] = accumulate ? out[j] + tile[r][j] : tile[r][j];
+  }
+}
+
+// The AVX2 kernel: 6 x 16.
 KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t pstride, int64_t k, float* c,
                             int64_t ldc, int mr, int nr, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
@@ -61,7 +86,7 @@ KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t p
     _mm256_storeu_ps(c + 5 * ldc + 8, c51);
     return;
   }
-  alignas(32) float tile[kMr][kNr];
+  alignas(32) float tile[kMr][kMaxNr];
   _mm256_store_ps(tile[0], c00);
   _mm256_store_ps(tile[0] + 8, c01);
   _mm256_store_ps(tile[1], c10);
@@ -74,32 +99,55 @@ KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t p
   _mm256_store_ps(tile[4] + 8, c41);
   _mm256_store_ps(tile[5], c50);
   _mm256_store_ps(tile[5] + 8, c51);
-  for (int r = 0; r < mr; ++r) {
-    float* out = c + r * ldc;
-    if (nr == kNr) {
-      for (int h = 0; h < kNr; h += 8) {
-        __m256 v = _mm256_load_ps(tile[r] + h);
-        if (accumulate) v = _mm256_add_ps(_mm256_loadu_ps(out + h), v);
-        _mm256_storeu_ps(out + h, v);
-      }
-    } else {
-      for (int j = 0; j < nr; ++j) out[j] = accumulate ? out[j] + tile[r][j] : tile[r][j];
+  WriteTile(tile, c, ldc, mr, nr, accumulate);
+}
+
+// The AVX-512 kernel: 12 x 32, the same arithmetic per element as MicroKernel (so the same bits).
+KVSIM_AVX512 void MicroKernel512(const float* const* a, const float* panel, int64_t pstride, int64_t k, float* c,
+                                 int64_t ldc, int mr, int nr, bool accumulate) {
+  __m512 acc[kMr512][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr512; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < k; ++t) {
+    const __m512 b0 = _mm512_loadu_ps(panel + t * pstride);
+    const __m512 b1 = _mm512_loadu_ps(panel + t * pstride + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr512; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r][t]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
     }
   }
+  if (mr == kMr512 && nr == kNr512 && !accumulate) {  // a full tile: straight to C
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr512; ++r) {
+      _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+      _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+    }
+    return;
+  }
+  alignas(64) float tile[kMr512][kMaxNr];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr512; ++r) {
+    _mm512_store_ps(tile[r], acc[r][0]);
+    _mm512_store_ps(tile[r] + 16, acc[r][1]);
+  }
+  WriteTile(tile, c, ldc, mr, nr, accumulate);
 }
 
-// Row pointers of A for rows [i0, i0 + 6), rows past m pointing at `zeros`.
-KVSIM_AVX2 void RowPointers(const float* a, int64_t lda, int64_t i0, int64_t m, const float* zeros,
+// Row pointers of A for rows [i0, i0 + mr_max), rows past m pointing at `zeros`.
+KVSIM_AVX2 void RowPointers(const float* a, int64_t lda, int64_t i0, int64_t m, const float* zeros, int mr_max,
                             const float** rows) {
-  for (int r = 0; r < kMr; ++r) rows[r] = i0 + r < m ? a + (i0 + r) * lda : zeros;
+  for (int r = 0; r < mr_max; ++r) rows[r] = i0 + r < m ? a + (i0 + r) * lda : zeros;
 }
 
-// panel[t * 16 + jj] = src[jj][t] for t < k, jj < 16: two 8 x 8 transposes per 8 values of t.
-KVSIM_AVX2 void PackPanel(const float* const* src, int64_t k, float* panel) {
+// panel[t * width + jj] = src[jj][t] for t < k, jj < width (a multiple of 8): 8 x 8 transposes per 8
+// values of t.
+KVSIM_AVX2 void PackPanel(const float* const* src, int64_t k, int width, float* panel) {
   const int64_t k8 = k - k % 8;
   for (int64_t t = 0; t < k8; t += 8) {
-    for (int half = 0; half < 2; ++half) {
-      const float* const* s = src + 8 * half;
+    for (int eighth = 0; eighth < width / 8; ++eighth) {
+      const float* const* s = src + 8 * eighth;
       const __m256 r0 = _mm256_loadu_ps(s[0] + t), r1 = _mm256_loadu_ps(s[1] + t), r2 = _mm256_loadu_ps(s[2] + t),
                    r3 = _mm256_loadu_ps(s[3] + t), r4 = _mm256_loadu_ps(s[4] + t), r5 = _mm256_loadu_ps(s[5] + t),
                    r6 = _mm256_loadu_ps(s[6] + t), r7 = _mm256_loadu_ps(s[7] + t);
@@ -111,19 +159,19 @@ KVSIM_AVX2 void PackPanel(const float* const* src, int64_t k, float* panel) {
       const __m256 v2 = _mm256_shuffle_ps(u1, u3, 0x44), v3 = _mm256_shuffle_ps(u1, u3, 0xEE);
       const __m256 v4 = _mm256_shuffle_ps(u4, u6, 0x44), v5 = _mm256_shuffle_ps(u4, u6, 0xEE);
       const __m256 v6 = _mm256_shuffle_ps(u5, u7, 0x44), v7 = _mm256_shuffle_ps(u5, u7, 0xEE);
-      float* out = panel + t * kNr + 8 * half;
-      _mm256_storeu_ps(out + 0 * kNr, _mm256_permute2f128_ps(v0, v4, 0x20));
-      _mm256_storeu_ps(out + 1 * kNr, _mm256_permute2f128_ps(v1, v5, 0x20));
-      _mm256_storeu_ps(out + 2 * kNr, _mm256_permute2f128_ps(v2, v6, 0x20));
-      _mm256_storeu_ps(out + 3 * kNr, _mm256_permute2f128_ps(v3, v7, 0x20));
-      _mm256_storeu_ps(out + 4 * kNr, _mm256_permute2f128_ps(v0, v4, 0x31));
-      _mm256_storeu_ps(out + 5 * kNr, _mm256_permute2f128_ps(v1, v5, 0x31));
-      _mm256_storeu_ps(out + 6 * kNr, _mm256_permute2f128_ps(v2, v6, 0x31));
-      _mm256_storeu_ps(out + 7 * kNr, _mm256_permute2f128_ps(v3, v7, 0x31));
+      float* out = panel + t * width + 8 * eighth;
+      _mm256_storeu_ps(out + 0 * width, _mm256_permute2f128_ps(v0, v4, 0x20));
+      _mm256_storeu_ps(out + 1 * width, _mm256_permute2f128_ps(v1, v5, 0x20));
+      _mm256_storeu_ps(out + 2 * width, _mm256_permute2f128_ps(v2, v6, 0x20));
+      _mm256_storeu_ps(out + 3 * width, _mm256_permute2f128_ps(v3, v7, 0x20));
+      _mm256_storeu_ps(out + 4 * width, _mm256_permute2f128_ps(v0, v4, 0x31));
+      _mm256_storeu_ps(out + 5 * width, _mm256_permute2f128_ps(v1, v5, 0x31));
+      _mm256_storeu_ps(out + 6 * width, _mm256_permute2f128_ps(v2, v6, 0x31));
+      _mm256_storeu_ps(out + 7 * width, _mm256_permute2f128_ps(v3, v7, 0x31));
     }
   }
   for (int64_t t = k8; t < k; ++t) {
-    for (int jj = 0; jj < kNr; ++jj) panel[t * kNr + jj] = src[jj][t];
+    for (int jj = 0; jj < width; ++jj) panel[t * width + jj] = src[jj][t];
   }
 }
 
@@ -133,34 +181,33 @@ KVSIM_AVX2 float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(y, _mm_shuffle_ps(y, y, 1)));
 }
 
-}  // namespace
-
-KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
-                            int64_t k, float* c, int64_t ldc) {
-  // B's rows [j0, j0 + kNc) are packed transposed in panels of 16 (zero-padded): panel p holds
-  // packed[p * k * 16 + t * 16 + jj] = b[(j0 + 16 p + jj) * ldb + t].
+// C = A B^T with an mr_max x nr_max micro-kernel.
+KVSIM_AVX2 void GemmABtWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda,
+                            const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+  // B's rows [j0, j0 + kNc) are packed transposed in panels of nr_max (zero-padded): panel p holds
+  // packed[p * k * nr_max + t * nr_max + jj] = b[(j0 + nr_max p + jj) * ldb + t].
   float* packed = new float[kNc * k];
   float* zeros = new float[k];
   for (int64_t t = 0; t < k; ++t) zeros[t] = 0;
-  const float* rows[kMr];
+  const float* rows[kMaxMr];
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = n - j0 < kNc ? n - j0 : kNc;
-    const int64_t panels = (nc + kNr - 1) / kNr;
+    const int64_t panels = (nc + nr_max - 1) / nr_max;
     for (int64_t p = 0; p < panels; ++p) {
-      const float* src[kNr];
-      for (int jj = 0; jj < kNr; ++jj) {
-        const int64_t j = j0 + p * kNr + jj;
+      const float* src[kMaxNr];
+      for (int jj = 0; jj < nr_max; ++jj) {
+        const int64_t j = j0 + p * nr_max + jj;
         src[jj] = j < n ? b + j * ldb : zeros;
       }
-      PackPanel(src, k, packed + p * k * kNr);
+      PackPanel(src, k, nr_max, packed + p * k * nr_max);
     }
-    for (int64_t i0 = 0; i0 < m; i0 += kMr) {
-      RowPointers(a, lda, i0, m, zeros, rows);
-      const int mr = m - i0 < kMr ? static_cast<int>(m - i0) : kMr;
+    for (int64_t i0 = 0; i0 < m; i0 += mr_max) {
+      RowPointers(a, lda, i0, m, zeros, mr_max, rows);
+      const int mr = m - i0 < mr_max ? static_cast<int>(m - i0) : mr_max;
       for (int64_t p = 0; p < panels; ++p) {
-        const int64_t jc = j0 + p * kNr;
-        const int nr = n - jc < kNr ? static_cast<int>(n - jc) : kNr;
-        MicroKernel(rows, packed + p * k * kNr, kNr, k, c + i0 * ldc + jc, ldc, mr, nr, false);
+        const int64_t jc = j0 + p * nr_max;
+        const int nr = n - jc < nr_max ? static_cast<int>(n - jc) : nr_max;
+        kernel(rows, packed + p * k * nr_max, nr_max, k, c + i0 * ldc + jc, ldc, mr, nr, false);
       }
     }
   }
@@ -168,37 +215,62 @@ KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t
   delete[] packed;
 }
 
-KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
-                           int64_t k, float* c, int64_t ldc) {
-  // Full 16-column panels are read from B in place; the last partial one is copied, zero-padded.
-  const int64_t full = n / kNr;
-  const int nr_last = static_cast<int>(n - full * kNr);
-  float* last = nr_last > 0 ? new float[kKc * kNr] : nullptr;
+// C = A B with an mr_max x nr_max micro-kernel.
+KVSIM_AVX2 void GemmABWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda,
+                           const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+  // Full panels are read from B in place; the last partial one is copied, zero-padded.
+  const int64_t full = n / nr_max;
+  const int nr_last = static_cast<int>(n - full * nr_max);
+  float* last = nr_last > 0 ? new float[kKc * nr_max] : nullptr;
   float* zeros = new float[k];
   for (int64_t t = 0; t < k; ++t) zeros[t] = 0;
-  const float* rows[kMr];
-  const float* shifted[kMr];
+  const float* rows[kMaxMr];
+  const float* shifted[kMaxMr];
   for (int64_t t0 = 0; t0 < k; t0 += kKc) {
     const int64_t kc = k - t0 < kKc ? k - t0 : kKc;
     if (last != nullptr) {
       for (int64_t t = 0; t < kc; ++t) {
-        for (int jj = 0; jj < kNr; ++jj) last[t * kNr + jj] = jj < nr_last ? b[(t0 + t) * ldb + full * kNr + jj] : 0;
+        for (int jj = 0; jj < nr_max; ++jj) {
+          last[t * nr_max + jj] = jj < nr_last ? b[(t0 + t) * ldb + full * nr_max + jj] : 0;
+        }
       }
     }
-    for (int64_t i0 = 0; i0 < m; i0 += kMr) {
-      RowPointers(a, lda, i0, m, zeros, rows);
-      for (int r = 0; r < kMr; ++r) shifted[r] = rows[r] == zeros ? zeros : rows[r] + t0;
-      const int mr = m - i0 < kMr ? static_cast<int>(m - i0) : kMr;
+    for (int64_t i0 = 0; i0 < m; i0 += mr_max) {
+      RowPointers(a, lda, i0, m, zeros, mr_max, rows);
+      for (int r = 0; r < mr_max; ++r) shifted[r] = rows[r] == zeros ? zeros : rows[r] + t0;
+      const int mr = m - i0 < mr_max ? static_cast<int>(m - i0) : mr_max;
       for (int64_t p = 0; p < full; ++p) {
-        MicroKernel(shifted, b + t0 * ldb + p * kNr, ldb, kc, c + i0 * ldc + p * kNr, ldc, mr, kNr, t0 > 0);
+        kernel(shifted, b + t0 * ldb + p * nr_max, ldb, kc, c + i0 * ldc + p * nr_max, ldc, mr, nr_max, t0 > 0);
       }
       if (last != nullptr) {
-        MicroKernel(shifted, last, kNr, kc, c + i0 * ldc + full * kNr, ldc, mr, nr_last, t0 > 0);
+        kernel(shifted, last, nr_max, kc, c + i0 * ldc + full * nr_max, ldc, mr, nr_last, t0 > 0);
       }
     }
   }
   delete[] zeros;
   delete[] last;
+}
+
+}  // namespace
+
+KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                            int64_t k, float* c, int64_t ldc) {
+  GemmABtWith(MicroKernel, kMr, kNr, a, lda, b, ldb, m, n, k, c, ldc);
+}
+
+KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                           int64_t k, float* c, int64_t ldc) {
+  GemmABWith(MicroKernel, kMr, kNr, a, lda, b, ldb, m, n, k, c, ldc);
+}
+
+KVSIM_AVX512 void Avx512GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                                int64_t k, float* c, int64_t ldc) {
+  GemmABtWith(MicroKernel512, kMr512, kNr512, a, lda, b, ldb, m, n, k, c, ldc);
+}
+
+KVSIM_AVX512 void Avx512GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                               int64_t k, float* c, int64_t ldc) {
+  GemmABWith(MicroKernel512, kMr512, kNr512, a, lda, b, ldb, m, n, k, c, ldc);
 }
 
 KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y) {

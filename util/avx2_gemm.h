@@ -1,9 +1,9 @@
 // File: util/avx2_gemm.h
 //
-// Float matrix products with AVX2+FMA micro-kernels, for the compute-bound products of the quality path
-// (attention logits Q K^T, outputs P V). The functions are compiled for AVX2+FMA by a per-function target
-// attribute (the rest of the build stays baseline x86-64): call them only when UseAvx2Fma() (or
-// CpuHasAvx2Fma()) of util/cpu_features.h is true. The file holds intrinsics only (no templates, no
+// Float matrix products with AVX2+FMA micro-kernels (and AVX-512 ones of identical results), for the
+// compute-bound products of the quality path (attention logits Q K^T, outputs P V). The functions are
+// compiled for AVX2+FMA (AVX-512F) by a per-function target attribute (the rest of the build stays
+// baseline x86-64): call them only when UseAvx2Fma() (UseAvx512()) of util/cpu_features.h is true. The file holds intrinsics only (no templates, no
 // inline library code), so no AVX2 instruction can leak into code shared with the portable path.
 //
 // Each output element is one float sum in a fixed order (k ascending within each of 8 lanes' FMA chains
@@ -30,6 +30,14 @@ void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64
 // row-major). REQUIRES: AVX2+FMA; k >= 1; c does not overlap a or b.
 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
                 float* c, int64_t ldc);
+
+// The same two products with AVX-512 micro-kernels (12 x 32 tiles instead of 6 x 16): every element is
+// computed by the same operations in the same order as by Avx2GemmABt / Avx2GemmAB, so the results are
+// bit-identical to theirs. REQUIRES: AVX-512F (CpuHasAvx512()); as above otherwise.
+void Avx512GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                   float* c, int64_t ldc);
+void Avx512GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                  float* c, int64_t ldc);
 
 // y[i] = sum over t < k of a[i * lda + t] * x[t], for i < m (matrix-vector, row-major).
 // REQUIRES: AVX2+FMA; k >= 1.

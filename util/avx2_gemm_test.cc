@@ -1,5 +1,6 @@
 #include "util/avx2_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -37,6 +38,56 @@ TEST(Avx2GemmTest, MatVecMatchesDoubleReference) {
       ASSERT_NEAR(y[i], ref, FloatSumTolerance(abs_sum, s.k)) << s.m << "x" << s.k << " at " << i;
     }
     EXPECT_EQ(y[s.m], 7.0f);
+  }
+}
+
+// The AVX-512 products equal the AVX2 ones bit for bit (the same FMA chain per element), on shapes with
+// partial tiles of both kernels (rows not a multiple of 6 or 12, columns not of 16 or 32), lengths not a
+// multiple of 8, and more than one 512-long pass of the summed dimension (GemmAB); and both are near the
+// double reference.
+TEST(Avx2GemmTest, Avx512ProductsEqualAvx2Bits) {
+  if (!CpuHasAvx2Fma() || !CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX2/FMA or AVX-512F";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape& s : {Shape{1, 1, 1}, Shape{13, 33, 7}, Shape{12, 32, 128}, Shape{25, 300, 129},
+                         Shape{256, 70, 1100}, Shape{7, 128, 513}}) {
+    const int64_t lda = s.k + 3, ldb_t = s.k + 1, ldb = s.n + 2, ldc = s.n + 5;
+    const std::vector<float> a = RandomFloats(s.m * lda, 11), bt = RandomFloats(s.n * ldb_t, 12),
+                             b = RandomFloats(s.k * ldb, 13);
+    std::vector<float> c2(s.m * ldc, 7.0f), c512(s.m * ldc, 7.0f);
+    Avx2GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c2.data(), ldc);
+    Avx512GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c512.data(), ldc);
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < ldc; ++j) {
+        ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << "ABt " << s.m << "x" << s.n << "x" << s.k << " at " << i
+                                                      << "," << j;
+        if (j >= s.n) continue;
+        double ref = 0, abs_sum = 0;
+        for (int64_t t = 0; t < s.k; ++t) {
+          ref += double{a[i * lda + t]} * bt[j * ldb_t + t];
+          abs_sum += std::fabs(double{a[i * lda + t]} * bt[j * ldb_t + t]);
+        }
+        ASSERT_NEAR(c512[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k));
+      }
+    }
+    std::fill(c2.begin(), c2.end(), 7.0f);
+    std::fill(c512.begin(), c512.end(), 7.0f);
+    Avx2GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c2.data(), ldc);
+    Avx512GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c512.data(), ldc);
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < ldc; ++j) {
+        ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << "AB " << s.m << "x" << s.n << "x" << s.k << " at " << i
+                                                      << "," << j;
+        if (j >= s.n) continue;
+        double ref = 0, abs_sum = 0;
+        for (int64_t t = 0; t < s.k; ++t) {
+          ref += double{a[i * lda + t]} * b[t * ldb + j];
+          abs_sum += std::fabs(double{a[i * lda + t]} * b[t * ldb + j]);
+        }
+        ASSERT_NEAR(c512[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k));
+      }
+    }
   }
 }
 

@@ -5,7 +5,9 @@
 // the CPU has them. The decision is taken once per process (first call) and never changes afterwards, so a
 // run is deterministic; results of the two paths may differ in the last bits (FMA, summation order).
 //
-// Setting the environment variable KVSIM_NO_AVX2=1 before the first call forces the portable path.
+// Setting the environment variable KVSIM_NO_AVX2=1 before the first call forces the portable path;
+// KVSIM_NO_AVX512=1 keeps the AVX2 kernels where AVX-512 ones exist (their results are the same bits, so
+// it changes only the speed).
 //
 // Thread-safe (the decision is a function-local static).
 //
@@ -21,6 +23,13 @@ bool CpuHasAvx2Fma();
 
 // True if the AVX2+FMA kernels are used: CpuHasAvx2Fma() and KVSIM_NO_AVX2 is not "1".
 bool UseAvx2Fma();
+
+// True if the CPU executes AVX-512F instructions (whatever the environment says).
+bool CpuHasAvx512();
+
+// True if the AVX-512 variants of the AVX2 kernels are used: UseAvx2Fma(), CpuHasAvx512() and
+// KVSIM_NO_AVX512 is not "1".
+bool UseAvx512();
 
 }  // namespace kvsim
 

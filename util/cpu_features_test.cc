@@ -14,6 +14,7 @@ TEST(CpuFeaturesTest, EnvironmentForcesPortablePath) {
   EXPECT_FALSE(UseAvx2Fma());
   ASSERT_EQ(setenv("KVSIM_NO_AVX2", "0", 1), 0);
   EXPECT_FALSE(UseAvx2Fma()) << "the decision must not change within a process";
+  EXPECT_FALSE(UseAvx512()) << "the AVX-512 kernels are variants of the AVX2 ones";
 }
 
 }  // namespace

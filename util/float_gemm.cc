@@ -16,6 +16,10 @@ using Map = Eigen::Map<RowMatrixXf, 0, Stride>;
 
 void GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
              int64_t ldc) {
+  if (UseAvx512()) {
+    Avx512GemmABt(a, lda, b, ldb, m, n, k, c, ldc);
+    return;
+  }
   if (UseAvx2Fma()) {
     Avx2GemmABt(a, lda, b, ldb, m, n, k, c, ldc);
     return;
@@ -25,6 +29,10 @@ void GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m
 
 void GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
             int64_t ldc) {
+  if (UseAvx512()) {
+    Avx512GemmAB(a, lda, b, ldb, m, n, k, c, ldc);
+    return;
+  }
   if (UseAvx2Fma()) {
     Avx2GemmAB(a, lda, b, ldb, m, n, k, c, ldc);
     return;

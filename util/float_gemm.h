@@ -1,7 +1,8 @@
 // File: util/float_gemm.h
 //
 // Float matrix products (and the softmax exponentials, row sums and threshold filters around them) that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
-// once per process; KVSIM_NO_AVX2=1 forces the portable path) and Eigen's portable GEMM otherwise. All
+// once per process; KVSIM_NO_AVX2=1 forces the portable path; the two products take their AVX-512
+// variants, of the same bits, when UseAvx512()) and Eigen's portable GEMM otherwise. All
 // matrices are row-major with explicit leading dimensions. Each path is deterministic; the two paths may
 // differ in the last bits of a result (FMA, summation order).
 //
