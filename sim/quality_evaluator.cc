@@ -169,11 +169,21 @@ void WeightedChunkSums(size_t size, const float* w, size_t stride, ChunkFn rows,
   }
 }
 
+// The value rows a policy's attention reads: row i is alt's for i < split (a quantiser's dequantised
+// values), base's otherwise.
+struct ValueRows {
+  const float* base = nullptr;
+  const float* alt = nullptr;
+  int64_t split = 0;
+  int d = 0;
+  const float* operator()(int64_t i) const { return (i < split ? alt : base) + i * d; }
+};
+
 // The set's value rows gathered into `staging`, chunk-major (all tokens' columns [W c, W (c + 1))
 // together, c < chunks), so that the scattered rows are read once with many loads in flight and each pass
 // of the sums streams contiguous memory.
-template <int W, typename ValueFn>
-const float* GatherChunkMajor(const std::vector<int32_t>& set, ValueFn value, int chunks,
+template <int W>
+const float* GatherChunkMajor(const std::vector<int32_t>& set, const ValueRows& value, int chunks,
                               std::vector<float>* staging) {
   constexpr size_t kAhead = 16;  // rows prefetched ahead of the gather
   const size_t size = set.size();
@@ -201,8 +211,8 @@ const float* GatherChunkMajor(const std::vector<int32_t>& set, ValueFn value, in
 // G rows: the set's value rows gathered chunk-major (GatherChunkMajor), summed in chunks of 4 L columns,
 // then chunks of one packet and single columns. Four rows on a CPU with AVX2 take 16-column chunks
 // (Avx2WeightedSums4: the same multiplications and additions in the same order, identical results).
-template <int G, typename ValueFn>
-void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, ValueFn value, int d,
+template <int G>
+void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, const ValueRows& value, int d,
                        float* out, std::vector<float>* staging) {
   constexpr int L = 8 / G;
   constexpr int kWidth = 4 * L;
@@ -233,9 +243,27 @@ void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t s
 }
 
 // Any number of rows: in groups of four, then the remainder.
-template <typename ValueFn>
-void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueFn value,
+
+// Any number of rows: on AVX-512, four at a time from the rows in place (Avx512GatherWeightedSums; the
+// columns past the last multiple of 16 one at a time in set order: the same sums); otherwise in groups
+// of four, then the remainder.
+void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
                      int d, float* out, std::vector<float>* staging) {
+  if (UseAvx512()) {
+    const int d16 = d - d % 16;
+    for (int r = 0; r < rows; r += 4) {
+      Avx512GatherWeightedSums(value.base, value.alt, value.split, d, set.data(), set.size(), w + r * stride,
+                               stride, std::min(4, rows - r), d16, out + r * d, d);
+    }
+    for (int r = 0; r < rows; ++r) {
+      for (int t = d16; t < d; ++t) {
+        float acc = 0;
+        for (size_t n = 0; n < set.size(); ++n) acc += w[r * stride + n] * value(set[n])[t];
+        out[r * d + t] = acc;
+      }
+    }
+    return;
+  }
   int r = 0;
   for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d, staging);
   if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
@@ -244,10 +272,21 @@ void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t str
 }
 
 // One row.
-template <typename ValueFn>
-void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueFn value, int d, float* out,
+void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueRows value, int d, float* out,
                     std::vector<float>* staging) {
-  WeightedRowSumsOf<1>(set, w, set.size(), value, d, out, staging);
+  WeightedRowSums(set, w, set.size(), 1, value, d, out, staging);
+}
+
+// The value rows of `approx` for head c.
+ValueRows ValuesOf(const HeadContext& c, const Approx& approx) {
+  ValueRows rows;
+  rows.base = c.values;
+  rows.d = c.head_dim;
+  if (approx.values_hat != nullptr) {
+    rows.alt = approx.values_hat;
+    rows.split = approx.values_exact_from;
+  }
+  return rows;
 }
 
 class Measurer {
@@ -268,16 +307,7 @@ class Measurer {
     for (int j = 0; j < rows; ++j) {
       for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
     }
-    if (approx.values_hat == nullptr) {
-      WeightedRowSums(set, group_weights_.data(), size, rows,
-                      [&](int32_t i) { return c.values + int64_t{i} * d; }, d, group_sums_.data(), &staging_);
-    } else {
-      WeightedRowSums(set, group_weights_.data(), size, rows,
-                      [&](int32_t i) {
-                        return i < approx.values_exact_from ? approx.values_hat + int64_t{i} * d : c.value(i);
-                      },
-                      d, group_sums_.data(), &staging_);
-    }
+    WeightedRowSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(), &staging_);
     return group_sums_.data();
   }
 
@@ -294,10 +324,7 @@ class Measurer {
     double mass = 0;
     int64_t hits = 0;
     const float* ap = approx.probs;
-    auto value = [&](int64_t i) {
-      return (approx.values_hat != nullptr && i < approx.values_exact_from) ? approx.values_hat + i * d
-                                                                             : c.value(i);
-    };
+    const ValueRows value = ValuesOf(c, approx);
     double kept = 0;  // approx mass on the set
     if (2 * static_cast<int64_t>(set.size()) <= p + 1) {
       // The set's approx probabilities (from GroupSums when the sums were gathered) and exact ones (the
@@ -320,8 +347,6 @@ class Measurer {
       hits = (Eigen::Map<const Eigen::ArrayXf>(x, size) >= kth).count();
       if (gathered != nullptr) {
         acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
-      } else if (approx.values_hat == nullptr) {
-        WeightedRowSum(set, w, [&](int32_t i) { return c.values + int64_t{i} * d; }, d, acc_.data(), &staging_);
       } else {
         WeightedRowSum(set, w, value, d, acc_.data(), &staging_);
       }

@@ -482,4 +482,66 @@ __attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t s
   }
 }
 
+namespace {
+
+// acc[r][l] += w_r[n] * x[l] for the L = chunks 16-float chunks of one row, as a multiplication and an
+// addition (explicitly rounded intrinsics: never contracted into an FMA).
+#define KVSIM_MUL_ADD(acc, w, x) \
+  acc = _mm512_add_round_ps(acc, _mm512_mul_round_ps(w, x, _MM_FROUND_CUR_DIRECTION), _MM_FROUND_CUR_DIRECTION)
+
+// The sums of Avx512GatherWeightedSums for columns [c0, c0 + 16 * chunks), chunks 4 or 1.
+KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int64_t split, int64_t ld,
+                                       const int32_t* set, int64_t size, const float* const* w, int rows,
+                                       int64_t c0, int chunks, float* out, int64_t ldo) {
+  constexpr int64_t kAhead = 8;  // rows prefetched ahead
+  __m512 acc[4][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) acc[r][l] = _mm512_setzero_ps();
+  }
+  for (int64_t n = 0; n < size; ++n) {
+    if (n + kAhead < size) {
+      const int32_t ahead = set[n + kAhead];
+      const char* p = reinterpret_cast<const char*>((ahead < split ? alt : base) + ahead * ld + c0);
+      for (int l = 0; l < chunks; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+    }
+    const int32_t i = set[n];
+    const float* x = (i < split ? alt : base) + i * ld + c0;
+    if (chunks == 4) {
+      const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
+                   x3 = _mm512_loadu_ps(x + 48);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m512 wv = _mm512_set1_ps(w[r][n]);
+        KVSIM_MUL_ADD(acc[r][0], wv, x0);
+        KVSIM_MUL_ADD(acc[r][1], wv, x1);
+        KVSIM_MUL_ADD(acc[r][2], wv, x2);
+        KVSIM_MUL_ADD(acc[r][3], wv, x3);
+      }
+    } else {
+      const __m512 x0 = _mm512_loadu_ps(x);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) KVSIM_MUL_ADD(acc[r][0], _mm512_set1_ps(w[r][n]), x0);
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    for (int l = 0; l < chunks; ++l) _mm512_storeu_ps(out + r * ldo + c0 + 16 * l, acc[r][l]);
+  }
+}
+
+#undef KVSIM_MUL_ADD
+
+}  // namespace
+
+KVSIM_AVX512 void Avx512GatherWeightedSums(const float* base, const float* alt, int64_t split, int64_t ld,
+                                           const int32_t* set, int64_t size, const float* w, int64_t stride,
+                                           int rows, int64_t cols, float* out, int64_t ldo) {
+  const float* weights[4];  // rows past `rows` repeat the last (computed, never stored)
+  for (int r = 0; r < 4; ++r) weights[r] = w + (r < rows ? r : rows - 1) * stride;
+  int64_t c0 = 0;
+  for (; c0 + 64 <= cols; c0 += 64) GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 4, out, ldo);
+  for (; c0 + 16 <= cols; c0 += 16) GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 1, out, ldo);
+}
+
 }  // namespace kvsim
