@@ -492,8 +492,8 @@ namespace {
 // The sums of Avx512GatherWeightedSums for columns [c0, c0 + 16 * chunks), chunks 4 or 1.
 KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int64_t split, int64_t ld,
                                        const int32_t* set, int64_t size, const float* const* w, int rows,
-                                       int64_t c0, int chunks, float* out, int64_t ldo) {
-  constexpr int64_t kAhead = 8;  // rows prefetched ahead
+                                       int64_t c0, int chunks, int prefetch_lines, float* out, int64_t ldo) {
+  constexpr int64_t kAhead = 16;  // rows prefetched ahead
   __m512 acc[4][4];
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
@@ -504,7 +504,7 @@ KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int6
     if (n + kAhead < size) {
       const int32_t ahead = set[n + kAhead];
       const char* p = reinterpret_cast<const char*>((ahead < split ? alt : base) + ahead * ld + c0);
-      for (int l = 0; l < chunks; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+      for (int l = 0; l < prefetch_lines; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
     }
     const int32_t i = set[n];
     const float* x = (i < split ? alt : base) + i * ld + c0;
@@ -539,9 +539,15 @@ KVSIM_AVX512 void Avx512GatherWeightedSums(const float* base, const float* alt, 
                                            int rows, int64_t cols, float* out, int64_t ldo) {
   const float* weights[4];  // rows past `rows` repeat the last (computed, never stored)
   for (int r = 0; r < 4; ++r) weights[r] = w + (r < rows ? r : rows - 1) * stride;
+  // The first pass prefetches the rows' every column asked for (the later passes find them in cache).
+  const int all_lines = static_cast<int>(cols / 16);
   int64_t c0 = 0;
-  for (; c0 + 64 <= cols; c0 += 64) GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 4, out, ldo);
-  for (; c0 + 16 <= cols; c0 += 16) GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 1, out, ldo);
+  for (; c0 + 64 <= cols; c0 += 64) {
+    GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 4, c0 == 0 ? all_lines : 0, out, ldo);
+  }
+  for (; c0 + 16 <= cols; c0 += 16) {
+    GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 1, c0 == 0 ? all_lines : 0, out, ldo);
+  }
 }
 
 }  // namespace kvsim

@@ -46,6 +46,7 @@ void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t bud
   }
   // Stage 2 reads the kept prompt keys at every step: one contiguous copy per layer instead of rows
   // scattered over the whole prompt.
+  caches_.assign(heads.size(), {});
   kept_keys_.resize(heads.size());
   extrema_.assign(heads.size(), ChunkExtrema());
   for (size_t h = 0; h < heads.size(); ++h) {
@@ -94,8 +95,12 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
   const int64_t p = step.position;
   for (size_t h = 0; h < heads_.size(); ++h) {
     const HeadContext& head = heads_[h];
-    std::vector<int32_t> cache = prompt_kept_[h];
-    for (int64_t i = head.prompt_len; i <= p; ++i) cache.push_back(static_cast<int32_t>(i));
+    // The cache: the kept prompt, then every decode token up to p (grown in place from step to step).
+    std::vector<int32_t>& cache = caches_[h];
+    if (cache.size() < prompt_kept_[h].size()) cache = prompt_kept_[h];
+    for (int64_t i = head.prompt_len + static_cast<int64_t>(cache.size() - prompt_kept_[h].size()); i <= p; ++i) {
+      cache.push_back(static_cast<int32_t>(i));
+    }
     (*kept)[h].per_query.resize(1);
     std::vector<int32_t>& out = (*kept)[h].per_query[0];
     const int64_t size = static_cast<int64_t>(cache.size());
@@ -136,14 +141,22 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     }
     // Each member's logits in float (the model's attention is no more precise), summed over the channels
     // in channel order, all chunks at once: one vector multiply-add per channel and member.
+    // In tiles of chunks, so that the group's logits of a tile stay in the L1 cache over the channels.
     const int g = head.group_size;
+    constexpr int64_t kTile = 256;
     logits_.setZero(g, chunks);
-    for (int x = 0; x < r; ++x) {
-      const float* e = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity;
-      for (int j = 0; j < g; ++j) {
-        const float q = head.query(j, p)[channels[x]];
-        logits_.row(j).head(complete) += q * Eigen::Map<const Eigen::RowVectorXf>(e, complete);
-        if (complete < chunks) logits_(j, complete) += q * signs[x] * tail[x];
+    for (int64_t k0 = 0; k0 < complete; k0 += kTile) {
+      const int64_t width = std::min(kTile, complete - k0);
+      for (int x = 0; x < r; ++x) {
+        const float* e = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity + k0;
+        for (int j = 0; j < g; ++j) {
+          logits_.row(j).segment(k0, width) += head.query(j, p)[channels[x]] * Eigen::Map<const Eigen::RowVectorXf>(e, width);
+        }
+      }
+    }
+    if (complete < chunks) {
+      for (int x = 0; x < r; ++x) {
+        for (int j = 0; j < g; ++j) logits_(j, complete) += head.query(j, p)[channels[x]] * signs[x] * tail[x];
       }
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));

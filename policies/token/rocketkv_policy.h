@@ -36,6 +36,7 @@ class RocketKvPolicy final : public TokenPolicy {
  private:
   std::vector<HeadContext> heads_;
   std::vector<std::vector<int32_t>> prompt_kept_;  // stage 1, sorted
+  std::vector<std::vector<int32_t>> caches_;       // per head: prompt_kept_, then the decode tokens so far
   std::vector<std::vector<float>> kept_keys_;      // per head: the key rows of prompt_kept_, contiguous
   // Per head, the per-channel maximum and minimum key of every complete chunk of `s` cache entries (a
   // complete chunk's entries never change within a layer): chunk k's channel ch at [ch * capacity + k],
