@@ -429,6 +429,95 @@ KVSIM_AVX2 double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float o
   return total;
 }
 
+namespace {
+
+// Exp8 with sixteen lanes: the same operations on each lane (the same bits).
+KVSIM_AVX512 __m512 Exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)), _mm512_set1_ps(88.3762626647949f));
+  const __m512 m = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(m, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(m, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_cvtps_epi32(m);
+  const __m512i half = _mm512_srai_epi32(e, 1);
+  const __m512 two_half = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(127)), 23));
+  const __m512 two_rest = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(e, half), _mm512_set1_epi32(127)), 23));
+  return _mm512_mul_ps(_mm512_mul_ps(p, two_half), two_rest);
+}
+
+// LaneSums16 in two 8-double registers: lanes 0-7 in a[0], 8-15 in a[1]; the same sums and combination.
+struct LaneSums16x512 {
+  __m512d a[2];
+
+  KVSIM_AVX512 LaneSums16x512() { a[0] = a[1] = _mm512_setzero_pd(); }
+
+  KVSIM_AVX512 void Add(__m512 v) {
+    a[0] = _mm512_add_pd(a[0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    a[1] = _mm512_add_pd(a[1], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+  }
+
+  // s[l] = p[l] + p[8 + l]; c[l] = s[l] + s[4 + l] = (p[l] + p[8 + l]) + (p[4 + l] + p[12 + l]); then
+  // (c[0] + c[2]) + (c[1] + c[3]).
+  KVSIM_AVX512 double Total() const {
+    const __m512d s = _mm512_add_pd(a[0], a[1]);
+    const __m256d c = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+    const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c), _mm256_extractf128_pd(c, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+  }
+};
+
+}  // namespace
+
+KVSIM_AVX512 double Avx512ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
+  const __m512 s = _mm512_set1_ps(scale), o = _mm512_set1_ps(offset);
+  LaneSums16x512 sums;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = Exp16(_mm512_fmsub_ps(_mm512_loadu_ps(x + i), s, o));
+    _mm512_storeu_ps(x + i, v);
+    sums.Add(v);
+  }
+  double total = sums.Total();
+  Avx2ExpScaled(x + i, n - i, scale, offset);
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+KVSIM_AVX512 double Avx512ScaleLaneSum(float* x, int64_t n, float factor) {
+  const __m512 f = _mm512_set1_ps(factor);
+  LaneSums16x512 sums;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), f);
+    _mm512_storeu_ps(x + i, v);
+    sums.Add(v);
+  }
+  double total = sums.Total();
+  for (; i < n; ++i) total += (x[i] *= factor);
+  return total;
+}
+
+KVSIM_AVX512 float Avx512Max(const float* x, int64_t n) {
+  __m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+  }
+  float best = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
 KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   const __m256 threshold = _mm256_set1_ps(t);
   int64_t count = 0, i = 0;

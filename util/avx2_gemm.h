@@ -74,6 +74,13 @@ double Avx2ScaleLaneSum(float* x, int64_t n, float factor);
 // Avx2ExpScaled(x, n, scale, offset), then Avx2LaneSum(x, n), in one pass. REQUIRES: AVX2+FMA.
 double Avx2ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 
+// Avx2ExpScaledLaneSum and Avx2ScaleLaneSum sixteen lanes at a time: the same bits. REQUIRES: AVX-512F.
+double Avx512ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
+double Avx512ScaleLaneSum(float* x, int64_t n, float factor);
+
+// The largest of x[0..n) (-infinity for n = 0; NaN is not expected). REQUIRES: AVX-512F.
+float Avx512Max(const float* x, int64_t n);
+
 // Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count: eight
 // comparisons per instruction, one store per index found. REQUIRES: AVX2; index has room for n + 8.
 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);

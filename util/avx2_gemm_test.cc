@@ -155,6 +155,22 @@ TEST(Avx2GemmTest, Avx512GatherWeightedSumsMatchScalarOrder) {
   }
 }
 
+// The AVX-512 exponentials, scalings and lane sums equal the AVX2 ones bit for bit (values and sums), at
+// lengths with and without a partial last vector; the maximum equals std::max_element's.
+TEST(Avx2GemmTest, Avx512RowPassesEqualAvx2Bits) {
+  if (!CpuHasAvx2Fma() || !CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX2/FMA or AVX-512F";
+  for (int64_t n : {1, 15, 16, 17, 100, 1203}) {
+    std::vector<float> x = RandomFloats(n, 31);
+    for (float& v : x) v *= 40.0f;  // arguments over [-40, 40] after the scale
+    std::vector<float> a = x, b = x;
+    EXPECT_EQ(Avx512ExpScaledLaneSum(a.data(), n, 0.7f, 1.5f), Avx2ExpScaledLaneSum(b.data(), n, 0.7f, 1.5f)) << n;
+    EXPECT_EQ(a, b) << n;
+    EXPECT_EQ(Avx512ScaleLaneSum(a.data(), n, 0.37f), Avx2ScaleLaneSum(b.data(), n, 0.37f)) << n;
+    EXPECT_EQ(a, b) << n;
+    EXPECT_EQ(Avx512Max(x.data(), n), *std::max_element(x.begin(), x.end())) << n;
+  }
+}
+
 // exp(x * scale - offset) within 1e-6 relative of the double exp where the result is a normal float; n
 // with a partial last vector; arguments from -100 (underflow: 0 or below FLT_MIN) to +20.
 TEST(Avx2GemmTest, ExpScaledMatchesDoubleExp) {

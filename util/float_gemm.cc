@@ -1,5 +1,7 @@
 #include "util/float_gemm.h"
 
+#include <limits>
+
 #include "Eigen/Core"
 #include "util/avx2_gemm.h"
 #include "util/cpu_features.h"
@@ -64,15 +66,22 @@ double LaneSum(const float* x, int64_t n) {
 }
 
 double ScaleLaneSum(float* x, int64_t n, float factor) {
+  if (UseAvx512()) return Avx512ScaleLaneSum(x, n, factor);
   if (UseAvx2Fma()) return Avx2ScaleLaneSum(x, n, factor);
   Eigen::Map<Eigen::ArrayXf>(x, n) *= factor;
   return LaneSum(x, n);
 }
 
 double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
+  if (UseAvx512()) return Avx512ExpScaledLaneSum(x, n, scale, offset);
   if (UseAvx2Fma()) return Avx2ExpScaledLaneSum(x, n, scale, offset);
   ExpScaled(x, n, scale, offset);
   return LaneSum(x, n);
+}
+
+float MaxValue(const float* x, int64_t n) {
+  if (UseAvx512()) return Avx512Max(x, n);
+  return n == 0 ? -std::numeric_limits<float>::infinity() : Eigen::Map<const Eigen::ArrayXf>(x, n).maxCoeff();
 }
 
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {

@@ -44,6 +44,9 @@ double ScaleLaneSum(float* x, int64_t n, float factor);
 // ExpScaled(x, n, scale, offset), then LaneSum(x, n); one pass over x on the AVX2 path.
 double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 
+// The largest of x[0..n) (-infinity for n = 0), the same on both paths. NaN is not expected.
+float MaxValue(const float* x, int64_t n);
+
 // Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count (the same on
 // both paths). REQUIRES: index has room for n + 8 entries.
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);

@@ -269,7 +269,7 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
 }
 
 double ExpRow(float* row, int64_t length, float scale) {
-  const float max_logit = Eigen::Map<const Eigen::ArrayXf>(row, length).maxCoeff() * scale;
+  const float max_logit = MaxValue(row, length) * scale;
   return ExpScaledLaneSum(row, length, scale, max_logit);
 }
 
