@@ -244,16 +244,25 @@ void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t s
 
 // Any number of rows: in groups of four, then the remainder.
 
-// Any number of rows: on AVX-512, four at a time from the rows in place (Avx512GatherWeightedSums; the
+// Buffers of the weighted sums, kept between calls (they only grow).
+struct SumScratch {
+  std::vector<float> staging;         // the set's value rows gathered chunk-major
+  std::vector<const float*> pointers;  // the set's value rows in place
+};
+
+// Any number of rows: on AVX-512, four at a time from the rows in place (Avx512WeightedRowSums; the
 // columns past the last multiple of 16 one at a time in set order: the same sums); otherwise in groups
 // of four, then the remainder.
 void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
-                     int d, float* out, std::vector<float>* staging) {
+                     int d, float* out, SumScratch* scratch) {
   if (UseAvx512()) {
     const int d16 = d - d % 16;
+    std::vector<const float*>& pointers = scratch->pointers;
+    pointers.resize(set.size());
+    for (size_t n = 0; n < set.size(); ++n) pointers[n] = value(set[n]);
     for (int r = 0; r < rows; r += 4) {
-      Avx512GatherWeightedSums(value.base, value.alt, value.split, d, set.data(), set.size(), w + r * stride,
-                               stride, std::min(4, rows - r), d16, out + r * d, d);
+      Avx512WeightedRowSums(pointers.data(), set.size(), w + r * stride, stride, std::min(4, rows - r), d16,
+                            out + r * d, d);
     }
     for (int r = 0; r < rows; ++r) {
       for (int t = d16; t < d; ++t) {
@@ -265,6 +274,7 @@ void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t str
     return;
   }
   int r = 0;
+  std::vector<float>* staging = &scratch->staging;
   for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d, staging);
   if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
   if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d, staging);
@@ -273,8 +283,8 @@ void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t str
 
 // One row.
 void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueRows value, int d, float* out,
-                    std::vector<float>* staging) {
-  WeightedRowSums(set, w, set.size(), 1, value, d, out, staging);
+                    SumScratch* scratch) {
+  WeightedRowSums(set, w, set.size(), 1, value, d, out, scratch);
 }
 
 // The value rows of `approx` for head c.
@@ -307,7 +317,7 @@ class Measurer {
     for (int j = 0; j < rows; ++j) {
       for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
     }
-    WeightedRowSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(), &staging_);
+    WeightedRowSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(), &sums_scratch_);
     return group_sums_.data();
   }
 
@@ -348,7 +358,7 @@ class Measurer {
       if (gathered != nullptr) {
         acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
       } else {
-        WeightedRowSum(set, w, value, d, acc_.data(), &staging_);
+        WeightedRowSum(set, w, value, d, acc_.data(), &sums_scratch_);
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
@@ -394,7 +404,7 @@ class Measurer {
   std::vector<float> weights_;  // approx probabilities of the set, in set order
   std::vector<float> exact_;    // exact probabilities of the set, in set order (quantisers only)
   std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
-  std::vector<float> staging_;                     // the set's value rows, gathered chunk-major
+  SumScratch sums_scratch_;
   Eigen::VectorXf acc_;
 };
 

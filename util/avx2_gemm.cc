@@ -573,16 +573,16 @@ __attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t s
 
 namespace {
 
-// acc[r][l] += w_r[n] * x[l] for the L = chunks 16-float chunks of one row, as a multiplication and an
-// addition (explicitly rounded intrinsics: never contracted into an FMA).
+// acc += w * x as a multiplication and an addition (explicitly rounded intrinsics: never contracted into
+// an FMA).
 #define KVSIM_MUL_ADD(acc, w, x) \
   acc = _mm512_add_round_ps(acc, _mm512_mul_round_ps(w, x, _MM_FROUND_CUR_DIRECTION), _MM_FROUND_CUR_DIRECTION)
 
-// The sums of Avx512GatherWeightedSums for columns [c0, c0 + 16 * chunks), chunks 4 or 1.
-KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int64_t split, int64_t ld,
-                                       const int32_t* set, int64_t size, const float* const* w, int rows,
-                                       int64_t c0, int chunks, int prefetch_lines, float* out, int64_t ldo) {
-  constexpr int64_t kAhead = 16;  // rows prefetched ahead
+// The sums of Avx512WeightedRowSums for columns [c0, c0 + 16 * chunks), chunks 4 or 1, prefetching
+// `prefetch_lines` cache lines of the row kAhead rows ahead.
+KVSIM_AVX512 void WeightedRowChunks(const float* const* rows, int64_t size, const float* const* w, int num_rows,
+                                    int64_t c0, int chunks, int prefetch_lines, float* out, int64_t ldo) {
+  constexpr int64_t kAhead = 16;
   __m512 acc[4][4];
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
@@ -591,12 +591,10 @@ KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int6
   }
   for (int64_t n = 0; n < size; ++n) {
     if (n + kAhead < size) {
-      const int32_t ahead = set[n + kAhead];
-      const char* p = reinterpret_cast<const char*>((ahead < split ? alt : base) + ahead * ld + c0);
+      const char* p = reinterpret_cast<const char*>(rows[n + kAhead] + c0);
       for (int l = 0; l < prefetch_lines; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
     }
-    const int32_t i = set[n];
-    const float* x = (i < split ? alt : base) + i * ld + c0;
+    const float* x = rows[n] + c0;
     if (chunks == 4) {
       const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
                    x3 = _mm512_loadu_ps(x + 48);
@@ -614,7 +612,7 @@ KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int6
       for (int r = 0; r < 4; ++r) KVSIM_MUL_ADD(acc[r][0], _mm512_set1_ps(w[r][n]), x0);
     }
   }
-  for (int r = 0; r < rows; ++r) {
+  for (int r = 0; r < num_rows; ++r) {
     for (int l = 0; l < chunks; ++l) _mm512_storeu_ps(out + r * ldo + c0 + 16 * l, acc[r][l]);
   }
 }
@@ -623,19 +621,19 @@ KVSIM_AVX512 void GatherWeightedChunks(const float* base, const float* alt, int6
 
 }  // namespace
 
-KVSIM_AVX512 void Avx512GatherWeightedSums(const float* base, const float* alt, int64_t split, int64_t ld,
-                                           const int32_t* set, int64_t size, const float* w, int64_t stride,
-                                           int rows, int64_t cols, float* out, int64_t ldo) {
-  const float* weights[4];  // rows past `rows` repeat the last (computed, never stored)
-  for (int r = 0; r < 4; ++r) weights[r] = w + (r < rows ? r : rows - 1) * stride;
-  // The first pass prefetches the rows' every column asked for (the later passes find them in cache).
-  const int all_lines = static_cast<int>(cols / 16);
+KVSIM_AVX512 void Avx512WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride,
+                                        int num_rows, int64_t cols, float* out, int64_t ldo) {
+  const float* weights[4];  // output rows past num_rows repeat the last (computed, never stored)
+  for (int r = 0; r < 4; ++r) weights[r] = w + (r < num_rows ? r : num_rows - 1) * stride;
+  // Short rows (scattered value rows) are prefetched whole on the first pass, so the later passes find
+  // them in cache; long rows are left to the hardware prefetcher.
+  const int first_lines = cols <= 256 ? static_cast<int>(cols / 16) : 4;
   int64_t c0 = 0;
   for (; c0 + 64 <= cols; c0 += 64) {
-    GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 4, c0 == 0 ? all_lines : 0, out, ldo);
+    WeightedRowChunks(rows, size, weights, num_rows, c0, 4, c0 == 0 ? first_lines : 0, out, ldo);
   }
   for (; c0 + 16 <= cols; c0 += 16) {
-    GatherWeightedChunks(base, alt, split, ld, set, size, weights, rows, c0, 1, c0 == 0 ? all_lines : 0, out, ldo);
+    WeightedRowChunks(rows, size, weights, num_rows, c0, 1, c0 == 0 ? first_lines : 0, out, ldo);
   }
 }
 

@@ -50,14 +50,13 @@ void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t 
 void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks, const float* w, int64_t stride, float* out,
                        int64_t ldo);
 
-// out[r * ldo + t] = sum over n < size, in n order, of w[r * stride + n] * row(set[n])[t] for r < rows
-// (1 to 4) and t < cols (a multiple of 16), where row(i) = (i < split ? alt : base) + i * ld: weighted
-// sums of scattered rows read in place (prefetched ahead), 64 columns of all rows per pass. Each sum is a
-// multiplication then an addition per term, no FMA, starting from 0: the bits of Avx2WeightedSums4 over
-// the same rows gathered. REQUIRES: AVX-512F; rows in 1..4; alt set when split > 0.
-void Avx512GatherWeightedSums(const float* base, const float* alt, int64_t split, int64_t ld, const int32_t* set,
-                              int64_t size, const float* w, int64_t stride, int rows, int64_t cols, float* out,
-                              int64_t ldo);
+// out[r * ldo + t] = sum over n < size, in n order, of w[r * stride + n] * rows[n][t] for r < num_rows
+// (1 to 4) and t < cols (a multiple of 16): weighted sums of scattered rows read in place (the next rows
+// prefetched), 64 columns of all output rows per pass. Each sum is a multiplication then an addition per
+// term, no FMA, starting from 0: the bits of Avx2WeightedSums4 over the same rows gathered.
+// REQUIRES: AVX-512F; num_rows in 1..4.
+void Avx512WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
+                           int64_t cols, float* out, int64_t ldo);
 
 // x[i] = exp(x[i] * scale - offset) for i < n, by the Cephes single-precision polynomial (relative error
 // about 2e-7 for results above FLT_MIN; arguments below -88.37 give 0 or a denormal-sized value, above

@@ -120,9 +120,9 @@ TEST(Avx2GemmTest, WeightedSums4MatchScalarOrderAndDoubleReference) {
   }
 }
 
-// Each gathered sum equals a scalar float sum in set order (a multiplication then an addition per term),
-// for 1 to 4 rows, columns in 64- and 16-wide passes, rows from `alt` below the split and `base` above.
-TEST(Avx2GemmTest, Avx512GatherWeightedSumsMatchScalarOrder) {
+// Each sum equals a scalar float sum in row order (a multiplication then an addition per term), for 1 to
+// 4 output rows, columns in 64- and 16-wide passes, rows scattered over two arrays.
+TEST(Avx2GemmTest, Avx512WeightedRowSumsMatchScalarOrder) {
   if (!CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512F";
   const int64_t num_rows = 500, ld = 130, stride = 401, ldo = 133;
   const std::vector<float> base = RandomFloats(num_rows * ld, 21), alt = RandomFloats(num_rows * ld, 22),
@@ -130,12 +130,13 @@ TEST(Avx2GemmTest, Avx512GatherWeightedSumsMatchScalarOrder) {
   std::vector<int32_t> set;
   for (int32_t i = 0; i < num_rows; i += 1 + i % 3) set.push_back(i % 2 == 0 ? num_rows - 1 - i : i);
   ASSERT_LE(static_cast<int64_t>(set.size()), stride);
+  const int64_t split = 200;
+  std::vector<const float*> pointers;
+  for (int32_t i : set) pointers.push_back((i < split ? alt.data() : base.data()) + i * ld);
   for (int64_t cols : {16, 48, 128}) {
     for (int rows = 1; rows <= 4; ++rows) {
-      const int64_t split = 200;
       std::vector<float> out(4 * ldo, 7.0f);
-      Avx512GatherWeightedSums(base.data(), alt.data(), split, ld, set.data(), set.size(), w.data(), stride, rows,
-                               cols, out.data(), ldo);
+      Avx512WeightedRowSums(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(), ldo);
       for (int r = 0; r < 4; ++r) {
         for (int64_t t = 0; t < ldo; ++t) {
           if (r >= rows || t >= cols) {

@@ -1,5 +1,6 @@
 #include "util/float_gemm.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "Eigen/Core"
@@ -77,6 +78,27 @@ double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset) {
   if (UseAvx2Fma()) return Avx2ExpScaledLaneSum(x, n, scale, offset);
   ExpScaled(x, n, scale, offset);
   return LaneSum(x, n);
+}
+
+void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
+                     int64_t cols, float* out, int64_t ldo) {
+  int64_t t0 = 0;
+  if (UseAvx512()) {
+    t0 = cols - cols % 16;
+    for (int r = 0; r < num_rows; r += 4) {
+      Avx512WeightedRowSums(rows, size, w + r * stride, stride, std::min(4, num_rows - r), t0, out + r * ldo, ldo);
+    }
+  }
+  for (int r = 0; r < num_rows; ++r) {
+    for (int64_t t = t0; t < cols; ++t) {
+      float acc = 0;
+      for (int64_t n = 0; n < size; ++n) {
+        const float product = w[r * stride + n] * rows[n][t];
+        acc = acc + product;
+      }
+      out[r * ldo + t] = acc;
+    }
+  }
 }
 
 float MaxValue(const float* x, int64_t n) {

@@ -44,6 +44,12 @@ double ScaleLaneSum(float* x, int64_t n, float factor);
 // ExpScaled(x, n, scale, offset), then LaneSum(x, n); one pass over x on the AVX2 path.
 double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 
+// out[r * ldo + t] = sum over n < size, in n order, of w[r * stride + n] * rows[n][t] for r < num_rows and
+// t < cols, each term a float multiplication then an addition, from 0: the same bits on both paths
+// (AVX-512: Avx512WeightedRowSums for the columns up to the last multiple of 16).
+void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
+                     int64_t cols, float* out, int64_t ldo);
+
 // The largest of x[0..n) (-infinity for n = 0), the same on both paths. NaN is not expected.
 float MaxValue(const float* x, int64_t n);
 

@@ -3,7 +3,9 @@
 // the same references: double precision, or bit for bit where the header promises it.
 #include "util/float_gemm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -96,6 +98,46 @@ TEST(FloatGemmTest, LaneSumsFollowTheDocumentedOrder) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(logits[i], exps[i]) << i;
     ASSERT_EQ(exp_sum, ReferenceLaneSum(exps.data(), n)) << n;
   }
+}
+
+// Each sum equals a scalar float sum in row order (a multiplication then an addition per term), on rows
+// of different arrays, for 1 to 6 output rows and column counts with and without a partial 16-column tail.
+TEST(FloatGemmTest, WeightedRowSumsFollowRowOrder) {
+  const int64_t size = 37, stride = 41, len = 150;
+  const std::vector<float> a = RandomFloats(size * len, 41), b = RandomFloats(size * len, 42),
+                           w = RandomFloats(6 * stride, 43);
+  std::vector<const float*> rows;
+  for (int64_t n = 0; n < size; ++n) rows.push_back((n % 3 == 0 ? a.data() : b.data()) + (size - 1 - n) * len);
+  for (int64_t cols : {5, 16, 70, 150}) {
+    for (int num_rows = 1; num_rows <= 6; ++num_rows) {
+      const int64_t ldo = cols + 3;
+      std::vector<float> out(6 * ldo, 7.0f);
+      WeightedRowSums(rows.data(), size, w.data(), stride, num_rows, cols, out.data(), ldo);
+      for (int r = 0; r < 6; ++r) {
+        for (int64_t t = 0; t < ldo; ++t) {
+          if (r >= num_rows || t >= cols) {
+            ASSERT_EQ(out[r * ldo + t], 7.0f) << "wrote outside the rows and columns asked for";
+            continue;
+          }
+          float in_order = 0;
+          for (int64_t n = 0; n < size; ++n) {
+            const float product = w[r * stride + n] * rows[n][t];
+            in_order = in_order + product;
+          }
+          ASSERT_EQ(out[r * ldo + t], in_order) << cols << " " << num_rows << " " << r << " " << t;
+        }
+      }
+    }
+  }
+}
+
+// The maximum equals std::max_element's, and -infinity for no values.
+TEST(FloatGemmTest, MaxValueMatchesMaxElement) {
+  for (int64_t n : {1, 31, 32, 33, 1000}) {
+    const std::vector<float> x = RandomFloats(n, 44);
+    EXPECT_EQ(MaxValue(x.data(), n), *std::max_element(x.begin(), x.end())) << n;
+  }
+  EXPECT_EQ(MaxValue(nullptr, 0), -std::numeric_limits<float>::infinity());
 }
 
 TEST(FloatGemmTest, IndicesAtLeastMatchesAPlainFilter) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "policies/token/token_policy_util.h"
+#include "util/float_gemm.h"
 
 namespace kvsim {
 
@@ -140,20 +141,17 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
       for (int x = 0; x < r; ++x) tail[x] = std::max(tail[x], signs[x] * key[channels[x]]);
     }
     // Each member's logits in float (the model's attention is no more precise), summed over the channels
-    // in channel order, all chunks at once: one vector multiply-add per channel and member.
-    // In tiles of chunks, so that the group's logits of a tile stay in the L1 cache over the channels.
+    // in channel order: for the complete chunks, the selected channels' extrema rows weighted by the
+    // member's query entries (WeightedRowSums, SIMD over the chunks); the partial chunk after them.
     const int g = head.group_size;
-    constexpr int64_t kTile = 256;
     logits_.setZero(g, chunks);
-    for (int64_t k0 = 0; k0 < complete; k0 += kTile) {
-      const int64_t width = std::min(kTile, complete - k0);
-      for (int x = 0; x < r; ++x) {
-        const float* e = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity + k0;
-        for (int j = 0; j < g; ++j) {
-          logits_.row(j).segment(k0, width) += head.query(j, p)[channels[x]] * Eigen::Map<const Eigen::RowVectorXf>(e, width);
-        }
-      }
+    rows_.resize(r);
+    weights_.resize(static_cast<size_t>(g) * r);
+    for (int x = 0; x < r; ++x) {
+      rows_[x] = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity;
+      for (int j = 0; j < g; ++j) weights_[j * r + x] = head.query(j, p)[channels[x]];
     }
+    WeightedRowSums(rows_.data(), r, weights_.data(), r, g, complete, logits_.data(), chunks);
     if (complete < chunks) {
       for (int x = 0; x < r; ++x) {
         for (int j = 0; j < g; ++j) logits_(j, complete) += head.query(j, p)[channels[x]] * signs[x] * tail[x];
