@@ -518,6 +518,25 @@ KVSIM_AVX512 float Avx512Max(const float* x, int64_t n) {
   return best;
 }
 
+KVSIM_AVX512 int64_t Avx512IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
+  const __m512 threshold = _mm512_set1_ps(t);
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i indices = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), threshold, _CMP_GE_OQ);
+    if (mask != 0) {  // the found indices packed to the front, stored whole (room for 16 past the end)
+      _mm512_storeu_si512(index + count, _mm512_maskz_compress_epi32(mask, indices));
+      count += __builtin_popcount(mask);
+    }
+    indices = _mm512_add_epi32(indices, step);
+  }
+  for (; i < n; ++i) {
+    if (x[i] >= t) index[count++] = static_cast<int32_t>(i);
+  }
+  return count;
+}
+
 KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   const __m256 threshold = _mm256_set1_ps(t);
   int64_t count = 0, i = 0;

@@ -107,6 +107,7 @@ float MaxValue(const float* x, int64_t n) {
 }
 
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
+  if (UseAvx512()) return Avx512IndicesAtLeast(x, n, t, index);
   if (UseAvx2Fma()) return Avx2IndicesAtLeast(x, n, t, index);
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {  // branch-free: the index is written anyway, kept if x[i] >= t

@@ -54,7 +54,7 @@ void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int
 float MaxValue(const float* x, int64_t n);
 
 // Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count (the same on
-// both paths). REQUIRES: index has room for n + 8 entries.
+// both paths). REQUIRES: index has room for n + 16 entries.
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
 
 }  // namespace kvsim

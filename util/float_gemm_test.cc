@@ -141,10 +141,10 @@ TEST(FloatGemmTest, MaxValueMatchesMaxElement) {
 }
 
 TEST(FloatGemmTest, IndicesAtLeastMatchesAPlainFilter) {
-  for (int64_t n : {0, 5, 8, 13, 64, 1001}) {
+  for (int64_t n : {0, 5, 8, 13, 16, 17, 64, 1001}) {
     std::vector<float> x = RandomFloats(n, 50 + n);
     if (n > 3) x[3] = 0.25f;  // equal to the threshold: kept
-    std::vector<int32_t> index(n + 8, -1), expected;
+    std::vector<int32_t> index(n + 16, -1), expected;
     for (int64_t i = 0; i < n; ++i) {
       if (x[i] >= 0.25f) expected.push_back(static_cast<int32_t>(i));
     }

@@ -108,7 +108,7 @@ bool TopKSetBySample(const float* values, int64_t n, int64_t k, TopKScratch* scr
   const int64_t rank = std::min(samples, 2 * k / kStride);  // about 2k of the n values reach it
   if (rank < 1) return false;
   if (static_cast<int64_t>(scratch->values.size()) < n) scratch->values.resize(n);
-  if (static_cast<int64_t>(scratch->index.size()) < n + 8) scratch->index.resize(n + 8);
+  if (static_cast<int64_t>(scratch->index.size()) < n + 16) scratch->index.resize(n + 16);
   float* sample = scratch->values.data();
   for (int64_t i = 0; i < samples; ++i) sample[i] = values[i * kStride];
   std::nth_element(sample, sample + (rank - 1), sample + samples, std::greater<float>());
