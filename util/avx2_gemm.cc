@@ -537,6 +537,19 @@ KVSIM_AVX512 int64_t Avx512IndicesAtLeast(const float* x, int64_t n, float t, in
   return count;
 }
 
+KVSIM_AVX512 int64_t Avx512FirstAbove(const float* x, int64_t from, int64_t n, float t) {
+  const __m512 threshold = _mm512_set1_ps(t);
+  int64_t i = from;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), threshold, _CMP_GT_OQ);
+    if (mask != 0) return i + __builtin_ctz(mask);
+  }
+  for (; i < n; ++i) {
+    if (x[i] > t) return i;
+  }
+  return n;
+}
+
 KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   const __m256 threshold = _mm256_set1_ps(t);
   int64_t count = 0, i = 0;

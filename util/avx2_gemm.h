@@ -84,6 +84,9 @@ float Avx512Max(const float* x, int64_t n);
 // comparisons per instruction, one store per index found. REQUIRES: AVX2; index has room for n + 8.
 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
 
+// The first i in [from, n) with x[i] > t, or n. REQUIRES: AVX-512F.
+int64_t Avx512FirstAbove(const float* x, int64_t from, int64_t n, float t);
+
 // The same, sixteen comparisons per instruction, the indices of each sixteen packed by one compress.
 // REQUIRES: AVX-512F; index has room for n + 16.
 int64_t Avx512IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);

@@ -106,6 +106,19 @@ float MaxValue(const float* x, int64_t n) {
   return n == 0 ? -std::numeric_limits<float>::infinity() : Eigen::Map<const Eigen::ArrayXf>(x, n).maxCoeff();
 }
 
+int64_t FirstAbove(const float* x, int64_t from, int64_t n, float t) {
+  if (UseAvx512()) return Avx512FirstAbove(x, from, n, t);
+  int64_t i = from;
+  for (; i + 16 <= n; i += 16) {  // blocks of 16 whose maximum is not above t are skipped whole
+    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= t) continue;
+    break;
+  }
+  for (; i < n; ++i) {
+    if (x[i] > t) return i;
+  }
+  return n;
+}
+
 int64_t IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   if (UseAvx512()) return Avx512IndicesAtLeast(x, n, t, index);
   if (UseAvx2Fma()) return Avx2IndicesAtLeast(x, n, t, index);

@@ -140,6 +140,17 @@ TEST(FloatGemmTest, MaxValueMatchesMaxElement) {
   EXPECT_EQ(MaxValue(nullptr, 0), -std::numeric_limits<float>::infinity());
 }
 
+TEST(FloatGemmTest, FirstAboveMatchesAPlainSearch) {
+  const std::vector<float> x = RandomFloats(1000, 45);
+  for (float t : {-2.0f, 0.0f, 0.9f, 0.999f, 2.0f}) {
+    for (int64_t from : {0, 1, 15, 16, 17, 500, 999, 1000}) {
+      int64_t expected = from;
+      while (expected < 1000 && !(x[expected] > t)) ++expected;
+      ASSERT_EQ(FirstAbove(x.data(), from, 1000, t), expected) << t << " " << from;
+    }
+  }
+}
+
 TEST(FloatGemmTest, IndicesAtLeastMatchesAPlainFilter) {
   for (int64_t n : {0, 5, 8, 13, 16, 17, 64, 1001}) {
     std::vector<float> x = RandomFloats(n, 50 + n);

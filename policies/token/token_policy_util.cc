@@ -76,8 +76,8 @@ float KthLargestByHistogram(const float* values, int64_t n, int64_t k, std::vect
   return threshold;
 }
 
-// KthLargest for small k: a k-entry min-heap, one comparison for most values, and most blocks of 16
-// values skipped after one vector maximum (none of them can enter the heap).
+// KthLargest for small k: a k-entry min-heap, offered only the values above its minimum (FirstAbove skips
+// the others sixteen at a time).
 float KthLargestByHeap(const float* x, int64_t n, int64_t k, std::vector<float>* heap, int64_t* above) {
   heap->assign(x, x + k);
   std::make_heap(heap->begin(), heap->end(), std::greater<float>());
@@ -87,12 +87,10 @@ float KthLargestByHeap(const float* x, int64_t n, int64_t k, std::vector<float>*
     heap->back() = value;
     std::push_heap(heap->begin(), heap->end(), std::greater<float>());
   };
-  int64_t i = k;
-  for (; i + 16 <= n; i += 16) {
-    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= heap->front()) continue;
-    for (int64_t j = i; j < i + 16; ++j) offer(x[j]);
+  // Straight to the next value that enters the heap: the same offers that change it, in the same order.
+  for (int64_t i = FirstAbove(x, k, n, heap->front()); i < n; i = FirstAbove(x, i + 1, n, heap->front())) {
+    offer(x[i]);
   }
-  for (; i < n; ++i) offer(x[i]);
   const float threshold = heap->front();
   if (above != nullptr) *above = (Eigen::Map<const Eigen::ArrayXf>(x, n) > threshold).count();
   return threshold;
