@@ -19,13 +19,16 @@
 // Cost: per block of decode steps and kept KV head, one GEMM for the logits of all the group's query heads
 // and one for their outputs, the same two per quantiser (over its dequantised K/V), all in float; the
 // blocks are equal-sized under a memory bound and their storage is reused (huge pages advised). A small
-// kept set's o' sums its gathered value rows (once for the whole group when the set is shared); a large
-// set's o' is o minus the missing rows. Roughly, every quantiser doubles the GEMM work, and
-// oracle_evict adds one logits pass of its own (it needs every step's attention before the first).
+// kept set's o' sums its value rows (gathered, or read in place on AVX-512; once for the whole group when
+// the set is shared); a large set's o' is o minus the missing rows. Roughly, every quantiser doubles the
+// GEMM work, and oracle_evict adds one logits pass of its own (it needs every step's attention before the
+// first).
 //
 // The float GEMMs (logits, outputs, and those of oracle_evict and the prompt-window attention) run on
 // AVX2+FMA kernels (util/avx2_gemm.h) when the CPU has them, on Eigen's portable GEMM otherwise or when the
-// environment sets KVSIM_NO_AVX2=1; the choice is made once per process (util/cpu_features.h).
+// environment sets KVSIM_NO_AVX2=1; the choice is made once per process (util/cpu_features.h). Where the
+// CPU has AVX-512F, the GEMMs, the softmax passes and the kept-set sums take AVX-512 variants of the same
+// bits (KVSIM_NO_AVX512=1 keeps the AVX2 ones).
 //
 // Deterministic: single-threaded, fixed iteration order; same trace and options give identical results
 // (byte-identical on one machine). The two GEMM paths may differ in the last bits of a float (FMA,

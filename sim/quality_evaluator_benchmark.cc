@@ -257,7 +257,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
         if (rate == counters.end()) continue;
         const double evaluator = counters.at("evaluator_dots_per_s");
         std::printf("ratio%s steps=%lld: evaluator (%s path) %.2fM dots/s / %s baseline %.2fM dots/s = %.1f%%\n",
-                    avx2 ? "-avx2" : "", static_cast<long long>(steps), UseAvx2Fma() ? "AVX2" : "portable", evaluator / 1e6,
+                    avx2 ? "-avx2" : "", static_cast<long long>(steps),
+                    UseAvx512() ? "AVX-512" : UseAvx2Fma() ? "AVX2" : "portable", evaluator / 1e6,
                     avx2 ? "AVX2 matvec" : "Eigen matvec", rate->second / 1e6, 100 * evaluator / rate->second);
       }
     }
