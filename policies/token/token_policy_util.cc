@@ -191,28 +191,6 @@ void ComputeWindow(const HeadContext& head, int64_t w, RowMatrixXf* probs) {
 
 }  // namespace
 
-const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch) {
-  const int64_t stored = head.prompt_len - head.query_start;
-  const int64_t w = std::min(window, stored);
-  KVSIM_CHECK(w >= 0);
-  PromptAttentionCache* cache = head.prompt_cache;
-  if (cache == nullptr || w > PromptAttentionCache::kMaxWindow) {
-    ComputeWindow(head, w, scratch);
-    return *scratch;
-  }
-  const int64_t cached = std::min(stored, PromptAttentionCache::kMaxWindow);
-  if (cache->window != cached) {
-    ComputeWindow(head, cached, &cache->probs);
-    cache->window = cached;
-  }
-  if (w == cached) return cache->probs;
-  scratch->resize(head.group_size * w, head.prompt_len);
-  for (int j = 0; j < head.group_size; ++j) {
-    scratch->middleRows(j * w, w) = cache->probs.middleRows(j * cached + cached - w, w);
-  }
-  return *scratch;
-}
-
 PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t window, RowMatrixXf* scratch) {
   const int64_t stored = head.prompt_len - head.query_start;
   const int64_t w = std::min(window, stored);
@@ -240,7 +218,14 @@ PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t wind
 
 RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window) {
   RowMatrixXf scratch;
-  return PromptWindowAttentionView(head, window, &scratch);
+  const PromptWindowRows rows = PromptWindowAttentionRows(head, window, &scratch);
+  RowMatrixXf probs(head.group_size * rows.window, rows.cols);
+  for (int j = 0; j < head.group_size; ++j) {
+    for (int64_t r = 0; r < rows.window; ++r) {
+      probs.row(j * rows.window + r) = Eigen::Map<const Eigen::RowVectorXf>(rows.row(j, r), rows.cols);
+    }
+  }
+  return probs;
 }
 
 std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
@@ -248,9 +233,12 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head) {
   const int64_t n = head.prompt_len;
   std::vector<double> sums(n, 0.0);
   if (head.prompt_cache != nullptr && n - head.query_start <= PromptAttentionCache::kMaxWindow) {
-    RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows
-    const RowMatrixXf& probs = PromptWindowAttentionView(head, n - head.query_start, &scratch);
-    const Eigen::VectorXf column = ColumnSums(probs.data(), probs.rows(), probs.cols());
+    RowMatrixXf scratch;  // every stored query fits the shared cache: sum its rows, in member-major order
+    const PromptWindowRows rows = PromptWindowAttentionRows(head, n - head.query_start, &scratch);
+    Eigen::VectorXf column = Eigen::VectorXf::Zero(n);
+    for (int j = 0; j < head.group_size; ++j) {
+      for (int64_t r = 0; r < rows.window; ++r) column += Eigen::Map<const Eigen::VectorXf>(rows.row(j, r), n);
+    }
     for (int64_t i = 0; i < n; ++i) sums[i] = column(i);
     return sums;
   }

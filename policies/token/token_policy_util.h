@@ -59,10 +59,6 @@ void TopKSet(const float* values, int64_t n, int64_t k, TopKScratch* scratch, st
 // Uses head.prompt_cache when set and w <= PromptAttentionCache::kMaxWindow.
 RowMatrixXf PromptWindowAttention(const HeadContext& head, int64_t window);
 
-// The same, without a copy when the cache holds exactly this window (else computed into *scratch).
-// The reference is valid until the cache or *scratch changes.
-const RowMatrixXf& PromptWindowAttentionView(const HeadContext& head, int64_t window, RowMatrixXf* scratch);
-
 // Rows of PromptWindowAttention(head, window) without copying them out of the cache when it holds them
 // (a wider cached window included): row(j, r) is member j's row for query position prompt_len - w + r.
 // Otherwise they are computed into *scratch. Valid until the cache or *scratch changes.
