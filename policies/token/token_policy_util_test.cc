@@ -129,8 +129,9 @@ TEST(ExpRowTest, ExponentiatesFromTheLargestLogitAndSums) {
   }
 }
 
-// The row view equals the copied window: from the cache (narrower and equal windows) and without one.
-TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
+// The rows, from the cache (narrower and equal windows) and without one, are the causal softmax computed
+// in double precision (0 beyond each query's position), and the copying accessor holds the same rows.
+TEST(PromptWindowAttentionRowsTest, MatchTheDoubleSoftmaxWithAndWithoutTheCache) {
   // Prompt of 6 with queries stored from position 2 (4 per member), 2 members, distinct logits.
   std::vector<std::vector<std::vector<double>>> logits(2);
   for (int j = 0; j < 2; ++j) {
@@ -146,7 +147,6 @@ TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
     HeadContext context = head.context();
     context.prompt_cache = cached ? &cache : nullptr;
     for (int64_t window : {1, 3, 4, 9}) {
-      const RowMatrixXf copied = PromptWindowAttention(context, window);
       RowMatrixXf scratch;
       const PromptWindowRows rows = PromptWindowAttentionRows(context, window, &scratch);
       const int64_t w = std::min<int64_t>(window, 4);
@@ -154,15 +154,23 @@ TEST(PromptWindowAttentionRowsTest, MatchesTheCopiedWindow) {
       ASSERT_EQ(rows.cols, 6);
       for (int j = 0; j < 2; ++j) {
         for (int64_t r = 0; r < w; ++r) {
+          const int64_t position = 6 - w + r;
+          const std::vector<double> expected = ReferenceRow(head, j, position);
           for (int i = 0; i < 6; ++i) {
-            EXPECT_EQ(rows.row(j, r)[i], copied(j * w + r, i)) << cached << " w " << w << " j " << j << " r " << r;
+            if (i > position) {
+              EXPECT_EQ(rows.row(j, r)[i], 0.0f) << "causal: beyond the query's position";
+            } else {
+              EXPECT_NEAR(rows.row(j, r)[i], expected[i], 1e-6) << cached << " w " << w << " j " << j << " r " << r;
+            }
           }
         }
       }
-      // And both agree with the softmax in double precision (position 2 + 4 - w + r sees 0..that).
-      for (int64_t r = 0; r < w; ++r) {
-        const std::vector<double> expected = ReferenceRow(head, 1, 6 - w + r);
-        for (int i = 0; i <= 6 - w + r && i < 6; ++i) EXPECT_NEAR(rows.row(1, r)[i], expected[i], 1e-6);
+      const RowMatrixXf copied = PromptWindowAttention(context, window);
+      ASSERT_EQ(copied.rows(), 2 * w);
+      for (int j = 0; j < 2; ++j) {
+        for (int64_t r = 0; r < w; ++r) {
+          for (int i = 0; i < 6; ++i) EXPECT_EQ(copied(j * w + r, i), rows.row(j, r)[i]);
+        }
       }
     }
   }
