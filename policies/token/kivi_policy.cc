@@ -27,11 +27,17 @@ auto RoundCodes(const Array& v) {
   return (v + kShift) - kShift;
 }
 
-// x -> lo + scale * round((x - lo) / scale), or lo when scale is 0, for the values of `x` (KIVI's rule;
-// codes are in [0, 2^bits - 1], so RoundCodes applies).
+// KIVI's rule: x -> lo + scale * round((x - lo) / scale) for scale > 0 (codes in [0, 2^bits - 1], so
+// RoundCodes applies). Bounds are one float for a whole group, or arrays (one per channel).
+template <typename Array, typename Bound>
+auto Snap(const Array& x, const Bound& lo, const Bound& scale) {
+  return lo + scale * RoundCodes((x - lo) / scale);
+}
+
+// Snap with per-channel bounds; lo where the channel's range is empty (scale 0).
 template <typename Array, typename Bound>
 void Dequantise(Array x, const Bound& lo, const Bound& scale) {
-  x = (scale > 0).select(lo + scale * RoundCodes((x - lo) / scale), lo);
+  x = (scale > 0).select(Snap(x, lo, scale), lo);
 }
 
 }  // namespace
@@ -41,7 +47,7 @@ void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
   const float lo = x.minCoeff(), hi = x.maxCoeff();
   const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
   if (scale > 0) {
-    x = lo + scale * RoundCodes((x - lo) / scale);
+    x = Snap(x, lo, scale);
   } else {
     x.setConstant(lo);
   }
