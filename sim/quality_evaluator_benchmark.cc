@@ -15,15 +15,20 @@
 //
 // The ratio lines printed at the end come from BM_Ratios/N: the evaluator with every policy and both
 // baselines timed in three interleaved repetitions in the same minutes, fastest of each kept, because the
-// memory-bound baselines swing with the host's load (on a shared 2-core VM, ~43M to ~112M dots/s from
-// run to run) while the compute-bound evaluator moves little. Measured there (AMD EPYC, AVX2 path):
-//   ratio steps=64: evaluator (AVX2 path) 21.19M dots/s / Eigen matvec baseline 91.08M dots/s = 23.3%
-//   ratio steps=512: evaluator (AVX2 path) 32.00M dots/s / Eigen matvec baseline 86.16M dots/s = 37.1%
-//   ratio-avx2 steps=512: evaluator (AVX2 path) 32.00M dots/s / AVX2 matvec baseline 95.21M dots/s = 33.6%
-// and in three more runs: steps=64 28.9%, 34.1% and 29.7%, steps=512 47.3%, 55.6% and 56.7% (Eigen
-// baseline at 67.7M, 55.7M and 52.4-64.8M dots/s). The target, 50% of the Eigen baseline, is not met on a
-// quiet host. From the two step counts: about 40% of the 64-step time is per-sample work (the prompt
-// window's 64 queries, as many dot products as 64 decode steps, and the oracles' bookkeeping).
+// memory-bound baselines swing with the host's load (on a shared 2-core VM, ~50M to ~126M dots/s from
+// run to run) while the compute-bound evaluator moves little. Measured there (AMD EPYC with AVX-512, whose
+// kernels give the same bits as the AVX2 ones), four runs:
+//   ratio steps=64: evaluator (AVX-512 path) 30.61M dots/s / Eigen matvec baseline 116.41M dots/s = 26.3%
+//   ratio steps=512: evaluator (AVX-512 path) 52.34M dots/s / Eigen matvec baseline 109.32M dots/s = 47.9%
+// on the quietest, and 31-50% (64 steps) and 63-84% (512 steps) on the three others (Eigen baseline at
+// 54-93M dots/s). The target, 50% of the Eigen baseline, is met at 512 steps except on a quiet host,
+// and not at 64 steps. Where the time goes (perf, 512 steps): ~40% in the GEMMs, near the AVX-512 peak
+// (~85 GMAC/s) and irreducible for this policy set: the exact rows' logits and outputs (2 passes), KIVI's
+// dequantised rows (2 more) and oracle_evict's own logits pass (1); the rest is the policies' per-step
+// bookkeeping and the kept sets' value sums, which are memory-bound (value rows scattered over 16 MB per
+// head). At 64 steps the per-sample work (the prompt window's, Expected Attention's and oracle_evict's
+// GEMMs, each as large as 64 steps' rows, and the prefill scoring of the window-based policies) is not
+// amortised.
 #include <algorithm>
 #include <cstdio>
 #include <map>
