@@ -55,10 +55,11 @@ void H2oPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     }
     for (int j = 0; j < state.group_size; ++j) {
       const float* row = step.heads[h].row(j);
+      gathered_.resize(state.cache.size());  // the row's entries at the cache, read once
       double mass = 0;
-      for (int32_t i : state.cache) mass += row[i];
+      for (size_t k = 0; k < state.cache.size(); ++k) mass += (gathered_[k] = row[state.cache[k]]);
       if (mass <= 0) continue;
-      for (int32_t i : state.cache) state.hh[i] += row[i] / mass;
+      for (size_t k = 0; k < state.cache.size(); ++k) state.hh[state.cache[k]] += gathered_[k] / mass;
     }
     (*kept)[h].per_query.assign(1, state.cache);
   }

@@ -32,6 +32,7 @@ class H2oPolicy final : public TokenPolicy {
   int64_t budget_ = 0;
   int64_t recent_ = 0;
   std::vector<HeadState> heads_;
+  std::vector<float> gathered_;  // Step() scratch
 };
 
 }  // namespace kvsim
