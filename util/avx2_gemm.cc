@@ -321,18 +321,25 @@ KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t 
 
 namespace {
 
+// The Cephes single-precision exp polynomial, shared by Exp8 and Exp16 (the same operations per lane).
+constexpr float kExpBound = 88.3762626647949f;  // |x| clamp
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;  // ln 2 in two parts
+constexpr float kExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                            4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 KVSIM_AVX2 __m256 Exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f)), _mm256_set1_ps(88.3762626647949f));
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-kExpBound)), _mm256_set1_ps(kExpBound));
   // exp(x) = 2^m exp(r), m = round(x / ln 2), r = x - m ln 2 (ln 2 in two parts).
-  const __m256 m = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(m, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(m, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 m = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(m, _mm256_set1_ps(kLn2Hi), x);
+  r = _mm256_fnmadd_ps(m, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpP[0]);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[1]));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[2]));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[3]));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[4]));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[5]));
   const __m256 r2 = _mm256_mul_ps(r, r);
   p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   // 2^m for m in [-127, 128] as two powers of two (each exponent field in range, so both ends stay exact).
@@ -433,17 +440,17 @@ namespace {
 
 // Exp8 with sixteen lanes: the same operations on each lane (the same bits).
 KVSIM_AVX512 __m512 Exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)), _mm512_set1_ps(88.3762626647949f));
-  const __m512 m = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-kExpBound)), _mm512_set1_ps(kExpBound));
+  const __m512 m = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)),
                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(m, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(m, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r = _mm512_fnmadd_ps(m, _mm512_set1_ps(kLn2Hi), x);
+  r = _mm512_fnmadd_ps(m, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kExpP[0]);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[1]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[2]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[3]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[4]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[5]));
   const __m512 r2 = _mm512_mul_ps(r, r);
   p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   const __m512i e = _mm512_cvtps_epi32(m);
