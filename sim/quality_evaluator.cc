@@ -566,7 +566,7 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
     c.rope = header.rope;
   }
   caches.resize(num_heads);
-  for (PromptAttentionCache& cache : caches) cache.window = 0;  // keeps its storage
+  for (PromptAttentionCache& cache : caches) cache.Reset();  // keeps its storage
   for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
   for (Point& point : points) {
     const int64_t budget = point.meta.is_ratio

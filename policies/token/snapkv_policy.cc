@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
-std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int kernel) {
+namespace {
+
+// SnapKvScores without the memo.
+std::vector<double> ComputeSnapKvScores(const HeadContext& head, int64_t window, int kernel) {
   const int64_t n = head.prompt_len;
   const int64_t w = std::min(window, n - head.query_start);
   const int64_t scored = n - w;  // tokens outside the window
@@ -33,6 +37,17 @@ std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int ke
   // kvpress pads the window with the maximum score; +infinity states the intent (never pruned) exactly.
   for (int64_t i = scored; i < n; ++i) scores[i] = std::numeric_limits<double>::infinity();
   return scores;
+}
+
+}  // namespace
+
+std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int kernel) {
+  if (head.prompt_cache != nullptr) {  // computed once per head for every policy applying this rule
+    std::vector<double>& memo = head.prompt_cache->scores[absl::StrCat("snapkv/", window, "/", kernel)];
+    if (memo.empty()) memo = ComputeSnapKvScores(head, window, kernel);
+    return memo;
+  }
+  return ComputeSnapKvScores(head, window, kernel);
 }
 
 std::vector<double> SnapKvPolicy::ScorePrompt(absl::Span<const HeadContext> heads, int h) {

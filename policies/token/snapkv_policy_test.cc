@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "policies/token/testing/token_policy_testing.h"
+#include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 namespace {
@@ -49,6 +50,23 @@ TEST(SnapKvPolicyTest, AveragesOverTheGroup) {
   std::vector<double> s = SnapKvScores(head.context(), 2, 5);
   const double want[6] = {0.125, 0.125, 0.2, 0.1, 0.075, 0.075};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(s[i], want[i], 1e-6) << i;
+}
+
+// With the shared cache, the scores are computed once per rule and parameters: a second call returns them
+// even after the cached window attention is overwritten; other parameters and a reset cache recompute.
+TEST(SnapKvPolicyTest, SharedCacheComputesEachRuleOnce) {
+  TestHead head = Head();
+  const std::vector<double> direct = SnapKvScores(head.context(), 2, 5);
+  PromptAttentionCache cache;
+  HeadContext context = head.context();
+  context.prompt_cache = &cache;
+  EXPECT_EQ(SnapKvScores(context, 2, 5), direct);
+  ASSERT_EQ(cache.window, 2);
+  cache.probs.setZero();  // a recomputation would now see no attention at all
+  EXPECT_EQ(SnapKvScores(context, 2, 5), direct) << "the memo was not used";
+  EXPECT_NE(SnapKvScores(context, 2, 3), SnapKvScores(head.context(), 2, 3)) << "another kernel recomputes";
+  cache.Reset();
+  EXPECT_EQ(SnapKvScores(context, 2, 5), direct);
 }
 
 }  // namespace

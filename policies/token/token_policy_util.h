@@ -10,6 +10,8 @@
 #define KVSIM_POLICIES_TOKEN_TOKEN_POLICY_UTIL_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "Eigen/Core"
@@ -25,6 +27,15 @@ struct PromptAttentionCache {
   static constexpr int64_t kMaxWindow = 128;  // larger windows are computed without the cache
   int64_t window = 0;                          // 0 = empty
   RowMatrixXf probs;
+  // Prompt scores derived from the window, by rule and parameters (e.g. "snapkv/64/5"), for the policies
+  // that apply the same rule to the same head (SnapKV, PyramidKV, AdaKV around either).
+  std::map<std::string, std::vector<double>> scores;
+
+  // Empties the cache for another layer or sample (the window's storage is kept).
+  void Reset() {
+    window = 0;
+    scores.clear();
+  }
 };
 
 // The column sums of `count` consecutive rows of `cols` floats starting at `rows`, in float, added one row
