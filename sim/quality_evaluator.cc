@@ -242,35 +242,22 @@ void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t s
   }
 }
 
-// Any number of rows: in groups of four, then the remainder.
-
 // Buffers of the weighted sums, kept between calls (they only grow).
 struct SumScratch {
   std::vector<float> staging;         // the set's value rows gathered chunk-major
   std::vector<const float*> pointers;  // the set's value rows in place
 };
 
-// Any number of rows: on AVX-512, four at a time from the rows in place (Avx512WeightedRowSums; the
-// columns past the last multiple of 16 one at a time in set order: the same sums); otherwise in groups
-// of four, then the remainder.
-void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
+// out[r * d + t] = sum over the set, in set order, of w[r * stride + n] * value(set[n])[t] for `rows`
+// rows: on AVX-512 from the value rows in place (WeightedRowSums of util/float_gemm.h); otherwise
+// gathered chunk-major, in groups of four rows, then the remainder. The same sums on every path.
+void SetWeightedSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
                      int d, float* out, SumScratch* scratch) {
   if (UseAvx512()) {
-    const int d16 = d - d % 16;
     std::vector<const float*>& pointers = scratch->pointers;
     pointers.resize(set.size());
     for (size_t n = 0; n < set.size(); ++n) pointers[n] = value(set[n]);
-    for (int r = 0; r < rows; r += 4) {
-      Avx512WeightedRowSums(pointers.data(), set.size(), w + r * stride, stride, std::min(4, rows - r), d16,
-                            out + r * d, d);
-    }
-    for (int r = 0; r < rows; ++r) {
-      for (int t = d16; t < d; ++t) {
-        float acc = 0;
-        for (size_t n = 0; n < set.size(); ++n) acc += w[r * stride + n] * value(set[n])[t];
-        out[r * d + t] = acc;
-      }
-    }
+    WeightedRowSums(pointers.data(), set.size(), w, stride, rows, d, out, d);
     return;
   }
   int r = 0;
@@ -279,12 +266,6 @@ void WeightedRowSums(const std::vector<int32_t>& set, const float* w, size_t str
   if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
   if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d, staging);
   if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d, staging);
-}
-
-// One row.
-void WeightedRowSum(const std::vector<int32_t>& set, const float* w, ValueRows value, int d, float* out,
-                    SumScratch* scratch) {
-  WeightedRowSums(set, w, set.size(), 1, value, d, out, scratch);
 }
 
 // The value rows of `approx` for head c.
@@ -317,7 +298,8 @@ class Measurer {
     for (int j = 0; j < rows; ++j) {
       for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
     }
-    WeightedRowSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(), &sums_scratch_);
+    SetWeightedSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(),
+                    &sums_scratch_);
     return group_sums_.data();
   }
 
@@ -358,7 +340,7 @@ class Measurer {
       if (gathered != nullptr) {
         acc_ = Eigen::Map<const Eigen::VectorXf>(gathered, d);
       } else {
-        WeightedRowSum(set, w, value, d, acc_.data(), &sums_scratch_);
+        SetWeightedSums(set, w, set.size(), 1, value, d, acc_.data(), &sums_scratch_);
       }
     } else {
       // Sum over the complement: cheaper when most tokens are kept, and exact (0 error) when all are.
