@@ -55,39 +55,34 @@ TEST(Avx2GemmTest, Avx512ProductsEqualAvx2Bits) {
     const int64_t lda = s.k + 3, ldb_t = s.k + 1, ldb = s.n + 2, ldc = s.n + 5;
     const std::vector<float> a = RandomFloats(s.m * lda, 11), bt = RandomFloats(s.n * ldb_t, 12),
                              b = RandomFloats(s.k * ldb, 13);
-    std::vector<float> c2(s.m * ldc, 7.0f), c512(s.m * ldc, 7.0f);
-    Avx2GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c2.data(), ldc);
-    Avx512GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c512.data(), ldc);
-    for (int64_t i = 0; i < s.m; ++i) {
-      for (int64_t j = 0; j < ldc; ++j) {
-        ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << "ABt " << s.m << "x" << s.n << "x" << s.k << " at " << i
-                                                      << "," << j;
-        if (j >= s.n) continue;
-        double ref = 0, abs_sum = 0;
-        for (int64_t t = 0; t < s.k; ++t) {
-          ref += double{a[i * lda + t]} * bt[j * ldb_t + t];
-          abs_sum += std::fabs(double{a[i * lda + t]} * bt[j * ldb_t + t]);
+    // Both kernels of one product from a 7.0-filled C: equal bits everywhere (nothing written past n
+    // columns either), and near the double reference; b_at(t, j) is B's entry of the summed index t.
+    auto check = [&](const char* name, auto avx2, auto avx512, auto b_at) {
+      std::vector<float> c2(s.m * ldc, 7.0f), c512(s.m * ldc, 7.0f);
+      avx2(c2.data());
+      avx512(c512.data());
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << name << " " << s.m << "x" << s.n << "x" << s.k << " at "
+                                                        << i << "," << j;
+          if (j >= s.n) continue;
+          double ref = 0, abs_sum = 0;
+          for (int64_t t = 0; t < s.k; ++t) {
+            ref += double{a[i * lda + t]} * b_at(t, j);
+            abs_sum += std::fabs(double{a[i * lda + t]} * b_at(t, j));
+          }
+          ASSERT_NEAR(c512[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k));
         }
-        ASSERT_NEAR(c512[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k));
       }
-    }
-    std::fill(c2.begin(), c2.end(), 7.0f);
-    std::fill(c512.begin(), c512.end(), 7.0f);
-    Avx2GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c2.data(), ldc);
-    Avx512GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c512.data(), ldc);
-    for (int64_t i = 0; i < s.m; ++i) {
-      for (int64_t j = 0; j < ldc; ++j) {
-        ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << "AB " << s.m << "x" << s.n << "x" << s.k << " at " << i
-                                                      << "," << j;
-        if (j >= s.n) continue;
-        double ref = 0, abs_sum = 0;
-        for (int64_t t = 0; t < s.k; ++t) {
-          ref += double{a[i * lda + t]} * b[t * ldb + j];
-          abs_sum += std::fabs(double{a[i * lda + t]} * b[t * ldb + j]);
-        }
-        ASSERT_NEAR(c512[i * ldc + j], ref, FloatSumTolerance(abs_sum, s.k));
-      }
-    }
+    };
+    check(
+        "ABt", [&](float* c) { Avx2GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c, ldc); },
+        [&](float* c) { Avx512GemmABt(a.data(), lda, bt.data(), ldb_t, s.m, s.n, s.k, c, ldc); },
+        [&](int64_t t, int64_t j) { return bt[j * ldb_t + t]; });
+    check(
+        "AB", [&](float* c) { Avx2GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c, ldc); },
+        [&](float* c) { Avx512GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c, ldc); },
+        [&](int64_t t, int64_t j) { return b[t * ldb + j]; });
   }
 }
 
