@@ -2,9 +2,11 @@
 
 #include <cmath>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "traces/import_reader.h"
 #include "traces/jsonl_source.h"
 #include "traces/parse_util.h"
@@ -15,17 +17,23 @@
 namespace kvsim {
 namespace {
 
-absl::Status ParseType(simdjson::dom::element value, proto::RequestType* type) {
+// The documented types map to their RequestType; any other string (newer traces may add types) is
+// REQUEST_TYPE_OTHER, its name counted in `others`. A value that is not a string is an error.
+absl::Status ParseType(simdjson::dom::element value, proto::RequestType* type,
+                       absl::btree_map<std::string, int64_t>* others) {
   std::string_view name;
-  if (value.get_string().get(name) == simdjson::SUCCESS) {
-    if (name == "text") *type = proto::REQUEST_TYPE_TEXT;
-    else if (name == "image") *type = proto::REQUEST_TYPE_IMAGE;
-    else if (name == "file") *type = proto::REQUEST_TYPE_FILE;
-    else if (name == "search") *type = proto::REQUEST_TYPE_SEARCH;
-    else return JsonFieldError("type", "one of \"text\", \"image\", \"file\", \"search\"", value);
-    return absl::OkStatus();
+  if (value.get_string().get(name) != simdjson::SUCCESS) {
+    return JsonFieldError("type", "a string such as \"text\", \"image\", \"file\" or \"search\"", value);
   }
-  return JsonFieldError("type", "one of \"text\", \"image\", \"file\", \"search\"", value);
+  if (name == "text") *type = proto::REQUEST_TYPE_TEXT;
+  else if (name == "image") *type = proto::REQUEST_TYPE_IMAGE;
+  else if (name == "file") *type = proto::REQUEST_TYPE_FILE;
+  else if (name == "search") *type = proto::REQUEST_TYPE_SEARCH;
+  else {
+    *type = proto::REQUEST_TYPE_OTHER;
+    ++(*others)[std::string(name)];
+  }
+  return absl::OkStatus();
 }
 
 class BailianSource final : public JsonlSource {
@@ -34,9 +42,23 @@ class BailianSource final : public JsonlSource {
 
   bool has_request_ids() const override { return true; }
   std::vector<std::string> warnings() const override {
-    if (orphans_ == 0) return {};
-    return {absl::StrCat(path(), ": ", orphans_,
-                         " chats name a parent_chat_id not seen earlier; each starts a session")};
+    std::vector<std::string> out;
+    if (orphans_ > 0) {
+      out.push_back(absl::StrCat(path(), ": ", orphans_,
+                                 " chats name a parent_chat_id not seen earlier; each starts a session"));
+    }
+    if (!other_types_.empty()) {
+      int64_t total = 0;
+      std::vector<std::string> names;
+      for (const auto& [name, count] : other_types_) {
+        total += count;
+        if (names.size() < 8) names.push_back(absl::StrCat("\"", name, "\" ", count));
+      }
+      out.push_back(absl::StrCat(path(), ": ", total, " chats have a type other than text, image, file, search (",
+                                 absl::StrJoin(names, ", "), other_types_.size() > 8 ? ", ..." : "",
+                                 "); kept as REQUEST_TYPE_OTHER"));
+    }
+    return out;
   }
 
  protected:
@@ -65,7 +87,7 @@ class BailianSource final : public JsonlSource {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &r->output_tokens));
         has_output = true;
       } else if (key == "type") {
-        KVSIM_RETURN_IF_ERROR(ParseType(value, &r->type));
+        KVSIM_RETURN_IF_ERROR(ParseType(value, &r->type, &other_types_));
       } else if (key == "turn") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "turn", 0, INT32_MAX, &turn));
       } else if (key == "hash_ids") {
@@ -111,6 +133,7 @@ class BailianSource final : public JsonlSource {
  private:
   absl::flat_hash_map<int64_t, int64_t> session_of_;  // chat_id -> session (first turn's chat_id)
   int64_t orphans_ = 0;
+  absl::btree_map<std::string, int64_t> other_types_;  // unknown type names and their counts
 };
 
 }  // namespace

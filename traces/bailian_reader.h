@@ -8,7 +8,8 @@
 //   parent_chat_id  chat_id of the previous turn of the conversation, -1 for a first turn (required)
 //   timestamp       seconds, fractional (required)
 //   input_length, output_length   token counts >= 0 (required)
-//   type            "text" | "image" | "file" | "search" (optional; others are an error)
+//   type            "text" | "image" | "file" | "search" (optional; another string, as newer traces may
+//                   use, gives REQUEST_TYPE_OTHER, its names and counts in a warning; not a string: error)
 //   turn            integer >= 0 (optional; 0 = unknown)
 //   hash_ids        ids of the prompt's 16-token blocks (salted hashes, prefix-chained); the count must be
 //                   ceil(input_length / 16) (required)

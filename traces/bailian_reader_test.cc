@@ -50,14 +50,36 @@ TEST(BailianReaderTest, HandWrittenConversationGetsSessionsParentsAndTypes) {
   EXPECT_NE((*reader)->warnings()[0].find("1 chats name a parent_chat_id not seen earlier"), std::string::npos);
 }
 
+// Types the format does not document (newer traces) are kept as REQUEST_TYPE_OTHER and counted by name.
+TEST(BailianReaderTest, UnknownTypesAreKeptAndCounted) {
+  const std::string contents =
+      "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 9, \"type\": \"thinking\", \"hash_ids\": [5]}\n"
+      "{\"chat_id\": 2, \"parent_chat_id\": -1, \"timestamp\": 1, \"input_length\": 1, \"output_length\": 9, \"type\": \"text\", \"hash_ids\": [6]}\n"
+      "{\"chat_id\": 3, \"parent_chat_id\": 1, \"timestamp\": 2, \"input_length\": 1, \"output_length\": 9, \"type\": \"thinking\", \"hash_ids\": [5]}\n"
+      "{\"chat_id\": 4, \"parent_chat_id\": -1, \"timestamp\": 3, \"input_length\": 1, \"output_length\": 9, \"type\": \"code\", \"hash_ids\": [7]}\n";
+  auto reader = OpenBailianTrace(WriteTempFile("types.jsonl", contents), {});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto requests = ReadAll(**reader);
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  ASSERT_EQ(requests->size(), 4u);
+  const proto::RequestType want[] = {proto::REQUEST_TYPE_OTHER, proto::REQUEST_TYPE_TEXT, proto::REQUEST_TYPE_OTHER,
+                                     proto::REQUEST_TYPE_OTHER};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ((*requests)[i].type, want[i]) << i;
+  const std::vector<std::string> warnings = (*reader)->warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("3 chats have a type other than text, image, file, search (\"code\" 1, \"thinking\" 2)"),
+            std::string::npos)
+      << warnings[0];
+}
+
 TEST(BailianReaderTest, BadRecordsNameLineAndField) {
   const std::string ok = "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\n";
   struct Case {
     std::string name, contents, expected;
   } cases[] = {
       {"dup.jsonl", ok + ok, "dup.jsonl:2: chat_id: expected a chat_id not used before, got 1 again"},
-      {"type.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"type\": \"video\", \"hash_ids\": [5]}\n",
-       "type.jsonl:1: type: expected one of \"text\""},
+      {"type.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"type\": 3, \"hash_ids\": [5]}\n",
+       "type.jsonl:1: type: expected a string such as \"text\""},
       {"len.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [5]}\n",
        "len.jsonl:1: hash_ids: expected ceil(input_length / 16) = 2 ids for input_length 17, got 1"},
       {"parent.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -2, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\n",
