@@ -1,10 +1,11 @@
 // File: util/avx2_gemm.h
 //
 // Float matrix products with AVX2+FMA micro-kernels (and AVX-512 ones of identical results), for the
-// compute-bound products of the quality path (attention logits Q K^T, outputs P V). The functions are
-// compiled for AVX2+FMA (AVX-512F) by a per-function target attribute (the rest of the build stays
-// baseline x86-64): call them only when UseAvx2Fma() (UseAvx512()) of util/cpu_features.h is true. The file holds intrinsics only (no templates, no
-// inline library code), so no AVX2 instruction can leak into code shared with the portable path.
+// compute-bound products of the quality path (attention logits Q K^T, outputs P V), and the row passes
+// around them. The functions are compiled for AVX2+FMA (AVX-512F) by a per-function target attribute
+// (the rest of the build stays baseline x86-64): call them only when UseAvx2Fma() (UseAvx512()) of
+// util/cpu_features.h is true. The file holds intrinsics only (no templates, no inline library code), so
+// no AVX2 or AVX-512 instruction can leak into code shared with the portable path.
 //
 // Each output element is one float sum in a fixed order (k ascending within each of 8 lanes' FMA chains
 // for Avx2GemmABt, k ascending in blocks for Avx2GemmAB): deterministic for given inputs, but not bit-equal
@@ -84,12 +85,12 @@ float Avx512Max(const float* x, int64_t n);
 // comparisons per instruction, one store per index found. REQUIRES: AVX2; index has room for n + 8.
 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
 
-// The first i in [from, n) with x[i] > t, or n. REQUIRES: AVX-512F.
-int64_t Avx512FirstAbove(const float* x, int64_t from, int64_t n, float t);
-
 // The same, sixteen comparisons per instruction, the indices of each sixteen packed by one compress.
 // REQUIRES: AVX-512F; index has room for n + 16.
 int64_t Avx512IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);
+
+// The first i in [from, n) with x[i] > t, or n. REQUIRES: AVX-512F.
+int64_t Avx512FirstAbove(const float* x, int64_t from, int64_t n, float t);
 
 }  // namespace kvsim
 
