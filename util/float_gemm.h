@@ -1,10 +1,11 @@
 // File: util/float_gemm.h
 //
-// Float matrix products (and the softmax exponentials, row sums and threshold filters around them) that take the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma() (decided
-// once per process; KVSIM_NO_AVX2=1 forces the portable path; the two products take their AVX-512
-// variants, of the same bits, when UseAvx512()) and Eigen's portable GEMM otherwise. All
-// matrices are row-major with explicit leading dimensions. Each path is deterministic; the two paths may
-// differ in the last bits of a result (FMA, summation order).
+// Float matrix products, and the row passes around them (softmax exponentials, row sums, maxima,
+// threshold filters, weighted row sums), on the AVX2+FMA kernels of util/avx2_gemm.h when UseAvx2Fma()
+// (decided once per process; KVSIM_NO_AVX2=1 forces the portable path), on their AVX-512 variants, of the
+// same bits, where UseAvx512(), and on Eigen or plain loops otherwise. All matrices are row-major with
+// explicit leading dimensions. Each path is deterministic; the SIMD and portable paths may differ in the
+// last bits of a result (FMA, summation order) where a function does not say otherwise.
 //
 // Thread-safe (no shared state).
 //
