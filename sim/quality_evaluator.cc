@@ -8,9 +8,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
-#include "util/avx2_gemm.h"
 #include "util/check.h"
-#include "util/cpu_features.h"
 #include "util/float_gemm.h"
 #include "util/huge_pages.h"
 #include "util/status_macros.h"
@@ -130,45 +128,6 @@ struct Approx {
   int64_t values_exact_from = 0;
 };
 
-// out[g * d + t] = sum over n of w[g * stride + n] * value(set[n])[t] for G rows sharing `set` and t < d,
-// in float, each element summed in set order: the same operations, in the same order, as one axpy per
-// kept token and row, but over chunks of 4 * L columns held in registers (Eigen's 4-float packets: SSE
-// on x86-64, NEON elsewhere) for all G rows, so each value chunk is loaded once for the G rows and the
-// partial sums are never stored. `rows(c, n)` is the chunk of columns [t0 + 4 L c, ...) of token n.
-template <int G, int L, typename ChunkFn>
-void WeightedChunkSums(size_t size, const float* w, size_t stride, ChunkFn rows, int chunks, int d, int t0,
-                       float* out) {
-  using Eigen::internal::padd;
-  using Eigen::internal::pmul;
-  using Packet = Eigen::internal::Packet4f;
-  for (int c = 0; c < chunks; ++c) {
-    Packet acc[G][L];  // G * L <= 8 registers: the loops over g and l are unrolled
-#pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) acc[g][l] = Eigen::internal::pset1<Packet>(0.0f);
-    }
-    for (size_t n = 0; n < size; ++n) {
-      const float* v = rows(c, n);
-      Packet x[L];
-#pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) x[l] = Eigen::internal::ploadu<Packet>(v + 4 * l);
-#pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) {
-        const Packet weight = Eigen::internal::pset1<Packet>(w[g * stride + n]);
-#pragma GCC unroll 8
-        for (int l = 0; l < L; ++l) acc[g][l] = padd(acc[g][l], pmul(weight, x[l]));
-      }
-    }
-    const int t = t0 + c * 4 * L;
-#pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) Eigen::internal::pstoreu(out + g * d + t + 4 * l, acc[g][l]);
-    }
-  }
-}
-
 // The value rows a policy's attention reads: row i is alt's for i < split (a quantiser's dequantised
 // values), base's otherwise.
 struct ValueRows {
@@ -179,93 +138,20 @@ struct ValueRows {
   const float* operator()(int64_t i) const { return (i < split ? alt : base) + i * d; }
 };
 
-// The set's value rows gathered into `staging`, chunk-major (all tokens' columns [W c, W (c + 1))
-// together, c < chunks), so that the scattered rows are read once with many loads in flight and each pass
-// of the sums streams contiguous memory.
-template <int W>
-const float* GatherChunkMajor(const std::vector<int32_t>& set, const ValueRows& value, int chunks,
-                              std::vector<float>* staging) {
-  constexpr size_t kAhead = 16;  // rows prefetched ahead of the gather
-  const size_t size = set.size();
-  staging->resize(static_cast<size_t>(chunks) * size * W);
-  float* buffer = staging->data();
-  for (size_t n = 0; n < size; ++n) {
-    if (n + kAhead < size) {
-      const char* ahead = reinterpret_cast<const char*>(value(set[n + kAhead]));
-      for (int byte = 0; byte < chunks * W * static_cast<int>(sizeof(float)); byte += 64) {
-        __builtin_prefetch(ahead + byte);
-      }
-    }
-    const float* v = value(set[n]);
-    for (int c = 0; c < chunks; ++c) {  // packet copies: no memmove call per chunk
-#pragma GCC unroll 8
-      for (int l = 0; l < W / 4; ++l) {
-        Eigen::internal::pstoreu(buffer + (c * size + n) * W + 4 * l,
-                                 Eigen::internal::ploadu<Eigen::internal::Packet4f>(v + c * W + 4 * l));
-      }
-    }
-  }
-  return buffer;
-}
-
-// G rows: the set's value rows gathered chunk-major (GatherChunkMajor), summed in chunks of 4 L columns,
-// then chunks of one packet and single columns. Four rows on a CPU with AVX2 take 16-column chunks
-// (Avx2WeightedSums4: the same multiplications and additions in the same order, identical results).
-template <int G>
-void WeightedRowSumsOf(const std::vector<int32_t>& set, const float* w, size_t stride, const ValueRows& value, int d,
-                       float* out, std::vector<float>* staging) {
-  constexpr int L = 8 / G;
-  constexpr int kWidth = 4 * L;
-  const size_t size = set.size();
-  int t0 = 0;
-  if (G == 4 && UseAvx2Fma()) {
-    const int chunks = d / 16;
-    const float* buffer = GatherChunkMajor<16>(set, value, chunks, staging);
-    Avx2WeightedSums4(buffer, size, chunks, w, stride, out, d);
-    t0 = chunks * 16;
-  } else {
-    const int chunks = d / kWidth;
-    const float* buffer = GatherChunkMajor<kWidth>(set, value, chunks, staging);
-    WeightedChunkSums<G, L>(
-        size, w, stride, [&](int c, size_t n) { return buffer + (c * size + n) * kWidth; }, chunks, d, 0, out);
-    t0 = chunks * kWidth;
-  }
-  const int small_chunks = (d - t0) / 4;
-  WeightedChunkSums<G, 1>(
-      size, w, stride, [&](int c, size_t n) { return value(set[n]) + t0 + 4 * c; }, small_chunks, d, t0, out);
-  for (t0 += 4 * small_chunks; t0 < d; ++t0) {
-    for (int g = 0; g < G; ++g) {
-      float acc = 0;
-      for (size_t n = 0; n < size; ++n) acc += w[g * stride + n] * value(set[n])[t0];
-      out[g * d + t0] = acc;
-    }
-  }
-}
-
 // Buffers of the weighted sums, kept between calls (they only grow).
 struct SumScratch {
-  std::vector<float> staging;         // the set's value rows gathered chunk-major
-  std::vector<const float*> pointers;  // the set's value rows in place
+  std::vector<const float*> pointers;  // the set's value rows
+  std::vector<float> staging;          // WeightedRowSums' gathered rows
 };
 
 // out[r * d + t] = sum over the set, in set order, of w[r * stride + n] * value(set[n])[t] for `rows`
-// rows: on AVX-512 from the value rows in place (WeightedRowSums of util/float_gemm.h); otherwise
-// gathered chunk-major, in groups of four rows, then the remainder. The same sums on every path.
+// rows (WeightedRowSums of util/float_gemm.h over the set's value rows).
 void SetWeightedSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
                      int d, float* out, SumScratch* scratch) {
-  if (UseAvx512()) {
-    std::vector<const float*>& pointers = scratch->pointers;
-    pointers.resize(set.size());
-    for (size_t n = 0; n < set.size(); ++n) pointers[n] = value(set[n]);
-    WeightedRowSums(pointers.data(), set.size(), w, stride, rows, d, out, d);
-    return;
-  }
-  int r = 0;
-  std::vector<float>* staging = &scratch->staging;
-  for (; r + 4 <= rows; r += 4) WeightedRowSumsOf<4>(set, w + r * stride, stride, value, d, out + r * d, staging);
-  if (rows - r == 3) WeightedRowSumsOf<3>(set, w + r * stride, stride, value, d, out + r * d, staging);
-  if (rows - r == 2) WeightedRowSumsOf<2>(set, w + r * stride, stride, value, d, out + r * d, staging);
-  if (rows - r == 1) WeightedRowSumsOf<1>(set, w + r * stride, stride, value, d, out + r * d, staging);
+  std::vector<const float*>& pointers = scratch->pointers;
+  pointers.resize(set.size());
+  for (size_t n = 0; n < set.size(); ++n) pointers[n] = value(set[n]);
+  WeightedRowSums(pointers.data(), set.size(), w, stride, rows, d, out, d, &scratch->staging);
 }
 
 // The value rows of `approx` for head c.

@@ -15,6 +15,7 @@
 #define KVSIM_UTIL_FLOAT_GEMM_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace kvsim {
 
@@ -46,10 +47,11 @@ double ScaleLaneSum(float* x, int64_t n, float factor);
 double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 
 // out[r * ldo + t] = sum over n < size, in n order, of w[r * stride + n] * rows[n][t] for r < num_rows and
-// t < cols, each term a float multiplication then an addition, from 0: the same bits on both paths
-// (AVX-512: Avx512WeightedRowSums for the columns up to the last multiple of 16).
+// t < cols, each term a float multiplication then an addition, from 0: the same bits on every path.
+// AVX-512 reads the rows in place (Avx512WeightedRowSums); the other paths gather them chunk-major into
+// *staging first (grown as needed and kept by the caller between calls; null: a buffer per call).
 void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
-                     int64_t cols, float* out, int64_t ldo);
+                     int64_t cols, float* out, int64_t ldo, std::vector<float>* staging = nullptr);
 
 // The largest of x[0..n) (-infinity for n = 0), the same on both paths. NaN is not expected.
 float MaxValue(const float* x, int64_t n);

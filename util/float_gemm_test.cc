@@ -108,11 +108,14 @@ TEST(FloatGemmTest, WeightedRowSumsFollowRowOrder) {
                            w = RandomFloats(6 * stride, 43);
   std::vector<const float*> rows;
   for (int64_t n = 0; n < size; ++n) rows.push_back((n % 3 == 0 ? a.data() : b.data()) + (size - 1 - n) * len);
+  std::vector<float> staging;  // kept across calls, as callers keep it
   for (int64_t cols : {5, 16, 70, 150}) {
     for (int num_rows = 1; num_rows <= 6; ++num_rows) {
       const int64_t ldo = cols + 3;
-      std::vector<float> out(6 * ldo, 7.0f);
+      std::vector<float> out(6 * ldo, 7.0f), again(6 * ldo, 7.0f);
       WeightedRowSums(rows.data(), size, w.data(), stride, num_rows, cols, out.data(), ldo);
+      WeightedRowSums(rows.data(), size, w.data(), stride, num_rows, cols, again.data(), ldo, &staging);
+      ASSERT_EQ(again, out) << "a kept staging buffer changes nothing";
       for (int r = 0; r < 6; ++r) {
         for (int64_t t = 0; t < ldo; ++t) {
           if (r >= num_rows || t >= cols) {

@@ -151,7 +151,7 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
       rows_[x] = (signs[x] > 0 ? ext.max.data() : ext.min.data()) + channels[x] * ext.capacity;
       for (int j = 0; j < g; ++j) weights_[j * r + x] = head.query(j, p)[channels[x]];
     }
-    WeightedRowSums(rows_.data(), r, weights_.data(), r, g, complete, logits_.data(), chunks);
+    WeightedRowSums(rows_.data(), r, weights_.data(), r, g, complete, logits_.data(), chunks, &staging_);
     if (complete < chunks) {
       for (int x = 0; x < r; ++x) {
         for (int j = 0; j < g; ++j) logits_(j, complete) += head.query(j, p)[channels[x]] * signs[x] * tail[x];

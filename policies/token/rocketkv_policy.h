@@ -52,6 +52,7 @@ class RocketKvPolicy final : public TokenPolicy {
   RowMatrixXf logits_;               // Step() scratch: group_size x chunks
   std::vector<const float*> rows_;   // Step() scratch: the selected channels' extrema rows
   std::vector<float> weights_;       // Step() scratch: group_size x channels query entries
+  std::vector<float> staging_;       // Step() scratch of WeightedRowSums
 };
 
 // Stage-1 scores of one head (prompt_len values; the window is +infinity).
