@@ -4,6 +4,15 @@
 #include <cstring>
 
 namespace kvsim {
+namespace {
+
+// True if the environment sets `variable` to "1".
+bool SwitchedOff(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+}  // namespace
 
 bool CpuHasAvx2Fma() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,14 +21,6 @@ bool CpuHasAvx2Fma() {
 #else
   return false;
 #endif
-}
-
-bool UseAvx2Fma() {
-  static const bool use = [] {
-    const char* off = std::getenv("KVSIM_NO_AVX2");
-    return CpuHasAvx2Fma() && !(off != nullptr && std::strcmp(off, "1") == 0);
-  }();
-  return use;
 }
 
 bool CpuHasAvx512() {
@@ -31,11 +32,13 @@ bool CpuHasAvx512() {
 #endif
 }
 
+bool UseAvx2Fma() {
+  static const bool use = CpuHasAvx2Fma() && !SwitchedOff("KVSIM_NO_AVX2");
+  return use;
+}
+
 bool UseAvx512() {
-  static const bool use = [] {
-    const char* off = std::getenv("KVSIM_NO_AVX512");
-    return UseAvx2Fma() && CpuHasAvx512() && !(off != nullptr && std::strcmp(off, "1") == 0);
-  }();
+  static const bool use = UseAvx2Fma() && CpuHasAvx512() && !SwitchedOff("KVSIM_NO_AVX512");
   return use;
 }
 

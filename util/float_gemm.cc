@@ -223,11 +223,8 @@ float MaxValue(const float* x, int64_t n) {
 
 int64_t FirstAbove(const float* x, int64_t from, int64_t n, float t) {
   if (UseAvx512()) return Avx512FirstAbove(x, from, n, t);
-  int64_t i = from;
-  for (; i + 16 <= n; i += 16) {  // blocks of 16 whose maximum is not above t are skipped whole
-    if (Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= t) continue;
-    break;
-  }
+  int64_t i = from;  // blocks of 16 whose maximum is not above t are skipped whole
+  while (i + 16 <= n && Eigen::Map<const Eigen::Array<float, 16, 1>>(x + i).maxCoeff() <= t) i += 16;
   for (; i < n; ++i) {
     if (x[i] > t) return i;
   }

@@ -45,9 +45,9 @@ void RocketKvPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t bud
     std::sort(kept.begin(), kept.end());
     prompt_kept_.push_back(std::move(kept));
   }
+  caches_ = prompt_kept_;  // Step() appends the decode tokens
   // Stage 2 reads the kept prompt keys at every step: one contiguous copy per layer instead of rows
   // scattered over the whole prompt.
-  caches_.assign(heads.size(), {});
   kept_keys_.resize(heads.size());
   extrema_.assign(heads.size(), ChunkExtrema());
   for (size_t h = 0; h < heads.size(); ++h) {
@@ -98,7 +98,6 @@ void RocketKvPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
     const HeadContext& head = heads_[h];
     // The cache: the kept prompt, then every decode token up to p (grown in place from step to step).
     std::vector<int32_t>& cache = caches_[h];
-    if (cache.size() < prompt_kept_[h].size()) cache = prompt_kept_[h];
     for (int64_t i = head.prompt_len + static_cast<int64_t>(cache.size() - prompt_kept_[h].size()); i <= p; ++i) {
       cache.push_back(static_cast<int32_t>(i));
     }
