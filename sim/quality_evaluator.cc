@@ -19,7 +19,7 @@ namespace {
 using ConstRowMap = Eigen::Map<const RowMatrixXf>;
 
 constexpr int64_t kMaxStepBlock = 64;
-constexpr int64_t kMaxBlockFloats = int64_t{1} << 25;  // probabilities held per block: 128 MiB
+constexpr int64_t kMaxBlockFloats = int64_t{3} << 24;  // probabilities held per block: 192 MiB
 
 // A fixed-bin histogram over [0, range] for percentiles in bounded memory (resolution range / bins);
 // mean, minimum and maximum are exact.
@@ -308,8 +308,7 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
       for (int64_t i = kv.keys_exact_from; i <= p; ++i) row(i) = Eigen::Map<const Eigen::VectorXf>(c.key(i), d).dot(q);
     }
     row.tail(cols - p - 1).setZero();
-    const double sum = ExpRow(row.data(), p + 1, scale);
-    block->totals[r] = ScaleLaneSum(row.data(), p + 1, static_cast<float>(1.0 / sum));
+    block->totals[r] = SoftmaxRow(row.data(), p + 1, scale);
     if (policy != nullptr) continue;
     block->kth[r] = KthLargest(row.data(), p + 1, std::min<int64_t>(top_k, p + 1), &block->heap);
     block->hits[r] = (row.head(p + 1).array() >= block->kth[r]).count();
@@ -436,25 +435,32 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   caches.resize(num_heads);
   for (PromptAttentionCache& cache : caches) cache.Reset();  // keeps its storage
   for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
+  const int64_t g = header.group_size(), n = sample.seq_len(), steps_total = sample.num_decode_steps;
+  int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
+  for (const Point& point : points) copies += point.quantised ? 1 : 0;
+  const int64_t max_steps = std::max<int64_t>(
+      1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
+  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
+  const int64_t num_blocks = std::max<int64_t>(1, (steps_total + max_steps - 1) / max_steps);
+  const int64_t block_steps = std::max<int64_t>(1, (steps_total + num_blocks - 1) / num_blocks);
+  blocks.resize(num_heads);
+  // One block for every step: the exact attention is computed before the policies begin the layer and
+  // shown to them (oracle_evict sums it instead of recomputing it).
+  const bool exact_first = num_blocks == 1 && steps_total > 0;
+  for (size_t h = 0; exact_first && h < num_heads; ++h) {
+    ComputeBlock(heads[h], 0, steps_total, options.top_k, nullptr, 0, &blocks[h]);
+    heads[h].decode_attention = DecodeAttention{blocks[h].probs.data(), blocks[h].probs.cols(), steps_total};
+  }
   for (Point& point : points) {
     const int64_t budget = point.meta.is_ratio
                                ? std::max<int64_t>(1, std::llround(point.meta.budget_value * sample.prompt_len))
                                : static_cast<int64_t>(point.meta.budget_value);
     point.policy->BeginLayer(heads, budget);
   }
-  const int64_t g = header.group_size(), n = sample.seq_len();
-  int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
-  for (const Point& point : points) copies += point.quantised ? 1 : 0;
-  const int64_t max_steps = std::max<int64_t>(
-      1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
-  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
-  const int64_t num_blocks = std::max<int64_t>(1, (sample.num_decode_steps + max_steps - 1) / max_steps);
-  const int64_t block_steps = std::max<int64_t>(1, (sample.num_decode_steps + num_blocks - 1) / num_blocks);
-  blocks.resize(num_heads);
   Measurer measurer(n, header.head_dim);
-  for (int64_t s0 = 0; s0 < sample.num_decode_steps; s0 += block_steps) {
-    const int64_t steps = std::min(block_steps, sample.num_decode_steps - s0);
-    for (size_t h = 0; h < num_heads; ++h) {
+  for (int64_t s0 = 0; s0 < steps_total; s0 += block_steps) {
+    const int64_t steps = std::min(block_steps, steps_total - s0);
+    for (size_t h = 0; !exact_first && h < num_heads; ++h) {
       ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
     }
     for (Point& point : points) {

@@ -29,6 +29,8 @@
 // head). At 64 steps the per-sample work (the prompt window's, Expected Attention's and oracle_evict's
 // GEMMs, each as large as 64 steps' rows, and the prefill scoring of the window-based policies) is not
 // amortised.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -150,6 +152,13 @@ std::vector<std::string> AllPolicies() {
   return policies;
 }
 
+// The process's minor page faults so far (getrusage).
+int64_t MinorPageFaults() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
 // An evaluator of `policies` at a 1024-token budget for the sample's model.
 absl::StatusOr<std::unique_ptr<QualityEvaluator>> CreateEvaluator(const SyntheticTrace& t,
                                                                   const std::vector<std::string>& policies) {
@@ -173,12 +182,15 @@ void RunEvaluator(benchmark::State& state, const std::vector<std::string>& polic
     return;
   }
   const int64_t warm_up_dots = (*evaluator)->Finish().num_dot_products;
+  const int64_t faults_before = MinorPageFaults();
   for (auto _ : state) {
     if (!(*evaluator)->AddSample(t.samples[0]).ok()) {
       state.SkipWithError("evaluation failed");
       return;
     }
   }
+  state.counters["page_faults_per_sample"] = static_cast<double>(MinorPageFaults() - faults_before) /
+                                            static_cast<double>(state.iterations());
   state.SetItemsProcessed((*evaluator)->Finish().num_dot_products - warm_up_dots);
 }
 

@@ -5,7 +5,8 @@
 // score_i = sum over decode steps t and group members j of a_{t,i} (true attention, full cache), and the
 // prompt is evicted by that score (PromptScorePolicy; decode tokens are always kept). This is the best
 // permanent eviction of the prompt for total future attention mass; it needs the future, so it is a
-// bound, not a policy one can deploy. Kind: kEvict.
+// bound, not a policy one can deploy. Kind: kEvict. The attention rows are read from the head's
+// DecodeAttention when the caller has it (no second pass over the keys), else recomputed.
 #ifndef KVSIM_POLICIES_TOKEN_ORACLE_EVICT_POLICY_H_
 #define KVSIM_POLICIES_TOKEN_ORACLE_EVICT_POLICY_H_
 

@@ -1,32 +1,38 @@
 #include "policies/token/scissorhands_policy.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "Eigen/Core"
 #include "policies/token/token_policy_util.h"
 
 namespace kvsim {
 
-template <typename F>
-void ScissorhandsPolicy::Record(HeadState& state, F attention, int rows) {
+void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int num_rows) {
   const size_t size = state.cache.size();
+  const int32_t* cache = state.cache.data();
   share_.assign(size, 0.0);
   values_.resize(size);
   Eigen::Map<Eigen::ArrayXd> share(share_.data(), size), values(values_.data(), size);
-  for (int r = 0; r < rows; ++r) {
-    double mass = 0;
-    for (size_t k = 0; k < size; ++k) mass += (values_[k] = attention(r, state.cache[k]));
+  for (int r = 0; r < num_rows; ++r) {
+    const float* row = rows[r];
+    for (size_t k = 0; k < size; ++k) values_[k] = row[cache[k]];
+    const double mass = values.sum();
     if (mass <= 0) continue;
-    share += values / mass / static_cast<double>(rows);  // vectorised: the same two divisions per token
+    share += values * (1.0 / (mass * num_rows));  // this row's attention renormalised over the cache
   }
-  std::vector<int32_t> low;
+  // Below the uniform share: counted, and remembered until the record leaves the history. Branch-free
+  // (most tokens are below it, but not predictably).
+  std::vector<int32_t> low(size);
+  size_t num_low = 0;
   const double uniform = 1.0 / static_cast<double>(size);
   for (size_t k = 0; k < size; ++k) {
-    if (share_[k] < uniform) {
-      low.push_back(state.cache[k]);
-      ++state.counts[state.cache[k]];
-    }
+    const bool is_low = share_[k] < uniform;
+    low[num_low] = cache[k];
+    num_low += is_low;
+    state.counts[cache[k]] += is_low;
   }
+  low.resize(num_low);
   state.history.push_back(std::move(low));
   if (static_cast<int>(state.history.size()) > kHistory) {
     for (int32_t i : state.history.front()) --state.counts[i];
@@ -61,14 +67,15 @@ void ScissorhandsPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t
     RowMatrixXf scratch;
     const PromptWindowRows probs = PromptWindowAttentionRows(head, w, &scratch);
     // Each window query t sees the prompt tokens 0..t.
+    std::vector<const float*> rows(head.group_size);
     for (int64_t r = 0; r < w; ++r) {
-      const int64_t t = n - w + r;
-      state.cache.clear();
-      for (int64_t i = 0; i <= t; ++i) state.cache.push_back(static_cast<int32_t>(i));
-      Record(state, [&](int j, int32_t i) { return static_cast<double>(probs.row(j, r)[i]); }, head.group_size);
+      state.cache.resize(n - w + r + 1);
+      std::iota(state.cache.begin(), state.cache.end(), 0);
+      for (int j = 0; j < head.group_size; ++j) rows[j] = probs.row(j, r);
+      Record(state, rows.data(), head.group_size);
     }
-    state.cache.clear();
-    for (int64_t i = 0; i < n; ++i) state.cache.push_back(static_cast<int32_t>(i));
+    state.cache.resize(n);
+    std::iota(state.cache.begin(), state.cache.end(), 0);
     if (n > budget_ - batch_) DropBatch(state, n - 1);
   }
 }
@@ -79,8 +86,9 @@ void ScissorhandsPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept)
     state.cache.push_back(static_cast<int32_t>(step.position));
     if (static_cast<int64_t>(state.cache.size()) > budget_) DropBatch(state, step.position);
     (*kept)[h].per_query.assign(1, state.cache);
-    const HeadStep& rows = step.heads[h];
-    Record(state, [&](int j, int32_t i) { return static_cast<double>(rows.row(j)[i]); }, state.group_size);
+    rows_.resize(state.group_size);
+    for (int j = 0; j < state.group_size; ++j) rows_[j] = step.heads[h].row(j);
+    Record(state, rows_.data(), state.group_size);
   }
 }
 

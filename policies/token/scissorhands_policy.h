@@ -35,10 +35,11 @@ class ScissorhandsPolicy final : public TokenPolicy {
     std::deque<std::vector<int32_t>> history;       // per recorded step: the positions found unimportant
     int group_size = 1;
   };
-  // Records one step: `attention(i)` for each cached i, already summed over the group's rows.
-  template <typename F>
-  void Record(HeadState& state, F attention, int rows);
+  // Records one step: each cached token's attention from `rows` (num_rows group members' rows, indexed
+  // by position), renormalised over the cache and averaged over the rows, against the uniform share.
+  void Record(HeadState& state, const float* const* rows, int num_rows);
   std::vector<double> share_, values_;  // Record() scratch, per cached token
+  std::vector<const float*> rows_;      // Step()'s rows for Record()
   void DropBatch(HeadState& state, int64_t position);
 
   int64_t budget_ = 0, recent_ = 1, batch_ = 1;

@@ -50,6 +50,17 @@ namespace kvsim {
 
 struct PromptAttentionCache;  // token_policy_util.h
 
+// The exact attention of every decode step of one KV head's group, when the caller computed it before
+// BeginLayer (sim/quality_evaluator.cc does when the layer's steps fit in one block). Row j * steps + t
+// holds member j's softmax at position prompt_len + t over keys 0..prompt_len + t (SoftmaxRow() of
+// token_policy_util.h on its q.k logits), zeros after. probs == nullptr: not available.
+struct DecodeAttention {
+  const float* probs = nullptr;
+  int64_t stride = 0;  // floats between rows
+  int64_t steps = 0;
+  const float* row(int j, int64_t t) const { return probs + (j * steps + t) * stride; }
+};
+
 // One kept (layer, KV head) of one sample, as policies see it. Pointers are into the sample's tensors
 // (attention_trace.h layouts) and stay valid until the next BeginLayer().
 struct HeadContext {
@@ -69,6 +80,9 @@ struct HeadContext {
   // Optional memo, owned by the caller and shared by the policies evaluated on this head (null: none):
   // PromptWindowAttention() computes the stored prompt queries' attention once into it.
   PromptAttentionCache* prompt_cache = nullptr;
+  // Optional, owned by the caller: every decode step's exact attention (oracles that look ahead read it
+  // instead of recomputing it).
+  DecodeAttention decode_attention;
 
   const float* key(int64_t i) const { return keys + i * head_dim; }
   const float* value(int64_t i) const { return values + i * head_dim; }

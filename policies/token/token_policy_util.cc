@@ -259,6 +259,10 @@ double ExpRow(float* row, int64_t length, float scale) {
   return ExpScaledLaneSum(row, length, scale, max_logit);
 }
 
+double SoftmaxRow(float* row, int64_t length, float scale) {
+  return ScaleLaneSum(row, length, static_cast<float>(1.0 / ExpRow(row, length, scale)));
+}
+
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,
                          std::vector<int32_t>* kept) {
   count = std::max<int64_t>(0, std::min<int64_t>(count, ranking.size()));

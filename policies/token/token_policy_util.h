@@ -93,6 +93,12 @@ std::vector<double> PromptAttentionColumnSums(const HeadContext& head);
 // REQUIRES: length >= 1.
 double ExpRow(float* row, int64_t length, float scale);
 
+// The causal softmax of a row of attention logits in place: ExpRow(), then each entry times the float
+// reciprocal of the sum (ScaleLaneSum). Returns the double sum of the resulting probabilities (~1).
+// The evaluator's exact rows and every policy that recomputes them use it, so they agree to the bit.
+// REQUIRES: length >= 1.
+double SoftmaxRow(float* row, int64_t length, float scale);
+
 // Fills `kept` with the shared set {first `count` entries of ranking} + [from, to] (inclusive).
 void KeepRankedPlusRange(const std::vector<int32_t>& ranking, int64_t count, int64_t from, int64_t to,
                          std::vector<int32_t>* kept);
