@@ -34,22 +34,17 @@ auto Snap(const Array& x, const Bound& lo, const Bound& scale) {
   return lo + scale * RoundCodes((x - lo) / scale);
 }
 
-// Snap with per-channel bounds; lo where the channel's range is empty (scale 0).
-template <typename Array, typename Bound>
-void Dequantise(Array x, const Bound& lo, const Bound& scale) {
-  x = (scale > 0).select(Snap(x, lo, scale), lo);
-}
-
 }  // namespace
 
-void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits) {
-  Eigen::Map<Eigen::ArrayXf, 0, Eigen::InnerStride<>> x(data, count, Eigen::InnerStride<>(stride));
+void QuantizeGroup(const float* in, int64_t count, int bits, float* out) {
+  Eigen::Map<const Eigen::ArrayXf> x(in, count);
   const float lo = x.minCoeff(), hi = x.maxCoeff();
   const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
+  Eigen::Map<Eigen::ArrayXf> y(out, count);
   if (scale > 0) {
-    x = Snap(x, lo, scale);
+    y = Snap(x, lo, scale);
   } else {
-    x.setConstant(lo);
+    y.setConstant(lo);
   }
 }
 
@@ -63,20 +58,23 @@ void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int6
                                 std::vector<float>* result) {
   std::vector<float>& out = *result;
   ReserveHugePages(tokens * dim, &out);
-  out.assign(keys, keys + tokens * dim);  // reuses the capacity of an earlier layer
+  out.resize(tokens * dim);  // reuses the capacity of an earlier layer; every entry is written below
   Eigen::ArrayXf lo(dim), hi(dim), scale(dim);
   const float levels = static_cast<float>((1 << bits) - 1);
   for (int64_t start = 0; start < tokens; start += group) {
     const int64_t count = std::min(group, tokens - start);
-    auto row = [&](int64_t i) { return Eigen::Map<Eigen::ArrayXf>(&out[(start + i) * dim], dim); };
-    lo = row(0);
-    hi = row(0);
+    auto in = [&](int64_t i) { return Eigen::Map<const Eigen::ArrayXf>(keys + (start + i) * dim, dim); };
+    lo = in(0);
+    hi = in(0);
     for (int64_t i = 1; i < count; ++i) {
-      lo = lo.min(row(i));
-      hi = hi.max(row(i));
+      lo = lo.min(in(i));
+      hi = hi.max(in(i));
     }
     scale = (hi - lo) / levels;
-    for (int64_t i = 0; i < count; ++i) Dequantise(row(i), lo, scale);
+    // Snap per channel; lo where the channel's range is empty (scale 0).
+    for (int64_t i = 0; i < count; ++i) {
+      Eigen::Map<Eigen::ArrayXf>(&out[(start + i) * dim], dim) = (scale > 0).select(Snap(in(i), lo, scale), lo);
+    }
   }
 }
 
@@ -90,10 +88,10 @@ void QuantizeValuesPerTokenInto(const float* values, int64_t tokens, int dim, in
                                 std::vector<float>* result) {
   std::vector<float>& out = *result;
   ReserveHugePages(tokens * dim, &out);
-  out.assign(values, values + tokens * dim);
+  out.resize(tokens * dim);  // every entry is written below
   for (int64_t i = 0; i < tokens; ++i) {
     for (int64_t c = 0; c < dim; c += group) {
-      QuantizeGroup(&out[i * dim + c], std::min<int64_t>(group, dim - c), 1, bits);
+      QuantizeGroup(values + i * dim + c, std::min<int64_t>(group, dim - c), bits, &out[i * dim + c]);
     }
   }
 }

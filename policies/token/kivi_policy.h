@@ -35,8 +35,9 @@ class KiviPolicy final : public TokenPolicy {
   std::vector<std::vector<float>> keys_, values_;  // dequantised, per head
 };
 
-// Quantises `count` values at `stride` apart as one group (in place) with `bits` bits, KIVI's rule.
-void QuantizeGroup(float* data, int64_t count, int64_t stride, int bits);
+// Quantises `count` contiguous values as one group with `bits` bits, KIVI's rule: out[i] is in[i]
+// dequantised. out may be in (in place).
+void QuantizeGroup(const float* in, int64_t count, int bits, float* out);
 
 // Dequantised copies: keys per channel in token groups of `group`, values per token in channel groups.
 std::vector<float> QuantizeKeysPerChannel(const float* keys, int64_t tokens, int dim, int64_t group, int bits);

@@ -10,17 +10,17 @@ namespace {
 TEST(KiviQuantizeTest, HandComputedGroups) {
   // 2 bits over [0, 3]: s = 1; 0.4 rounds to 0.
   std::vector<float> a = {0, 0.4f, 1, 3};
-  QuantizeGroup(a.data(), 4, 1, 2);
+  QuantizeGroup(a.data(), 4, 2, a.data());
   EXPECT_EQ(a, (std::vector<float>{0, 0, 1, 3}));
   // 4 bits over [-1, 2]: s = 3/15 = 0.2; (0.5 + 1) / 0.2 = 7.5 rounds to even 8: -1 + 1.6 = 0.6.
   std::vector<float> b = {-1, 0, 0.5f, 2};
-  QuantizeGroup(b.data(), 4, 1, 4);
+  QuantizeGroup(b.data(), 4, 4, b.data());
   EXPECT_NEAR(b[1], 0.0f, 1e-6);
   EXPECT_NEAR(b[2], 0.6f, 1e-6);
   EXPECT_EQ(b[3], 2.0f);
   // A constant group is unchanged.
   std::vector<float> c = {1.5f, 1.5f};
-  QuantizeGroup(c.data(), 2, 1, 2);
+  QuantizeGroup(c.data(), 2, 2, c.data());
   EXPECT_EQ(c, (std::vector<float>{1.5f, 1.5f}));
 }
 
