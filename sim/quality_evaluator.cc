@@ -18,8 +18,12 @@ namespace {
 
 using ConstRowMap = Eigen::Map<const RowMatrixXf>;
 
+// Blocks of decode steps whose attention rows are held at once: at most kMaxStepBlock steps and
+// kMaxBlockFloats probabilities (every copy: the exact one and one per quantiser), or fewer under
+// QualityOptions::max_attention_bytes. The exact attention of a whole layer is held in one block instead
+// when it fits max_attention_bytes: the policies then see it before the layer begins.
 constexpr int64_t kMaxStepBlock = 64;
-constexpr int64_t kMaxBlockFloats = int64_t{3} << 24;  // probabilities held per block: 192 MiB
+constexpr int64_t kMaxBlockFloats = int64_t{3} << 24;  // 192 MiB
 
 // A fixed-bin histogram over [0, range] for percentiles in bounded memory (resolution range / bins);
 // mean, minimum and maximum are exact.
@@ -102,6 +106,12 @@ struct HeadBlock {
     }
     new (&probs) Eigen::Map<RowMatrixXf>(storage.get(), rows, cols);
   }
+};
+
+// Where one step's rows are in a block: member j's row is j * steps + s.
+struct BlockRows {
+  int64_t steps = 0, s = 0;
+  int64_t row(int j) const { return j * steps + s; }
 };
 
 struct Point {
@@ -339,8 +349,10 @@ struct QualityEvaluator::Impl {
 
   absl::Status AddSample(const AttentionSample& sample);
   void EvaluateLayer(const AttentionSample& sample, int layer_index);
-  void StepAll(const std::vector<HeadContext>& heads, const std::vector<HeadBlock>& blocks, int64_t s,
-               int64_t steps, int layer_index, Measurer& measurer);
+  // One decode step at position p of every point; `exact` and `quantised` say where the step's rows are
+  // in `blocks` and in the quantisers' blocks.
+  void StepAll(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact, BlockRows quantised,
+               int layer_index, Measurer& measurer);
 };
 
 QualityEvaluator::QualityEvaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -360,6 +372,7 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
     if (!(r > 0 && r <= 1)) return absl::InvalidArgumentError(absl::StrCat("budget ratio ", r, ": must be in (0, 1]"));
   }
   if (options.top_k < 1) return absl::InvalidArgumentError("top_k must be >= 1");
+  if (options.max_attention_bytes < 0) return absl::InvalidArgumentError("max_attention_bytes must be >= 0");
   auto impl = std::make_unique<Impl>();
   impl->header = header;
   impl->options = options;
@@ -436,18 +449,19 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   for (PromptAttentionCache& cache : caches) cache.Reset();  // keeps its storage
   for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
   const int64_t g = header.group_size(), n = sample.seq_len(), steps_total = sample.num_decode_steps;
-  int64_t copies = 1;  // attention blocks held at once: the exact one plus one per quantiser
+  const int64_t step_floats = g * static_cast<int64_t>(num_heads) * n;  // one copy of one step's rows
+  const int64_t max_floats = options.max_attention_bytes / static_cast<int64_t>(sizeof(float));
+  const bool exact_whole = steps_total > 0 && steps_total * step_floats <= max_floats;
+  int64_t copies = exact_whole ? 0 : 1;  // attention blocks held at once: one per quantiser, and the exact one
   for (const Point& point : points) copies += point.quantised ? 1 : 0;
   const int64_t max_steps = std::max<int64_t>(
-      1, std::min<int64_t>(kMaxStepBlock, kMaxBlockFloats / (copies * g * num_heads * n)));
+      1, std::min<int64_t>(kMaxStepBlock,
+                           std::min(kMaxBlockFloats, max_floats) / (std::max<int64_t>(1, copies) * step_floats)));
   // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
   const int64_t num_blocks = std::max<int64_t>(1, (steps_total + max_steps - 1) / max_steps);
   const int64_t block_steps = std::max<int64_t>(1, (steps_total + num_blocks - 1) / num_blocks);
   blocks.resize(num_heads);
-  // One block for every step: the exact attention is computed before the policies begin the layer and
-  // shown to them (oracle_evict sums it instead of recomputing it).
-  const bool exact_first = num_blocks == 1 && steps_total > 0;
-  for (size_t h = 0; exact_first && h < num_heads; ++h) {
+  for (size_t h = 0; exact_whole && h < num_heads; ++h) {
     ComputeBlock(heads[h], 0, steps_total, options.top_k, nullptr, 0, &blocks[h]);
     heads[h].decode_attention = DecodeAttention{blocks[h].probs.data(), blocks[h].probs.cols(), steps_total};
   }
@@ -460,7 +474,7 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   Measurer measurer(n, header.head_dim);
   for (int64_t s0 = 0; s0 < steps_total; s0 += block_steps) {
     const int64_t steps = std::min(block_steps, steps_total - s0);
-    for (size_t h = 0; !exact_first && h < num_heads; ++h) {
+    for (size_t h = 0; !exact_whole && h < num_heads; ++h) {
       ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
     }
     for (Point& point : points) {
@@ -472,19 +486,21 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
       }
     }
     for (int64_t s = 0; s < steps; ++s) {
-      num_dots += static_cast<int64_t>(num_heads) * g * (sample.prompt_len + s0 + s + 1);
-      StepAll(heads, blocks, s, steps, layer_index, measurer);
+      const int64_t p = sample.prompt_len + s0 + s;
+      num_dots += static_cast<int64_t>(num_heads) * g * (p + 1);
+      const BlockRows exact = exact_whole ? BlockRows{steps_total, s0 + s} : BlockRows{steps, s};
+      StepAll(heads, p, exact, BlockRows{steps, s}, layer_index, measurer);
     }
   }
 }
 
-void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, const std::vector<HeadBlock>& blocks,
-                                     int64_t s, int64_t steps, int layer_index, Measurer& measurer) {
-  const int64_t cols = blocks[0].probs.cols();
-  const int64_t p = cols - steps + s;
+void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact,
+                                     BlockRows quantised, int layer_index, Measurer& measurer) {
   LayerStep step;
   step.position = p;
-  for (const HeadBlock& block : blocks) step.heads.push_back(HeadStep{block.probs.row(s).data(), steps * cols});
+  for (const HeadBlock& block : blocks) {
+    step.heads.push_back(HeadStep{block.probs.row(exact.row(0)).data(), exact.steps * block.probs.cols()});
+  }
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
   for (Point& point : points) {
     point.kept.resize(heads.size());  // the sets keep their storage from step to step
@@ -501,19 +517,20 @@ void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, cons
       const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
       const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
       const HeadBlock& q = point.quantised ? point.blocks[h] : b;
+      const BlockRows rows = point.quantised ? quantised : exact;  // of q
       // A small set shared by the group: its value rows are read once for all query heads.
       const float* gathered = nullptr;
       const std::vector<int32_t>& shared = kept[h].per_query[0];
       if (kept[h].per_query.size() == 1 && c.group_size > 1 && 2 * static_cast<int64_t>(shared.size()) <= p + 1) {
         approx_rows.resize(c.group_size);
-        for (int j = 0; j < c.group_size; ++j) approx_rows[j] = q.probs.row(j * steps + s).data();
+        for (int j = 0; j < c.group_size; ++j) approx_rows[j] = q.probs.row(rows.row(j)).data();
         gathered = measurer.GroupSums(c, shared, approx_rows.data(), c.group_size,
                                       Approx{nullptr, 0, nullptr, kv.values, kv.values_exact_from});
       }
       for (int j = 0; j < c.group_size; ++j) {
         const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
-        const int64_t r = j * steps + s;
-        const Approx approx{q.probs.row(r).data(), q.totals[r], q.outputs.row(r).data(), kv.values,
+        const int64_t r = exact.row(j), a = rows.row(j);
+        const Approx approx{q.probs.row(a).data(), q.totals[a], q.outputs.row(a).data(), kv.values,
                             kv.values_exact_from};
         const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
                                                b.kth[r], k_top, b.hits[r], set, approx,

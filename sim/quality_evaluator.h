@@ -65,6 +65,10 @@ struct QualityOptions {
   std::vector<double> budget_ratios;    // fractions of the prompt length, each in (0, 1]
   int top_k = 32;                       // k of the top-k overlap
   uint64_t seed = 0;                    // for randomised policies
+  // Attention rows held at once, in bytes (results do not depend on it, only speed and memory): a layer's
+  // exact attention is held whole when it fits (the look-ahead oracle then reads it instead of recomputing
+  // it), else in blocks of decode steps of at most min(this, 192 MiB) with the quantisers' copies.
+  int64_t max_attention_bytes = int64_t{1} << 30;
 };
 
 struct MetricSummary {

@@ -2,9 +2,11 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "policies/token/kivi_policy.h"
 #include "traces/attention/synthetic_trace.h"
+#include "util/cpu_features.h"
 
 namespace kvsim {
 namespace {
@@ -226,6 +228,36 @@ TEST(QualityEvaluatorTest, Deterministic) {
     EXPECT_EQ(a.points[i].error.p10, b.points[i].error.p10);
     EXPECT_EQ(a.points[i].head_error, b.points[i].head_error);
   }
+}
+
+TEST(QualityEvaluatorTest, ResultsDoNotDependOnTheMemoryBound) {
+  // Default: each layer's exact attention held whole (oracle_evict reads it). 32 KiB: blocks of one
+  // step (70 steps here), the exact rows recomputed per block and oracle_evict computing its own.
+  // The SIMD kernels compute each GEMM entry the same way wherever it sits in the product, so the bits
+  // are equal; the portable path's library GEMM does not promise that, so there they agree to rounding.
+  QualityOptions options;
+  options.policies = kAllPolicies;
+  options.budget_tokens = {24, 100};
+  options.budget_ratios = {0.3};
+  const SyntheticTrace t = Synthetic(200, 70);
+  const QualityResults whole = Evaluate(t, options);
+  options.max_attention_bytes = 32 << 10;
+  const QualityResults blocked = Evaluate(t, options);
+  const double tolerance = UseAvx2Fma() ? 0.0 : 1e-4;
+  ASSERT_EQ(whole.points.size(), blocked.points.size());
+  for (size_t i = 0; i < whole.points.size(); ++i) {
+    const QualityPoint &a = whole.points[i], &b = blocked.points[i];
+    const std::string where = absl::StrCat(a.policy, " at ", a.budget_value);
+    EXPECT_NEAR(a.recall.mean, b.recall.mean, tolerance) << where;
+    EXPECT_NEAR(a.recall.worst, b.recall.worst, tolerance) << where;
+    EXPECT_NEAR(a.error.mean, b.error.mean, tolerance) << where;
+    EXPECT_NEAR(a.error.p10, b.error.p10, tolerance) << where;
+    EXPECT_NEAR(a.overlap.mean, b.overlap.mean, tolerance) << where;
+    EXPECT_NEAR(a.mean_kept_tokens, b.mean_kept_tokens, tolerance) << where;
+    ASSERT_EQ(a.head_error.size(), b.head_error.size());
+    for (size_t h = 0; h < a.head_error.size(); ++h) EXPECT_NEAR(a.head_error[h], b.head_error[h], tolerance) << where;
+  }
+  EXPECT_EQ(whole.num_dot_products, blocked.num_dot_products);
 }
 
 TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {

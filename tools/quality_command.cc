@@ -21,6 +21,9 @@ ABSL_FLAG(std::string, budgets, "",
           "a fraction of the prompt length (e.g. 0.25 or 25%)");
 ABSL_FLAG(int32_t, quality_top_k, 32, "k of the top-k overlap metric, in tokens");
 ABSL_FLAG(int64_t, quality_max_samples, 0, "evaluate at most this many samples of the trace; 0 = all");
+ABSL_FLAG(int64_t, quality_attention_mib, 1024,
+          "memory for attention rows held at once, in MiB: a layer's exact attention is kept whole when it "
+          "fits (faster: oracle_evict reuses it), else decode steps go in blocks; results do not depend on it");
 
 namespace kvsim {
 
@@ -66,6 +69,11 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   options.seed = absl::GetFlag(FLAGS_seed);
   const int64_t max_samples = absl::GetFlag(FLAGS_quality_max_samples);
   if (max_samples < 0) return absl::InvalidArgumentError("--quality_max_samples must be >= 0");
+  const int64_t attention_mib = absl::GetFlag(FLAGS_quality_attention_mib);
+  if (attention_mib < 1 || attention_mib > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
+  }
+  options.max_attention_bytes = attention_mib << 20;
   KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace));
   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
   int64_t count = reader->num_samples();
@@ -98,7 +106,7 @@ KVSIM_REGISTER_COMMAND(quality, {
         "policies), kivi2/kivi4/kivi8 alone or as kivi4+POLICY.\n"
         "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
         "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "out", "json", "seed"},
+    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "out", "json", "seed"},
     .run = RunQuality,
 });
 
