@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "util/cpu_features.h"
 #include "util/huge_pages.h"
 
 namespace kvsim {
@@ -34,9 +39,68 @@ auto Snap(const Array& x, const Bound& lo, const Bound& scale) {
   return lo + scale * RoundCodes((x - lo) / scale);
 }
 
+#if defined(__x86_64__)
+#define KVSIM_AVX512 __attribute__((target("avx512f")))
+// GCC 12 flags the deliberately undefined lanes inside its own AVX-512 intrinsics' headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// Snap sixteen lanes at a time, with the same operations in the same order as the Eigen expression
+// (the _round_ forms with the current rounding mode: plain IEEE operations the compiler may not fuse
+// into an FMA, which would round once instead of twice), so both paths give the same bits.
+KVSIM_AVX512 inline __m512 Snap16(__m512 x, __m512 lo, __m512 scale) {
+  constexpr int kMode = _MM_FROUND_CUR_DIRECTION;
+  const __m512 shift = _mm512_set1_ps(8388608.0f);
+  const __m512 v = _mm512_div_round_ps(_mm512_sub_round_ps(x, lo, kMode), scale, kMode);
+  const __m512 code = _mm512_sub_round_ps(_mm512_add_round_ps(v, shift, kMode), shift, kMode);
+  return _mm512_add_round_ps(lo, _mm512_mul_round_ps(scale, code, kMode), kMode);
+}
+
+// A row of `dim` keys (a multiple of 16) with per-channel bounds: Snap, or lo where scale is 0.
+KVSIM_AVX512 void Avx512SnapRow(const float* x, const float* lo, const float* scale, int dim, float* out) {
+  for (int c = 0; c < dim; c += 16) {
+    const __m512 l = _mm512_loadu_ps(lo + c), s = _mm512_loadu_ps(scale + c);
+    const __mmask16 positive = _mm512_cmp_ps_mask(s, _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_storeu_ps(out + c, _mm512_mask_mov_ps(l, positive, Snap16(_mm512_loadu_ps(x + c), l, s)));
+  }
+}
+
+// QuantizeGroup for a group of 16 or 32 values.
+KVSIM_AVX512 void Avx512QuantizeGroup(const float* in, int64_t count, int bits, float* out) {
+  const __mmask16 second = count == 32 ? 0xFFFF : 0;
+  const __m512 a = _mm512_loadu_ps(in), b = _mm512_maskz_loadu_ps(second, in + 16);
+  const float lo = _mm512_reduce_min_ps(_mm512_mask_min_ps(a, second, a, b));
+  const float hi = _mm512_reduce_max_ps(_mm512_mask_max_ps(a, second, a, b));
+  const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
+  const __m512 l = _mm512_set1_ps(lo), s = _mm512_set1_ps(scale);
+  _mm512_storeu_ps(out, scale > 0 ? Snap16(a, l, s) : l);
+  if (second != 0) _mm512_storeu_ps(out + 16, scale > 0 ? Snap16(b, l, s) : l);
+}
+
+#pragma GCC diagnostic pop
+#undef KVSIM_AVX512
+#endif  // defined(__x86_64__)
+
+// Whether this CPU and these sizes take the AVX-512 functions above.
+bool Avx512Rows(int64_t dim) {
+#if defined(__x86_64__)
+  return dim % 16 == 0 && UseAvx512();
+#else
+  (void)dim;
+  return false;
+#endif
+}
+
 }  // namespace
 
 void QuantizeGroup(const float* in, int64_t count, int bits, float* out) {
+#if defined(__x86_64__)
+  if ((count == 16 || count == 32) && UseAvx512()) {
+    Avx512QuantizeGroup(in, count, bits, out);
+    return;
+  }
+#endif
   Eigen::Map<const Eigen::ArrayXf> x(in, count);
   const float lo = x.minCoeff(), hi = x.maxCoeff();
   const float scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
@@ -61,6 +125,7 @@ void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int6
   out.resize(tokens * dim);  // reuses the capacity of an earlier layer; every entry is written below
   Eigen::ArrayXf lo(dim), hi(dim), scale(dim);
   const float levels = static_cast<float>((1 << bits) - 1);
+  [[maybe_unused]] const bool avx512 = Avx512Rows(dim);
   for (int64_t start = 0; start < tokens; start += group) {
     const int64_t count = std::min(group, tokens - start);
     auto in = [&](int64_t i) { return Eigen::Map<const Eigen::ArrayXf>(keys + (start + i) * dim, dim); };
@@ -73,7 +138,14 @@ void QuantizeKeysPerChannelInto(const float* keys, int64_t tokens, int dim, int6
     scale = (hi - lo) / levels;
     // Snap per channel; lo where the channel's range is empty (scale 0).
     for (int64_t i = 0; i < count; ++i) {
-      Eigen::Map<Eigen::ArrayXf>(&out[(start + i) * dim], dim) = (scale > 0).select(Snap(in(i), lo, scale), lo);
+      float* row = &out[(start + i) * dim];
+#if defined(__x86_64__)
+      if (avx512) {
+        Avx512SnapRow(keys + (start + i) * dim, lo.data(), scale.data(), dim, row);
+        continue;
+      }
+#endif
+      Eigen::Map<Eigen::ArrayXf>(row, dim) = (scale > 0).select(Snap(in(i), lo, scale), lo);
     }
   }
 }

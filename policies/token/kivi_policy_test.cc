@@ -1,5 +1,8 @@
 #include "policies/token/kivi_policy.h"
 
+#include <cstring>
+#include <random>
+
 #include "gtest/gtest.h"
 #include "policies/token/h2o_policy.h"
 #include "policies/token/testing/token_policy_testing.h"
@@ -35,6 +38,63 @@ TEST(KiviQuantizeTest, KeysPerChannelValuesPerToken) {
   // Values (1 token x 3 channels), one channel group: (0, 0.9, 3), s = 1 -> (0, 1, 3).
   std::vector<float> values = {0, 0.9f, 3};
   EXPECT_EQ(QuantizeValuesPerToken(values.data(), 1, 3, 32, 2), (std::vector<float>{0, 1, 3}));
+}
+
+// KIVI's rule in plain scalar float operations, one at a time (no fused multiply-add: the baseline
+// x86-64 target has none), as the bit-exact reference for every path.
+float SnapReference(float x, float lo, float scale) {
+  if (!(scale > 0)) return lo;
+  const float v = (x - lo) / scale;
+  const float code = (v + 8388608.0f) - 8388608.0f;
+  const float step = scale * code;
+  return lo + step;
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+TEST(KiviQuantizeTest, EveryPathMatchesTheScalarRuleBitForBit) {
+  // 70 tokens (two full key groups of 32 and a partial one) x 128 channels, 2/4/8 bits, with a constant
+  // channel (empty range) and a constant value group. This binary also runs with KVSIM_NO_AVX512=1
+  // (kivi_policy_avx2_test), so both the AVX-512 kernels and the Eigen expressions are checked.
+  const int64_t tokens = 70, group = 32;
+  const int dim = 128;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<float> x(tokens * dim);
+  for (float& v : x) v = normal(rng);
+  for (int64_t i = 0; i < tokens; ++i) x[i * dim + 5] = 0.75f;                 // constant key channel
+  for (int c = 32; c < 64; ++c) x[9 * dim + c] = -2.0f;                         // constant value group
+  for (int bits : {2, 4, 8}) {
+    const float levels = static_cast<float>((1 << bits) - 1);
+    const std::vector<float> keys = QuantizeKeysPerChannel(x.data(), tokens, dim, group, bits);
+    for (int64_t start = 0; start < tokens; start += group) {
+      const int64_t end = std::min(tokens, start + group);
+      for (int c = 0; c < dim; ++c) {
+        float lo = x[start * dim + c], hi = lo;
+        for (int64_t i = start; i < end; ++i) {
+          lo = std::min(lo, x[i * dim + c]);
+          hi = std::max(hi, x[i * dim + c]);
+        }
+        const float scale = (hi - lo) / levels;
+        for (int64_t i = start; i < end; ++i) {
+          ASSERT_TRUE(SameBits(keys[i * dim + c], SnapReference(x[i * dim + c], lo, scale)))
+              << bits << " bits, key " << i << " channel " << c;
+        }
+      }
+    }
+    const std::vector<float> values = QuantizeValuesPerToken(x.data(), tokens, dim, group, bits);
+    for (int64_t i = 0; i < tokens; ++i) {
+      for (int c0 = 0; c0 < dim; c0 += group) {
+        const float* g = &x[i * dim + c0];
+        const float lo = *std::min_element(g, g + group), hi = *std::max_element(g, g + group);
+        const float scale = (hi - lo) / levels;
+        for (int c = 0; c < group; ++c) {
+          ASSERT_TRUE(SameBits(values[i * dim + c0 + c], SnapReference(g[c], lo, scale)))
+              << bits << " bits, value " << i << " channel " << c0 + c;
+        }
+      }
+    }
+  }
 }
 
 TEST(KiviPolicyTest, ResidualWindowsAndInnerKeptSet) {
