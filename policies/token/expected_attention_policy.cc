@@ -57,8 +57,12 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   if (first < n) {
-    for (int j = 0; j < head.group_size; ++j) {
-      const int64_t m = n - first;
+    const int g = head.group_size;
+    const int64_t m = n - first;
+    // Each member's pre-RoPE prompt queries (rows first..n-1): their mean and centred rows.
+    std::vector<Eigen::VectorXd> mu(g);
+    std::vector<Eigen::MatrixXd> centred(g);
+    for (int j = 0; j < g; ++j) {
       Eigen::MatrixXd q(m, d);
       std::vector<float> row(d);
       for (int64_t t = first; t < n; ++t) {
@@ -66,35 +70,48 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
         ApplyRope(head.rope, t, /*inverse=*/true, row.data(), d);
         for (int c = 0; c < d; ++c) q(t - first, c) = row[c];
       }
-      const Eigen::VectorXd mu = q.colwise().mean().transpose();
-      const Eigen::MatrixXd centred = q.rowwise() - mu.transpose();
-      // The statistics are double; the products with the keys run as float GEMMs.
-      const Eigen::VectorXf rmu = (rotation * mu).cast<float>();
-      Eigen::VectorXf quad = Eigen::VectorXf::Zero(n);
-      if (m > 1 && m < d) {
-        // Few queries: S = C^T C / (m - 1) with C the centred queries, so k^T R S R^T k = ||L k||^2 with
-        // L = C R^T / sqrt(m - 1), an m x d matrix: n x m x d products instead of n x d x d.
-        const RowMatrixXf l = (centred * rotation.transpose() / std::sqrt(static_cast<double>(m - 1)))
-                                  .cast<float>();
-        if (scratch_.rows() != n || scratch_.cols() != m) {  // reused from head to head
-          scratch_.resize(n, m);
-          AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
-        }
-        GemmABt(keys.data(), d, l.data(), d, n, m, d, scratch_.data(), m);
-        quad = scratch_.rowwise().squaredNorm();
-      } else if (m > 1) {
-        const Eigen::MatrixXd cov = centred.transpose() * centred / (m - 1);
+      mu[j] = q.colwise().mean().transpose();
+      centred[j] = q.rowwise() - mu[j].transpose();
+    }
+    // The statistics are double; the products with the keys run as float GEMMs. linear(i, j) = k_i.R mu_j
+    // and quad(i, j) = k_i^T R S_j R^T k_i for every prompt key i and member j.
+    Eigen::MatrixXf linear(n, g), quad = Eigen::MatrixXf::Zero(n, g);
+    if (m > 1 && m < d) {
+      // Few queries: S = C^T C / (m - 1) with C the centred queries, so k^T R S R^T k = ||L k||^2 with
+      // L = C R^T / sqrt(m - 1), an m x d matrix: n x m x d products instead of n x d x d. One GEMM for
+      // the group (the keys packed once): factors [L_1; ...; L_g; (R mu_1)^T; ...; (R mu_g)^T].
+      RowMatrixXf factors(g * m + g, d);
+      for (int j = 0; j < g; ++j) {
+        factors.middleRows(j * m, m) =
+            (centred[j] * rotation.transpose() / std::sqrt(static_cast<double>(m - 1))).cast<float>();
+        factors.row(g * m + j) = (rotation * mu[j]).cast<float>().transpose();
+      }
+      if (scratch_.rows() != n || scratch_.cols() != factors.rows()) {  // reused from head to head
+        scratch_.resize(n, factors.rows());
+        AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
+      }
+      GemmABt(keys.data(), d, factors.data(), d, n, factors.rows(), d, scratch_.data(), factors.rows());
+      for (int j = 0; j < g; ++j) {
+        quad.col(j) = scratch_.middleCols(j * m, m).rowwise().squaredNorm();
+        linear.col(j) = scratch_.col(g * m + j);
+      }
+    } else {
+      for (int j = 0; j < g; ++j) {
+        linear.col(j) = keys * (rotation * mu[j]).cast<float>();
+        if (m < 2) continue;
+        const Eigen::MatrixXd cov = centred[j].transpose() * centred[j] / (m - 1);
         const RowMatrixXf rsr = (rotation * cov * rotation.transpose()).cast<float>();
         scratch_.resize(n, d);
         GemmAB(keys.data(), d, rsr.data(), d, n, d, d, scratch_.data(), d);
-        quad = (scratch_.array() * keys.array()).rowwise().sum();
+        quad.col(j) = (scratch_.array() * keys.array()).rowwise().sum();
       }
-      const Eigen::VectorXf linear = keys * rmu;
-      Eigen::VectorXd z = linear.cast<double>() * scale + quad.cast<double>() / (2.0 * d);
+    }
+    for (int j = 0; j < g; ++j) {
+      Eigen::VectorXd z = linear.col(j).cast<double>() * scale + quad.col(j).cast<double>() / (2.0 * d);
       const double max_z = z.maxCoeff();
       z = (z.array() - max_z).exp();
       z /= z.sum();
-      for (int64_t i = 0; i < n; ++i) scores[i] += z(i) / head.group_size;
+      for (int64_t i = 0; i < n; ++i) scores[i] += z(i) / g;
     }
   }
   for (int64_t i = 0; i < n; ++i) {
