@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "Eigen/Core"
 #include "policies/token/token_policy_util.h"
 
 namespace kvsim {
@@ -15,17 +16,17 @@ void QuestPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget
     const HeadContext& head = heads[h];
     const int64_t pages = head.seq_len / kPageTokens;  // complete pages only
     const int d = head.head_dim;
-    page_min_[h].assign(pages * d, 0.0f);
-    page_max_[h].assign(pages * d, 0.0f);
+    page_min_[h].resize(pages * d);
+    page_max_[h].resize(pages * d);
+    // Per page, the channels' minima and maxima over its keys, a whole key row at a time.
     for (int64_t page = 0; page < pages; ++page) {
-      for (int c = 0; c < d; ++c) {
-        float lo = head.key(page * kPageTokens)[c], hi = lo;
-        for (int64_t i = page * kPageTokens + 1; i < (page + 1) * kPageTokens; ++i) {
-          lo = std::min(lo, head.key(i)[c]);
-          hi = std::max(hi, head.key(i)[c]);
-        }
-        page_min_[h][page * d + c] = lo;
-        page_max_[h][page * d + c] = hi;
+      Eigen::Map<Eigen::ArrayXf> lo(&page_min_[h][page * d], d), hi(&page_max_[h][page * d], d);
+      lo = Eigen::Map<const Eigen::ArrayXf>(head.key(page * kPageTokens), d);
+      hi = lo;
+      for (int64_t i = page * kPageTokens + 1; i < (page + 1) * kPageTokens; ++i) {
+        const Eigen::Map<const Eigen::ArrayXf> key(head.key(i), d);
+        lo = lo.min(key);
+        hi = hi.max(key);
       }
     }
   }
