@@ -114,11 +114,9 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
       for (int64_t i = 0; i < n; ++i) scores[i] += z(i) / g;
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
-    double norm = 0;
-    for (int c = 0; c < d; ++c) norm += static_cast<double>(head.value(i)[c]) * head.value(i)[c];
-    scores[i] = (scores[i] + kEpsilon) * std::sqrt(norm);
-  }
+  // ||v_i|| in double (vectorised over each row).
+  const Eigen::VectorXd norms = Eigen::Map<const RowMatrixXf>(head.values, n, d).cast<double>().rowwise().norm();
+  for (int64_t i = 0; i < n; ++i) scores[i] = (scores[i] + kEpsilon) * norms(i);
   for (int64_t i = 0; i < std::min(kSinks, n); ++i) scores[i] = std::numeric_limits<double>::infinity();
   return scores;
 }

@@ -10,8 +10,8 @@ namespace kvsim {
 void QuestPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
   heads_.assign(heads.begin(), heads.end());
   num_pages_ = std::max<int64_t>(3, budget_tokens / kPageTokens);
-  page_min_.assign(heads.size(), {});
-  page_max_.assign(heads.size(), {});
+  page_min_.resize(heads.size());  // the per-head vectors keep their storage from layer to layer
+  page_max_.resize(heads.size());
   for (size_t h = 0; h < heads.size(); ++h) {
     const HeadContext& head = heads[h];
     const int64_t pages = head.seq_len / kPageTokens;  // complete pages only

@@ -11,16 +11,24 @@ namespace kvsim {
 void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int num_rows) {
   const size_t size = state.cache.size();
   const int32_t* cache = state.cache.data();
-  share_.assign(size, 0.0);
+  share_.resize(size);
   values_.resize(size);
   Eigen::Map<Eigen::ArrayXd> share(share_.data(), size), values(values_.data(), size);
+  bool empty = true;  // no row added to `share` yet (its storage holds the last call's values)
   for (int r = 0; r < num_rows; ++r) {
     const float* row = rows[r];
     for (size_t k = 0; k < size; ++k) values_[k] = row[cache[k]];
     const double mass = values.sum();
     if (mass <= 0) continue;
-    share += values * (1.0 / (mass * num_rows));  // this row's attention renormalised over the cache
+    const double factor = 1.0 / (mass * num_rows);  // this row's attention renormalised over the cache
+    if (empty) {
+      share = values * factor;
+    } else {
+      share += values * factor;
+    }
+    empty = false;
   }
+  if (empty) share.setZero();
   // Below the uniform share: counted, and remembered until the record leaves the history. Branch-free
   // (most tokens are below it, but not predictably).
   std::vector<int32_t> low(size);
