@@ -108,6 +108,27 @@ struct HeadBlock {
   }
 };
 
+// How a layer's decode steps are held (see kMaxBlockFloats): the exact attention whole or not, and the
+// steps per block of the quantisers' copies (and of the exact one when not whole).
+struct BlockPlan {
+  bool exact_whole = false;
+  int64_t block_steps = 1;
+};
+
+// `step_floats`: one copy of one step's rows (group size x heads x sequence length).
+BlockPlan PlanBlocks(int64_t steps_total, int64_t step_floats, int quantisers, int64_t max_attention_bytes) {
+  BlockPlan plan;
+  const int64_t max_floats = max_attention_bytes / static_cast<int64_t>(sizeof(float));
+  plan.exact_whole = steps_total > 0 && steps_total * step_floats <= max_floats;
+  const int64_t copies = std::max<int64_t>(1, quantisers + (plan.exact_whole ? 0 : 1));
+  const int64_t max_steps = std::max<int64_t>(
+      1, std::min(kMaxStepBlock, std::min(kMaxBlockFloats, max_floats) / (copies * step_floats)));
+  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
+  const int64_t num_blocks = std::max<int64_t>(1, (steps_total + max_steps - 1) / max_steps);
+  plan.block_steps = std::max<int64_t>(1, (steps_total + num_blocks - 1) / num_blocks);
+  return plan;
+}
+
 // Where one step's rows are in a block: member j's row is j * steps + s.
 struct BlockRows {
   int64_t steps = 0, s = 0;
@@ -449,17 +470,10 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
   for (PromptAttentionCache& cache : caches) cache.Reset();  // keeps its storage
   for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
   const int64_t g = header.group_size(), n = sample.seq_len(), steps_total = sample.num_decode_steps;
-  const int64_t step_floats = g * static_cast<int64_t>(num_heads) * n;  // one copy of one step's rows
-  const int64_t max_floats = options.max_attention_bytes / static_cast<int64_t>(sizeof(float));
-  const bool exact_whole = steps_total > 0 && steps_total * step_floats <= max_floats;
-  int64_t copies = exact_whole ? 0 : 1;  // attention blocks held at once: one per quantiser, and the exact one
-  for (const Point& point : points) copies += point.quantised ? 1 : 0;
-  const int64_t max_steps = std::max<int64_t>(
-      1, std::min<int64_t>(kMaxStepBlock,
-                           std::min(kMaxBlockFloats, max_floats) / (std::max<int64_t>(1, copies) * step_floats)));
-  // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
-  const int64_t num_blocks = std::max<int64_t>(1, (steps_total + max_steps - 1) / max_steps);
-  const int64_t block_steps = std::max<int64_t>(1, (steps_total + num_blocks - 1) / num_blocks);
+  int quantisers = 0;
+  for (const Point& point : points) quantisers += point.quantised ? 1 : 0;
+  const auto [exact_whole, block_steps] =
+      PlanBlocks(steps_total, g * static_cast<int64_t>(num_heads) * n, quantisers, options.max_attention_bytes);
   blocks.resize(num_heads);
   for (size_t h = 0; exact_whole && h < num_heads; ++h) {
     ComputeBlock(heads[h], 0, steps_total, options.top_k, nullptr, 0, &blocks[h]);
