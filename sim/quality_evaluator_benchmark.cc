@@ -11,24 +11,29 @@
 // (the evaluator: one AddSample of the sample on the same evaluator), so one-off costs (allocation and
 // first touch of buffers, cold caches) are left out and the numbers are steady state, as Google Benchmark
 // intends. items_per_second is dot products per CPU-second in every benchmark. main() tunes the heap as
-// `kvsim` does (util/heap_tuning.h): no page faults in the timed iterations.
+// `kvsim` does (util/heap_tuning.h), so the timed iterations take few page faults (tens per sample, against
+// tens of thousands on the first pass).
 //
 // The ratio lines printed at the end come from BM_Ratios/N: the evaluator with every policy and both
 // baselines timed in three interleaved repetitions in the same minutes, fastest of each kept, because the
 // memory-bound baselines swing with the host's load (on a shared 2-core VM, ~50M to ~126M dots/s from
 // run to run) while the compute-bound evaluator moves little. Measured there (AMD EPYC with AVX-512, whose
-// kernels give the same bits as the AVX2 ones), four runs:
-//   ratio steps=64: evaluator (AVX-512 path) 30.61M dots/s / Eigen matvec baseline 116.41M dots/s = 26.3%
-//   ratio steps=512: evaluator (AVX-512 path) 52.34M dots/s / Eigen matvec baseline 109.32M dots/s = 47.9%
-// on the quietest, and 31-50% (64 steps) and 63-84% (512 steps) on the three others (Eigen baseline at
-// 54-93M dots/s). The target, 50% of the Eigen baseline, is met at 512 steps except on a quiet host,
-// and not at 64 steps. Where the time goes (perf, 512 steps): ~40% in the GEMMs, near the AVX-512 peak
-// (~85 GMAC/s) and irreducible for this policy set: the exact rows' logits and outputs (2 passes), KIVI's
-// dequantised rows (2 more) and oracle_evict's own logits pass (1); the rest is the policies' per-step
-// bookkeeping and the kept sets' value sums, which are memory-bound (value rows scattered over 16 MB per
-// head). At 64 steps the per-sample work (the prompt window's, Expected Attention's and oracle_evict's
-// GEMMs, each as large as 64 steps' rows, and the prefill scoring of the window-based policies) is not
-// amortised.
+// kernels give the same bits as the AVX2 ones), eight runs on one day:
+//   ratio steps=64: evaluator (AVX-512 path) 37.23M dots/s / Eigen matvec baseline 114.60M dots/s = 32.5%
+//   ratio steps=512: evaluator (AVX-512 path) 63.18M dots/s / Eigen matvec baseline 125.38M dots/s = 50.4%
+// on the quietest, and 36-50% (64 steps) and 60-98% (512 steps) on the seven others (Eigen baseline at
+// 55-108M dots/s). The target, 50% of the Eigen baseline, is met at 512 steps in every run, and not at
+// 64 steps. Where the time goes (perf): at 512 steps ~40% in four GEMM passes near the AVX-512 peak
+// (~85 GMAC/s) that this policy set needs (the exact rows' logits and outputs, KIVI's dequantised ones;
+// the exact attention of the whole layer is held, so oracle_evict reads it instead of a fifth pass), ~13%
+// in the kept sets' value sums (memory-bound: value rows scattered over 16 MB per head), the rest the
+// policies' per-step bookkeeping. At 64 steps the per-sample work is as large as the decode work: the
+// prompt window's and Expected Attention's GEMMs are each as large as all 64 steps' rows, and KIVI's
+// quantisation and the prefill scoring of 17 policies are not amortised.
+//
+// BM_EvaluatorAllPolicies and BM_EvaluatorOnePolicy also report page_faults_per_sample (minor faults in
+// the timed iterations, divided by their number): near zero means the buffers are reused from sample to
+// sample as intended.
 #include <sys/resource.h>
 
 #include <algorithm>
