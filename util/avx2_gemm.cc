@@ -525,6 +525,18 @@ KVSIM_AVX512 float Avx512Max(const float* x, int64_t n) {
   return best;
 }
 
+KVSIM_AVX512 void Avx512AddToDoubles(const float* x, int64_t n, double* sums) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    _mm512_storeu_pd(sums + i, _mm512_add_pd(_mm512_loadu_pd(sums + i), lo));
+    _mm512_storeu_pd(sums + i + 8, _mm512_add_pd(_mm512_loadu_pd(sums + i + 8), hi));
+  }
+  for (; i < n; ++i) sums[i] += x[i];
+}
+
 KVSIM_AVX512 int64_t Avx512IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index) {
   const __m512 threshold = _mm512_set1_ps(t);
   const __m512i step = _mm512_set1_epi32(16);

@@ -81,6 +81,10 @@ double Avx512ScaleLaneSum(float* x, int64_t n, float factor);
 // The largest of x[0..n) (-infinity for n = 0; NaN is not expected). REQUIRES: AVX-512F.
 float Avx512Max(const float* x, int64_t n);
 
+// sums[i] += x[i] (the float converted exactly to double, one double addition) for i < n, eight at a time.
+// REQUIRES: AVX-512F.
+void Avx512AddToDoubles(const float* x, int64_t n, double* sums);
+
 // Writes the indices i < n with x[i] >= t to index[0..count), ascending, and returns count: eight
 // comparisons per instruction, one store per index found. REQUIRES: AVX2; index has room for n + 8.
 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_t* index);

@@ -216,6 +216,14 @@ void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int
   if (num_rows - r == 1) GatheredWeightedSums<1>(rows, size, w_rest, stride, cols, out_rest, ldo, staging);
 }
 
+void AddToDoubles(const float* x, int64_t n, double* sums) {
+  if (UseAvx512()) {
+    Avx512AddToDoubles(x, n, sums);
+    return;
+  }
+  Eigen::Map<Eigen::ArrayXd>(sums, n) += Eigen::Map<const Eigen::ArrayXf>(x, n).cast<double>();
+}
+
 float MaxValue(const float* x, int64_t n) {
   if (UseAvx512()) return Avx512Max(x, n);
   return n == 0 ? -std::numeric_limits<float>::infinity() : Eigen::Map<const Eigen::ArrayXf>(x, n).maxCoeff();

@@ -53,6 +53,10 @@ double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
                      int64_t cols, float* out, int64_t ldo, std::vector<float>* staging = nullptr);
 
+// sums[i] += x[i] for i < n: each float converted exactly to double and added once, so every path gives
+// the same bits (AVX-512: eight additions per instruction).
+void AddToDoubles(const float* x, int64_t n, double* sums);
+
 // The largest of x[0..n) (-infinity for n = 0), the same on both paths. NaN is not expected.
 float MaxValue(const float* x, int64_t n);
 

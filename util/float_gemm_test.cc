@@ -143,6 +143,20 @@ TEST(FloatGemmTest, MaxValueMatchesMaxElement) {
   EXPECT_EQ(MaxValue(nullptr, 0), -std::numeric_limits<float>::infinity());
 }
 
+// Each sum gets its float added once, as a plain double loop does, for every length around the lanes.
+TEST(FloatGemmTest, AddToDoublesMatchesAPlainLoop) {
+  for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 33, 1000}) {
+    const std::vector<float> x = RandomFloats(n, 46 + n);
+    std::vector<double> sums(n), expected(n);
+    for (int64_t i = 0; i < n; ++i) sums[i] = expected[i] = 1.0 / (i + 3);  // not representable in float
+    for (int round = 0; round < 3; ++round) {
+      AddToDoubles(x.data(), n, sums.data());
+      for (int64_t i = 0; i < n; ++i) expected[i] += static_cast<double>(x[i]);
+    }
+    EXPECT_EQ(sums, expected) << n;
+  }
+}
+
 TEST(FloatGemmTest, FirstAboveMatchesAPlainSearch) {
   const std::vector<float> x = RandomFloats(1000, 45);
   for (float t : {-2.0f, 0.0f, 0.9f, 0.999f, 2.0f}) {
