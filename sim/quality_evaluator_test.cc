@@ -255,7 +255,9 @@ TEST(QualityEvaluatorTest, ResultsDoNotDependOnTheMemoryBound) {
     EXPECT_NEAR(a.overlap.mean, b.overlap.mean, tolerance) << where;
     EXPECT_NEAR(a.mean_kept_tokens, b.mean_kept_tokens, tolerance) << where;
     ASSERT_EQ(a.head_error.size(), b.head_error.size());
-    for (size_t h = 0; h < a.head_error.size(); ++h) EXPECT_NEAR(a.head_error[h], b.head_error[h], tolerance) << where;
+    for (size_t h = 0; h < a.head_error.size(); ++h) {
+      EXPECT_NEAR(a.head_error[h], b.head_error[h], tolerance) << where;
+    }
   }
   EXPECT_EQ(whole.num_dot_products, blocked.num_dot_products);
 }

@@ -71,7 +71,8 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   if (max_samples < 0) return absl::InvalidArgumentError("--quality_max_samples must be >= 0");
   const int64_t attention_mib = absl::GetFlag(FLAGS_quality_attention_mib);
   if (attention_mib < 1 || attention_mib > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
   }
   options.max_attention_bytes = attention_mib << 20;
   KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace));
@@ -106,7 +107,8 @@ KVSIM_REGISTER_COMMAND(quality, {
         "policies), kivi2/kivi4/kivi8 alone or as kivi4+POLICY.\n"
         "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
         "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "out", "json", "seed"},
+    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "out",
+              "json", "seed"},
     .run = RunQuality,
 });
 

@@ -19,7 +19,9 @@ std::vector<double> OracleEvictPolicy::ScorePrompt(absl::Span<const HeadContext>
   // GEMM's logits), else computed here.
   const int g = head.group_size;
   member_sums_.assign(static_cast<size_t>(g) * head.prompt_len, 0.0);
-  const auto add_row = [&](int j, const float* row) { AddToDoubles(row, head.prompt_len, &member_sums_[j * head.prompt_len]); };
+  const auto add_row = [&](int j, const float* row) {
+    AddToDoubles(row, head.prompt_len, &member_sums_[j * head.prompt_len]);
+  };
   const DecodeAttention& given = head.decode_attention;
   if (given.probs != nullptr && given.steps == steps) {
     for (int j = 0; j < g; ++j) {
