@@ -132,21 +132,10 @@ TEST(Avx2GemmTest, Avx512WeightedRowSumsMatchScalarOrder) {
     for (int rows = 1; rows <= 4; ++rows) {
       std::vector<float> out(4 * ldo, 7.0f);
       Avx512WeightedRowSums(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(), ldo);
-      for (int r = 0; r < 4; ++r) {
-        for (int64_t t = 0; t < ldo; ++t) {
-          if (r >= rows || t >= cols) {
-            ASSERT_EQ(out[r * ldo + t], 7.0f) << "wrote outside the rows and columns asked for";
-            continue;
-          }
-          float in_order = 0;
-          for (size_t n = 0; n < set.size(); ++n) {
-            const float* row = (set[n] < split ? alt.data() : base.data()) + set[n] * ld;
-            const float product = w[r * stride + n] * row[t];
-            in_order = in_order + product;
-          }
-          ASSERT_EQ(out[r * ldo + t], in_order) << cols << " cols, " << rows << " rows, at " << r << "," << t;
-        }
-      }
+      ASSERT_EQ(WeightedRowSumsMismatch(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(),
+                                        4, ldo, 7.0f),
+                "")
+          << cols << " cols, " << rows << " rows";
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kvsim {
@@ -48,6 +49,33 @@ inline std::vector<float> WideRangeFloats(int64_t size, uint64_t seed) {
   std::uniform_int_distribution<int> exponent(-6, 6);
   for (float& v : x) v = static_cast<float>(v * std::pow(10.0, exponent(rng)));
   return x;
+}
+
+// Checks `out` (out_rows rows of `ldo` floats, every entry `untouched` before the call) against the
+// weighted row sums of util/float_gemm.h written one term at a time: for r < num_rows and t < cols,
+// out[r * ldo + t] must equal, bit for bit, the float sum in n order of w[r * stride + n] * rows[n][t]
+// (a multiplication then an addition per term, from 0); every other entry must still be `untouched`.
+// Returns "" or a description of the first entry that differs.
+inline std::string WeightedRowSumsMismatch(const float* const* rows, int64_t size, const float* w, int64_t stride,
+                                           int num_rows, int64_t cols, const float* out, int out_rows, int64_t ldo,
+                                           float untouched) {
+  for (int r = 0; r < out_rows; ++r) {
+    for (int64_t t = 0; t < ldo; ++t) {
+      const float got = out[r * ldo + t];
+      const std::string where = "row " + std::to_string(r) + " column " + std::to_string(t);
+      if (r >= num_rows || t >= cols) {
+        if (got != untouched) return "wrote outside the rows and columns asked for, at " + where;
+        continue;
+      }
+      float in_order = 0;
+      for (int64_t n = 0; n < size; ++n) {
+        const float product = w[r * stride + n] * rows[n][t];
+        in_order = in_order + product;
+      }
+      if (got != in_order) return "not the in-order sum at " + where;
+    }
+  }
+  return "";
 }
 
 }  // namespace kvsim
