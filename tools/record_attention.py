@@ -69,6 +69,23 @@ def _list_bytes(values, dtype):
     return bytes(out)
 
 
+# Magnitudes from which a float32 rounds to infinity at each payload type (round to nearest even).
+_OVERFLOW = {"fp16": 65520.0, "bf16": 3.3961775292304433e38, "fp32": 3.4028235677973366e38}
+
+
+def _first_unstorable(array, dtype):
+    """Flat index of the first value of `array` that is not finite once stored at `dtype`, or None."""
+    limit = _OVERFLOW[dtype]
+    if isinstance(array, (list, tuple)):
+        for i, x in enumerate(array):
+            if not abs(x) < limit:  # NaN fails too
+                return i
+        return None
+    import numpy as np
+    bad = np.flatnonzero(~(np.abs(np.asarray(array, dtype=np.float64)) < limit))
+    return int(bad[0]) if bad.size else None
+
+
 class TraceWriter:
     """Streams a trace to `path`; the file is complete only after close()."""
 
@@ -102,6 +119,15 @@ class TraceWriter:
         """sample: prompt_len, decode_steps, query_start, token_ids, boundaries, heads = [(layer, kv_head,
         keys [n,d], values [n,d], queries [G, n - query_start, d], column_sums [G, prompt_len] or None)]."""
         sums = sample["heads"][0][5] is not None
+        for layer, kv_head, keys, values, queries, column_sums in sample["heads"]:  # before anything is written
+            for name, array, dtype in (("keys", keys, self.header["dtype"]), ("values", values, self.header["dtype"]),
+                                       ("queries", queries, self.header["dtype"]), ("column_sums", column_sums, "fp32")):
+                i = None if array is None else _first_unstorable(array, dtype)
+                if i is not None:
+                    x = (array if isinstance(array, (list, tuple)) else __import__("numpy").ravel(array))[i]
+                    raise ValueError("sample %d, layer %d, kv head %d: %s[%d] = %r is not finite at %s%s" % (
+                        self.samples, layer, kv_head, name, i, float(x), dtype,
+                        "; record with --dtype bf16 or fp32" if dtype == "fp16" else ""))
         payload = struct.pack("<3QI", sample["prompt_len"], sample["decode_steps"], sample["query_start"], 1 if sums else 0)
         ids = list(sample.get("token_ids") or [])
         payload += struct.pack("<I", len(ids)) + struct.pack("<%di" % len(ids), *ids)

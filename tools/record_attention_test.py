@@ -67,6 +67,17 @@ def check_python_writer(tmp):
     open(cut, "wb").write(data[:-9])
     result = subprocess.run([DUMP, cut], capture_output=True, text=True)
     assert result.returncode != 0 and "truncated" in result.stderr, result.stderr
+    # A value that fp16 cannot hold is refused before the sample is written, naming it.
+    bad_keys = list(keys)
+    bad_keys[6] = 70000.0
+    w = record_attention.TraceWriter(os.path.join(tmp, "bad.kvat"), header)
+    try:
+        w.append({"prompt_len": prompt, "decode_steps": steps, "query_start": qstart,
+                  "heads": [(1, 0, bad_keys, values, queries, sums)]})
+        raise AssertionError("a key of 70000 was accepted at fp16")
+    except ValueError as e:
+        assert "sample 0, layer 1, kv head 0: keys[6] = 70000.0 is not finite at fp16" in str(e), e
+    assert w.samples == 0
     print("python writer: OK")
 
 

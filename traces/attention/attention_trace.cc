@@ -1,6 +1,11 @@
 #include "traces/attention/attention_trace.h"
 
+#include <cmath>
+#include <vector>
+
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "traces/attention/half.h"
 
 namespace kvsim {
 namespace {
@@ -23,6 +28,41 @@ absl::Status CheckSize(size_t actual, int64_t expected, int head, const char* fi
   if (static_cast<int64_t>(actual) == expected) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("head record ", head, ": ", field, " has ", actual, " values, expected ", expected));
+}
+
+// x stored at `dtype` and read back (exact for float32).
+float Stored(float x, AttentionDType dtype) {
+  switch (dtype) {
+    case AttentionDType::kFloat16:
+      return HalfToFloat(FloatToHalf(x));
+    case AttentionDType::kBFloat16:
+      return BFloat16ToFloat(FloatToBFloat16(x));
+    default:
+      return x;
+  }
+}
+
+// The index of the first entry of x that is not finite at `dtype`, or -1.
+int64_t FirstUnstorable(const std::vector<float>& x, AttentionDType dtype) {
+  // Fast test first (vectorised): every entry finite and well inside the dtype's range.
+  const Eigen::Map<const Eigen::ArrayXf> a(x.data(), static_cast<Eigen::Index>(x.size()));
+  const float safe = dtype == AttentionDType::kFloat16 ? 65504.0f : 3.38e38f;
+  if (x.empty() || (a.isFinite().all() && a.abs().maxCoeff() <= safe)) return -1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(Stored(x[i], dtype))) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+const char* DTypeName(AttentionDType dtype) {
+  switch (dtype) {
+    case AttentionDType::kFloat16:
+      return "fp16";
+    case AttentionDType::kBFloat16:
+      return "bf16";
+    default:
+      return "float32";
+  }
 }
 
 }  // namespace
@@ -101,6 +141,40 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
       if (auto s = CheckSize(head.column_sums.size(), g * sample.prompt_len, idx, "column_sums"); !s.ok()) {
         return s;
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSampleValues(const AttentionTraceHeader& header, const AttentionSample& sample) {
+  const int64_t d = header.head_dim, q = sample.num_queries();
+  for (size_t h = 0; h < sample.heads.size(); ++h) {
+    const HeadTensors& head = sample.heads[h];
+    const struct {
+      const char* name;
+      const std::vector<float>& x;
+      AttentionDType dtype;
+    } tensors[] = {{"keys", head.keys, header.dtype},
+                   {"values", head.values, header.dtype},
+                   {"queries", head.queries, header.dtype},
+                   {"column_sums", head.column_sums, AttentionDType::kFloat32}};
+    for (const auto& t : tensors) {
+      const int64_t i = FirstUnstorable(t.x, t.dtype);
+      if (i < 0) continue;
+      std::string where;  // the entry's place in the model's terms
+      if (t.name[0] == 'k' || t.name[0] == 'v') {
+        where = absl::StrCat("position ", i / d, ", channel ", i % d);
+      } else if (t.name[0] == 'q') {
+        where = absl::StrCat("query head ", i / d / q, " of the group, position ", sample.query_start + i / d % q,
+                             ", channel ", i % d);
+      } else {
+        where = absl::StrCat("query head ", i / sample.prompt_len, " of the group, position ", i % sample.prompt_len);
+      }
+      const std::string problem =
+          std::isfinite(t.x[i]) ? absl::StrCat("overflows ", DTypeName(t.dtype)) : "is not finite";
+      return absl::InvalidArgumentError(absl::StrCat("head record ", h, " (layer ", head.layer, ", kv head ",
+                                                     head.kv_head, "): ", t.name, "[", i, "] (", where, ") = ",
+                                                     t.x[i], " ", problem));
     }
   }
   return absl::OkStatus();

@@ -93,6 +93,12 @@ absl::Status ValidateHeader(const AttentionTraceHeader& header);
 // InvalidArgument naming the offending head and field otherwise.
 absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionSample& sample);
 
+// OK if every stored value of `sample` (keys, values, queries at header.dtype; column sums as float32)
+// is finite and stays finite at that dtype (fp16 holds magnitudes below 65520, bf16 below about 3.4e38).
+// InvalidArgument naming the first offending head record, tensor, entry, position and value otherwise:
+// attention over an infinite or NaN key gives NaN metrics for every policy. REQUIRES: ValidateSample().
+absl::Status ValidateSampleValues(const AttentionTraceHeader& header, const AttentionSample& sample);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_TRACES_ATTENTION_ATTENTION_TRACE_H_

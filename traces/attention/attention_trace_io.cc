@@ -258,9 +258,9 @@ absl::Status AttentionTraceWriter::WriteRecord(uint32_t tag, const std::string& 
 
 absl::Status AttentionTraceWriter::Append(const AttentionSample& sample) {
   KVSIM_CHECK(file_ != nullptr) << "Append after Finish";
-  if (auto s = ValidateSample(header_, sample); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("sample ", num_samples_, ": ", s.message()));
-  }
+  absl::Status valid = ValidateSample(header_, sample);
+  if (valid.ok()) valid = ValidateSampleValues(header_, sample);
+  if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat("sample ", num_samples_, ": ", valid.message()));
   const bool sums = !sample.heads.empty() && !sample.heads[0].column_sums.empty();
   for (const HeadTensors& head : sample.heads) {
     if (head.column_sums.empty() == sums) {
@@ -459,9 +459,11 @@ absl::StatusOr<AttentionSample> AttentionTraceReader::ReadSample(int64_t index) 
     if (entry.has_column_sums) head.column_sums = dec.GetTensor(g * sample.prompt_len, AttentionDType::kFloat32);
     if (!dec.done()) return Error(record, entry.heads[i].offset, "malformed HEAD payload");
   }
-  if (auto s = ValidateSample(header_, sample); !s.ok()) {
+  absl::Status valid = ValidateSample(header_, sample);
+  if (valid.ok()) valid = ValidateSampleValues(header_, sample);
+  if (!valid.ok()) {
     return Error(entry.record_index, samples_[index].heads.empty() ? 0 : entry.heads[0].offset,
-                 absl::StrCat("sample ", index, ": ", s.message()));
+                 absl::StrCat("sample ", index, ": ", valid.message()));
   }
   return sample;
 }

@@ -21,7 +21,8 @@
 //
 // Reading memory-maps the file. Open() walks the record headers and decodes the small HEADER and SAMPLE
 // records (checksums verified), so a truncated or inconsistent file is refused before any tensor is read;
-// ReadSample() verifies the HEAD records' checksums and decodes them. Every error is DataLoss (corruption,
+// ReadSample() verifies the HEAD records' checksums, decodes them and refuses a tensor entry that is not
+// finite (ValidateSampleValues: e.g. an fp16 overflow from another writer). Every error is DataLoss (corruption,
 // truncation) or InvalidArgument (inconsistent contents), naming the file, record index and byte offset.
 //
 // Writing streams to "<path>.tmp.<pid>" and renames it over `path` in Finish(), so readers never see a
@@ -61,7 +62,8 @@ class AttentionTraceWriter {
       const std::string& path, const AttentionTraceHeader& header, AttentionTraceWriteOptions options = {});
   ~AttentionTraceWriter();  // without Finish(): removes the temporary file
 
-  // Appends one sample (ValidateSample() first; InvalidArgument if it fails). Tensors are rounded to the
+  // Appends one sample (ValidateSample() and ValidateSampleValues() first: InvalidArgument if either
+  // fails, e.g. a value that overflows fp16, and nothing is written). Tensors are rounded to the
   // header's dtype.
   absl::Status Append(const AttentionSample& sample);
   // Writes END, flushes, and renames the file into place. REQUIRES: called once.

@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "traces/attention/crc32.h"
 #include "traces/attention/half.h"
 #include "traces/attention/synthetic_trace.h"
 #include "util/file.h"
@@ -162,6 +166,92 @@ TEST(AttentionTraceIoTest, WriterRejectsInconsistentSample) {
   absl::Status s = (*writer)->Append(bad);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("sample 0: head record 1: queries"), std::string::npos) << s;
+}
+
+TEST(AttentionTraceIoTest, WriterRejectsValuesThatAreNotFiniteAtTheDtype) {
+  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
+  const std::string path = TempPath("nonfinite");
+  auto writer = AttentionTraceWriter::Create(path, t.header);
+  ASSERT_TRUE(writer.ok());
+  // head_dim 40: keys[5 * 40 + 3] is position 5, channel 3 of head record 1 (layer 0, kv head 1).
+  AttentionSample bad = t.samples[0];
+  bad.heads[1].keys[5 * 40 + 3] = std::numeric_limits<float>::infinity();
+  absl::Status s = (*writer)->Append(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sample 0: head record 1 (layer 0, kv head 1): keys[203] (position 5, channel 3) = inf "
+                             "is not finite"),
+            std::string::npos)
+      << s;
+  // 70000 overflows fp16 (largest finite 65504); 65519 still rounds to it. Queries of prompt_len 24,
+  // window 4 and 3 decode steps: 7 per member, from position 20; entry 7 * 40 + 2 is member 1, position 20.
+  bad = t.samples[0];
+  bad.heads[0].values[0] = 65519.0f;
+  bad.heads[0].queries[7 * 40 + 2] = -70000.0f;
+  s = (*writer)->Append(bad);
+  EXPECT_NE(s.message().find("queries[282] (query head 1 of the group, position 20, channel 2) = -70000 overflows "
+                             "fp16"),
+            std::string::npos)
+      << s;
+  bad.heads[0].queries[7 * 40 + 2] = 1.0f;
+  bad.heads[1].column_sums.assign(2 * 24, 1.0f);
+  bad.heads[0].column_sums.assign(2 * 24, 1.0f);
+  bad.heads[0].column_sums[30] = std::nanf("");  // member 1, position 6
+  ASSERT_TRUE(ValidateSample(t.header, bad).ok());
+  s = ValidateSampleValues(t.header, bad);
+  EXPECT_NE(s.message().find("column_sums[30] (query head 1 of the group, position 6) = nan is not finite"),
+            std::string::npos)
+      << s;
+  bad.heads[0].column_sums[30] = 1.0f;
+  EXPECT_TRUE(ValidateSampleValues(t.header, bad).ok());
+  // bf16 holds 70000 (and anything below about 3.4e38).
+  t.header.dtype = AttentionDType::kBFloat16;
+  bad.heads[0].queries[7 * 40 + 2] = -70000.0f;
+  EXPECT_TRUE(ValidateSampleValues(t.header, bad).ok());
+  bad.heads[0].queries[7 * 40 + 2] = 3.4e38f;
+  EXPECT_NE(ValidateSampleValues(t.header, bad).message().find("overflows bf16"), std::string::npos);
+}
+
+// A file whose payload holds a NaN (written by another tool; the checksum matches it) is refused when
+// the sample is read, naming the record and the entry.
+TEST(AttentionTraceIoTest, ReaderRejectsNonFiniteValues) {
+  SyntheticTrace t = Small(AttentionDType::kFloat32, false);
+  const float marker = 12345.25f;
+  t.samples[1].heads[2].values[7 * 40 + 11] = marker;  // head record 2: layer 1, kv head 0
+  const std::string path = TempPath("nanfile");
+  ASSERT_TRUE(Write(path, t).ok());
+  std::string bytes = *ReadFile(path);
+  char marker_bytes[4];
+  std::memcpy(marker_bytes, &marker, 4);
+  const size_t at = bytes.find(std::string(marker_bytes, 4));
+  ASSERT_NE(at, std::string::npos);
+  const float nan = std::nanf("");
+  std::memcpy(&bytes[at], &nan, 4);
+  // Re-seal the record holding it: records are a 32-byte header (tag, flags, stored and raw sizes, CRC of
+  // the stored bytes, pad) and the stored bytes, after the 16-byte file header.
+  size_t offset = 16;
+  bool sealed = false;
+  while (offset + 32 <= bytes.size() && !sealed) {
+    uint64_t stored = 0;
+    std::memcpy(&stored, &bytes[offset + 8], 8);
+    if (at >= offset + 32 && at < offset + 32 + stored) {
+      const uint32_t crc = Crc32(absl::string_view(&bytes[offset + 32], stored));
+      std::memcpy(&bytes[offset + 24], &crc, 4);
+      sealed = true;
+    }
+    offset += 32 + stored;
+  }
+  ASSERT_TRUE(sealed);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_TRUE((*reader)->ReadSample(0).ok());
+  auto sample = (*reader)->ReadSample(1);
+  ASSERT_FALSE(sample.ok());
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(sample.status().message().find("sample 1: head record 2 (layer 1, kv head 0): values[291] (position 7, "
+                                           "channel 11) = nan is not finite"),
+            std::string::npos)
+      << sample.status();
 }
 
 }  // namespace
