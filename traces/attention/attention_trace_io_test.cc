@@ -156,7 +156,7 @@ TEST(AttentionTraceIoTest, RefusesTrailingDataAndBadMagic) {
   EXPECT_EQ(AttentionTraceReader::Open(TempPath("missing")).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(AttentionTraceIoTest, WriterRejectsInconsistentSample) {
+TEST(AttentionTraceIoTest, WriterRejectsInconsistentOrNonFiniteSamples) {
   SyntheticTrace t = Small(AttentionDType::kFloat16, false);
   const std::string path = TempPath("reject");
   auto writer = AttentionTraceWriter::Create(path, t.header);
@@ -166,17 +166,12 @@ TEST(AttentionTraceIoTest, WriterRejectsInconsistentSample) {
   absl::Status s = (*writer)->Append(bad);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("sample 0: head record 1: queries"), std::string::npos) << s;
-}
 
-TEST(AttentionTraceIoTest, WriterRejectsValuesThatAreNotFiniteAtTheDtype) {
-  SyntheticTrace t = Small(AttentionDType::kFloat16, false);
-  const std::string path = TempPath("nonfinite");
-  auto writer = AttentionTraceWriter::Create(path, t.header);
-  ASSERT_TRUE(writer.ok());
-  // head_dim 40: keys[5 * 40 + 3] is position 5, channel 3 of head record 1 (layer 0, kv head 1).
-  AttentionSample bad = t.samples[0];
+  // Values that are not finite at the trace's dtype. head_dim 40: keys[5 * 40 + 3] is position 5,
+  // channel 3 of head record 1 (layer 0, kv head 1).
+  bad = t.samples[0];
   bad.heads[1].keys[5 * 40 + 3] = std::numeric_limits<float>::infinity();
-  absl::Status s = (*writer)->Append(bad);
+  s = (*writer)->Append(bad);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("sample 0: head record 1 (layer 0, kv head 1): keys[203] (position 5, channel 3) = inf "
                              "is not finite"),
@@ -209,6 +204,15 @@ TEST(AttentionTraceIoTest, WriterRejectsValuesThatAreNotFiniteAtTheDtype) {
   EXPECT_TRUE(ValidateSampleValues(t.header, bad).ok());
   bad.heads[0].queries[7 * 40 + 2] = 3.4e38f;
   EXPECT_NE(ValidateSampleValues(t.header, bad).message().find("overflows bf16"), std::string::npos);
+  // A refused sample leaves nothing in the file: a good one after it is sample 0.
+  ASSERT_TRUE((*writer)->Append(t.samples[1]).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ((*reader)->num_samples(), 1);
+  auto sample = (*reader)->ReadSample(0);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->prompt_len, t.samples[1].prompt_len);
 }
 
 // A file whose payload holds a NaN (written by another tool; the checksum matches it) is refused when
