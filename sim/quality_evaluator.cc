@@ -387,7 +387,16 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
     return absl::InvalidArgumentError("no budgets given (tokens or ratios)");
   }
   for (int64_t b : options.budget_tokens) {
-    if (b < 1) return absl::InvalidArgumentError(absl::StrCat("budget ", b, " tokens: must be >= 1"));
+    if (b < 1 || b > kMaxQualityBudgetTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("budget ", b, " tokens: must be in [1, ", kMaxQualityBudgetTokens, "]"));
+    }
+  }
+  for (size_t i = 0; i < options.policies.size(); ++i) {
+    if (std::find(options.policies.begin(), options.policies.begin() + i, options.policies[i]) !=
+        options.policies.begin() + i) {
+      return absl::InvalidArgumentError(absl::StrCat("policy '", options.policies[i], "' is given twice"));
+    }
   }
   for (double r : options.budget_ratios) {
     if (!(r > 0 && r <= 1)) return absl::InvalidArgumentError(absl::StrCat("budget ratio ", r, ": must be in (0, 1]"));

@@ -59,9 +59,12 @@
 
 namespace kvsim {
 
+// The largest token budget: positions are int32 (a budget beyond any sequence keeps everything).
+constexpr int64_t kMaxQualityBudgetTokens = (int64_t{1} << 31) - 1;
+
 struct QualityOptions {
-  std::vector<std::string> policies;    // registered names or wrapper+policy specs
-  std::vector<int64_t> budget_tokens;   // absolute budgets, each >= 1
+  std::vector<std::string> policies;    // registered names or wrapper+policy specs, each once
+  std::vector<int64_t> budget_tokens;   // absolute budgets, each in [1, kMaxQualityBudgetTokens]
   std::vector<double> budget_ratios;    // fractions of the prompt length, each in (0, 1]
   int top_k = 32;                       // k of the top-k overlap
   uint64_t seed = 0;                    // for randomised policies

@@ -272,8 +272,17 @@ TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {
   EXPECT_NE(e.status().message().find("unknown token policy 'nope'"), std::string::npos);
   options.policies = {"h2o"};
   options.budget_tokens = {0};
-  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("must be >= 1"),
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("0 tokens: must be in [1, "),
             std::string::npos);
+  options.budget_tokens = {kMaxQualityBudgetTokens + 1};  // positions are int32
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("2147483648 tokens: must be in"),
+            std::string::npos);
+  options.budget_tokens = {kMaxQualityBudgetTokens};  // keeps everything
+  EXPECT_TRUE(QualityEvaluator::Create(t.header, options).ok());
+  options.policies = {"h2o", "snapkv", "h2o"};
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("policy 'h2o' is given twice"),
+            std::string::npos);
+  options.policies = {"h2o"};
   options.budget_tokens = {};
   options.budget_ratios = {1.5};
   EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("(0, 1]"), std::string::npos);

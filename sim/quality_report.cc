@@ -251,12 +251,12 @@ std::string QualitySvg(const QualityResults& r) {
 
 absl::Status WriteQualityReports(const QualityResults& results, const std::string& dir) {
   KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/summary.csv", QualitySummaryCsv(results)));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/per_layer.csv", QualityLayerCsv(results)));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/per_head.csv", QualityHeadCsv(results)));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/areas.csv", QualityAreaCsv(results)));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/results.json", QualityJson(results)));
-  return WriteFileAtomically(dir + "/curves.svg", QualitySvg(results));
+  return WriteFilesAtomically({{dir + "/summary.csv", QualitySummaryCsv(results)},
+                               {dir + "/per_layer.csv", QualityLayerCsv(results)},
+                               {dir + "/per_head.csv", QualityHeadCsv(results)},
+                               {dir + "/areas.csv", QualityAreaCsv(results)},
+                               {dir + "/results.json", QualityJson(results)},
+                               {dir + "/curves.svg", QualitySvg(results)}});
 }
 
 }  // namespace kvsim

@@ -1,5 +1,9 @@
 #include "sim/results_writer.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -140,15 +144,13 @@ absl::Status WriteResultsFiles(const std::string& out_dir, const proto::Results&
   KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
   std::string binary;
   if (!results.SerializeToString(&binary)) return absl::InternalError("results.pb: serialization failed");
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/results.pb", binary));
   KVSIM_ASSIGN_OR_RETURN(std::string json, SummaryJson(results));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/summary.json", json));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/requests.csv", RequestsCsv(results)));
-  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/timeseries.csv", TimeSeriesCsv(results)));
-  if (!timeline_json.empty()) {
-    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/timeline.json", timeline_json));
-  }
-  return absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> files = {{out_dir + "/results.pb", std::move(binary)},
+                                                            {out_dir + "/summary.json", std::move(json)},
+                                                            {out_dir + "/requests.csv", RequestsCsv(results)},
+                                                            {out_dir + "/timeseries.csv", TimeSeriesCsv(results)}};
+  if (!timeline_json.empty()) files.emplace_back(out_dir + "/timeline.json", std::string(timeline_json));
+  return WriteFilesAtomically(files);
 }
 
 }  // namespace kvsim

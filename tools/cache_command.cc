@@ -38,8 +38,7 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) {
     KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
-    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/cache.csv", table.ToCsv()));
-    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(dir + "/cache.json", table.ToJson()));
+    KVSIM_RETURN_IF_ERROR(WriteFilesAtomically({{dir + "/cache.csv", table.ToCsv()}, {dir + "/cache.json", table.ToJson()}}));
   }
   out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText());
   return absl::OkStatus();

@@ -1,6 +1,8 @@
 // `kvsim quality`: offline fidelity of token-level KV policies on an attention trace, over budgets.
 // Thin: parsing and output only; the work is in sim/quality_evaluator and sim/quality_report.
 #include <ostream>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -29,29 +31,38 @@ namespace kvsim {
 
 // Parses "--budgets": integers are tokens; decimals and percentages are ratios of the prompt length.
 absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* options) {
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+  std::vector<int64_t> budget_tokens;
+  std::vector<double> budget_ratios;
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError("--budgets is required, e.g. --budgets=64,256,1024 or --budgets=0.1,0.25");
+  }
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
     item = absl::StripAsciiWhitespace(item);
+    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("--budgets: empty entry in '", text, "'"));
     const bool percent = absl::ConsumeSuffix(&item, "%");
     int64_t tokens;
     double ratio;
-    if (!percent && absl::SimpleAtoi(item, &tokens)) {
-      if (tokens < 1) return absl::InvalidArgumentError(absl::StrCat("--budgets: ", tokens, " tokens: must be >= 1"));
-      options->budget_tokens.push_back(tokens);
+    const bool digits = !percent && item.find_first_not_of("+-0123456789") == absl::string_view::npos;
+    if (digits) {
+      if (!absl::SimpleAtoi(item, &tokens) || tokens < 1 || tokens > kMaxQualityBudgetTokens) {
+        return absl::InvalidArgumentError(absl::StrCat("--budgets: ", item, " tokens: must be in [1, ",
+                                                       kMaxQualityBudgetTokens, "]"));
+      }
+      budget_tokens.push_back(tokens);
     } else if (absl::SimpleAtod(item, &ratio)) {
       if (percent) ratio /= 100;
       if (!(ratio > 0 && ratio <= 1)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--budgets: ratio '", item, percent ? "%" : "", "' must be in (0, 1] of the prompt"));
       }
-      options->budget_ratios.push_back(ratio);
+      budget_ratios.push_back(ratio);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--budgets: '", item, "' is neither a token count (256) nor a ratio (0.25 or 25%)"));
     }
   }
-  if (options->budget_tokens.empty() && options->budget_ratios.empty()) {
-    return absl::InvalidArgumentError("--budgets is required, e.g. --budgets=64,256,1024 or --budgets=0.1,0.25");
-  }
+  options->budget_tokens = std::move(budget_tokens);
+  options->budget_ratios = std::move(budget_ratios);
   return absl::OkStatus();
 }
 
@@ -62,8 +73,15 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   const std::string trace = absl::GetFlag(FLAGS_trace);
   if (trace.empty()) return absl::InvalidArgumentError("--trace=FILE (an attention trace, .kvat) is required");
   QualityOptions options;
-  options.policies = absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipWhitespace());
-  if (options.policies.empty()) return absl::InvalidArgumentError("--policies is required, e.g. --policies=h2o,snapkv");
+  const std::string policies = absl::GetFlag(FLAGS_policies);
+  if (absl::StripAsciiWhitespace(policies).empty()) {
+    return absl::InvalidArgumentError("--policies is required, e.g. --policies=h2o,snapkv");
+  }
+  for (absl::string_view name : absl::StrSplit(policies, ',')) {
+    name = absl::StripAsciiWhitespace(name);
+    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("--policies: empty entry in '", policies, "'"));
+    options.policies.emplace_back(name);
+  }
   KVSIM_RETURN_IF_ERROR(ParseQualityBudgets(absl::GetFlag(FLAGS_budgets), &options));
   options.top_k = absl::GetFlag(FLAGS_quality_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
@@ -84,6 +102,10 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
     KVSIM_RETURN_IF_ERROR(evaluator->AddSample(sample));
   }
   const QualityResults results = evaluator->Finish();
+  if (results.num_decode_steps == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(trace, ": the ", count,
+                                                   " sample(s) evaluated have no decode steps: nothing to measure"));
+  }
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) KVSIM_RETURN_IF_ERROR(WriteQualityReports(results, dir));
   out << (absl::GetFlag(FLAGS_json) ? QualityJson(results) : FormatQualityTable(results));

@@ -53,10 +53,18 @@ TEST(QualityBudgetsTest, TokensRatiosAndPercentages) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'abc'"), std::string::npos);
   QualityOptions fresh;
-  EXPECT_NE(ParseQualityBudgets("0", &fresh).message().find("must be >= 1"), std::string::npos);
+  EXPECT_NE(ParseQualityBudgets("0", &fresh).message().find("0 tokens: must be in [1, 2147483647]"),
+            std::string::npos);
+  // Beyond int32 positions, and beyond int64: a token count out of range, not a ratio.
+  EXPECT_NE(ParseQualityBudgets("2147483648", &fresh).message().find("2147483648 tokens: must be in"),
+            std::string::npos);
+  EXPECT_NE(ParseQualityBudgets("99999999999999999999", &fresh).message().find("tokens: must be in"),
+            std::string::npos);
   EXPECT_NE(ParseQualityBudgets("150%", &fresh).message().find("(0, 1]"), std::string::npos);
+  EXPECT_NE(ParseQualityBudgets("32,", &fresh).message().find("empty entry in '32,'"), std::string::npos);
   QualityOptions empty;
-  EXPECT_NE(ParseQualityBudgets(" , ", &empty).message().find("required"), std::string::npos);
+  EXPECT_NE(ParseQualityBudgets(" ", &empty).message().find("required"), std::string::npos);
+  EXPECT_TRUE(fresh.budget_tokens.empty() && fresh.budget_ratios.empty());
 }
 
 TEST(QualityCommandTest, SynthesiseThenEvaluate) {
@@ -100,6 +108,26 @@ TEST(QualityCommandTest, ErrorsAreUsageErrors) {
             0);
   EXPECT_EQ(RunCommand({"quality", "--trace=" + trace, "--policies=nope", "--budgets=8"}, &out, &err), 2);
   EXPECT_NE(err.find("unknown token policy 'nope'"), std::string::npos) << err;
+  EXPECT_EQ(RunCommand({"quality", "--trace=" + trace, "--policies=h2o,,snapkv", "--budgets=8"}, &out, &err), 2);
+  EXPECT_NE(err.find("--policies: empty entry in 'h2o,,snapkv'"), std::string::npos) << err;
+  EXPECT_EQ(RunCommand({"quality", "--trace=" + trace, "--policies=h2o,h2o", "--budgets=8"}, &out, &err), 2);
+  EXPECT_NE(err.find("policy 'h2o' is given twice"), std::string::npos) << err;
+  // A results file that cannot be written (a directory in its place): no results file is left at all.
+  ASSERT_TRUE(MakeDirectories(dir + "/blocked/curves.svg").ok());
+  EXPECT_NE(RunCommand({"quality", "--trace=" + trace, "--policies=h2o", "--budgets=8", "--out=" + dir + "/blocked"},
+                       &out, &err),
+            0);
+  EXPECT_NE(err.find("curves.svg: it exists and is not a file"), std::string::npos) << err;
+  EXPECT_FALSE(ReadFile(dir + "/blocked/summary.csv").ok());
+  // A trace without decode steps has nothing to measure.
+  const std::string no_steps = dir + "/no_steps.kvat";
+  ASSERT_EQ(RunCommand({"synth_attention", "--out=" + no_steps, "--synth_prompt_len=64", "--synth_decode_steps=0",
+                 "--synth_layers=1", "--synth_kv_heads=1"},
+                &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(RunCommand({"quality", "--trace=" + no_steps, "--policies=h2o", "--budgets=8"}, &out, &err), 2);
+  EXPECT_NE(err.find("have no decode steps: nothing to measure"), std::string::npos) << err;
   // A truncated trace is refused with the record that is cut.
   std::string bytes = *ReadFile(trace);
   ASSERT_TRUE(WriteFileAtomically(trace, bytes.substr(0, bytes.size() - 10)).ok());

@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,16 +47,40 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
-  if (std::fwrite(contents.data(), 1, contents.size(), file) != contents.size()) {
-    const int error = errno;
-    std::fclose(file);
-    std::remove(tmp.c_str());
-    return ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
+  return WriteFilesAtomically({{path, std::string(contents)}});
+}
+
+absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [path, contents] : files) {  // a directory (or device) in the way fails before any write
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": it exists and is not a file"));
+    }
   }
-  return CommitTempFile(file, tmp, path);
+  std::vector<std::string> tmps;  // written and closed so far
+  const auto fail = [&tmps](size_t from, absl::Status status) {
+    for (size_t i = from; i < tmps.size(); ++i) std::remove(tmps[i].c_str());
+    return status;
+  };
+  for (const auto& [path, contents] : files) {
+    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    FILE* file = std::fopen(tmp.c_str(), "wb");
+    if (file == nullptr) return fail(0, ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp)));
+    tmps.push_back(tmp);
+    const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size() &&
+                         std::fflush(file) == 0 && fsync(fileno(file)) == 0;
+    const int write_error = errno;
+    const bool closed = std::fclose(file) == 0;
+    if (!written || !closed) {
+      return fail(0, ErrnoToStatus(written ? errno : write_error, absl::StrCat("cannot write ", tmp)));
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (std::rename(tmps[i].c_str(), files[i].first.c_str()) != 0) {
+      return fail(i, ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmps[i], " to ", files[i].first)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path) {

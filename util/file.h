@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +22,12 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`.
 // Creates no directories: the parent must exist (FailedPrecondition otherwise).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+
+// Writes a set of files (path, contents) that belong together, e.g. one run's results: each to its
+// temporary name first (flushed and closed), then each renamed over its path. A failure while writing,
+// or a target that exists and is not a regular file (checked first), leaves none of them and no
+// temporary file. Only a failing rename, after every write succeeded, can leave the earlier ones renamed.
+absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 // Finishes a file written under a temporary name: flushes and syncs `file`, closes it, and renames `tmp`
 // over `path`. `file` is closed in every case; on any failure `tmp` is removed and the error names the

@@ -62,5 +62,25 @@ TEST(FileTest, MakeDirectoriesCreatesParentsAndRejectsFiles) {
   EXPECT_EQ(MakeDirectories(dir + "/f/g").code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(FileTest, WriteFilesAtomicallyWritesAllOrNone) {
+  const std::string dir = TempDir() + "/set";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(WriteFilesAtomically({{dir + "/a", "1"}, {dir + "/b", "22"}}).ok());
+  EXPECT_EQ(*ReadFile(dir + "/a"), "1");
+  EXPECT_EQ(*ReadFile(dir + "/b"), "22");
+  // A directory where the last file should go: refused before anything is written or replaced.
+  ASSERT_TRUE(MakeDirectories(dir + "/c").ok());
+  absl::Status s = WriteFilesAtomically({{dir + "/a", "new"}, {dir + "/b", "new"}, {dir + "/c", "x"}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find(dir + "/c"), std::string::npos) << s;
+  EXPECT_EQ(*ReadFile(dir + "/a"), "1");
+  EXPECT_EQ(*ReadFile(dir + "/b"), "22");
+  // A file that cannot be created (its directory is missing): the ones written before it are removed.
+  s = WriteFilesAtomically({{dir + "/a", "new"}, {dir + "/missing/d", "x"}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*ReadFile(dir + "/a"), "1");
+  EXPECT_EQ(CountEntries(dir), 3);  // a, b, c: no temporary file left
+}
+
 }  // namespace
 }  // namespace kvsim
