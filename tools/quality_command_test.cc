@@ -128,6 +128,17 @@ TEST(QualityCommandTest, ErrorsAreUsageErrors) {
       << err;
   EXPECT_EQ(RunCommand({"quality", "--trace=" + no_steps, "--policies=h2o", "--budgets=8"}, &out, &err), 2);
   EXPECT_NE(err.find("have no decode steps: nothing to measure"), std::string::npos) << err;
+  // Sizes that cannot be generated in memory are refused up front.
+  EXPECT_EQ(RunCommand({"synth_attention", "--out=" + dir + "/huge.kvat", "--synth_prompt_len=4611686018427387904"},
+                       &out, &err),
+            2);
+  EXPECT_NE(err.find("tokens: at most 16777216 per sample"), std::string::npos) << err;
+  EXPECT_EQ(RunCommand({"synth_attention", "--out=" + dir + "/huge.kvat", "--synth_prompt_len=64",
+                        "--synth_layers=2147483647"},
+                       &out, &err),
+            2);
+  EXPECT_NE(err.find("GiB of memory to generate"), std::string::npos) << err;
+  EXPECT_FALSE(ReadFile(dir + "/huge.kvat").ok());
   // A truncated trace is refused with the record that is cut.
   std::string bytes = *ReadFile(trace);
   ASSERT_TRUE(WriteFileAtomically(trace, bytes.substr(0, bytes.size() - 10)).ok());

@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
@@ -27,6 +28,10 @@ ABSL_FLAG(int32_t, synth_zstd_level, 0, "zstd level for tensor records, 0 = unco
 namespace kvsim {
 namespace {
 
+constexpr int64_t kMaxSyntheticTokens = 1 << 24;    // per sample
+constexpr double kMaxSyntheticBytes = 16.0 * (1 << 30);
+constexpr int64_t kMaxColumnSumsPrompt = 16384;
+
 absl::Status RunSynth(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments (use --out=FILE)");
   const std::string path = absl::GetFlag(FLAGS_out);
@@ -46,6 +51,24 @@ absl::Status RunSynth(const std::vector<std::string>& args, std::ostream& out) {
     return absl::InvalidArgumentError(
         "--synth_prompt_len, --synth_samples, --synth_layers, --synth_kv_heads, --synth_group_size must be "
         ">= 1, --synth_decode_steps >= 0 and --synth_head_dim >= 40");
+  }
+  // The whole trace is generated in memory before it is written: refuse sizes that cannot be, up front.
+  if (o.prompt_len + o.decode_steps > kMaxSyntheticTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("--synth_prompt_len + --synth_decode_steps = ",
+                                                   static_cast<double>(o.prompt_len) + o.decode_steps,
+                                                   " tokens: at most ", kMaxSyntheticTokens, " per sample"));
+  }
+  const double bytes = 4.0 * o.num_samples * o.num_layers * o.num_kv_heads * (2.0 + o.group_size) *
+                       static_cast<double>(o.prompt_len + o.decode_steps) * o.head_dim;
+  if (bytes > kMaxSyntheticBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the trace would take %.1f GiB of memory to generate (samples x layers x KV heads x (2 + group size) x "
+        "tokens x head_dim floats); at most %.0f GiB: use fewer samples, layers, heads or tokens",
+        bytes / (1 << 30), kMaxSyntheticBytes / (1 << 30)));
+  }
+  if (o.column_sums && o.prompt_len > kMaxColumnSumsPrompt) {
+    return absl::InvalidArgumentError(absl::StrCat("--synth_column_sums: --synth_prompt_len at most ",
+                                                   kMaxColumnSumsPrompt, " (the sums cost O(prompt^2))"));
   }
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_synth_head_types), ',', absl::SkipEmpty())) {
     KVSIM_ASSIGN_OR_RETURN(SyntheticHeadType type, ParseSyntheticHeadType(name));

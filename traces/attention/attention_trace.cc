@@ -84,7 +84,15 @@ absl::Status ValidateHeader(const AttentionTraceHeader& header) {
     return absl::InvalidArgumentError(
         absl::StrCat("header: unknown dtype ", static_cast<uint32_t>(header.dtype)));
   }
-  if (!(header.rope.base > 0)) return absl::InvalidArgumentError("header: rope base must be positive");
+  if (!(header.rope.base > 0) || !std::isfinite(header.rope.base)) {
+    return absl::InvalidArgumentError(absl::StrCat("header: rope base must be positive and finite, got ",
+                                                   header.rope.base));
+  }
+  if (header.rope.scaling != RopeScaling::kNone &&
+      (!(header.rope.scaling_factor > 0) || !std::isfinite(header.rope.scaling_factor))) {
+    return absl::InvalidArgumentError(absl::StrCat("header: rope scaling factor must be positive and finite, got ",
+                                                   header.rope.scaling_factor));
+  }
   if (static_cast<uint32_t>(header.rope.scaling) > static_cast<uint32_t>(RopeScaling::kOther)) {
     return absl::InvalidArgumentError("header: unknown rope scaling type");
   }

@@ -1,5 +1,7 @@
 #include "traces/attention/attention_trace.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "traces/attention/synthetic_trace.h"
 
@@ -42,6 +44,16 @@ TEST(AttentionTraceTest, HeaderErrorsNameTheField) {
   h = t.header;
   h.kept_kv_heads = {2};  // only 2 KV heads: index 2 is out of range
   EXPECT_NE(ValidateHeader(h).message().find("outside [0, 2)"), std::string::npos);
+  h = t.header;
+  h.rope.base = std::numeric_limits<double>::infinity();
+  EXPECT_NE(ValidateHeader(h).message().find("rope base must be positive and finite, got inf"), std::string::npos);
+  h = t.header;
+  h.rope.scaling = RopeScaling::kLinear;
+  h.rope.scaling_factor = 0;
+  EXPECT_NE(ValidateHeader(h).message().find("rope scaling factor must be positive and finite, got 0"),
+            std::string::npos);
+  h.rope.scaling = RopeScaling::kNone;  // the factor is not read
+  EXPECT_TRUE(ValidateHeader(h).ok());
 }
 
 TEST(AttentionTraceTest, SampleErrorsNameHeadAndField) {
