@@ -1,5 +1,7 @@
 #include "cost_models/calibration_table.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -144,11 +146,14 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& p, absl::st
   if (CalibrationDTypeBits(p.dtype()) == 0) {
     return error(absl::StrCat("dtype '", p.dtype(), "' is not one of fp32, bf16, fp16, fp8, int8, int4, int3, int2"));
   }
-  if (!(p.median_ns() > 0) || !std::isfinite(p.median_ns())) {
-    return error(absl::StrCat("median_ns must be > 0, got ", p.median_ns()));
+  // A picosecond at least: no kernel is faster, and the model works in seconds (1e-9 x a smaller value
+  // can underflow to zero).
+  if (!(p.median_ns() >= 1e-3) || !std::isfinite(p.median_ns())) {
+    return error(absl::StrCat("median_ns must be a time of at least 0.001 ns, got ", p.median_ns()));
   }
-  if (p.p10_ns() < 0 || p.p90_ns() < 0 || p.repetitions() < 0 || p.group_size() < 0) {
-    return error("p10_ns, p90_ns, repetitions and group_size must be >= 0");
+  if (!(p.p10_ns() >= 0) || !(p.p90_ns() >= 0) || !std::isfinite(p.p10_ns()) || !std::isfinite(p.p90_ns()) ||
+      p.repetitions() < 0 || p.group_size() < 0) {
+    return error("p10_ns, p90_ns, repetitions and group_size must be finite and >= 0");
   }
   const proto::KernelShape& s = p.shape();
   if (s.batch() < 1 || s.query_tokens() < 0 || s.context_tokens() < 0 || s.num_segments() < 1 ||
@@ -213,6 +218,9 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
         for (const Column& c : NumericColumns()) known = known || name == c.name;
         if (!known) {
           return absl::InvalidArgumentError(absl::StrCat(where, ": unknown column '", name, "'"));
+        }
+        if (std::count(header.begin(), header.end(), name) > 1) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column '", name, "' appears twice"));
         }
         has_kind = has_kind || name == "kind";
         has_median = has_median || name == "median_ns";

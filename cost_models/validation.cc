@@ -10,6 +10,7 @@
 #include "cost_models/calibration_table.h"
 #include "cost_models/kernel_table.h"
 #include "cost_models/log_interpolator.h"
+#include "util/check.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -102,6 +103,7 @@ Outcome PredictFrom(const std::vector<const SeriesPoint*>& train, const SeriesPo
     points.reserve(train.size());
     for (const SeriesPoint* p : train) points.push_back({p->features, p->measured_s});
     absl::StatusOr<LogGridInterpolator> interp = LogGridInterpolator::Build(points, target.features.size());
+    KVSIM_CHECK(interp.ok()) << interp.status();  // the points passed ValidateCalibrationPoint
     auto scale = [&](const std::vector<double>& f) {
       return KernelRooflineSeconds(WithKernelFeatures(target.query, f), rates, /*wave_quantisation=*/false);
     };
