@@ -18,6 +18,7 @@
 #ifndef KVSIM_POLICIES_BLOCK_LISTS_H_
 #define KVSIM_POLICIES_BLOCK_LISTS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,10 +35,12 @@ class BlockLists {
   explicit BlockLists(int num_lists) : heads_(num_lists, kNoSlot), tails_(num_lists, kNoSlot),
                                        sizes_(num_lists, 0) {}
 
-  // Preallocates room for `num_blocks` blocks (an optimisation only).
+  // Preallocates room for `num_blocks` blocks, at most 2^24 (an optimisation only: a capacity far beyond
+  // any trace's blocks must not allocate for it).
   void Reserve(int64_t num_blocks) {
-    slots_.reserve(num_blocks);
-    index_.reserve(num_blocks);
+    const size_t n = static_cast<size_t>(std::clamp<int64_t>(num_blocks, 0, int64_t{1} << 24));
+    slots_.reserve(n);
+    index_.reserve(n);
   }
 
   // The slot of `block`, or kNoSlot if it is in no list.

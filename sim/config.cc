@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "presets/presets.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
@@ -13,6 +14,11 @@ namespace {
 constexpr char kDefaultModelPreset[] = "llama-3.1-8b";
 constexpr char kDefaultDevicePreset[] = "h200";
 constexpr int64_t kGiB = int64_t{1} << 30;
+// Upper limits of sizes given directly: far beyond any deployment, low enough that products of them
+// (tokens = blocks x block size, per-replica state) stay within int64 and memory.
+constexpr double kMaxBlockTokens = 1 << 20;
+constexpr double kMaxCapacityBlocks = static_cast<double>(int64_t{1} << 40);
+constexpr double kMaxReplicas = 4096;
 
 absl::Status FieldError(absl::string_view source, absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": field ", field, ": ", what));
@@ -28,6 +34,14 @@ absl::Status RequirePositive(absl::string_view source, absl::string_view field, 
 absl::Status RequireNonNegative(absl::string_view source, absl::string_view field, double value) {
   if (!(value >= 0) || !std::isfinite(value)) {
     return FieldError(source, field, absl::StrCat("must be >= 0, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+// value in [low, high]: the limits keep derived quantities (tokens, nanoseconds) within int64.
+absl::Status RequireRange(absl::string_view source, absl::string_view field, double value, double low, double high) {
+  if (!(value >= low && value <= high)) {
+    return FieldError(source, field, absl::StrFormat("must be in [%.15g, %.15g], got %.15g", low, high, value));
   }
   return absl::OkStatus();
 }
@@ -89,7 +103,7 @@ absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view sou
 absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view source,
                           proto::CacheConfig* cache) {
   if (cache->block_tokens() == 0) cache->set_block_tokens(16);
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "cache.block_tokens", cache->block_tokens()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "cache.block_tokens", cache->block_tokens(), 1, kMaxBlockTokens));
   if (cache->reuse_mode() == proto::REUSE_MODE_UNSPECIFIED) {
     cache->set_reuse_mode(proto::REUSE_MODE_PREFIX);
   }
@@ -102,9 +116,9 @@ absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view sou
   KVSIM_RETURN_IF_ERROR(
       RequireNonNegative(source, "cache.activation_reserve_bytes", cache->activation_reserve_bytes()));
   KVSIM_RETURN_IF_ERROR(
-      RequireNonNegative(source, "cache.gpu_capacity_blocks", cache->gpu_capacity_blocks()));
-  KVSIM_RETURN_IF_ERROR(
-      RequireNonNegative(source, "cache.gpu_capacity_tokens", cache->gpu_capacity_tokens()));
+      RequireRange(source, "cache.gpu_capacity_blocks", cache->gpu_capacity_blocks(), 0, kMaxCapacityBlocks));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "cache.gpu_capacity_tokens", cache->gpu_capacity_tokens(), 0,
+                                     kMaxCapacityBlocks * static_cast<double>(cache->block_tokens())));
   if (cache->gpu_capacity_blocks() > 0 && cache->gpu_capacity_tokens() > 0) {
     return FieldError(source, "cache.gpu_capacity_tokens",
                       "set at most one of gpu_capacity_blocks and gpu_capacity_tokens");
@@ -292,11 +306,11 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
       RequireNonNegative(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns()));
   proto::WorkloadConfig* workload = config.mutable_workload();
   if (workload->time_scale() == 0) workload->set_time_scale(1.0);
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "workload.time_scale", workload->time_scale()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "workload.time_scale", workload->time_scale(), 1e-6, 1e6));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "workload.max_requests", workload->max_requests()));
   proto::ClusterConfig* cluster = config.mutable_cluster();
   if (cluster->num_replicas() == 0) cluster->set_num_replicas(1);
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "cluster.num_replicas", cluster->num_replicas()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "cluster.num_replicas", cluster->num_replicas(), 1, kMaxReplicas));
   if (cluster->router() == proto::ROUTER_KIND_UNSPECIFIED) {
     cluster->set_router(proto::ROUTER_KIND_ROUND_ROBIN);
   }

@@ -132,6 +132,24 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
   raw.Clear();
   raw.mutable_cache()->set_gpu_evict_action(proto::EVICT_ACTION_DEMOTE);
   EXPECT_EQ(ResolveExperimentConfig(raw, "x").status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Sizes whose products would overflow int64 (tokens, nanoseconds) or memory are refused, with limits.
+  raw.Clear();
+  raw.mutable_cache()->set_gpu_capacity_blocks(int64_t{1} << 60);
+  status = ResolveExperimentConfig(raw, "x").status();
+  EXPECT_NE(status.message().find("cache.gpu_capacity_blocks: must be in [0, 1099511627776]"), absl::string_view::npos)
+      << status;
+  raw.Clear();
+  raw.mutable_cluster()->set_num_replicas(2000000000);
+  status = ResolveExperimentConfig(raw, "x").status();
+  EXPECT_NE(status.message().find("cluster.num_replicas: must be in [1, 4096], got 2000000000"),
+            absl::string_view::npos)
+      << status;
+  raw.Clear();
+  raw.mutable_workload()->set_time_scale(1e300);
+  status = ResolveExperimentConfig(raw, "x").status();
+  EXPECT_NE(status.message().find("workload.time_scale: must be in [1e-06, 1000000]"), absl::string_view::npos)
+      << status;
 }
 
 TEST(ConfigTest, UnknownPresetIsNotFound) {
