@@ -56,6 +56,10 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
       s.kind_ = Kind::kFixed;
       s.a_ = spec.fixed().value();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, true, field + ".fixed.value"));
+      if (tokens && s.a_ > kMaxSampleTokens) {
+        return Invalid(field + ".fixed.value",
+                       absl::StrFormat("must be at most %d tokens, got %g", kMaxSampleTokens, s.a_));
+      }
       break;
     case proto::ValueDistribution::kUniform:
       s.kind_ = Kind::kUniform;
@@ -84,6 +88,9 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
       s.b_ = spec.lognormal().sigma();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".lognormal.median"));
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.b_, false, field + ".lognormal.sigma"));
+      if (s.b_ > kMaxLogNormalSigma) {
+        return Invalid(field + ".lognormal.sigma", absl::StrFormat("must be at most %g, got %g", kMaxLogNormalSigma, s.b_));
+      }
       break;
     case proto::ValueDistribution::kGamma:
       s.kind_ = Kind::kGamma;

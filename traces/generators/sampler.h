@@ -7,7 +7,8 @@
 // Units: a Sampler is built for token counts (samples rounded to the nearest integer; uniform and Zipf
 // draw integers exactly) or for seconds. Samples are clamped to the spec's [min_value, max_value], and
 // always to [0, kMaxSampleTokens] tokens or [0, kMaxSampleSeconds] seconds so that sums and nanosecond
-// conversions cannot overflow.
+// conversions cannot overflow and a request's blocks fit in memory. A fixed token count above the limit,
+// or a lognormal sigma above kMaxLogNormalSigma (half its draws would be clamped), is refused.
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(Sampler think, Sampler::Create(spec.think_time_s(), "chat.think_time_s",
@@ -34,8 +35,10 @@ namespace kvsim {
 
 enum class SampleUnit { kTokens, kSeconds };
 
-inline constexpr int64_t kMaxSampleTokens = int64_t{1} << 40;
+// 16M tokens: beyond any model's context, and a request's block hashes stay a few MB.
+inline constexpr int64_t kMaxSampleTokens = int64_t{1} << 24;
 inline constexpr double kMaxSampleSeconds = 1e9;
+inline constexpr double kMaxLogNormalSigma = 10;
 // Zipf distributions span at most this many values (their table holds one double per value).
 inline constexpr int64_t kMaxZipfValues = int64_t{1} << 22;
 

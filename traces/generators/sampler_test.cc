@@ -181,6 +181,9 @@ TEST(SamplerTest, InvalidSpecsNameTheField) {
   ExpectInvalid(CreateError("gamma { mean: 1 cv: nan }"), f + ".gamma.cv");
   ExpectInvalid(CreateError("exponential { mean: 0 }"), f + ".exponential.mean");
   ExpectInvalid(CreateError("fixed { value: -3 }"), f + ".fixed.value");
+  // Sizes a request's blocks could not be held at (1e308 tokens hung the generator).
+  ExpectInvalid(CreateError("fixed { value: 1e308 }"), f + ".fixed.value: must be at most 16777216 tokens");
+  ExpectInvalid(CreateError("lognormal { median: 100 sigma: 50 }"), f + ".lognormal.sigma: must be at most 10");
   ExpectInvalid(CreateError("uniform { min: 5 max: 4 }"), f + ".uniform.max");
   ExpectInvalid(CreateError("uniform { min: 4.2 max: 4.8 }"), f + ".uniform.max");  // no integer inside
   ExpectInvalid(CreateError("zipf { min: 0 max: 10000000 exponent: 1 }"), f + ".zipf.max");

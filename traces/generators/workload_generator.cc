@@ -31,6 +31,8 @@ constexpr int64_t kMaxTurns = std::numeric_limits<int32_t>::max();
 
 // Arrivals are kept below 2^62 ns, so sums of an arrival and a gap cannot overflow.
 constexpr int64_t kMaxArrivalNs = int64_t{1} << 62;
+// Requests of one generated trace: a billion is hours of writing and hundreds of GB.
+constexpr int64_t kMaxGeneratedRequests = 100000000;
 
 absl::Status Invalid(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
@@ -404,8 +406,9 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
                                                 spec.block_tokens()));
   }
   if (spec.block_tokens() > 0) impl->block_tokens = spec.block_tokens();
-  if (spec.num_requests() < 0) {
-    return Invalid("num_requests", absl::StrCat("must be >= 0 (0 = no limit), got ", spec.num_requests()));
+  if (spec.num_requests() < 0 || spec.num_requests() > kMaxGeneratedRequests) {
+    return Invalid("num_requests", absl::StrCat("must be in [0, ", kMaxGeneratedRequests, "] (0 = no limit), got ",
+                                                spec.num_requests()));
   }
   impl->num_requests = spec.num_requests();
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.duration_s(), "duration_s"));

@@ -447,6 +447,8 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
   ExpectInvalid("arrivals { poisson {} rate_per_s: 1 } classes { " + single + " }",
                 "num_requests: num_requests and duration_s are both 0");
   ExpectInvalid(arrivals + "block_tokens: -16 classes { " + single + " }", "block_tokens");
+  ExpectInvalid("num_requests: 1000000000000000000 arrivals { poisson {} rate_per_s: 1 } classes { " + single + " }",
+                "num_requests: must be in [0, 100000000]");
   ExpectInvalid(arrivals + "duration_s: -1 classes { " + single + " }", "duration_s");
   ExpectInvalid(arrivals + "decode_s_per_token: -0.1 classes { " + single + " }", "decode_s_per_token");
   ExpectInvalid(arrivals + "classes { " + single + " } classes { weight: -1 " + single + " }",
