@@ -6,6 +6,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "traces/attention/half.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
@@ -154,37 +155,40 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
   return absl::OkStatus();
 }
 
-absl::Status ValidateSampleValues(const AttentionTraceHeader& header, const AttentionSample& sample) {
+absl::Status ValidateHeadValues(const AttentionTraceHeader& header, const AttentionSample& sample, size_t h) {
   const int64_t d = header.head_dim, q = sample.num_queries();
-  for (size_t h = 0; h < sample.heads.size(); ++h) {
-    const HeadTensors& head = sample.heads[h];
-    const struct {
-      const char* name;
-      const std::vector<float>& x;
-      AttentionDType dtype;
-    } tensors[] = {{"keys", head.keys, header.dtype},
-                   {"values", head.values, header.dtype},
-                   {"queries", head.queries, header.dtype},
-                   {"column_sums", head.column_sums, AttentionDType::kFloat32}};
-    for (const auto& t : tensors) {
-      const int64_t i = FirstUnstorable(t.x, t.dtype);
-      if (i < 0) continue;
-      std::string where;  // the entry's place in the model's terms
-      if (t.name[0] == 'k' || t.name[0] == 'v') {
-        where = absl::StrCat("position ", i / d, ", channel ", i % d);
-      } else if (t.name[0] == 'q') {
-        where = absl::StrCat("query head ", i / d / q, " of the group, position ", sample.query_start + i / d % q,
-                             ", channel ", i % d);
-      } else {
-        where = absl::StrCat("query head ", i / sample.prompt_len, " of the group, position ", i % sample.prompt_len);
-      }
-      const std::string problem =
-          std::isfinite(t.x[i]) ? absl::StrCat("overflows ", DTypeName(t.dtype)) : "is not finite";
-      return absl::InvalidArgumentError(absl::StrCat("head record ", h, " (layer ", head.layer, ", kv head ",
-                                                     head.kv_head, "): ", t.name, "[", i, "] (", where, ") = ",
-                                                     t.x[i], " ", problem));
+  const HeadTensors& head = sample.heads[h];
+  const struct {
+    const char* name;
+    const std::vector<float>& x;
+    AttentionDType dtype;
+  } tensors[] = {{"keys", head.keys, header.dtype},
+                 {"values", head.values, header.dtype},
+                 {"queries", head.queries, header.dtype},
+                 {"column_sums", head.column_sums, AttentionDType::kFloat32}};
+  for (const auto& t : tensors) {
+    const int64_t i = FirstUnstorable(t.x, t.dtype);
+    if (i < 0) continue;
+    std::string where;  // the entry's place in the model's terms
+    if (t.name[0] == 'k' || t.name[0] == 'v') {
+      where = absl::StrCat("position ", i / d, ", channel ", i % d);
+    } else if (t.name[0] == 'q') {
+      where = absl::StrCat("query head ", i / d / q, " of the group, position ", sample.query_start + i / d % q,
+                           ", channel ", i % d);
+    } else {
+      where = absl::StrCat("query head ", i / sample.prompt_len, " of the group, position ", i % sample.prompt_len);
     }
+    const std::string problem =
+        std::isfinite(t.x[i]) ? absl::StrCat("overflows ", DTypeName(t.dtype)) : "is not finite";
+    return absl::InvalidArgumentError(absl::StrCat("head record ", h, " (layer ", head.layer, ", kv head ",
+                                                   head.kv_head, "): ", t.name, "[", i, "] (", where, ") = ",
+                                                   t.x[i], " ", problem));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSampleValues(const AttentionTraceHeader& header, const AttentionSample& sample) {
+  for (size_t h = 0; h < sample.heads.size(); ++h) KVSIM_RETURN_IF_ERROR(ValidateHeadValues(header, sample, h));
   return absl::OkStatus();
 }
 

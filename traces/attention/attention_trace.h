@@ -98,6 +98,8 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
 // InvalidArgument naming the first offending head record, tensor, entry, position and value otherwise:
 // attention over an infinite or NaN key gives NaN metrics for every policy. REQUIRES: ValidateSample().
 absl::Status ValidateSampleValues(const AttentionTraceHeader& header, const AttentionSample& sample);
+// The same for head record `h` alone. REQUIRES: ValidateSample(); h < sample.heads.size().
+absl::Status ValidateHeadValues(const AttentionTraceHeader& header, const AttentionSample& sample, size_t h);
 
 }  // namespace kvsim
 

@@ -394,6 +394,7 @@ absl::Status AttentionTraceReader::Scan() {
       KVSIM_ASSIGN_OR_RETURN(std::string payload, Payload(ref, index));
       SampleIndex sample;
       sample.record_index = index;
+      sample.offset = ref.offset;
       if (!DecodeSample(payload, &sample.meta, &sample.has_column_sums)) {
         return Error(index, ref.offset, "malformed SAMPLE payload");
       }
@@ -459,11 +460,14 @@ absl::StatusOr<AttentionSample> AttentionTraceReader::ReadSample(int64_t index) 
     if (entry.has_column_sums) head.column_sums = dec.GetTensor(g * sample.prompt_len, AttentionDType::kFloat32);
     if (!dec.done()) return Error(record, entry.heads[i].offset, "malformed HEAD payload");
   }
-  absl::Status valid = ValidateSample(header_, sample);
-  if (valid.ok()) valid = ValidateSampleValues(header_, sample);
-  if (!valid.ok()) {
-    return Error(entry.record_index, samples_[index].heads.empty() ? 0 : entry.heads[0].offset,
-                 absl::StrCat("sample ", index, ": ", valid.message()));
+  if (auto s = ValidateSample(header_, sample); !s.ok()) {
+    return Error(entry.record_index, entry.offset, absl::StrCat("sample ", index, ": ", s.message()));
+  }
+  for (size_t i = 0; i < sample.heads.size(); ++i) {  // the HEAD record holding a bad value is named
+    if (auto s = ValidateHeadValues(header_, sample, i); !s.ok()) {
+      return Error(entry.record_index + 1 + static_cast<int64_t>(i), entry.heads[i].offset,
+                   absl::StrCat("sample ", index, ": ", s.message()));
+    }
   }
   return sample;
 }

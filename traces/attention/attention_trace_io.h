@@ -104,6 +104,7 @@ class AttentionTraceReader {
     AttentionSample meta;  // everything but the heads' tensors
     bool has_column_sums = false;
     int64_t record_index = 0;  // of the SAMPLE record
+    uint64_t offset = 0;       // of the SAMPLE record
     std::vector<RecordRef> heads;
   };
   AttentionTraceReader() = default;

@@ -252,6 +252,8 @@ TEST(AttentionTraceIoTest, ReaderRejectsNonFiniteValues) {
   auto sample = (*reader)->ReadSample(1);
   ASSERT_FALSE(sample.ok());
   EXPECT_EQ(sample.status().code(), absl::StatusCode::kDataLoss);
+  // Records: 0 HEADER, 1 SAMPLE 0, 2-5 its heads, 6 SAMPLE 1, 7-10 its heads: head record 2 is record 9.
+  EXPECT_NE(sample.status().message().find("record 9 "), std::string::npos) << sample.status();
   EXPECT_NE(sample.status().message().find("sample 1: head record 2 (layer 1, kv head 0): values[291] (position 7, "
                                            "channel 11) = nan is not finite"),
             std::string::npos)
