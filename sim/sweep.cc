@@ -400,8 +400,8 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
     return absl::InvalidArgumentError("shard index must be in [0, number of shards)");
   }
-  KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
-  // Validate every point of the shard before running any, and find the finished ones.
+  // Validate every point of the shard before running any (an invalid grid leaves no directory behind),
+  // and find the finished ones.
   SweepSummary summary;
   std::vector<int64_t> todo;
   std::vector<SweepPointContext> contexts;
@@ -435,6 +435,7 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
     contexts.push_back(std::move(context));
     modes.push_back(mode);
   }
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
   // Run the remaining points on all cores; each point's file is written as soon as it is done.
   std::vector<absl::Status> statuses(todo.size());
   std::vector<proto::SweepPointResult> done(todo.size());

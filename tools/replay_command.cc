@@ -42,9 +42,16 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   const std::string out_dir = absl::GetFlag(FLAGS_out);
   ReplayOptions options;
   options.timeseries_interval_ns = sample_ms * kNsPerMs;
-  options.timeline = absl::GetFlag(FLAGS_replay_timeline) && !out_dir.empty();
+  options.timeline = absl::GetFlag(FLAGS_replay_timeline);
+  if (options.timeline && out_dir.empty()) {
+    return absl::InvalidArgumentError("--replay_timeline writes DIR/timeline.json: it needs --out=DIR");
+  }
   options.timeline_max_events = absl::GetFlag(FLAGS_replay_timeline_max_events);
-  if (!out_dir.empty()) {
+  if (options.timeline_max_events < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replay_timeline_max_events must be >= 0, got ", options.timeline_max_events));
+  }
+  if (options.timeline) {  // streamed during the run; the other results files are written at its end
     KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
     options.timeline_path = out_dir + "/timeline.json";
   }
