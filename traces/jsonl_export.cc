@@ -141,7 +141,7 @@ class KvsimJsonlSource final : public JsonlSource {
         KVSIM_RETURN_IF_ERROR(JsonUint64(value, "request_id", &r->request_id));
         has_id = true;
       } else if (key == "arrival_ns") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "arrival_ns", INT64_MIN, kMax, &r->arrival_ns));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "arrival_ns", 0, kMax, &r->arrival_ns));  // since the trace start
         has_arrival = true;
       } else if (key == "session_id") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "session_id", -1, kMax, &r->session_id));
@@ -151,7 +151,7 @@ class KvsimJsonlSource final : public JsonlSource {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "turn", INT32_MIN, INT32_MAX, &v));
         r->turn = static_cast<int32_t>(v);
       } else if (key == "input_tokens") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_tokens", 0, kMax, &r->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_tokens", 1, kMax, &r->input_tokens));
         has_input = true;
       } else if (key == "output_tokens") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_tokens", 0, kMax, &r->output_tokens));
@@ -195,6 +195,14 @@ class KvsimJsonlSource final : public JsonlSource {
     if (!has_output) return JsonMissingField("output_tokens", "generated tokens");
     if (r->block_tokens == 0 && !r->block_hashes.empty()) {
       return absl::InvalidArgumentError("block_hashes: given with block_tokens 0");
+    }
+    if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
+      const int64_t expected = (r->input_tokens + r->block_tokens - 1) / r->block_tokens;
+      if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
+        return absl::InvalidArgumentError(absl::StrCat("block_hashes: ", r->block_hashes.size(), " ids for ",
+                                                       r->input_tokens, " input tokens; expected ", expected,
+                                                       " (blocks of ", r->block_tokens, " tokens)"));
+      }
     }
     return absl::OkStatus();
   }

@@ -78,6 +78,13 @@ TEST(JsonlExportTest, BadRecordsNameLineAndField) {
        "type.jsonl:2: type: expected a RequestType name"},
       {"missing.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"input_tokens\": 3, \"output_tokens\": 2}\n",
        "missing.jsonl:2: arrival_ns: missing"},
+      {"negative.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": -5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+       "negative.jsonl:2: arrival_ns: expected an integer in [0, "},
+      {"empty.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 0, \"output_tokens\": 2}\n",
+       "empty.jsonl:2: input_tokens: expected an integer in [1, "},
+      // 24 tokens in blocks of 16 are 2 blocks (the last partial): 3 ids do not match them.
+      {"hashes.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 24, \"output_tokens\": 2, \"block_tokens\": 16, \"block_hashes\": [1, 2, 3]}\n",
+       "hashes.jsonl:2: block_hashes: 3 ids for 24 input tokens; expected 2 (blocks of 16 tokens)"},
   };
   for (const Case& c : cases) {
     TraceOptions options;
