@@ -104,6 +104,9 @@ absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view sou
                           proto::CacheConfig* cache) {
   if (cache->block_tokens() == 0) cache->set_block_tokens(16);
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "cache.block_tokens", cache->block_tokens(), 1, kMaxBlockTokens));
+  if (!proto::ReuseMode_IsValid(cache->reuse_mode())) {
+    return FieldError(source, "cache.reuse_mode", absl::StrCat("unknown value ", cache->reuse_mode()));
+  }
   if (cache->reuse_mode() == proto::REUSE_MODE_UNSPECIFIED) {
     cache->set_reuse_mode(proto::REUSE_MODE_PREFIX);
   }
@@ -311,6 +314,9 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   proto::ClusterConfig* cluster = config.mutable_cluster();
   if (cluster->num_replicas() == 0) cluster->set_num_replicas(1);
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "cluster.num_replicas", cluster->num_replicas(), 1, kMaxReplicas));
+  if (!proto::RouterKind_IsValid(cluster->router())) {
+    return FieldError(source, "cluster.router", absl::StrCat("unknown value ", cluster->router()));
+  }
   if (cluster->router() == proto::ROUTER_KIND_UNSPECIFIED) {
     cluster->set_router(proto::ROUTER_KIND_ROUND_ROBIN);
   }

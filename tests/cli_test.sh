@@ -36,6 +36,17 @@ printf 'model { num_kv_heads: 3 }\n' >"$tmp/impossible.textproto"
 expect 2 "$kvsim" config --config="$tmp/impossible.textproto"
 grep -q "impossible.textproto: field model.num_kv_heads" "$tmp/err" || fail "impossible value: $(cat "$tmp/err")"
 
+# What replay would refuse, config refuses: the eviction policy and the cost model are built too.
+printf 'eviction { name: "bogus" }\n' >"$tmp/policy.textproto"
+expect 2 "$kvsim" config --config="$tmp/policy.textproto"
+grep -q "policy.textproto: unknown eviction policy 'bogus'" "$tmp/err" || fail "bad policy: $(cat "$tmp/err")"
+printf 'cost_model { kv_quant_bits: 5 }\n' >"$tmp/bits.textproto"
+expect 2 "$kvsim" config --config="$tmp/bits.textproto"
+grep -q "bits.textproto: cost_model.kv_quant_bits" "$tmp/err" || fail "bad quant bits: $(cat "$tmp/err")"
+printf 'cluster { router: 17 }\n' >"$tmp/router.textproto"
+expect 2 "$kvsim" config --config="$tmp/router.textproto"
+grep -q "router.textproto: field cluster.router: unknown value 17" "$tmp/err" || fail "bad router: $(cat "$tmp/err")"
+
 expect 2 "$kvsim" config --config="$tmp/missing.textproto"
 grep -q "missing.textproto" "$tmp/err" || fail "missing config not named: $(cat "$tmp/err")"
 

@@ -3,7 +3,10 @@
 #include <ostream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cost_models/cost_model.h"
+#include "policies/policy_factory.h"
 #include "sim/config.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
@@ -21,6 +24,14 @@ absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) 
   if (block_tokens == 0) block_tokens = config.cache().block_tokens();
   if (block_tokens < 0) return absl::InvalidArgumentError("--block_tokens must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(int64_t blocks, GpuCapacityBlocks(config, block_tokens));
+  // What a replay builds from the config besides the cache: its eviction policy and cost model (their
+  // parameters are checked there), so that a config this command accepts is one replay accepts.
+  absl::Status built = CreateEvictionPolicyFromConfig(config.eviction()).status();
+  if (built.ok()) built = CreateCostModel(config).status();
+  if (!built.ok()) {
+    const std::string path = absl::GetFlag(FLAGS_config);
+    return absl::Status(built.code(), absl::StrCat(path.empty() ? "default config" : path, ": ", built.message()));
+  }
   out << ToTextProto(config);
   out << "\n# derived (per GPU of one replica)\n";
   out << absl::StrFormat("# kv_bytes_per_token: %d\n", KvBytesPerToken(config.model()));
