@@ -189,16 +189,16 @@ int64_t EstimateNumParams(const proto::ModelSpec& m) {
 }
 
 absl::Status ValidateModelSpec(const proto::ModelSpec& m, absl::string_view source) {
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.num_layers", m.num_layers()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.hidden_size", m.hidden_size()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.num_attention_heads", m.num_attention_heads()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_layers", m.num_layers(), 1, 1e4));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.hidden_size", m.hidden_size(), 1, 1 << 20));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_attention_heads", m.num_attention_heads(), 1, 1 << 16));
   KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.num_kv_heads", m.num_kv_heads()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.head_dim", m.head_dim()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.intermediate_size", m.intermediate_size()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.vocab_size", m.vocab_size()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.num_params", m.num_params()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.head_dim", m.head_dim(), 1, 1 << 16));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.intermediate_size", m.intermediate_size(), 1, 1 << 24));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.vocab_size", m.vocab_size(), 1, 1 << 24));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_params", m.num_params(), 1, 1e15));
   KVSIM_RETURN_IF_ERROR(
-      RequirePositive(source, "model.tensor_parallel_size", m.tensor_parallel_size()));
+      RequireRange(source, "model.tensor_parallel_size", m.tensor_parallel_size(), 1, 4096));
   if (m.num_attention_heads() % m.num_kv_heads() != 0) {
     return FieldError(source, "model.num_kv_heads",
                       absl::StrCat(m.num_kv_heads(), " does not divide num_attention_heads (",
@@ -217,19 +217,19 @@ absl::Status ValidateModelSpec(const proto::ModelSpec& m, absl::string_view sour
 }
 
 absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view source) {
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "device.peak_bf16_flops", d.peak_bf16_flops()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.peak_bf16_flops", d.peak_bf16_flops(), 1e9, 1e18));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp32_flops", d.peak_fp32_flops()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp8_flops", d.peak_fp8_flops()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_int8_ops", d.peak_int8_ops()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "device.memory_bandwidth_bytes_per_s",
-                                        d.memory_bandwidth_bytes_per_s()));
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "device.memory_bytes", d.memory_bytes()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bandwidth_bytes_per_s",
+                                     d.memory_bandwidth_bytes_per_s(), 1e6, 1e16));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bytes", d.memory_bytes(), 1 << 20, 1e15));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.l2_cache_bytes", d.l2_cache_bytes()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.num_sms", d.num_sms()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.interconnect_bandwidth_bytes_per_s",
                                            d.interconnect_bandwidth_bytes_per_s()));
   KVSIM_RETURN_IF_ERROR(
-      RequirePositive(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s()));
+      RequireRange(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s(), 1e6, 1e15));
   KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.compute_efficiency", d.compute_efficiency()));
   KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.memory_efficiency", d.memory_efficiency()));
   KVSIM_RETURN_IF_ERROR(

@@ -146,6 +146,17 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
             absl::string_view::npos)
       << status;
   raw.Clear();
+  raw.mutable_model()->set_num_params(9e18);  // weights beyond int64 bytes
+  status = ResolveExperimentConfig(raw, "x").status();
+  EXPECT_NE(status.message().find("model.num_params: must be in [1, 1e+15], got 9e+18"), absl::string_view::npos)
+      << status;
+  raw.Clear();
+  raw.mutable_device()->set_memory_bandwidth_bytes_per_s(1e-300);  // times beyond int64 ns
+  status = ResolveExperimentConfig(raw, "x").status();
+  EXPECT_NE(status.message().find("device.memory_bandwidth_bytes_per_s: must be in [1000000, "),
+            absl::string_view::npos)
+      << status;
+  raw.Clear();
   raw.mutable_workload()->set_time_scale(1e300);
   status = ResolveExperimentConfig(raw, "x").status();
   EXPECT_NE(status.message().find("workload.time_scale: must be in [1e-06, 1000000]"), absl::string_view::npos)

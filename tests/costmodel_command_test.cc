@@ -107,6 +107,24 @@ TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
   EXPECT_NE(err.find("missing.csv"), std::string::npos) << err;
   EXPECT_EQ(RunCli({"costmodel", "memory"}, &out, &err), 0) << err;
   EXPECT_NE(out.find("weights"), std::string::npos);
+  EXPECT_EQ(out.find("does not fit"), std::string::npos) << out;
+  // A what-if beyond the memory is shown, and says it does not fit; a size past any GPU is refused.
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=100000000"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("does not fit"), std::string::npos) << out;
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=9223372036854775807"}, &out, &err), 2);
+  EXPECT_NE(err.find("--costmodel_kv_tokens must be in [0, 2^40]"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=0"}, &out, &err), 0) << err;
+  // A bad flag is refused before the report is printed.
+  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=-1"},
+                   &out, &err),
+            2);
+  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=0"},
+                   &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(RunCli({"costmodel", "synth", Tmp("inf.csv"), "--costmodel_launch_ns=inf"}, &out, &err), 2);
+  EXPECT_NE(err.find("--costmodel_launch_ns must be in [0, 1e9]"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ absl::StatusOr<proto::ExperimentConfig> LoadConfigWithOverrides() {
 
 absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1) return absl::InvalidArgumentError("usage: kvsim costmodel validate TABLE [--out=plot.svg]");
+  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
+  if (worst < 0) return absl::InvalidArgumentError("--costmodel_worst must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ReadCalibrationTable(args[0]));
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   ValidationOptions options;
@@ -67,8 +69,6 @@ absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
       << (h.synthetic_from_datasheet() ? " (synthetic from datasheet figures, not measured)" : "")
       << "; roofline prior from " << config.device().name() << "\n";
   out << FormatValidationReport(report);
-  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
-  if (worst < 0) return absl::InvalidArgumentError("--costmodel_worst must be >= 0");
   if (worst > 0) out << FormatWorstHeldOut(report, worst);
   const std::string svg_path = absl::GetFlag(FLAGS_out);
   if (!svg_path.empty()) {
@@ -101,7 +101,9 @@ absl::Status Synth(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   SynthOptions options;
   options.launch_ns = absl::GetFlag(FLAGS_costmodel_launch_ns);
-  if (!(options.launch_ns >= 0)) return absl::InvalidArgumentError("--costmodel_launch_ns must be >= 0");
+  if (!(options.launch_ns >= 0 && options.launch_ns <= 1e9)) {
+    return absl::InvalidArgumentError(absl::StrCat("--costmodel_launch_ns must be in [0, 1e9], got ", options.launch_ns));
+  }
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, SynthesizeTable(config, options));
   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[0], table));
   out << absl::StrFormat("wrote %d synthetic points (%s, %s) to %s\n", table.points_size(), config.model().name(),
@@ -153,8 +155,11 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("usage: kvsim costmodel memory [--config=FILE]");
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   int64_t tokens = absl::GetFlag(FLAGS_costmodel_kv_tokens);
-  if (tokens < 0) return absl::InvalidArgumentError("--costmodel_kv_tokens must be >= 0");
-  if (tokens == 0) {
+  if (tokens < 0 || tokens > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("--costmodel_kv_tokens must be in [0, 2^40], got ", tokens));
+  }
+  const bool most = tokens == 0;
+  if (most) {
     KVSIM_ASSIGN_OR_RETURN(tokens, MaxKvTokens(config));
   }
   KVSIM_ASSIGN_OR_RETURN(PeakMemory peak, EstimatePeakMemory(config, tokens));
@@ -167,6 +172,14 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
       peak.kv_bytes / gib, peak.activation_bytes / gib, peak.workspace_bytes / gib, peak.total_bytes / gib,
       config.device().memory_bytes() / gib, config.cache().gpu_memory_utilization(),
       config.device().memory_bytes() * config.cache().gpu_memory_utilization() / gib);
+  const double usable = config.device().memory_bytes() * config.cache().gpu_memory_utilization();
+  if (peak.total_bytes > usable) {
+    out << absl::StrFormat("  does not fit: %.2f GiB over the usable memory\n", (peak.total_bytes - usable) / gib);
+    if (most) {  // not even without KV
+      return absl::FailedPreconditionError(
+          "no KV fits: the weights, activations and workspace alone exceed the usable GPU memory");
+    }
+  }
   return absl::OkStatus();
 }
 
