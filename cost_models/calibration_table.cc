@@ -257,6 +257,15 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
                                                          c.is_int ? "an integer" : "a number", ", got '",
                                                          cells[i], "'"));
         }
+        // The proto field's range: int32 columns to 2^31 - 1, int64 ones (sizes in tokens, features,
+        // bytes) to 2^53, where a double still holds every integer.
+        const bool wide = name == "batch" || name == "query_tokens" || name == "context_tokens" ||
+                          name == "in_features" || name == "out_features" || name == "bytes";
+        const double limit = wide ? 9007199254740992.0 : 2147483647.0;
+        if (c.is_int && std::abs(value) > limit) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected an integer of at most ",
+                                                         static_cast<int64_t>(limit), ", got '", cells[i], "'"));
+        }
         c.set(value, point);
       }
     }

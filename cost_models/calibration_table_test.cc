@@ -70,6 +70,8 @@ TEST(CalibrationTableTest, ErrorsNameFileLineAndColumn) {
            Case{columns + "decode_attention,8,4096,32,8,128,1e-320\n",
                 "x.csv:2: decode_attention point: median_ns must be a time of at least 0.001 ns"},
            Case{"kind,median_ns,median_ns\n", "x.csv:1: column 'median_ns' appears twice"},
+           Case{columns + "decode_attention,8,4096,4294967424,8,128,10\n",
+                "x.csv:2: column num_heads: expected an integer of at most 2147483647, got '4294967424'"},
            Case{"kind,median_ns,speed\n", "x.csv:1: unknown column 'speed'"},
            Case{"kind,batch\n", "x.csv:1: the column row must name at least kind and median_ns"},
            Case{"# gpu_name: x\n", "x.csv: no column row"},

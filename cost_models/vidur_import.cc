@@ -66,7 +66,9 @@ class Row {
   }
   absl::StatusOr<int64_t> Integer(const std::string& name) const {
     KVSIM_ASSIGN_OR_RETURN(double v, Number(name));
-    if (v != std::floor(v) || v < 0) return Error(name, absl::StrCat("expected a count, got ", v));
+    if (v != std::floor(v) || v < 0 || v > 2147483647.0) {
+      return Error(name, absl::StrCat("expected a count in [0, 2147483647], got ", v));
+    }
     return static_cast<int64_t>(v);
   }
   absl::StatusOr<bool> Bool(const std::string& name) const {
@@ -103,7 +105,11 @@ absl::Status ForEachRow(absl::string_view text, absl::string_view source, const 
     std::vector<std::string> cells = SplitCsv(absl::StripTrailingAsciiWhitespace(line));
     const std::string where = absl::StrCat(source, ":", line_number);
     if (!have_header) {
-      for (size_t i = 0; i < cells.size(); ++i) (*columns)[cells[i]] = i;
+      for (size_t i = 0; i < cells.size(); ++i) {
+        if (!columns->emplace(cells[i], i).second) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column '", cells[i], "' appears twice"));
+        }
+      }
       for (const std::string& name : required) {
         if (columns->count(name) == 0) {
           return absl::InvalidArgumentError(absl::StrCat(where, ": missing column '", name, "'"));
@@ -173,6 +179,10 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
           return absl::InvalidArgumentError(absl::StrCat(row.where(), ": n_q_head and num_tensor_parallel_workers must "
                                                          "be > 0 and n_q_head must divide n_embd"));
         }
+        if (kv_heads < 1 || kv_heads > heads || heads % kv_heads != 0 || batch < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": n_kv_head must divide n_q_head (", heads,
+                                                         "), got ", kv_heads, ", and batch_size be >= 1, got ", batch));
+        }
         if (ms <= 0) {
           report->skipped.push_back(absl::StrCat(row.where(), ": non-positive time"));
           return absl::OkStatus();
@@ -180,7 +190,7 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
         proto::CalibrationPoint* p = AddPoint(
             table, prefill ? proto::KERNEL_KIND_PREFILL_ATTENTION : proto::KERNEL_KIND_DECODE_ATTENTION, ms, report);
         proto::KernelShape* s = p->mutable_shape();
-        s->set_batch(std::max<int64_t>(1, batch));
+        s->set_batch(batch);
         s->set_query_tokens(prefill ? chunk : 1);
         s->set_context_tokens(kv_cache);
         s->set_num_segments(1);
@@ -307,6 +317,10 @@ absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& d
   }
   if (found == 0) {
     return absl::NotFoundError(absl::StrCat(dir, ": none of attention.csv, mlp.csv, all_reduce.csv found"));
+  }
+  if (table.points_size() == 0) {  // a table of no points cannot be read back
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the profiles hold no usable rows (", report->rows,
+                                                   " read, ", report->skipped.size(), " skipped)"));
   }
   proto::CalibrationHeader* h = table.mutable_header();
   h->set_synthetic_from_datasheet(false);

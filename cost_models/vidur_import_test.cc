@@ -100,6 +100,22 @@ TEST(VidurImportTest, ErrorsNameFileLineAndColumn) {
   EXPECT_NE(bool_error.message().find("a.csv:2: column is_prefill: expected True or False"),
             absl::string_view::npos)
       << bool_error;
+  // Shapes no model has are refused, not bent into one.
+  bad = kAttention;
+  bad.replace(bad.find("4096,32,8,16,1,4096,4"), 21, "4096,32,0,16,1,4096,4");
+  absl::Status heads = ImportVidurAttentionCsv(bad, "a.csv", &table, &report);
+  EXPECT_NE(heads.message().find("a.csv:2: n_kv_head must divide n_q_head (32), got 0"), absl::string_view::npos)
+      << heads;
+  bad = kAttention;
+  bad.replace(bad.find("4096,32,8,16,1,4096,4"), 21, "4096,32,8,16,1,4096,0");
+  EXPECT_NE(ImportVidurAttentionCsv(bad, "a.csv", &table, &report).message().find("batch_size be >= 1, got 0"),
+            absl::string_view::npos);
+  bad = kAttention;
+  bad.replace(bad.find("4096,32,8,16,1,4096,4"), 21, "4096,32,8,1e30,1,4096,4");
+  EXPECT_NE(ImportVidurAttentionCsv(bad, "a.csv", &table, &report).message().find("column block_size: expected a count"),
+            absl::string_view::npos);
+  absl::Status twice = ImportVidurAttentionCsv("n_embd,n_embd\n", "a.csv", &table, &report);
+  EXPECT_NE(twice.message().find("a.csv:1: column 'n_embd' appears twice"), absl::string_view::npos) << twice;
 }
 
 TEST(VidurImportTest, DirectoryImportReadsTheFilesPresent) {
@@ -117,6 +133,13 @@ TEST(VidurImportTest, DirectoryImportReadsTheFilesPresent) {
   const std::string empty = dir + "/empty";
   ASSERT_TRUE(MakeDirectories(empty).ok());
   EXPECT_EQ(ImportVidurProfiles(empty, &report).status().code(), absl::StatusCode::kNotFound);
+  // Header rows only: nothing to write.
+  const std::string headers = dir + "/headers";
+  ASSERT_TRUE(MakeDirectories(headers).ok());
+  ASSERT_TRUE(WriteFileAtomically(headers + "/mlp.csv", std::string(kMlp).substr(0, std::string(kMlp).find('\n') + 1)).ok());
+  absl::Status none = ImportVidurProfiles(headers, &report).status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.message().find("the profiles hold no usable rows"), absl::string_view::npos) << none;
 }
 
 }  // namespace
