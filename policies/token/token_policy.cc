@@ -50,10 +50,20 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
   const size_t plus = spec.find('+');
   const std::string head(spec.substr(0, plus));
   if (auto it = Wrappers().find(head); it != Wrappers().end()) {
-    const absl::string_view inner_spec = plus == absl::string_view::npos ? "full" : spec.substr(plus + 1);
+    const bool alone = plus == absl::string_view::npos;
+    if (!alone && plus + 1 == spec.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("token policy '", spec, "': nothing after '+' (wrappers ",
+                                                     "combine as wrapper+policy, e.g. kivi4+h2o)"));
+    }
+    const absl::string_view inner_spec = alone ? "full" : spec.substr(plus + 1);
     auto inner = CreateTokenPolicy(inner_spec, options);
     if (!inner.ok()) return inner.status();
     std::unique_ptr<TokenPolicy> policy = it->second(options, std::move(*inner));
+    if (policy == nullptr && alone) {
+      return absl::InvalidArgumentError(absl::StrCat("token policy '", head, "' wraps another and cannot stand ",
+                                                     "alone: write ", head, "+POLICY (see its documentation for ",
+                                                     "the policies it accepts)"));
+    }
     if (policy == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("token policy '", head, "' cannot wrap '", inner_spec,
                                                      "' (see its documentation for what it accepts)"));

@@ -39,6 +39,13 @@ TEST(TokenPolicyRegistryTest, WrappersCompose) {
   auto twice = CreateTokenPolicy("kivi4+kivi2");
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(twice.status().message().find("cannot wrap 'kivi2'"), std::string::npos) << twice.status();
+  auto dangling = CreateTokenPolicy("kivi4+", TokenPolicyOptions{});
+  EXPECT_NE(dangling.status().message().find("token policy 'kivi4+': nothing after '+'"), std::string::npos)
+      << dangling.status();
+  auto alone = CreateTokenPolicy("adakv", TokenPolicyOptions{});
+  EXPECT_NE(alone.status().message().find("'adakv' wraps another and cannot stand alone: write adakv+POLICY"),
+            std::string::npos)
+      << alone.status();
   EXPECT_EQ(CreateTokenPolicy("kivi4+nope").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
