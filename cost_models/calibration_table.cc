@@ -312,14 +312,18 @@ absl::Status NormaliseCalibrationPoints(absl::string_view source, proto::Calibra
 }
 
 absl::StatusOr<proto::CalibrationTable> ReadCalibrationTable(const std::string& path) {
+  proto::CalibrationTable table;
   if (IsTextProtoPath(path)) {
-    proto::CalibrationTable table;
     KVSIM_RETURN_IF_ERROR(ParseTextProtoFile(path, &table));
     KVSIM_RETURN_IF_ERROR(NormaliseCalibrationPoints(path, &table));
-    return table;
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    KVSIM_ASSIGN_OR_RETURN(table, ParseCalibrationCsv(text, path));
   }
-  KVSIM_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParseCalibrationCsv(text, path);
+  if (table.points_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the calibration table has no points"));
+  }
+  return table;
 }
 
 absl::Status WriteCalibrationTable(const std::string& path, const proto::CalibrationTable& table) {

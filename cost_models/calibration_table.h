@@ -54,7 +54,7 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
 std::string CalibrationTableToCsv(const proto::CalibrationTable& table);
 
 // By extension: text proto for .textproto/.txtpb/.pbtxt, CSV otherwise. Points are validated; defaults
-// filled.
+// filled. A table without points (a header-only file) is InvalidArgument naming the file.
 absl::StatusOr<proto::CalibrationTable> ReadCalibrationTable(const std::string& path);
 // Atomically, in the form the extension names (CSV unless a text-proto extension).
 absl::Status WriteCalibrationTable(const std::string& path, const proto::CalibrationTable& table);

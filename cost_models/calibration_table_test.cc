@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -112,6 +113,12 @@ TEST(CalibrationTableTest, MissingFileIsAnError) {
   absl::StatusOr<proto::CalibrationTable> table = ReadCalibrationTable(TempPath("absent.csv"));
   EXPECT_FALSE(table.ok());
   EXPECT_NE(table.status().message().find("absent.csv"), absl::string_view::npos);
+  const std::string header_only = TempPath("header_only.csv");
+  ASSERT_TRUE(WriteFileAtomically(header_only, "# gpu_name: x\nkind,median_ns\n").ok());
+  table = ReadCalibrationTable(header_only);
+  EXPECT_NE(table.status().message().find("header_only.csv: the calibration table has no points"),
+            absl::string_view::npos)
+      << table.status();
 }
 
 }  // namespace
