@@ -42,7 +42,8 @@ class LineReader {
   LineReader& operator=(const LineReader&) = delete;
 
   // Sets `*line` to the next line (valid until the next call) and returns true; false at the end of the
-  // file or on a read error (then status() is not OK).
+  // file or on a read error (then status() is not OK). A UTF-8 byte-order mark before the first line is
+  // not part of it.
   bool Next(absl::string_view* line);
 
   // 1-based number of the line last returned by Next(); 0 before the first.

@@ -39,6 +39,14 @@ TEST(LineReaderTest, SplitsLinesStripsCarriageReturnsAndKeepsALastLineWithoutNew
   }
 }
 
+TEST(LineReaderTest, AByteOrderMarkIsNotPartOfTheFirstLine) {
+  const std::string path = WriteTempFile("bom.txt", "\xEF\xBB\xBF{\"a\": 1}\n\xEF\xBB\xBFx\n");
+  std::vector<uint64_t> offsets;
+  // Only a mark at the start of the file is dropped; one inside the file is data.
+  EXPECT_EQ(AllLines(path, 1 << 20, nullptr, &offsets), (std::vector<std::string>{"{\"a\": 1}", "\xEF\xBB\xBFx"}));
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{3, 12}));
+}
+
 TEST(LineReaderTest, LinesLongerThanTheBufferGrowIt) {
   std::string contents;
   std::vector<std::string> expected;
