@@ -51,7 +51,11 @@ absl::StatusOr<proto::ExperimentConfig> LoadConfigWithOverrides() {
     config.set_model_preset(model);
     config.clear_model();
   }
-  return ResolveExperimentConfig(std::move(config), path.empty() ? "default" : path);
+  // Errors name where the fields came from: the config file and the preset flags.
+  std::string source = path.empty() ? "default config" : path;
+  if (!model.empty()) absl::StrAppend(&source, " with --costmodel_model=", model);
+  if (!device.empty()) absl::StrAppend(&source, " with --costmodel_device=", device);
+  return ResolveExperimentConfig(std::move(config), source);
 }
 
 absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
