@@ -182,8 +182,13 @@ absl::Status RunCachePoint(const SweepPointContext& context, proto::SweepPointRe
   spec.policy = config.eviction();
   spec.capacity_blocks = config.cache().gpu_capacity_blocks();
   if (spec.capacity_blocks <= 0) {
-    return absl::InvalidArgumentError(
-        "cache mode needs a capacity: a capacity_blocks axis or cache.gpu_capacity_blocks in the config");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache mode needs a capacity of at least 1 block (a capacity_blocks axis or cache.gpu_capacity_blocks ",
+        "in the config), got ", spec.capacity_blocks));
+  }
+  if (config.cache().block_tokens() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("block_tokens must be >= 0 (0 = 16), got ",
+                                                   config.cache().block_tokens()));
   }
   CacheReplayOptions options;
   options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
