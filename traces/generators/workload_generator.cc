@@ -314,7 +314,10 @@ void WorkloadGenerator::Impl::StartSession(int64_t arrival_ns) {
     session->session_id = next_session_id++;
     session->num_turns = std::clamp<int64_t>(model.count->SampleTokens(rng), 1, kMaxTurns);
   }
-  session->chain.Append(NewSegment(), model.input->SampleTokens(rng));  // user message or task
+  // The user message or task; a request has at least one prompt token (no system prompt and a draw of 0
+  // give 1: replay refuses empty prompts).
+  const int64_t floor = session->chain.num_tokens() > 0 ? 0 : 1;
+  session->chain.Append(NewSegment(), std::max<int64_t>(floor, model.input->SampleTokens(rng)));
   FillNext(session.get(), arrival_ns, 1);
   Push(arrival_ns, std::move(session));
 }

@@ -437,6 +437,19 @@ void ExpectInvalid(const std::string& text, const std::string& field) {
   EXPECT_NE(gen.status().message().find(field), std::string::npos) << gen.status();
 }
 
+TEST(WorkloadGeneratorTest, APromptHasAtLeastOneToken) {
+  // Draws of 0 input tokens with no system prompt: the requests get 1 (replay refuses empty prompts).
+  const std::vector<Request> requests = Generate(Spec(R"(
+    num_requests: 20 arrivals { poisson {} rate_per_s: 10 }
+    classes { single_turn { input_tokens { fixed { value: 0 } } output_tokens { fixed { value: 4 } } } })"),
+                                                 7);
+  ASSERT_EQ(requests.size(), 20u);
+  for (const Request& r : requests) {
+    EXPECT_EQ(r.input_tokens, 1);
+    EXPECT_EQ(r.block_hashes.size(), 1u);
+  }
+}
+
 TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
   const std::string arrivals = "num_requests: 10 arrivals { poisson {} rate_per_s: 1 } ";
   const std::string single =
