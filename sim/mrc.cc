@@ -286,9 +286,10 @@ std::vector<MrcPoint> LruMrc::StepPoints() const {
 namespace {
 
 absl::Status ValidateMrcOptions(const MrcOptions& options) {
-  if (!(options.sample_rate > 0 && options.sample_rate <= 1)) {
+  // Below 1e-6 a trace of a billion block references keeps about a thousand: no curve to speak of.
+  if (!(options.sample_rate >= 1e-6 && options.sample_rate <= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("sample rate must be in (0, 1], got ", options.sample_rate));
+        absl::StrCat("sample rate must be in [1e-6, 1], got ", options.sample_rate));
   }
   if (options.prefix && options.sample_rate < 1) {
     return absl::InvalidArgumentError(

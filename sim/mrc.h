@@ -38,7 +38,7 @@
 namespace kvsim {
 
 struct MrcOptions {
-  double sample_rate = 1.0;  // SHARDS rate R in (0, 1]; 1 = exact
+  double sample_rate = 1.0;  // SHARDS rate R in [1e-6, 1]; 1 = exact
   bool prefix = false;       // also the prefix-hit curve (exact only)
 };
 

@@ -17,7 +17,7 @@
 
 ABSL_FLAG(bool, prefix, false, "mrc: also the prefix-hit curve (leading hits of each request); exact only");
 ABSL_FLAG(double, sample_rate, 1.0,
-          "mrc: SHARDS spatial sampling rate in (0, 1] for the one-pass LRU curve; 1 = exact");
+          "mrc: SHARDS spatial sampling rate in [1e-6, 1] for the one-pass LRU curve; 1 = exact");
 ABSL_FLAG(std::string, sizes, "",
           "mrc: cache sizes in blocks (comma list, ranges LO:HI:xF or LO:HI:+S); empty = every size where "
           "the LRU curve changes (LRU only)");

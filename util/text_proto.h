@@ -23,7 +23,8 @@ namespace kvsim {
 absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name,
                             google::protobuf::Message* message);
 
-// Reads `path` and parses it as above. NotFound if the file is missing.
+// Reads `path` and parses it as above (after a UTF-8 byte-order mark, if any). NotFound if the file is
+// missing.
 absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message);
 
 // The text format of `message`, fields in declaration order (deterministic).

@@ -53,6 +53,10 @@ TEST(TextProtoTest, FileRoundTrip) {
   EXPECT_EQ(back.name(), "round");
   EXPECT_EQ(back.hidden_size(), 4096);
   EXPECT_EQ(ParseTextProtoFile(path + ".missing", &back).code(), absl::StatusCode::kNotFound);
+  // A byte-order mark before the text is not part of it.
+  ASSERT_TRUE(WriteFileAtomically(path, "\xEF\xBB\xBF" + ToTextProto(spec)).ok());
+  ASSERT_TRUE(ParseTextProtoFile(path, &back).ok());
+  EXPECT_EQ(back.hidden_size(), 4096);
 }
 
 }  // namespace
