@@ -31,21 +31,19 @@ expect 2 "$kvsim" config --config="$tmp/bad.textproto"
 grep -q "bad.textproto:3:" "$tmp/err" || fail "malformed config error lacks file:line: $(cat "$tmp/err")"
 [ ! -s "$tmp/out" ] || fail "malformed config printed to stdout"
 
+# refused_config NAME CONTENTS MESSAGE: `kvsim config` on a file NAME.textproto holding CONTENTS exits 2
+# with an error that names the file and contains MESSAGE.
+refused_config() {
+  printf '%s\n' "$2" >"$tmp/$1.textproto"
+  expect 2 "$kvsim" config --config="$tmp/$1.textproto"
+  grep -qF "$1.textproto: $3" "$tmp/err" || fail "config $1: $(cat "$tmp/err")"
+}
 # An impossible value: names the field.
-printf 'model { num_kv_heads: 3 }\n' >"$tmp/impossible.textproto"
-expect 2 "$kvsim" config --config="$tmp/impossible.textproto"
-grep -q "impossible.textproto: field model.num_kv_heads" "$tmp/err" || fail "impossible value: $(cat "$tmp/err")"
-
+refused_config impossible 'model { num_kv_heads: 3 }' "field model.num_kv_heads"
 # What replay would refuse, config refuses: the eviction policy and the cost model are built too.
-printf 'eviction { name: "bogus" }\n' >"$tmp/policy.textproto"
-expect 2 "$kvsim" config --config="$tmp/policy.textproto"
-grep -q "policy.textproto: unknown eviction policy 'bogus'" "$tmp/err" || fail "bad policy: $(cat "$tmp/err")"
-printf 'cost_model { kv_quant_bits: 5 }\n' >"$tmp/bits.textproto"
-expect 2 "$kvsim" config --config="$tmp/bits.textproto"
-grep -q "bits.textproto: cost_model.kv_quant_bits" "$tmp/err" || fail "bad quant bits: $(cat "$tmp/err")"
-printf 'cluster { router: 17 }\n' >"$tmp/router.textproto"
-expect 2 "$kvsim" config --config="$tmp/router.textproto"
-grep -q "router.textproto: field cluster.router: unknown value 17" "$tmp/err" || fail "bad router: $(cat "$tmp/err")"
+refused_config policy 'eviction { name: "bogus" }' "unknown eviction policy 'bogus'"
+refused_config bits 'cost_model { kv_quant_bits: 5 }' "cost_model.kv_quant_bits"
+refused_config router 'cluster { router: 17 }' "field cluster.router: unknown value 17"
 
 expect 2 "$kvsim" config --config="$tmp/missing.textproto"
 grep -q "missing.textproto" "$tmp/err" || fail "missing config not named: $(cat "$tmp/err")"
