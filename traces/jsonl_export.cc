@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -130,6 +131,10 @@ class KvsimJsonlSource final : public JsonlSource {
 
   bool has_request_ids() const override { return true; }
   bool times_are_relative() const override { return true; }
+  std::vector<std::string> warnings() const override {
+    if (orphans_ == 0) return {};
+    return {absl::StrCat(path(), ": ", orphans_, " requests name a parent_id not seen earlier in the trace")};
+  }
 
  protected:
   absl::Status ParseObject(simdjson::dom::object object, Request* r) override {
@@ -196,6 +201,11 @@ class KvsimJsonlSource final : public JsonlSource {
     if (r->block_tokens == 0 && !r->block_hashes.empty()) {
       return absl::InvalidArgumentError("block_hashes: given with block_tokens 0");
     }
+    if (!seen_ids_.insert(r->request_id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request_id: expected an id not used before, got ", r->request_id, " again"));
+    }
+    if (r->parent_id >= 0 && !seen_ids_.contains(static_cast<uint64_t>(r->parent_id))) ++orphans_;
     if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
       const int64_t expected = (r->input_tokens + r->block_tokens - 1) / r->block_tokens;
       if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
@@ -231,6 +241,8 @@ class KvsimJsonlSource final : public JsonlSource {
   }
 
   int32_t block_tokens_;
+  absl::flat_hash_set<uint64_t> seen_ids_;  // request ids so far (each must be new)
+  int64_t orphans_ = 0;                     // requests whose parent_id was not seen before them
 };
 
 // Reads the header line: {"kvsim_trace": 1, "source_format": ..., "block_tokens": N}.

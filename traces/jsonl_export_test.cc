@@ -63,6 +63,22 @@ TEST(JsonlExportTest, HandWrittenMinimalRecordsGetDefaults) {
   EXPECT_EQ(RequestDifference((*back)[0], expected), "");
 }
 
+TEST(JsonlExportTest, ParentsNotSeenBeforeAreCountedInAWarning) {
+  const std::string path = WriteTempFile(
+      "parents.jsonl",
+      "{\"kvsim_trace\": 1}\n"
+      "{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2}\n"
+      "{\"request_id\": 2, \"parent_id\": 1, \"arrival_ns\": 5, \"input_tokens\": 3, \"output_tokens\": 2}\n"
+      "{\"request_id\": 3, \"parent_id\": 9, \"arrival_ns\": 6, \"input_tokens\": 3, \"output_tokens\": 2}\n");
+  auto reader = OpenTrace(path, {});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto requests = ReadAll(**reader);
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  EXPECT_EQ(requests->size(), 3u);
+  EXPECT_EQ((*reader)->warnings(),
+            std::vector<std::string>{path + ": 1 requests name a parent_id not seen earlier in the trace"});
+}
+
 TEST(JsonlExportTest, BadRecordsNameLineAndField) {
   struct Case {
     std::string name, contents, expected;
@@ -82,6 +98,9 @@ TEST(JsonlExportTest, BadRecordsNameLineAndField) {
        "negative.jsonl:2: arrival_ns: expected an integer in [0, "},
       {"empty.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 0, \"output_tokens\": 2}\n",
        "empty.jsonl:2: input_tokens: expected an integer in [1, "},
+      {"dup.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 7, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2}\n"
+                    "{\"request_id\": 7, \"arrival_ns\": 5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+       "dup.jsonl:3: request_id: expected an id not used before, got 7 again"},
       // 24 tokens in blocks of 16 are 2 blocks (the last partial): 3 ids do not match them.
       {"hashes.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 24, \"output_tokens\": 2, \"block_tokens\": 16, \"block_hashes\": [1, 2, 3]}\n",
        "hashes.jsonl:2: block_hashes: 3 ids for 24 input tokens; expected 2 (blocks of 16 tokens)"},
