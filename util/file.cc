@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
@@ -46,44 +47,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
-  return WriteFilesAtomically({{path, std::string(contents)}});
-}
+namespace {
 
-absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files) {
-  for (const auto& [path, contents] : files) {  // a directory (or device) in the way fails before any write
-    struct stat info;
-    if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": it exists and is not a file"));
-    }
-  }
-  std::vector<std::string> tmps;  // written and closed so far
-  const auto fail = [&tmps](size_t from, absl::Status status) {
-    for (size_t i = from; i < tmps.size(); ++i) std::remove(tmps[i].c_str());
-    return status;
-  };
-  for (const auto& [path, contents] : files) {
-    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-    FILE* file = std::fopen(tmp.c_str(), "wb");
-    if (file == nullptr) return fail(0, ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp)));
-    tmps.push_back(tmp);
-    const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size() &&
-                         std::fflush(file) == 0 && fsync(fileno(file)) == 0;
-    const int write_error = errno;
-    const bool closed = std::fclose(file) == 0;
-    if (!written || !closed) {
-      return fail(0, ErrnoToStatus(written ? errno : write_error, absl::StrCat("cannot write ", tmp)));
-    }
-  }
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (std::rename(tmps[i].c_str(), files[i].first.c_str()) != 0) {
-      return fail(i, ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmps[i], " to ", files[i].first)));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path) {
+// Flushes, syncs and closes `file` (closed in every case), written under the name `tmp`; removes `tmp` on
+// failure.
+absl::Status CloseTempFile(std::FILE* file, const std::string& tmp) {
   const bool flushed = std::fflush(file) == 0 && fsync(fileno(file)) == 0;
   const int flush_error = errno;
   const bool closed = std::fclose(file) == 0;
@@ -92,12 +60,76 @@ absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::
     std::remove(tmp.c_str());
     return ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
   }
+  return absl::OkStatus();
+}
+
+// Renames `tmp` over `path`; removes `tmp` on failure.
+absl::Status RenameTempFile(const std::string& tmp, const std::string& path) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     std::remove(tmp.c_str());
     return ErrnoToStatus(error, absl::StrCat("cannot rename ", tmp, " to ", path));
   }
   return absl::OkStatus();
+}
+
+// Writes `contents` to a temporary file beside `path`, flushed and closed, and sets *tmp to its name;
+// leaves no file on failure.
+absl::Status WriteTempFile(const std::string& path, absl::string_view contents, std::string* tmp) {
+  *tmp = absl::StrCat(path, ".tmp.", getpid());
+  FILE* file = std::fopen(tmp->c_str(), "wb");
+  if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot create ", *tmp));
+  if (std::fwrite(contents.data(), 1, contents.size(), file) != contents.size()) {
+    const int error = errno;
+    std::fclose(file);
+    std::remove(tmp->c_str());
+    return ErrnoToStatus(error, absl::StrCat("cannot write ", *tmp));
+  }
+  return CloseTempFile(file, *tmp);
+}
+
+// FailedPrecondition if `path` exists and is not a regular file (a directory or device in the way).
+absl::Status CheckReplaceable(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": it exists and is not a file"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  KVSIM_RETURN_IF_ERROR(CheckReplaceable(path));
+  std::string tmp;
+  KVSIM_RETURN_IF_ERROR(WriteTempFile(path, contents, &tmp));
+  return RenameTempFile(tmp, path);
+}
+
+absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& file : files) KVSIM_RETURN_IF_ERROR(CheckReplaceable(file.first));
+  std::vector<std::string> tmps(files.size());  // tmps[0, i) written when file i fails
+  const auto remove_from = [&tmps](size_t first, size_t end) {
+    for (size_t i = first; i < end; ++i) std::remove(tmps[i].c_str());
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (absl::Status s = WriteTempFile(files[i].first, files[i].second, &tmps[i]); !s.ok()) {
+      remove_from(0, i);
+      return s;
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (absl::Status s = RenameTempFile(tmps[i], files[i].first); !s.ok()) {
+      remove_from(i + 1, files.size());
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path) {
+  KVSIM_RETURN_IF_ERROR(CloseTempFile(file, tmp));
+  return RenameTempFile(tmp, path);
 }
 
 absl::Status MakeDirectories(const std::string& path) {
