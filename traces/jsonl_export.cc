@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "traces/import_reader.h"
 #include "traces/jsonl_source.h"
+#include "traces/request.h"
 #include "traces/text_detect.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
@@ -207,7 +208,7 @@ class KvsimJsonlSource final : public JsonlSource {
     }
     if (r->parent_id >= 0 && !seen_ids_.contains(static_cast<uint64_t>(r->parent_id))) ++orphans_;
     if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
-      const int64_t expected = (r->input_tokens + r->block_tokens - 1) / r->block_tokens;
+      const int64_t expected = NumBlocks(r->input_tokens, r->block_tokens);
       if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
         return absl::InvalidArgumentError(absl::StrCat("block_hashes: ", r->block_hashes.size(), " ids for ",
                                                        r->input_tokens, " input tokens; expected ", expected,
