@@ -1,10 +1,12 @@
 #include "cost_models/calibration_table.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -31,19 +33,32 @@ constexpr int kNumKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
 struct Column {
   const char* name;
   bool is_int;
+  double max_int;  // the largest integer the proto field holds (and a double still does: at most 2^53)
   std::function<double(const proto::CalibrationPoint&)> get;
   std::function<void(double, proto::CalibrationPoint*)> set;
 };
 
-#define KVSIM_SHAPE_COLUMN(field, is_int)                                             \
-  Column {                                                                            \
-    #field, is_int, [](const proto::CalibrationPoint& p) { return double(p.shape().field()); }, \
-        [](double v, proto::CalibrationPoint* p) { p->mutable_shape()->set_##field(v); }       \
+// Column::max_int of a field of C++ type T.
+template <typename T>
+constexpr double MaxColumnInteger() {
+  if constexpr (std::is_integral_v<T>) {
+    return std::min<double>(static_cast<double>(std::numeric_limits<T>::max()), 9007199254740992.0);
+  } else {
+    return std::numeric_limits<double>::infinity();
   }
-#define KVSIM_POINT_COLUMN(field, is_int)                                             \
-  Column {                                                                            \
-    #field, is_int, [](const proto::CalibrationPoint& p) { return double(p.field()); },        \
-        [](double v, proto::CalibrationPoint* p) { p->set_##field(v); }                        \
+}
+
+#define KVSIM_SHAPE_COLUMN(field, is_int)                                                                    \
+  Column {                                                                                                   \
+    #field, is_int, MaxColumnInteger<decltype(std::declval<proto::KernelShape>().field())>(),                 \
+        [](const proto::CalibrationPoint& p) { return double(p.shape().field()); },                          \
+        [](double v, proto::CalibrationPoint* p) { p->mutable_shape()->set_##field(v); }                     \
+  }
+#define KVSIM_POINT_COLUMN(field, is_int)                                                                    \
+  Column {                                                                                                   \
+    #field, is_int, MaxColumnInteger<decltype(std::declval<proto::CalibrationPoint>().field())>(),            \
+        [](const proto::CalibrationPoint& p) { return double(p.field()); },                                  \
+        [](double v, proto::CalibrationPoint* p) { p->set_##field(v); }                                      \
   }
 
 const std::vector<Column>& NumericColumns() {
@@ -257,14 +272,9 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
                                                          c.is_int ? "an integer" : "a number", ", got '",
                                                          cells[i], "'"));
         }
-        // The proto field's range: int32 columns to 2^31 - 1, int64 ones (sizes in tokens, features,
-        // bytes) to 2^53, where a double still holds every integer.
-        const bool wide = name == "batch" || name == "query_tokens" || name == "context_tokens" ||
-                          name == "in_features" || name == "out_features" || name == "bytes";
-        const double limit = wide ? 9007199254740992.0 : 2147483647.0;
-        if (c.is_int && std::abs(value) > limit) {
+        if (c.is_int && std::abs(value) > c.max_int) {  // beyond the proto field's range
           return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected an integer of at most ",
-                                                         static_cast<int64_t>(limit), ", got '", cells[i], "'"));
+                                                         static_cast<int64_t>(c.max_int), ", got '", cells[i], "'"));
         }
         c.set(value, point);
       }
