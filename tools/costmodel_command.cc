@@ -168,15 +168,14 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
   }
   KVSIM_ASSIGN_OR_RETURN(PeakMemory peak, EstimatePeakMemory(config, tokens));
   const double gib = 1 << 30;
+  const double usable = config.device().memory_bytes() * config.cache().gpu_memory_utilization();
   out << absl::StrFormat(
       "%s on %s, KV %s, %d KV tokens per GPU\n  weights     %8.2f GiB\n  kv          %8.2f GiB\n"
       "  activations %8.2f GiB\n  workspace   %8.2f GiB\n  total       %8.2f GiB of %.2f GiB (x %.2f "
       "utilization = %.2f GiB)\n",
       config.model().name(), config.device().name(), peak.kv_format, tokens, peak.weights_bytes / gib,
       peak.kv_bytes / gib, peak.activation_bytes / gib, peak.workspace_bytes / gib, peak.total_bytes / gib,
-      config.device().memory_bytes() / gib, config.cache().gpu_memory_utilization(),
-      config.device().memory_bytes() * config.cache().gpu_memory_utilization() / gib);
-  const double usable = config.device().memory_bytes() * config.cache().gpu_memory_utilization();
+      config.device().memory_bytes() / gib, config.cache().gpu_memory_utilization(), usable / gib);
   if (peak.total_bytes > usable) {
     out << absl::StrFormat("  does not fit: %.2f GiB over the usable memory\n", (peak.total_bytes - usable) / gib);
     if (most) {  // not even without KV
