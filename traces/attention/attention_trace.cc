@@ -156,27 +156,34 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
 }
 
 absl::Status ValidateHeadValues(const AttentionTraceHeader& header, const AttentionSample& sample, size_t h) {
-  const int64_t d = header.head_dim, q = sample.num_queries();
+  const int64_t d = header.head_dim, q = sample.num_queries(), n = sample.prompt_len;
   const HeadTensors& head = sample.heads[h];
+  // Each tensor's layout (attention_trace.h), to name an entry in the model's terms.
+  enum class Layout { kPositions, kQueries, kColumnSums };
   const struct {
     const char* name;
     const std::vector<float>& x;
     AttentionDType dtype;
-  } tensors[] = {{"keys", head.keys, header.dtype},
-                 {"values", head.values, header.dtype},
-                 {"queries", head.queries, header.dtype},
-                 {"column_sums", head.column_sums, AttentionDType::kFloat32}};
+    Layout layout;
+  } tensors[] = {{"keys", head.keys, header.dtype, Layout::kPositions},
+                 {"values", head.values, header.dtype, Layout::kPositions},
+                 {"queries", head.queries, header.dtype, Layout::kQueries},
+                 {"column_sums", head.column_sums, AttentionDType::kFloat32, Layout::kColumnSums}};
   for (const auto& t : tensors) {
     const int64_t i = FirstUnstorable(t.x, t.dtype);
     if (i < 0) continue;
-    std::string where;  // the entry's place in the model's terms
-    if (t.name[0] == 'k' || t.name[0] == 'v') {
-      where = absl::StrCat("position ", i / d, ", channel ", i % d);
-    } else if (t.name[0] == 'q') {
-      where = absl::StrCat("query head ", i / d / q, " of the group, position ", sample.query_start + i / d % q,
-                           ", channel ", i % d);
-    } else {
-      where = absl::StrCat("query head ", i / sample.prompt_len, " of the group, position ", i % sample.prompt_len);
+    std::string where;
+    switch (t.layout) {
+      case Layout::kPositions:
+        where = absl::StrCat("position ", i / d, ", channel ", i % d);
+        break;
+      case Layout::kQueries:
+        where = absl::StrCat("query head ", i / d / q, " of the group, position ", sample.query_start + i / d % q,
+                             ", channel ", i % d);
+        break;
+      case Layout::kColumnSums:
+        where = absl::StrCat("query head ", i / n, " of the group, position ", i % n);
+        break;
     }
     const std::string problem =
         std::isfinite(t.x[i]) ? absl::StrCat("overflows ", DTypeName(t.dtype)) : "is not finite";
