@@ -1,13 +1,12 @@
 #include "sim/cache_replay.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
 #include "util/check.h"
+#include "util/parallel.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -227,19 +226,9 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
   bool oracle = false;
   for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
   if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
-  int num_threads = options.num_threads > 0 ? options.num_threads
-                                            : static_cast<int>(std::thread::hardware_concurrency());
-  num_threads = std::max(1, std::min<int>(num_threads, static_cast<int>(specs.size())));
-  std::atomic<size_t> next_run{0};
-  auto worker = [&] {
-    for (size_t i = next_run++; i < simulators.size(); i = next_run++) {
-      for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < num_threads; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& thread : threads) thread.join();
+  ParallelFor(ResolveThreadCount(options.num_threads), simulators.size(), [&](size_t i, int) {
+    for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
+  });
   return Collect(specs, simulators);
 }
 

@@ -11,6 +11,7 @@
 #include "util/check.h"
 #include "util/float_gemm.h"
 #include "util/huge_pages.h"
+#include "util/parallel.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -357,23 +358,36 @@ void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, co
   }
 }
 
+// One worker's buffers for the decode steps.
+struct StepScratch {
+  StepScratch(int64_t seq_len, int head_dim) : measurer(seq_len, head_dim) {}
+  Measurer measurer;
+  LayerStep step;
+  std::vector<const float*> approx_rows;  // per query head of a group: its attention row
+};
+
+// Decode steps per task of the step loop: a worker takes one point for this many steps (their attention
+// rows, ~1 MB per step and KV head at 32K tokens, stay in the last-level cache from point to point).
+constexpr int64_t kStepsPerTask = 8;
+
 }  // namespace
 
 struct QualityEvaluator::Impl {
   AttentionTraceHeader header;
   QualityOptions options;
   std::vector<Point> points;
-  std::vector<HeadBlock> blocks;               // exact attention per head, reused across layers
-  std::vector<PromptAttentionCache> caches;    // per head, shared by the policies of one layer
-  std::vector<const float*> approx_rows;       // per query head of a group: its attention row
+  int num_threads = 1;
+  std::vector<HeadBlock> blocks;  // exact attention per head, reused across layers
+  // Per head, shared by the policies of one layer (the cache is thread-safe; a mutex does not move).
+  std::vector<std::unique_ptr<PromptAttentionCache>> caches;
   int64_t num_samples = 0, num_steps = 0, num_dots = 0;
 
   absl::Status AddSample(const AttentionSample& sample);
   void EvaluateLayer(const AttentionSample& sample, int layer_index);
-  // One decode step at position p of every point; `exact` and `quantised` say where the step's rows are
-  // in `blocks` and in the quantisers' blocks.
-  void StepAll(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact, BlockRows quantised,
-               int layer_index, Measurer& measurer);
+  // One decode step at position p of one point; `exact` and `quantised` say where the step's rows are in
+  // `blocks` and in the quantisers' blocks.
+  void StepPoint(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact, BlockRows quantised,
+                 int layer_index, Point& point, StepScratch& scratch) const;
 };
 
 QualityEvaluator::QualityEvaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -403,9 +417,11 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
   }
   if (options.top_k < 1) return absl::InvalidArgumentError("top_k must be >= 1");
   if (options.max_attention_bytes < 0) return absl::InvalidArgumentError("max_attention_bytes must be >= 0");
+  if (options.num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0 (0 = every core)");
   auto impl = std::make_unique<Impl>();
   impl->header = header;
   impl->options = options;
+  impl->num_threads = ResolveThreadCount(options.num_threads);
   std::vector<std::string> names = options.policies;
   if (std::find(names.begin(), names.end(), "oracle_select") == names.end()) names.push_back("oracle_select");
   std::vector<int64_t> tokens = options.budget_tokens;
@@ -476,100 +492,116 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
     c.rope = header.rope;
   }
   caches.resize(num_heads);
-  for (PromptAttentionCache& cache : caches) cache.Reset();  // keeps its storage
-  for (size_t h = 0; h < num_heads; ++h) heads[h].prompt_cache = &caches[h];
+  for (size_t h = 0; h < num_heads; ++h) {
+    if (caches[h] == nullptr) caches[h] = std::make_unique<PromptAttentionCache>();
+    caches[h]->Reset();  // keeps its storage
+    heads[h].prompt_cache = caches[h].get();
+  }
   const int64_t g = header.group_size(), n = sample.seq_len(), steps_total = sample.num_decode_steps;
   int quantisers = 0;
   for (const Point& point : points) quantisers += point.quantised ? 1 : 0;
   const auto [exact_whole, block_steps] =
       PlanBlocks(steps_total, g * static_cast<int64_t>(num_heads) * n, quantisers, options.max_attention_bytes);
   blocks.resize(num_heads);
-  for (size_t h = 0; exact_whole && h < num_heads; ++h) {
+  ParallelFor(num_threads, exact_whole ? num_heads : 0, [&](size_t h, int) {
     ComputeBlock(heads[h], 0, steps_total, options.top_k, nullptr, 0, &blocks[h]);
     heads[h].decode_attention = DecodeAttention{blocks[h].probs.data(), blocks[h].probs.cols(), steps_total};
-  }
-  for (Point& point : points) {
+  });
+  // Every point on its own (each has its own policy and accumulator, the shared prompt caches are
+  // thread-safe), so the results do not depend on the number of threads or the order of the points.
+  ParallelFor(num_threads, points.size(), [&](size_t i, int) {
+    Point& point = points[i];
     const int64_t budget = point.meta.is_ratio
                                ? std::max<int64_t>(1, std::llround(point.meta.budget_value * sample.prompt_len))
                                : static_cast<int64_t>(point.meta.budget_value);
     point.policy->BeginLayer(heads, budget);
-  }
-  Measurer measurer(n, header.head_dim);
+  });
+  std::vector<StepScratch> scratch(num_threads, StepScratch(n, header.head_dim));
+  std::vector<std::pair<Point*, size_t>> block_tasks;  // (quantiser or null for the exact rows, head)
   for (int64_t s0 = 0; s0 < steps_total; s0 += block_steps) {
     const int64_t steps = std::min(block_steps, steps_total - s0);
-    for (size_t h = 0; !exact_whole && h < num_heads; ++h) {
-      ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
-    }
+    block_tasks.clear();
+    for (size_t h = 0; !exact_whole && h < num_heads; ++h) block_tasks.emplace_back(nullptr, h);
     for (Point& point : points) {
       if (!point.quantised) continue;
       point.blocks.resize(num_heads);
-      for (size_t h = 0; h < num_heads; ++h) {
-        ComputeBlock(heads[h], s0, steps, options.top_k, point.policy.get(), static_cast<int>(h),
-                     &point.blocks[h]);
+      for (size_t h = 0; h < num_heads; ++h) block_tasks.emplace_back(&point, h);
+    }
+    ParallelFor(num_threads, block_tasks.size(), [&](size_t i, int) {
+      const auto [point, h] = block_tasks[i];
+      if (point == nullptr) {
+        ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
+      } else {
+        ComputeBlock(heads[h], s0, steps, options.top_k, point->policy.get(), static_cast<int>(h),
+                     &point->blocks[h]);
       }
+    });
+    for (int64_t t0 = 0; t0 < steps; t0 += kStepsPerTask) {
+      const int64_t t1 = std::min(steps, t0 + kStepsPerTask);
+      ParallelFor(num_threads, points.size(), [&](size_t i, int worker) {
+        for (int64_t s = t0; s < t1; ++s) {
+          const int64_t p = sample.prompt_len + s0 + s;
+          const BlockRows exact = exact_whole ? BlockRows{steps_total, s0 + s} : BlockRows{steps, s};
+          StepPoint(heads, p, exact, BlockRows{steps, s}, layer_index, points[i], scratch[worker]);
+        }
+      });
     }
     for (int64_t s = 0; s < steps; ++s) {
-      const int64_t p = sample.prompt_len + s0 + s;
-      num_dots += static_cast<int64_t>(num_heads) * g * (p + 1);
-      const BlockRows exact = exact_whole ? BlockRows{steps_total, s0 + s} : BlockRows{steps, s};
-      StepAll(heads, p, exact, BlockRows{steps, s}, layer_index, measurer);
+      num_dots += static_cast<int64_t>(num_heads) * g * (sample.prompt_len + s0 + s + 1);
     }
   }
 }
 
-void QualityEvaluator::Impl::StepAll(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact,
-                                     BlockRows quantised, int layer_index, Measurer& measurer) {
-  LayerStep step;
+void QualityEvaluator::Impl::StepPoint(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact,
+                                       BlockRows quantised, int layer_index, Point& point,
+                                       StepScratch& scratch) const {
+  LayerStep& step = scratch.step;
   step.position = p;
+  step.heads.clear();
   for (const HeadBlock& block : blocks) {
     step.heads.push_back(HeadStep{block.probs.row(exact.row(0)).data(), exact.steps * block.probs.cols()});
   }
   const int k_top = static_cast<int>(std::min<int64_t>(options.top_k, p + 1));
-  for (Point& point : points) {
-    point.kept.resize(heads.size());  // the sets keep their storage from step to step
-    point.policy->Step(step, &point.kept);
-  }
-  // Head by head, every point: the value rows one point's sets read are mostly still cached for the next
-  // (the points of one policy hold nested sets; different policies keep many of the same tokens).
+  point.kept.resize(heads.size());  // the sets keep their storage from step to step
+  point.policy->Step(step, &point.kept);
+  const std::vector<KeptSet>& kept = point.kept;
+  Accumulator& acc = point.acc;
+  Measurer& measurer = scratch.measurer;
   for (size_t h = 0; h < heads.size(); ++h) {
-    for (Point& point : points) {
-      const std::vector<KeptSet>& kept = point.kept;
-      Accumulator& acc = point.acc;
-      const HeadContext& c = heads[h];
-      const HeadBlock& b = blocks[h];
-      const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
-      const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
-      const HeadBlock& q = point.quantised ? point.blocks[h] : b;
-      const BlockRows rows = point.quantised ? quantised : exact;  // of q
-      // A small set shared by the group: its value rows are read once for all query heads.
-      const float* gathered = nullptr;
-      const std::vector<int32_t>& shared = kept[h].per_query[0];
-      if (kept[h].per_query.size() == 1 && c.group_size > 1 && 2 * static_cast<int64_t>(shared.size()) <= p + 1) {
-        approx_rows.resize(c.group_size);
-        for (int j = 0; j < c.group_size; ++j) approx_rows[j] = q.probs.row(rows.row(j)).data();
-        gathered = measurer.GroupSums(c, shared, approx_rows.data(), c.group_size,
-                                      Approx{nullptr, 0, nullptr, kv.values, kv.values_exact_from});
-      }
-      for (int j = 0; j < c.group_size; ++j) {
-        const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
-        const int64_t r = exact.row(j), a = rows.row(j);
-        const Approx approx{q.probs.row(a).data(), q.totals[a], q.outputs.row(a).data(), kv.values,
-                            kv.values_exact_from};
-        const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                               b.kth[r], k_top, b.hits[r], set, approx,
-                                               gathered != nullptr ? gathered + j * c.head_dim : nullptr,
-                                               gathered != nullptr ? measurer.GroupWeights(j, shared.size()) : nullptr);
-        acc.recall.Add(m.recall);
-        acc.error.Add(m.error);
-        acc.overlap.Add(m.overlap);
-        acc.kept_sum += static_cast<double>(set.size());
-        acc.layer_recall[layer_index] += m.recall;
-        acc.layer_error[layer_index] += m.error;
-        ++acc.layer_count[layer_index];
-        acc.head_recall[head_index] += m.recall;
-        acc.head_error[head_index] += m.error;
-        ++acc.head_count[head_index];
-      }
+    const HeadContext& c = heads[h];
+    const HeadBlock& b = blocks[h];
+    const KvOverride kv = point.quantised ? point.policy->Kv(static_cast<int>(h), p) : KvOverride();
+    const int head_index = layer_index * static_cast<int>(heads.size()) + static_cast<int>(h);
+    const HeadBlock& q = point.quantised ? point.blocks[h] : b;
+    const BlockRows rows = point.quantised ? quantised : exact;  // of q
+    // A small set shared by the group: its value rows are read once for all query heads.
+    const float* gathered = nullptr;
+    const std::vector<int32_t>& shared = kept[h].per_query[0];
+    if (kept[h].per_query.size() == 1 && c.group_size > 1 && 2 * static_cast<int64_t>(shared.size()) <= p + 1) {
+      scratch.approx_rows.resize(c.group_size);
+      for (int j = 0; j < c.group_size; ++j) scratch.approx_rows[j] = q.probs.row(rows.row(j)).data();
+      gathered = measurer.GroupSums(c, shared, scratch.approx_rows.data(), c.group_size,
+                                    Approx{nullptr, 0, nullptr, kv.values, kv.values_exact_from});
+    }
+    for (int j = 0; j < c.group_size; ++j) {
+      const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
+      const int64_t r = exact.row(j), a = rows.row(j);
+      const Approx approx{q.probs.row(a).data(), q.totals[a], q.outputs.row(a).data(), kv.values,
+                          kv.values_exact_from};
+      const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
+                                             b.kth[r], k_top, b.hits[r], set, approx,
+                                             gathered != nullptr ? gathered + j * c.head_dim : nullptr,
+                                             gathered != nullptr ? measurer.GroupWeights(j, shared.size()) : nullptr);
+      acc.recall.Add(m.recall);
+      acc.error.Add(m.error);
+      acc.overlap.Add(m.overlap);
+      acc.kept_sum += static_cast<double>(set.size());
+      acc.layer_recall[layer_index] += m.recall;
+      acc.layer_error[layer_index] += m.error;
+      ++acc.layer_count[layer_index];
+      acc.head_recall[head_index] += m.recall;
+      acc.head_error[head_index] += m.error;
+      ++acc.head_count[head_index];
     }
   }
 }

@@ -30,8 +30,9 @@
 // CPU has AVX-512F, the GEMMs, the softmax passes and the kept-set sums take AVX-512 variants of the same
 // bits (KVSIM_NO_AVX512=1 keeps the AVX2 ones).
 //
-// Deterministic: single-threaded, fixed iteration order; same trace and options give identical results
-// (byte-identical on one machine). The two GEMM paths may differ in the last bits of a float (FMA,
+// Deterministic: each point's measurements are accumulated in a fixed order (samples, layers, steps,
+// heads, query heads) whatever the number of threads (QualityOptions::num_threads); same trace and
+// options give identical results (byte-identical on one machine, for any thread count). The two GEMM paths may differ in the last bits of a float (FMA,
 // summation order), so results of an AVX2 machine and of a portable run may differ in late digits.
 // Thread-compatible.
 //
@@ -72,6 +73,9 @@ struct QualityOptions {
   // exact attention is held whole when it fits (the look-ahead oracle then reads it instead of recomputing
   // it), else in blocks of decode steps of at most min(this, 192 MiB) with the quantisers' copies.
   int64_t max_attention_bytes = int64_t{1} << 30;
+  // Threads evaluating the points (policy x budget) of a layer, and the attention blocks of its heads
+  // (0 = every core). Results do not depend on it; memory grows by a few rows of seq_len per thread.
+  int num_threads = 1;
 };
 
 struct MetricSummary {
@@ -118,7 +122,7 @@ struct QualityResults {
 class QualityEvaluator {
  public:
   // InvalidArgument for an unknown policy, no budgets, a budget < 1 token or a ratio outside (0, 1],
-  // top_k < 1, or an invalid header.
+  // top_k < 1, num_threads < 0, or an invalid header.
   static absl::StatusOr<std::unique_ptr<QualityEvaluator>> Create(const AttentionTraceHeader& header,
                                                                   const QualityOptions& options);
   ~QualityEvaluator();

@@ -51,6 +51,7 @@
 #include "util/avx2_gemm.h"
 #include "util/cpu_features.h"
 #include "util/heap_tuning.h"
+#include "util/parallel.h"
 #include "util/thread_cpu_time.h"
 
 namespace kvsim {
@@ -164,19 +165,22 @@ int64_t MinorPageFaults() {
   return usage.ru_minflt;
 }
 
-// An evaluator of `policies` at a 1024-token budget for the sample's model.
+// An evaluator of `policies` at a 1024-token budget for the sample's model, on `threads` threads.
 absl::StatusOr<std::unique_ptr<QualityEvaluator>> CreateEvaluator(const SyntheticTrace& t,
-                                                                  const std::vector<std::string>& policies) {
+                                                                  const std::vector<std::string>& policies,
+                                                                  int threads = 1) {
   QualityOptions options;
   options.policies = policies;
   options.budget_tokens = {1024};
+  options.num_threads = threads;
   return QualityEvaluator::Create(t.header, options);
 }
 
-void RunEvaluator(benchmark::State& state, const std::vector<std::string>& policies, int64_t steps = 64) {
+void RunEvaluator(benchmark::State& state, const std::vector<std::string>& policies, int64_t steps = 64,
+                  int threads = 1) {
   const SyntheticTrace& t = Trace(steps);  // generated outside the timing
   // One evaluator for the run, as for a trace of many samples: buffers are reused from sample to sample.
-  auto evaluator = CreateEvaluator(t, policies);
+  auto evaluator = CreateEvaluator(t, policies, threads);
   if (!evaluator.ok()) {
     state.SkipWithError("bad options");
     return;
@@ -203,11 +207,18 @@ void RunEvaluator(benchmark::State& state, const std::vector<std::string>& polic
 void BM_EvaluatorOracleOnly(benchmark::State& state) { RunEvaluator(state, {"oracle_select"}); }
 BENCHMARK(BM_EvaluatorOracleOnly)->Unit(benchmark::kMillisecond);
 
-// Every registered policy at a 1024-token budget (KIVI at 4 bits alone), all in one pass.
+// Every registered policy at a 1024-token budget (KIVI at 4 bits alone), all in one pass, on one thread.
 void BM_EvaluatorAllPolicies(benchmark::State& state) { RunEvaluator(state, AllPolicies(), state.range(0)); }
 // Arg: decode steps. Per-layer work (prefill scoring of SnapKV, Expected Attention, KIVI's quantisation...)
 // is amortised over more steps at 512.
 BENCHMARK(BM_EvaluatorAllPolicies)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+// The same on every core (QualityOptions::num_threads = 0), in wall-clock time (items_per_second is then
+// dot products per wall-clock second).
+void BM_EvaluatorAllPoliciesAllCores(benchmark::State& state) {
+  RunEvaluator(state, AllPolicies(), state.range(0), /*threads=*/0);
+}
+BENCHMARK(BM_EvaluatorAllPoliciesAllCores)->Arg(64)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // One policy at a time (index into TokenPolicyNames(); the label names it), plus the oracle.
 void BM_EvaluatorOnePolicy(benchmark::State& state) {
@@ -220,11 +231,14 @@ BENCHMARK(BM_EvaluatorOnePolicy)->DenseRange(0, 17)->Unit(benchmark::kMillisecon
 
 // The ratios the speed target is about, robust to the machine's load: the evaluator with every policy
 // and the baselines, each warmed up once, then timed in three interleaved repetitions (evaluator,
-// Eigen, AVX2, evaluator, ...), in thread CPU time, the fastest of each kept. Separate benchmark runs
-// see the machine in different minutes; the memory-bound baselines swing most with its load.
+// Eigen, AVX2, evaluator, ...), the fastest of each kept. Separate benchmark runs see the machine in
+// different minutes; the memory-bound baselines swing most with its load. Args: decode steps, evaluator
+// threads. On one thread every run is timed in thread CPU time; on every core (threads 0) in wall-clock
+// time, the baselines still on one thread (a machine's throughput against one core's matrix-vector rate).
 void BM_Ratios(benchmark::State& state) {
   const SyntheticTrace& t = Trace(state.range(0));
-  auto evaluator = CreateEvaluator(t, AllPolicies());
+  const int threads = static_cast<int>(state.range(1));
+  auto evaluator = CreateEvaluator(t, AllPolicies(), threads);
   if (!evaluator.ok()) {
     state.SkipWithError("bad options");
     return;
@@ -235,12 +249,13 @@ void BM_Ratios(benchmark::State& state) {
   bool ok = (*evaluator)->AddSample(t.samples[0]).ok();  // the warm-up passes
   const int64_t dots = EigenMatVecPass(t, &eigen_logits);
   if (avx2) Avx2MatVecPass(t, &avx2_logits);
+  auto seconds_of = [&](const auto& fn) { return threads == 1 ? CpuSecondsOf(fn) : WallSecondsOf(fn); };
   double evaluator_s = 1e300, eigen_s = 1e300, avx2_s = 1e300;
   for (auto _ : state) {
     for (int rep = 0; rep < 3; ++rep) {
-      evaluator_s = std::min(evaluator_s, CpuSecondsOf([&] { ok &= (*evaluator)->AddSample(t.samples[0]).ok(); }));
-      eigen_s = std::min(eigen_s, CpuSecondsOf([&] { EigenMatVecPass(t, &eigen_logits); }));
-      if (avx2) avx2_s = std::min(avx2_s, CpuSecondsOf([&] { Avx2MatVecPass(t, &avx2_logits); }));
+      evaluator_s = std::min(evaluator_s, seconds_of([&] { ok &= (*evaluator)->AddSample(t.samples[0]).ok(); }));
+      eigen_s = std::min(eigen_s, seconds_of([&] { EigenMatVecPass(t, &eigen_logits); }));
+      if (avx2) avx2_s = std::min(avx2_s, seconds_of([&] { Avx2MatVecPass(t, &avx2_logits); }));
     }
   }
   if (!ok) {
@@ -248,6 +263,7 @@ void BM_Ratios(benchmark::State& state) {
     return;
   }
   const double n = static_cast<double>(dots);
+  state.counters["threads"] = ResolveThreadCount(threads);
   state.counters["evaluator_dots_per_s"] = n / evaluator_s;
   state.counters["eigen_dots_per_s"] = n / eigen_s;
   state.counters["vs_eigen"] = eigen_s / evaluator_s;  // target >= 0.5
@@ -256,7 +272,8 @@ void BM_Ratios(benchmark::State& state) {
     state.counters["vs_avx2"] = avx2_s / evaluator_s;
   }
 }
-BENCHMARK(BM_Ratios)->Arg(64)->Arg(512)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Ratios)->Args({64, 1})->Args({512, 1})->Args({64, 0})->Args({512, 0})->Iterations(1)->Unit(
+    benchmark::kMillisecond);
 
 // The console reporter, also remembering BM_Ratios' counters for the ratio lines printed at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -265,29 +282,32 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& reports) override {
     for (const Run& run : reports) {
       if (run.error_occurred || run.benchmark_name().rfind("BM_Ratios/", 0) != 0) continue;
-      std::map<std::string, double>& counters = ratios_[std::stoll(run.benchmark_name().substr(10))];
-      for (const auto& [name, counter] : run.counters) counters[name] = counter.value;
+      ratios_.push_back({run.benchmark_name(), {}});  // BM_Ratios/STEPS/THREADS...
+      for (const auto& [name, counter] : run.counters) ratios_.back().second[name] = counter.value;
     }
     ConsoleReporter::ReportRuns(reports);
   }
-  // "ratio steps=N: ..." (vs the Eigen baseline) and "ratio-avx2 steps=N: ..." per BM_Ratios run.
+  // "ratio steps=N threads=T: ..." (vs the Eigen baseline) and "ratio-avx2 ..." per BM_Ratios run.
   void PrintRatios() const {
     for (const char* baseline : {"eigen", "avx2"}) {
       const bool avx2 = baseline[0] == 'a';
-      for (const auto& [steps, counters] : ratios_) {
+      for (const auto& [name, counters] : ratios_) {
         auto rate = counters.find(std::string(baseline) + "_dots_per_s");
         if (rate == counters.end()) continue;
+        const long long steps = std::stoll(name.substr(10));
+        const int threads = static_cast<int>(counters.at("threads"));
         const double evaluator = counters.at("evaluator_dots_per_s");
-        std::printf("ratio%s steps=%lld: evaluator (%s path) %.2fM dots/s / %s baseline %.2fM dots/s = %.1f%%\n",
-                    avx2 ? "-avx2" : "", static_cast<long long>(steps),
-                    UseAvx512() ? "AVX-512" : UseAvx2Fma() ? "AVX2" : "portable", evaluator / 1e6,
-                    avx2 ? "AVX2 matvec" : "Eigen matvec", rate->second / 1e6, 100 * evaluator / rate->second);
+        std::printf("ratio%s steps=%lld threads=%d: evaluator (%s path) %.2fM dots/s / %s baseline %.2fM dots/s "
+                    "= %.1f%%\n",
+                    avx2 ? "-avx2" : "", steps, threads, UseAvx512() ? "AVX-512" : UseAvx2Fma() ? "AVX2" : "portable",
+                    evaluator / 1e6, avx2 ? "AVX2 matvec" : "Eigen matvec", rate->second / 1e6,
+                    100 * evaluator / rate->second);
       }
     }
   }
 
  private:
-  std::map<int64_t, std::map<std::string, double>> ratios_;  // by decode steps, then counter name
+  std::vector<std::pair<std::string, std::map<std::string, double>>> ratios_;  // by run, in run order
 };
 
 }  // namespace

@@ -262,6 +262,51 @@ TEST(QualityEvaluatorTest, ResultsDoNotDependOnTheMemoryBound) {
   EXPECT_EQ(whole.num_dot_products, blocked.num_dot_products);
 }
 
+// Every number of two results equal, exactly.
+void ExpectSameResults(const QualityResults& a, const QualityResults& b, const std::string& what) {
+  EXPECT_EQ(a.num_dot_products, b.num_dot_products) << what;
+  ASSERT_EQ(a.points.size(), b.points.size()) << what;
+  for (size_t i = 0; i < a.points.size(); ++i) {
+    const QualityPoint &x = a.points[i], &y = b.points[i];
+    const std::string where = absl::StrCat(what, ": ", x.policy, " at ", x.budget_value);
+    EXPECT_EQ(x.policy, y.policy) << where;
+    EXPECT_EQ(x.budget_value, y.budget_value) << where;
+    for (auto [u, v] : {std::pair{x.recall, y.recall}, std::pair{x.error, y.error}, std::pair{x.overlap, y.overlap}}) {
+      EXPECT_EQ(u.mean, v.mean) << where;
+      EXPECT_EQ(u.p10, v.p10) << where;
+      EXPECT_EQ(u.worst, v.worst) << where;
+      EXPECT_EQ(u.count, v.count) << where;
+    }
+    EXPECT_EQ(x.mean_kept_tokens, y.mean_kept_tokens) << where;
+    EXPECT_EQ(x.layer_recall, y.layer_recall) << where;
+    EXPECT_EQ(x.layer_error, y.layer_error) << where;
+    EXPECT_EQ(x.head_recall, y.head_recall) << where;
+    EXPECT_EQ(x.head_error, y.head_error) << where;
+  }
+}
+
+TEST(QualityEvaluatorTest, ResultsDoNotDependOnTheThreadCount) {
+  // Each point (policy x budget) is measured by one thread at a time in a fixed order, and the shared
+  // per-head prompt caches hold the same values whichever thread fills them: the bits are equal. Two
+  // samples, two layers, both with the layer's attention held whole and in blocks of 3 steps (2 KiB).
+  QualityOptions options;
+  options.policies = kAllPolicies;
+  options.budget_tokens = {24, 100};
+  options.budget_ratios = {0.3};
+  options.seed = 3;
+  SyntheticTrace t = Synthetic(200, 9);
+  t.samples.push_back(Synthetic(150, 7).samples[0]);
+  for (int64_t bytes : {int64_t{1} << 30, int64_t{2} << 10}) {
+    options.max_attention_bytes = bytes;
+    options.num_threads = 1;
+    const QualityResults one = Evaluate(t, options);
+    for (int threads : {2, 5}) {
+      options.num_threads = threads;
+      ExpectSameResults(one, Evaluate(t, options), absl::StrCat(threads, " threads, ", bytes, " bytes"));
+    }
+  }
+}
+
 TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {
   SyntheticTrace t = Synthetic(64, 2);
   QualityOptions options;
@@ -287,6 +332,10 @@ TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {
   options.budget_ratios = {1.5};
   EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("(0, 1]"), std::string::npos);
   options.budget_ratios = {0.5};
+  options.num_threads = -1;
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("num_threads must be >= 0"),
+            std::string::npos);
+  options.num_threads = 0;  // every core
   auto ok = QualityEvaluator::Create(t.header, options);
   ASSERT_TRUE(ok.ok());
   AttentionSample bad = t.samples[0];

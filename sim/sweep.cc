@@ -1,12 +1,10 @@
 #include "sim/sweep.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
@@ -20,6 +18,7 @@
 #include "sim/cache_report.h"
 #include "traces/trace_reader.h"
 #include "util/file.h"
+#include "util/parallel.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -444,29 +443,20 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   // Run the remaining points on all cores; each point's file is written as soon as it is done.
   std::vector<absl::Status> statuses(todo.size());
   std::vector<proto::SweepPointResult> done(todo.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < todo.size(); i = next++) {
-      proto::SweepPointResult& r = done[i];
-      r.set_point_index(todo[i]);
-      for (const auto& [name, value] : GridPoint(axes, todo[i])) {
-        auto* c = r.add_coordinates();
-        c->set_name(name);
-        c->set_value(value);
-      }
-      r.set_mode(modes[i]);
-      statuses[i] = Modes()[modes[i]](contexts[i], &r);
-      if (statuses[i].ok()) {
-        statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
-      }
+  ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t i, int) {
+    proto::SweepPointResult& r = done[i];
+    r.set_point_index(todo[i]);
+    for (const auto& [name, value] : GridPoint(axes, todo[i])) {
+      auto* c = r.add_coordinates();
+      c->set_name(name);
+      c->set_value(value);
     }
-  };
-  int num_threads = options.num_threads > 0 ? options.num_threads : static_cast<int>(std::thread::hardware_concurrency());
-  num_threads = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
-  std::vector<std::thread> threads;
-  for (int t = 1; t < num_threads; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+    r.set_mode(modes[i]);
+    statuses[i] = Modes()[modes[i]](contexts[i], &r);
+    if (statuses[i].ok()) {
+      statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
+    }
+  });
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!statuses[i].ok()) {
       return absl::Status(statuses[i].code(), absl::StrCat("point ", todo[i], ": ", statuses[i].message()));

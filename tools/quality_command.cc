@@ -93,6 +93,8 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
         absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
   }
   options.max_attention_bytes = attention_mib << 20;
+  options.num_threads = absl::GetFlag(FLAGS_threads);
+  if (options.num_threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
   KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace));
   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
   int64_t count = reader->num_samples();
@@ -117,7 +119,7 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
 KVSIM_REGISTER_COMMAND(quality, {
     .name = "quality",
     .summary = "attention-mass recall and output error of token-level KV policies over budgets",
-    .usage = "kvsim quality --trace=T.kvat --policies=a,b --budgets=64,256,0.25 [--out=DIR] [--json]",
+    .usage = "kvsim quality --trace=T.kvat --policies=a,b --budgets=64,256,0.25 [--threads=0] [--out=DIR] [--json]",
     .details =
         "Replays every decode step of an attention trace (tools/record_attention.py, or\n"
         "'kvsim synth_attention'): recomputes each query's full attention row from the stored queries and\n"
@@ -128,9 +130,10 @@ KVSIM_REGISTER_COMMAND(quality, {
         "expected_attention, quest, rocketkv, oracle_select, oracle_evict; wrappers: adakv+POLICY (score\n"
         "policies), kivi2/kivi4/kivi8 alone or as kivi4+POLICY.\n"
         "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
+        "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
         "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "out",
-              "json", "seed"},
+    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "threads",
+              "out", "json", "seed"},
     .run = RunQuality,
 });
 

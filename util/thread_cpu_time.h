@@ -9,6 +9,7 @@
 #ifndef KVSIM_UTIL_THREAD_CPU_TIME_H_
 #define KVSIM_UTIL_THREAD_CPU_TIME_H_
 
+#include <chrono>
 #include <ctime>
 
 namespace kvsim {
@@ -26,6 +27,14 @@ double CpuSecondsOf(const Fn& fn) {
   const double start = ThreadCpuSeconds();
   fn();
   return ThreadCpuSeconds() - start;
+}
+
+// Runs `fn` once and returns the wall-clock seconds it took (for work spread over several threads).
+template <typename Fn>
+double WallSecondsOf(const Fn& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace kvsim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "policies/token/token_policy_util.h"
@@ -43,6 +44,7 @@ std::vector<double> ComputeSnapKvScores(const HeadContext& head, int64_t window,
 
 std::vector<double> SnapKvScores(const HeadContext& head, int64_t window, int kernel) {
   if (head.prompt_cache != nullptr) {  // computed once per head for every policy applying this rule
+    std::lock_guard<std::mutex> lock(head.prompt_cache->scores_mutex);
     std::vector<double>& memo = head.prompt_cache->scores[absl::StrCat("snapkv/", window, "/", kernel)];
     if (memo.empty()) memo = ComputeSnapKvScores(head, window, kernel);
     return memo;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <numeric>
 
 #include "util/check.h"
@@ -206,6 +207,7 @@ PromptWindowRows PromptWindowAttentionRows(const HeadContext& head, int64_t wind
     return rows;
   }
   const int64_t cached = std::min(stored, PromptAttentionCache::kMaxWindow);
+  std::lock_guard<std::mutex> lock(cache->window_mutex);
   if (cache->window != cached) {
     ComputeWindow(head, cached, &cache->probs);
     cache->window = cached;

@@ -1,7 +1,7 @@
 // File: policies/token/token_policy_util.h
 //
 // Helpers shared by token policies: deterministic top-k, attention of the stored prompt queries, and the
-// GQA conventions. Pure functions, thread-safe.
+// GQA conventions. Pure functions, thread-safe (a shared PromptAttentionCache included).
 //
 // Example:
 //   std::vector<int32_t> best = TopKIndices(scores, 16);   // highest first; ties to the lower position
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,22 @@ namespace kvsim {
 using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // The attention of the last `window` stored prompt queries of each group member, rows as in
-// PromptWindowAttention(); filled on first use (see HeadContext::prompt_cache).
+// PromptWindowAttention(); filled on first use (see HeadContext::prompt_cache). Thread-safe: policies on
+// several threads may share one (the first to need an entry computes it while the others wait; entries
+// never change once filled, until Reset()).
 struct PromptAttentionCache {
   static constexpr int64_t kMaxWindow = 128;  // larger windows are computed without the cache
+  std::mutex window_mutex;                     // guards window and probs
   int64_t window = 0;                          // 0 = empty
   RowMatrixXf probs;
   // Prompt scores derived from the window, by rule and parameters (e.g. "snapkv/64/5"), for the policies
-  // that apply the same rule to the same head (SnapKV, PyramidKV, AdaKV around either).
+  // that apply the same rule to the same head (SnapKV, PyramidKV, AdaKV around either). Held while an
+  // entry is computed (which may take window_mutex: always in that order).
+  std::mutex scores_mutex;
   std::map<std::string, std::vector<double>> scores;
 
-  // Empties the cache for another layer or sample (the window's storage is kept).
+  // Empties the cache for another layer or sample (the window's storage is kept). REQUIRES: no other
+  // thread uses the cache.
   void Reset() {
     window = 0;
     scores.clear();
