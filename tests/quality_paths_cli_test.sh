@@ -6,7 +6,8 @@
 # path and the check holds trivially. The results also do not depend on how much attention is held at
 # once: with 1 MiB (blocks of a few steps, the exact rows recomputed per block, oracle_evict computing its
 # own) the AVX2 path writes the same files again (where it is taken: a CPU with AVX2 and KVSIM_NO_AVX2 not
-# set; the portable path's library GEMM agrees only to rounding, checked in sim/quality_evaluator_test).
+# set; the portable path's library GEMM agrees only to rounding, checked in sim/quality_evaluator_test),
+# nor on the number of threads.
 set -u
 kvsim=$1
 source "$(dirname "$0")/cli_test_lib.sh"
@@ -29,6 +30,16 @@ if grep -qw avx2 /proc/cpuinfo 2>/dev/null && [ "${KVSIM_NO_AVX2:-}" != 1 ]; the
     cmp -s "$tmp/avx2/$f" "$tmp/blocks/$f" || fail "$f differs with --quality_attention_mib=1"
   done
 fi
+# Nor on the thread count (the runs above use every core): one thread and three write the same files.
+for threads in 1 3; do
+  expect 0 "$kvsim" quality --trace="$tmp/t.kvat" --policies=$policies --budgets=32,200,0.5 --threads=$threads \
+    --out="$tmp/threads$threads"
+  for f in summary.csv per_layer.csv per_head.csv areas.csv results.json; do
+    cmp -s "$tmp/simd/$f" "$tmp/threads$threads/$f" || fail "$f differs with --threads=$threads"
+  done
+done
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --quality_attention_mib=0
 has "quality_attention_mib=0: must be in" err
+expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --threads=-2
+has "threads must be >= 0" err
 finish

@@ -26,7 +26,9 @@
 // Wrappers (a quantiser or AdaKV around another policy) register with KVSIM_REGISTER_TOKEN_POLICY_WRAPPER
 // and are named "wrapper+inner", e.g. "kivi4+snapkv"; a wrapper named alone wraps "full".
 //
-// Thread-safety: an instance serves one evaluation on one thread.
+// Thread-safety: an instance is used by one thread at a time (not always the same one); instances run
+// concurrently, sharing the read-only trace tensors and the thread-safe HeadContext::prompt_cache. A
+// policy must not keep mutable state outside its instance.
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TokenPolicy> policy, CreateTokenPolicy("snapkv", {.seed = 1}));
