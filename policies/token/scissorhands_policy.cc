@@ -8,7 +8,7 @@
 
 namespace kvsim {
 
-void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int num_rows) {
+void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int num_rows, bool prefix) {
   const size_t size = state.cache.size();
   const int32_t* cache = state.cache.data();
   share_.resize(size);
@@ -17,7 +17,11 @@ void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int 
   bool empty = true;  // no row added to `share` yet (its storage holds the last call's values)
   for (int r = 0; r < num_rows; ++r) {
     const float* row = rows[r];
-    for (size_t k = 0; k < size; ++k) values_[k] = row[cache[k]];
+    if (prefix) {  // cache[k] == k: a contiguous (vectorised) conversion instead of a gather
+      values = Eigen::Map<const Eigen::ArrayXf>(row, size).cast<double>();
+    } else {
+      for (size_t k = 0; k < size; ++k) values_[k] = row[cache[k]];
+    }
     const double mass = values.sum();
     if (mass <= 0) continue;
     const double factor = 1.0 / (mass * num_rows);  // this row's attention renormalised over the cache
@@ -31,7 +35,8 @@ void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int 
   if (empty) share.setZero();
   // Below the uniform share: counted, and remembered until the record leaves the history. Branch-free
   // (most tokens are below it, but not predictably).
-  std::vector<int32_t> low(size);
+  std::vector<int32_t> low = std::move(spare_);  // storage of a record that left the history
+  low.resize(size);                              // (no fresh zero-filled allocation per step)
   size_t num_low = 0;
   const double uniform = 1.0 / static_cast<double>(size);
   for (size_t k = 0; k < size; ++k) {
@@ -44,6 +49,7 @@ void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int 
   state.history.push_back(std::move(low));
   if (static_cast<int>(state.history.size()) > kHistory) {
     for (int32_t i : state.history.front()) --state.counts[i];
+    spare_ = std::move(state.history.front());
     state.history.pop_front();
   }
 }
@@ -80,7 +86,7 @@ void ScissorhandsPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t
       state.cache.resize(n - w + r + 1);
       std::iota(state.cache.begin(), state.cache.end(), 0);
       for (int j = 0; j < head.group_size; ++j) rows[j] = probs.row(j, r);
-      Record(state, rows.data(), head.group_size);
+      Record(state, rows.data(), head.group_size, /*prefix=*/true);
     }
     state.cache.resize(n);
     std::iota(state.cache.begin(), state.cache.end(), 0);
@@ -96,7 +102,7 @@ void ScissorhandsPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept)
     (*kept)[h].per_query.assign(1, state.cache);
     rows_.resize(state.group_size);
     for (int j = 0; j < state.group_size; ++j) rows_[j] = step.heads[h].row(j);
-    Record(state, rows_.data(), state.group_size);
+    Record(state, rows_.data(), state.group_size, /*prefix=*/false);
   }
 }
 

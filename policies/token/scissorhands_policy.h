@@ -37,8 +37,10 @@ class ScissorhandsPolicy final : public TokenPolicy {
   };
   // Records one step: each cached token's attention from `rows` (num_rows group members' rows, indexed
   // by position), renormalised over the cache and averaged over the rows, against the uniform share.
-  void Record(HeadState& state, const float* const* rows, int num_rows);
+  // `prefix`: the cache is exactly positions 0..size-1 in order (the prompt, before any eviction).
+  void Record(HeadState& state, const float* const* rows, int num_rows, bool prefix);
   std::vector<double> share_, values_;  // Record() scratch, per cached token
+  std::vector<int32_t> spare_;          // a history record's storage, reused by the next Record()
   std::vector<const float*> rows_;      // Step()'s rows for Record()
   void DropBatch(HeadState& state, int64_t position);
 
