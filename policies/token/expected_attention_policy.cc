@@ -5,7 +5,6 @@
 
 #include "policies/token/token_policy_util.h"
 #include "util/float_gemm.h"
-#include "util/huge_pages.h"
 
 namespace kvsim {
 namespace {
@@ -86,14 +85,19 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
             (centred[j] * rotation.transpose() / std::sqrt(static_cast<double>(m - 1))).cast<float>();
         factors.row(g * m + j) = (rotation * mu[j]).cast<float>().transpose();
       }
-      if (scratch_.rows() != n || scratch_.cols() != factors.rows()) {  // reused from head to head
-        scratch_.resize(n, factors.rows());
-        AdviseHugePages(scratch_.data(), scratch_.size() * sizeof(float));
-      }
-      GemmABt(keys.data(), d, factors.data(), d, n, factors.rows(), d, scratch_.data(), factors.rows());
-      for (int j = 0; j < g; ++j) {
-        quad.col(j) = scratch_.middleCols(j * m, m).rowwise().squaredNorm();
-        linear.col(j) = scratch_.col(g * m + j);
+      // In chunks of keys whose products stay in the L2 cache until they are reduced (the products of a
+      // whole 32K-token prompt are 34 MB). Each product, and each row's reduction, is computed the same
+      // way in any chunk.
+      const int64_t chunk = std::min<int64_t>(n, kKeysPerChunk);
+      scratch_.resize(chunk, factors.rows());  // reused from head to head
+      for (int64_t first = 0; first < n; first += chunk) {
+        const int64_t rows = std::min(chunk, n - first);
+        GemmABt(keys.row(first).data(), d, factors.data(), d, rows, factors.rows(), d, scratch_.data(),
+                factors.rows());
+        for (int j = 0; j < g; ++j) {
+          quad.col(j).segment(first, rows) = scratch_.topRows(rows).middleCols(j * m, m).rowwise().squaredNorm();
+          linear.col(j).segment(first, rows) = scratch_.col(g * m + j).head(rows);
+        }
       }
     } else {
       for (int j = 0; j < g; ++j) {

@@ -29,7 +29,8 @@ class ExpectedAttentionPolicy final : public PromptScorePolicy {
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
 
  private:
-  RowMatrixXf scratch_;  // keys x (R S R^T), or keys x L^T with few queries (see the .cc)
+  static constexpr int64_t kKeysPerChunk = 512;  // rows of scratch_ with few queries (see the .cc)
+  RowMatrixXf scratch_;  // keys x (R S R^T), or a chunk of keys x L^T with few queries (see the .cc)
 };
 
 // Rotates x (d values, d even) by RoPE at `position` (inverse = true: by -position), in place.
