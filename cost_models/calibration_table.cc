@@ -170,6 +170,11 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& p, absl::st
       p.repetitions() < 0 || p.group_size() < 0) {
     return error("p10_ns, p90_ns, repetitions and group_size must be finite and >= 0");
   }
+  // Percentiles of one set of timings are ordered (0 = unknown, left out).
+  if ((p.p10_ns() > 0 && p.p10_ns() > p.median_ns()) || (p.p90_ns() > 0 && p.p90_ns() < p.median_ns())) {
+    return error(absl::StrCat("p10_ns <= median_ns <= p90_ns expected (0 = unknown), got ", p.p10_ns(), ", ",
+                              p.median_ns(), ", ", p.p90_ns()));
+  }
   const proto::KernelShape& s = p.shape();
   if (s.batch() < 1 || s.query_tokens() < 0 || s.context_tokens() < 0 || s.num_segments() < 1 ||
       s.num_heads() < 0 || s.num_kv_heads() < 0 || s.head_dim() < 0 || s.page_size() < 0 ||
