@@ -35,8 +35,8 @@ void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int 
   if (empty) share.setZero();
   // Below the uniform share: counted, and remembered until the record leaves the history. Branch-free
   // (most tokens are below it, but not predictably).
-  std::vector<int32_t> low = std::move(spare_);  // storage of a record that left the history
-  low.resize(size);                              // (no fresh zero-filled allocation per step)
+  if (low_.size() < size) low_.resize(size);
+  int32_t* low = low_.data();
   size_t num_low = 0;
   const double uniform = 1.0 / static_cast<double>(size);
   for (size_t k = 0; k < size; ++k) {
@@ -45,11 +45,9 @@ void ScissorhandsPolicy::Record(HeadState& state, const float* const* rows, int 
     num_low += is_low;
     state.counts[cache[k]] += is_low;
   }
-  low.resize(num_low);
-  state.history.push_back(std::move(low));
+  state.history.emplace_back(low, low + num_low);
   if (static_cast<int>(state.history.size()) > kHistory) {
     for (int32_t i : state.history.front()) --state.counts[i];
-    spare_ = std::move(state.history.front());
     state.history.pop_front();
   }
 }

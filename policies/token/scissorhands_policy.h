@@ -40,7 +40,7 @@ class ScissorhandsPolicy final : public TokenPolicy {
   // `prefix`: the cache is exactly positions 0..size-1 in order (the prompt, before any eviction).
   void Record(HeadState& state, const float* const* rows, int num_rows, bool prefix);
   std::vector<double> share_, values_;  // Record() scratch, per cached token
-  std::vector<int32_t> spare_;          // a history record's storage, reused by the next Record()
+  std::vector<int32_t> low_;            // Record() scratch: the positions found unimportant
   std::vector<const float*> rows_;      // Step()'s rows for Record()
   void DropBatch(HeadState& state, int64_t position);
 
