@@ -20,10 +20,10 @@
 // memory-bound baselines swing with the host's load (on a shared 2-core VM, ~50M to ~126M dots/s from run
 // to run) while the compute-bound evaluator moves little. One thread is timed in thread CPU time, every
 // core in wall-clock time. Measured there (AMD EPYC with AVX-512, whose kernels give the same bits as the
-// AVX2 ones, 2 cores), four runs on one day:
-//   all cores: 64 steps 77-84M dots/s, 79-100% of the Eigen baseline; 512 steps 124-126M, 123-154%
-//   one thread: 64 steps 34-41M dots/s, 37-38%; 512 steps 55-62M, 61-71%
-// with the Eigen baseline at 77-109M dots/s. The target, 50% of the Eigen baseline, is met by the
+// AVX2 ones, 2 cores), eight runs on one day:
+//   all cores: 64 steps 77-89M dots/s, 74-100% of the Eigen baseline; 512 steps 123-126M, 100-154%
+//   one thread: 64 steps 34-44M dots/s, 34-42%; 512 steps 55-62M, 57-71%
+// with the Eigen baseline at 77-125M dots/s. The target, 50% of the Eigen baseline, is met by the
 // evaluator as it runs (every core) at both lengths in every run, and per core at 512 steps, not at 64.
 // Where the time goes (perf, one thread): at 512 steps ~40% in four GEMM passes near the AVX-512 peak
 // (~85 GMAC/s) that this policy set needs (the exact rows' logits and outputs, KIVI's dequantised ones;
