@@ -384,6 +384,9 @@ struct QualityEvaluator::Impl {
 
   absl::Status AddSample(const AttentionSample& sample);
   void EvaluateLayer(const AttentionSample& sample, int layer_index);
+  // The attention of decode steps [s0, s0 + steps) of every head: each quantiser's, and the exact one when
+  // `exact` (it is not when the layer's is held whole); one task per (copy, head).
+  void ComputeBlocks(const std::vector<HeadContext>& heads, int64_t s0, int64_t steps, bool exact);
   // One decode step at position p of one point; `exact` and `quantised` say where the step's rows are in
   // `blocks` and in the quantisers' blocks.
   void StepPoint(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact, BlockRows quantised,
@@ -517,25 +520,9 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
     point.policy->BeginLayer(heads, budget);
   });
   std::vector<StepScratch> scratch(num_threads, StepScratch(n, header.head_dim));
-  std::vector<std::pair<Point*, size_t>> block_tasks;  // (quantiser or null for the exact rows, head)
   for (int64_t s0 = 0; s0 < steps_total; s0 += block_steps) {
     const int64_t steps = std::min(block_steps, steps_total - s0);
-    block_tasks.clear();
-    for (size_t h = 0; !exact_whole && h < num_heads; ++h) block_tasks.emplace_back(nullptr, h);
-    for (Point& point : points) {
-      if (!point.quantised) continue;
-      point.blocks.resize(num_heads);
-      for (size_t h = 0; h < num_heads; ++h) block_tasks.emplace_back(&point, h);
-    }
-    ParallelFor(num_threads, block_tasks.size(), [&](size_t i, int) {
-      const auto [point, h] = block_tasks[i];
-      if (point == nullptr) {
-        ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
-      } else {
-        ComputeBlock(heads[h], s0, steps, options.top_k, point->policy.get(), static_cast<int>(h),
-                     &point->blocks[h]);
-      }
-    });
+    ComputeBlocks(heads, s0, steps, /*exact=*/!exact_whole);
     for (int64_t t0 = 0; t0 < steps; t0 += kStepsPerTask) {
       const int64_t t1 = std::min(steps, t0 + kStepsPerTask);
       ParallelFor(num_threads, points.size(), [&](size_t i, int worker) {
@@ -550,6 +537,25 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
       num_dots += static_cast<int64_t>(num_heads) * g * (sample.prompt_len + s0 + s + 1);
     }
   }
+}
+
+void QualityEvaluator::Impl::ComputeBlocks(const std::vector<HeadContext>& heads, int64_t s0, int64_t steps,
+                                           bool exact) {
+  std::vector<std::pair<Point*, size_t>> tasks;  // (quantiser, or null for the exact rows; head)
+  for (size_t h = 0; exact && h < heads.size(); ++h) tasks.emplace_back(nullptr, h);
+  for (Point& point : points) {
+    if (!point.quantised) continue;
+    point.blocks.resize(heads.size());
+    for (size_t h = 0; h < heads.size(); ++h) tasks.emplace_back(&point, h);
+  }
+  ParallelFor(num_threads, tasks.size(), [&](size_t i, int) {
+    const auto [point, h] = tasks[i];
+    if (point == nullptr) {
+      ComputeBlock(heads[h], s0, steps, options.top_k, nullptr, 0, &blocks[h]);
+    } else {
+      ComputeBlock(heads[h], s0, steps, options.top_k, point->policy.get(), static_cast<int>(h), &point->blocks[h]);
+    }
+  });
 }
 
 void QualityEvaluator::Impl::StepPoint(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact,

@@ -24,6 +24,10 @@
 // GEMM work, and oracle_evict adds one logits pass of its own (it needs every step's attention before the
 // first).
 //
+// Threads (QualityOptions::num_threads): a layer's attention blocks are computed one task per (copy,
+// head), and its points one task per point (BeginLayer, then chunks of decode steps), on a pool of that
+// many threads; the policies of one head share its prompt-window cache.
+//
 // The float GEMMs (logits, outputs, and those of oracle_evict and the prompt-window attention) run on
 // AVX2+FMA kernels (util/avx2_gemm.h) when the CPU has them, on Eigen's portable GEMM otherwise or when the
 // environment sets KVSIM_NO_AVX2=1; the choice is made once per process (util/cpu_features.h). Where the
