@@ -420,7 +420,10 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
   }
   if (options.top_k < 1) return absl::InvalidArgumentError("top_k must be >= 1");
   if (options.max_attention_bytes < 0) return absl::InvalidArgumentError("max_attention_bytes must be >= 0");
-  if (options.num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0 (0 = every core)");
+  if (options.num_threads < 0 || options.num_threads > kMaxThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_threads must be in [0, ", kMaxThreads, "] (0 = every core), got ", options.num_threads));
+  }
   auto impl = std::make_unique<Impl>();
   impl->header = header;
   impl->options = options;
@@ -519,7 +522,9 @@ void QualityEvaluator::Impl::EvaluateLayer(const AttentionSample& sample, int la
                                : static_cast<int64_t>(point.meta.budget_value);
     point.policy->BeginLayer(heads, budget);
   });
-  std::vector<StepScratch> scratch(num_threads, StepScratch(n, header.head_dim));
+  // One per worker of the step loop (ParallelFor numbers at most min(threads, points) of them).
+  std::vector<StepScratch> scratch(std::min(num_threads, static_cast<int>(points.size())),
+                                   StepScratch(n, header.head_dim));
   for (int64_t s0 = 0; s0 < steps_total; s0 += block_steps) {
     const int64_t steps = std::min(block_steps, steps_total - s0);
     ComputeBlocks(heads, s0, steps, /*exact=*/!exact_whole);

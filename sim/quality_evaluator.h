@@ -78,7 +78,8 @@ struct QualityOptions {
   // it), else in blocks of decode steps of at most min(this, 192 MiB) with the quantisers' copies.
   int64_t max_attention_bytes = int64_t{1} << 30;
   // Threads evaluating the points (policy x budget) of a layer, and the attention blocks of its heads
-  // (0 = every core). Results do not depend on it; memory grows by a few rows of seq_len per thread.
+  // (0 = every core; at most kMaxThreads of util/parallel.h). Results do not depend on it; memory grows
+  // by a few rows of seq_len per thread.
   int num_threads = 1;
 };
 
@@ -126,7 +127,7 @@ struct QualityResults {
 class QualityEvaluator {
  public:
   // InvalidArgument for an unknown policy, no budgets, a budget < 1 token or a ratio outside (0, 1],
-  // top_k < 1, num_threads < 0, or an invalid header.
+  // top_k < 1, num_threads outside [0, kMaxThreads], or an invalid header.
   static absl::StatusOr<std::unique_ptr<QualityEvaluator>> Create(const AttentionTraceHeader& header,
                                                                   const QualityOptions& options);
   ~QualityEvaluator();

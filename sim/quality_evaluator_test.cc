@@ -7,6 +7,7 @@
 #include "policies/token/kivi_policy.h"
 #include "traces/attention/synthetic_trace.h"
 #include "util/cpu_features.h"
+#include "util/parallel.h"
 
 namespace kvsim {
 namespace {
@@ -333,8 +334,10 @@ TEST(QualityEvaluatorTest, RejectsBadOptionsAndSamples) {
   EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("(0, 1]"), std::string::npos);
   options.budget_ratios = {0.5};
   options.num_threads = -1;
-  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("num_threads must be >= 0"),
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("num_threads must be in [0, 1024]"),
             std::string::npos);
+  options.num_threads = kMaxThreads + 1;  // thousands of threads and their buffers: refused, not attempted
+  EXPECT_NE(QualityEvaluator::Create(t.header, options).status().message().find("got 1025"), std::string::npos);
   options.num_threads = 0;  // every core
   auto ok = QualityEvaluator::Create(t.header, options);
   ASSERT_TRUE(ok.ok());

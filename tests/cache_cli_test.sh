@@ -35,6 +35,10 @@ grep -q "(0 run, 4 already done)" "$tmp/out" || fail "rerun did not skip: $(cat 
 # Errors: one line, exit 2, naming what is wrong.
 expect 2 "$kvsim" cache --trace="$trace" --policy=nope --capacity_blocks=4
 grep -q "unknown eviction policy 'nope'; known: 2q, arc" "$tmp/err" || fail "unknown policy: $(cat "$tmp/err")"
+expect 2 "$kvsim" cache --trace="$trace" --capacity_blocks=4 --threads=5000
+grep -q "threads=5000: must be in \[0, 1024\]" "$tmp/err" || fail "threads: $(cat "$tmp/err")"
+expect 2 "$kvsim" sweep --trace="$trace" --grid="$grid" --threads=-1 --out="$tmp/t"
+grep -q "threads=-1: must be in \[0, 1024\]" "$tmp/err" || fail "sweep threads: $(cat "$tmp/err")"
 expect 2 "$kvsim" mrc --trace="$trace" --prefix --sample_rate=0.1
 grep -q "prefix" "$tmp/err" || fail "prefix with sampling: $(cat "$tmp/err")"
 expect 2 "$kvsim" sweep --trace="$trace" --grid="cache.nope=1 capacity_blocks=4" --out="$tmp/e"

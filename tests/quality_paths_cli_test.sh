@@ -41,5 +41,7 @@ done
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --quality_attention_mib=0
 has "quality_attention_mib=0: must be in" err
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --threads=-2
-has "threads must be >= 0" err
+has "threads=-2: must be in \[0, 1024\] (0 = all cores)" err
+expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --threads=2000000000
+has "threads=2000000000: must be in \[0, 1024\]" err
 finish

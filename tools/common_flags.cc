@@ -1,6 +1,8 @@
 #include "tools/common_flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "util/parallel.h"
 
 ABSL_FLAG(std::string, config, "",
           "experiment config (text proto); empty = the default (Llama-3.1-8B on H200, prefix reuse, LRU)");
@@ -40,6 +42,15 @@ TraceOptions TraceOptionsFromFlags() {
   options.reorder_window = absl::GetFlag(FLAGS_reorder_window);
   options.block_tokens = absl::GetFlag(FLAGS_trace_block_tokens);
   return options;
+}
+
+absl::StatusOr<int> ThreadsFromFlag() {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 0 || threads > kMaxThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads=", threads, ": must be in [0, ", kMaxThreads, "] (0 = all cores)"));
+  }
+  return threads;
 }
 
 }  // namespace kvsim

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
 #include "traces/trace_reader.h"
 
 ABSL_DECLARE_FLAG(std::string, config);        // experiment config (text proto)
@@ -32,6 +33,9 @@ namespace kvsim {
 
 // TraceOptions from --trace_format, --chain_hashes, --reorder_window and --trace_block_tokens.
 TraceOptions TraceOptionsFromFlags();
+
+// --threads, checked: in [0, kMaxThreads] (util/parallel.h), 0 = all cores.
+absl::StatusOr<int> ThreadsFromFlag();
 
 }  // namespace kvsim
 

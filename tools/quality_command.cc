@@ -93,8 +93,7 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
         absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
   }
   options.max_attention_bytes = attention_mib << 20;
-  options.num_threads = absl::GetFlag(FLAGS_threads);
-  if (options.num_threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
+  KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace));
   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
   int64_t count = reader->num_samples();

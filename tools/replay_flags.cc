@@ -23,8 +23,7 @@ absl::StatusOr<CacheReplayOptions> ReplayOptionsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--restore_cost: '", restore, "' is not one of: uniform, position"));
   }
-  options.num_threads = absl::GetFlag(FLAGS_threads);
-  if (options.num_threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
+  KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   return options;
 }
 

@@ -40,8 +40,7 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   options.default_mode = absl::GetFlag(FLAGS_mode);
   options.shard_index = shard.first;
   options.num_shards = shard.second;
-  options.num_threads = absl::GetFlag(FLAGS_threads);
-  if (options.num_threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
+  KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   KVSIM_ASSIGN_OR_RETURN(SweepSummary summary, RunSweep(axes, base, options));
   out << "shard " << shard.first << "/" << shard.second << ": " << summary.points_in_shard << " of "
       << NumGridPoints(axes) << " points (" << summary.points_run << " run, " << summary.points_skipped

@@ -20,17 +20,22 @@
 
 namespace kvsim {
 
+// The most threads a caller should ask for: more than any machine's cores, few enough that their
+// stacks and per-thread buffers fit (callers refuse larger requests).
+constexpr int kMaxThreads = 1024;
+
 // The threads to use for `requested` (0 = every core the machine reports; at least 1).
 inline int ResolveThreadCount(int requested) {
   const int threads = requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
   return std::max(1, threads);
 }
 
-// Runs fn(i, worker) for every i in [0, n) on min(num_threads, n) threads (at least the caller's), worker
-// in [0, that count). Returns when every item is done. fn must not throw.
+// Runs fn(i, worker) for every i in [0, n) on min(num_threads, kMaxThreads, n) threads (at least the
+// caller's), worker in [0, that count). Returns when every item is done. fn must not throw.
 template <typename Fn>
 void ParallelFor(int num_threads, size_t n, const Fn& fn) {
-  const int workers = static_cast<int>(std::max<size_t>(1, std::min<size_t>(std::max(1, num_threads), n)));
+  const int allowed = std::min(std::max(1, num_threads), kMaxThreads);
+  const int workers = static_cast<int>(std::max<size_t>(1, std::min<size_t>(allowed, n)));
   if (workers == 1) {
     for (size_t i = 0; i < n; ++i) fn(i, 0);
     return;

@@ -49,6 +49,16 @@ TEST(ParallelForTest, NeverMoreWorkersThanItems) {
   EXPECT_LT(max_worker.load(), 2);
 }
 
+TEST(ParallelForTest, NeverMoreThanMaxThreadsWorkers) {
+  std::atomic<int> max_worker{0};
+  ParallelFor(kMaxThreads * 4, kMaxThreads * 8, [&](size_t, int worker) {
+    int seen = max_worker.load();
+    while (worker > seen && !max_worker.compare_exchange_weak(seen, worker)) {
+    }
+  });
+  EXPECT_LT(max_worker.load(), kMaxThreads);
+}
+
 TEST(ParallelForTest, OneThreadRunsInIndexOrderOnTheCaller) {
   std::vector<size_t> order;
   const std::thread::id caller = std::this_thread::get_id();
