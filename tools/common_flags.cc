@@ -31,7 +31,7 @@ ABSL_FLAG(std::string, capacity_blocks, "",
 ABSL_FLAG(std::string, restore_cost, "uniform",
           "cache replay restore cost per block: uniform (all equal) or position (tokens up to the block's end, "
           "the linear-in-position recompute model)");
-ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs; 0 = all cores");
+ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs, at most 1024; 0 = all cores");
 
 namespace kvsim {
 
