@@ -29,16 +29,33 @@ ABSL_FLAG(int64_t, quality_attention_mib, 1024,
 
 namespace kvsim {
 
+namespace {
+
+// The comma-separated entries of the required list flag --`flag`, each stripped of spaces. InvalidArgument
+// when the flag is blank ("--flag is required, e.g. `example`") or an entry is empty.
+absl::StatusOr<std::vector<absl::string_view>> ListEntries(absl::string_view flag, absl::string_view text,
+                                                           absl::string_view example) {
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required, e.g. ", example));
+  }
+  std::vector<absl::string_view> entries;
+  for (absl::string_view entry : absl::StrSplit(text, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (entry.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty entry in '", text, "'"));
+    entries.push_back(entry);
+  }
+  return entries;
+}
+
+}  // namespace
+
 // Parses "--budgets": integers are tokens; decimals and percentages are ratios of the prompt length.
 absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* options) {
   std::vector<int64_t> budget_tokens;
   std::vector<double> budget_ratios;
-  if (absl::StripAsciiWhitespace(text).empty()) {
-    return absl::InvalidArgumentError("--budgets is required, e.g. --budgets=64,256,1024 or --budgets=0.1,0.25");
-  }
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    item = absl::StripAsciiWhitespace(item);
-    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("--budgets: empty entry in '", text, "'"));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<absl::string_view> items,
+                         ListEntries("budgets", text, "--budgets=64,256,1024 or --budgets=0.1,0.25"));
+  for (absl::string_view item : items) {
     const bool percent = absl::ConsumeSuffix(&item, "%");
     int64_t tokens;
     double ratio;
@@ -74,14 +91,9 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   if (trace.empty()) return absl::InvalidArgumentError("--trace=FILE (an attention trace, .kvat) is required");
   QualityOptions options;
   const std::string policies = absl::GetFlag(FLAGS_policies);
-  if (absl::StripAsciiWhitespace(policies).empty()) {
-    return absl::InvalidArgumentError("--policies is required, e.g. --policies=h2o,snapkv");
-  }
-  for (absl::string_view name : absl::StrSplit(policies, ',')) {
-    name = absl::StripAsciiWhitespace(name);
-    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("--policies: empty entry in '", policies, "'"));
-    options.policies.emplace_back(name);
-  }
+  KVSIM_ASSIGN_OR_RETURN(std::vector<absl::string_view> names,
+                         ListEntries("policies", policies, "--policies=h2o,snapkv"));
+  for (absl::string_view name : names) options.policies.emplace_back(name);
   KVSIM_RETURN_IF_ERROR(ParseQualityBudgets(absl::GetFlag(FLAGS_budgets), &options));
   options.top_k = absl::GetFlag(FLAGS_quality_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
