@@ -1,7 +1,6 @@
 #include "traces/csv_reader.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 
 namespace kvsim {
 namespace {
@@ -77,10 +76,6 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& pa
   }
   for (absl::string_view field : csv->fields_) {
     csv->header_.emplace_back(TrimSpaces(field));
-  }
-  if (!csv->header_.empty()) {
-    std::string& first = csv->header_[0];
-    if (absl::StartsWith(first, "\xEF\xBB\xBF")) first = std::string(TrimSpaces(first.substr(3)));
   }
   return csv;
 }

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "util/file.h"
 
 namespace kvsim {
 
@@ -72,7 +72,7 @@ bool LineReader::Next(absl::string_view* line) {
       if (length > 0 && buffer_[begin_ + length - 1] == '\r') --length;
       *line = absl::string_view(buffer_.data() + begin_, length);
       line_offset_ = buffer_offset_ + begin_;
-      if (line_number_ == 0 && absl::ConsumePrefix(line, "\xEF\xBB\xBF")) line_offset_ += 3;  // a UTF-8 BOM
+      if (line_number_ == 0 && ConsumeUtf8ByteOrderMark(line)) line_offset_ += 3;
       ++line_number_;
       begin_ = newline != nullptr ? stop + 1 : end_;
       return true;

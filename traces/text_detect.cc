@@ -6,11 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "traces/csv_reader.h"
+#include "util/file.h"
 
 namespace kvsim {
 
 absl::string_view FirstNonBlankLine(absl::string_view head) {
-  absl::ConsumePrefix(&head, "\xEF\xBB\xBF");
+  ConsumeUtf8ByteOrderMark(&head);
   while (!head.empty()) {
     const size_t newline = head.find('\n');
     absl::string_view line = head.substr(0, newline);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -32,6 +33,8 @@ absl::Status ErrnoToStatus(int error, absl::string_view what) {
 }
 
 }  // namespace
+
+bool ConsumeUtf8ByteOrderMark(absl::string_view* text) { return absl::ConsumePrefix(text, "\xEF\xBB\xBF"); }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   FILE* file = std::fopen(path.c_str(), "rb");

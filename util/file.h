@@ -19,6 +19,10 @@ namespace kvsim {
 // Returns the file's bytes. NotFound if it does not exist, PermissionDenied/Internal on other failures.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Removes a UTF-8 byte-order mark (EF BB BF, which some editors write at the start of a text file) from
+// the front of *text; true if there was one. Every reader of text files skips it through this.
+bool ConsumeUtf8ByteOrderMark(absl::string_view* text);
+
 // Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`.
 // Creates no directories: the parent must exist (FailedPrecondition otherwise).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);

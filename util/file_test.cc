@@ -42,6 +42,20 @@ TEST(FileTest, WriteThenReadRoundTripsBytes) {
   EXPECT_EQ(CountEntries(dir), 1);
 }
 
+TEST(FileTest, ConsumeUtf8ByteOrderMarkRemovesOnlyALeadingMark) {
+  absl::string_view text = "\xEF\xBB\xBFkind,x";
+  EXPECT_TRUE(ConsumeUtf8ByteOrderMark(&text));
+  EXPECT_EQ(text, "kind,x");
+  EXPECT_FALSE(ConsumeUtf8ByteOrderMark(&text));
+  EXPECT_EQ(text, "kind,x");
+  absl::string_view inner = "a\xEF\xBB\xBF";
+  EXPECT_FALSE(ConsumeUtf8ByteOrderMark(&inner));
+  EXPECT_EQ(inner, "a\xEF\xBB\xBF");
+  absl::string_view partial = "\xEF\xBB";  // not a whole mark
+  EXPECT_FALSE(ConsumeUtf8ByteOrderMark(&partial));
+  EXPECT_EQ(partial.size(), 2u);
+}
+
 TEST(FileTest, ReadMissingFileIsNotFoundAndNamesThePath) {
   absl::StatusOr<std::string> read = ReadFile(TempDir() + "/no/such/file");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/strip.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "util/file.h"
@@ -61,7 +60,7 @@ absl::Status ParseTextProto(absl::string_view text, absl::string_view source_nam
 absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message) {
   KVSIM_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   absl::string_view view = text;
-  absl::ConsumePrefix(&view, "\xEF\xBB\xBF");  // a UTF-8 byte-order mark (editors on Windows write one)
+  ConsumeUtf8ByteOrderMark(&view);
   return ParseTextProto(view, path, message);
 }
 
