@@ -5,14 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
-
-std::map<std::string, CostModelFactory>& Registry() {
-  static auto* registry = new std::map<std::string, CostModelFactory>();
-  return *registry;
-}
 
 std::string KindName(proto::CostModelKind kind) {
   switch (kind) {
@@ -73,21 +69,15 @@ std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_p
   return resident;
 }
 
-bool RegisterCostModel(absl::string_view name, CostModelFactory factory) {
-  Registry()[std::string(name)] = std::move(factory);
-  return true;
+Registry<CostModelFactory>& CostModelRegistry() {
+  static auto* registry = new Registry<CostModelFactory>("cost model");
+  return *registry;
 }
 
 absl::StatusOr<std::unique_ptr<CostModel>> CreateCostModel(const proto::ExperimentConfig& config) {
   const std::string name = KindName(config.cost_model().kind());
-  auto it = Registry().find(name);
-  if (it == Registry().end()) {
-    std::vector<std::string> known;
-    for (const auto& [n, f] : Registry()) known.push_back(n);
-    return absl::InvalidArgumentError(absl::StrCat("cost model '", name, "' is not built into this binary; known: ",
-                                                   absl::StrJoin(known, ", ")));
-  }
-  return it->second(config);
+  KVSIM_ASSIGN_OR_RETURN(const CostModelFactory* factory, CostModelRegistry().Get(name));
+  return (*factory)(config);
 }
 
 }  // namespace kvsim

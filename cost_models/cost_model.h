@@ -2,7 +2,7 @@
 //
 // CostModel: how long one iteration of a replica's batch takes, and how long a tier transfer takes.
 // Implementations (analytic roofline, calibrated tables) are pure and deterministic: the same shape always
-// gives the same time. They are built from a resolved ExperimentConfig (sim/config.h) and registered by
+// gives the same time. They are built from a resolved ExperimentConfig (config/experiment_config.h) and registered by
 // name like policies.
 //
 // An iteration is a list of sequence pieces. A decode is {context_tokens = tokens already cached,
@@ -22,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
+#include "util/registry.h"
 
 namespace kvsim {
 
@@ -100,15 +101,14 @@ class CostModel {
 using CostModelFactory =
     std::function<absl::StatusOr<std::unique_ptr<CostModel>>(const proto::ExperimentConfig& config)>;
 
-// Registers a factory under `name` ("roofline", "table"). Returns true.
-bool RegisterCostModel(absl::string_view name, CostModelFactory factory);
+// The registry of cost models by name ("roofline", "table"; util/registry.h).
+Registry<CostModelFactory>& CostModelRegistry();
 
 // The cost model that config.cost_model().kind() names, built from the resolved config.
 absl::StatusOr<std::unique_ptr<CostModel>> CreateCostModel(const proto::ExperimentConfig& config);
 
 }  // namespace kvsim
 
-#define KVSIM_REGISTER_COST_MODEL(name, id, factory) \
-  static const bool kvsim_cost_model_registered_##id = ::kvsim::RegisterCostModel(name, factory)
+#define KVSIM_REGISTER_COST_MODEL(name, id, factory) KVSIM_REGISTER(::kvsim::CostModelRegistry(), name, factory)
 
 #endif  // KVSIM_COST_MODELS_COST_MODEL_H_

@@ -8,7 +8,7 @@
 #include "cost_models/cost_model.h"
 #include "cost_models/synthetic_table.h"
 #include "cost_models/table_model.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 #include "util/check.h"
 
 namespace kvsim {

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "cost_models/kv_format.h"
+#include "config/kv_format.h"
 #include "proto/calibration.pb.h"
 #include "proto/spec.pb.h"
 

@@ -2,10 +2,12 @@
 //
 // Peak GPU memory of one configuration (per GPU of the tensor-parallel group), for the selection path:
 // does this KV format, at this many resident tokens, fit next to the weights and the working buffers?
+// How many KV tokens a replica holds is not decided here: that is GpuCapacityBlocks
+// (config/experiment_config.h), the one capacity rule the serving replay uses.
 //
-//   weights     = WeightBytesPerGpu(model) (sim/config.h)
-//   kv          = kv_tokens x 2 x layers x KV heads per GPU x head_dim x KvFormat::BytesPerElement()
-//                 (scales included: int4 g128 is 0.53125 bytes per element, not 0.5)
+//   weights     = WeightBytesPerGpu(model) (config/model_spec.h)
+//   kv          = kv_tokens x KvBytesPerToken(model, format) (config/kv_format.h: scales included, int4
+//                 g128 is 0.53125 bytes per element, not 0.5)
 //   activations = 2 bytes x T x (2 x hidden + max(QKV out + attention out, gate/up out + activated))
 //                 with T = scheduler.max_num_batched_tokens: the residual stream in and out plus the
 //                 larger of the attention and MLP intermediates of one layer (bf16), all per GPU
@@ -43,9 +45,6 @@ inline constexpr int64_t kSplitKvPartitions = 16;
 
 // REQUIRES: a resolved config. InvalidArgument for kv_tokens < 0 or an unusable KV format.
 absl::StatusOr<PeakMemory> EstimatePeakMemory(const proto::ExperimentConfig& config, int64_t kv_tokens);
-
-// The most KV tokens that fit in device memory x gpu_memory_utilization next to the rest (0 if none).
-absl::StatusOr<int64_t> MaxKvTokens(const proto::ExperimentConfig& config);
 
 }  // namespace kvsim
 

@@ -1,7 +1,7 @@
 #include "cost_models/peak_memory.h"
 
 #include "gtest/gtest.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 
 namespace kvsim {
 namespace {
@@ -34,8 +34,8 @@ TEST(PeakMemoryTest, CompressedKvCountsItsScales) {
   EXPECT_EQ(peak->kv_bytes, 100000LL * 34816);
   EXPECT_EQ(peak->kv_format, "int4-g128");
   // More tokens fit than with bf16, by 131072 / 34816 = 3.76x of the free memory.
-  const int64_t int4 = *MaxKvTokens(config);
-  const int64_t bf16 = *MaxKvTokens(Config());
+  const int64_t int4 = *GpuCapacityTokens(config);
+  const int64_t bf16 = *GpuCapacityTokens(Config());
   EXPECT_NEAR(static_cast<double>(int4) / bf16, 131072.0 / 34816, 0.001);
 }
 

@@ -5,7 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/config.h"
+#include "config/kv_format.h"
+#include "config/model_spec.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -38,12 +39,13 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
   p.num_layers = m.num_layers();
   p.hidden = m.hidden_size();
   p.heads = m.num_attention_heads() / p.tp;
-  p.kv_heads = std::max<int64_t>(1, m.num_kv_heads() / p.tp);
+  p.kv_heads = KvHeadsPerGpu(m);
   p.head_dim = m.head_dim();
   p.intermediate = (m.intermediate_size() + p.tp - 1) / p.tp;
   p.vocab = (m.vocab_size() + p.tp - 1) / p.tp;
   p.weight_bytes_per_element = DTypeBits(m.weight_dtype()) / 8.0;
   KVSIM_ASSIGN_OR_RETURN(p.kv, ResolveKvFormat(m, config.cost_model()));
+  p.kv_bytes_per_token_per_layer = KvBytesPerToken(m, p.kv) / m.num_layers();
   p.rates = MakeDeviceRates(d);
   p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()),
                                             m.weight_dtype() == proto::DTYPE_FP8);
@@ -125,7 +127,7 @@ double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2
 }
 
 double RooflineCostModel::KvBytesPerTokenPerLayer() const {
-  return 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement();
+  return p_.kv_bytes_per_token_per_layer;
 }
 
 double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {

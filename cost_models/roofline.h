@@ -56,7 +56,7 @@
 #include "absl/status/statusor.h"
 #include "cost_models/cost_model.h"
 #include "cost_models/kernel_roofline.h"
-#include "cost_models/kv_format.h"
+#include "config/kv_format.h"
 #include "proto/config.pb.h"
 
 namespace kvsim {
@@ -73,6 +73,7 @@ struct RooflineParams {
   int64_t tp = 1;
   double weight_bytes_per_element = 2;
   KvFormat kv;
+  double kv_bytes_per_token_per_layer = 0;  // KvBytesPerToken (config/kv_format.h) / num_layers
   DeviceRates rates;
   double linear_flops_per_s = 0;  // GEMM peak at the weight dtype x compute efficiency
   int64_t overhead_ns = 0;
@@ -84,7 +85,7 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
 
 class RooflineCostModel final : public CostModel {
  public:
-  // REQUIRES: a resolved config (sim/config.h). Errors from MakeRooflineParams.
+  // REQUIRES: a resolved config (config/experiment_config.h). Errors from MakeRooflineParams.
   static absl::StatusOr<std::unique_ptr<RooflineCostModel>> Create(const proto::ExperimentConfig& config);
   explicit RooflineCostModel(const RooflineParams& params);
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 
 namespace kvsim {
 namespace {

@@ -5,7 +5,7 @@
 #include "cost_models/calibration_table.h"
 #include "cost_models/kernel_roofline.h"
 #include "gtest/gtest.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 #include "util/file.h"
 
 namespace kvsim {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/validation.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 #include "util/status_macros.h"
 
 namespace kvsim {

@@ -8,7 +8,7 @@
 #include "cost_models/calibration_table.h"
 #include "cost_models/synthetic_table.h"
 #include "gtest/gtest.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 
 namespace kvsim {
 namespace {

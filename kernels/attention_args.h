@@ -16,11 +16,11 @@
 
 #include "absl/status/status.h"
 #include "kernels/decode_plan.h"
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 
 namespace kvsim {
 
-// One K or V pool in device memory, in the storage of kernels/kv_layout.h.
+// One K or V pool in device memory, in the storage of kernels/layout/kv_layout.h.
 struct DeviceKvPool {
   const void* data = nullptr;
   const float* scale = nullptr;  // fp8 / int8 / int4 / int2

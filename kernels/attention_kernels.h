@@ -1,6 +1,6 @@
 // File: kernels/attention_kernels.h
 //
-// Launchers of kvsim's attention kernels over a segment table (kernels/kv_layout.h), as plain C++: every
+// Launchers of kvsim's attention kernels over a segment table (kernels/layout/kv_layout.h), as plain C++: every
 // pointer is device memory allocated by the caller (kernels/device.h DeviceBuffer), every launch is
 // asynchronous on the default stream, and errors of the launch itself come back as absl::Status (errors
 // that surface later come from DeviceSynchronize / DeviceTimer). Builds without CUDA return Unavailable.

@@ -23,7 +23,7 @@
 #include "kernels/attention_args.h"
 #include "kernels/decode_plan.h"
 #include "kernels/device.h"
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 #include "kernels/reference/kv_quant.h"
 
 namespace kvsim {

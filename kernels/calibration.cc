@@ -345,7 +345,7 @@ absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& optio
                            return problem->Run();
                          }));
   // Segments: the non-contiguous runs the chunk attends to, as the simulator counts them
-  // (sim/request_state.h): the prefix's segments, the chunk continuing the last one (1 without a prefix).
+  // (sim/serving/request_state.h): the prefix's segments, the chunk continuing the last one (1 without a prefix).
   proto::CalibrationPoint* point = result->table.add_points();
   *point = AttentionPoint(proto::KERNEL_KIND_PREFILL_ATTENTION, KvDtype::kBf16, 0, pt.batch, pt.chunk_tokens,
                           pt.prefix_tokens, pt.prefix_tokens > 0 ? pt.prefix_segments : 1, num_q_heads, page_size);

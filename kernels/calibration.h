@@ -7,7 +7,7 @@
 // head), mlp_gemm, host_device_copy (host to device, pinned; device-to-host figures go to the summary only,
 // the table has no direction).
 // int4 rows: group_size is the value group along channels; keys are grouped per channel over
-// min(group_size, page_size) tokens (kernels/kv_layout.h), so their scale bytes depend on page_size too.
+// min(group_size, page_size) tokens (kernels/layout/kv_layout.h), so their scale bytes depend on page_size too.
 //
 // Method: KV pools are filled on the device with random values (never zeros) and rotated so that the
 // bytes touched between two runs of a point exceed 4x the L2; pages are in a random order (seeded);
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 #include "proto/calibration.pb.h"
 
 namespace kvsim {

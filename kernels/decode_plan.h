@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 
 namespace kvsim {
 

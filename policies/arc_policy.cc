@@ -48,7 +48,7 @@ void ArcPolicy::OnRemove(BlockId block) {
   }
 }
 
-absl::optional<BlockId> ArcPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> ArcPolicy::ChooseVictim(VictimFilter evictable) {
   if (capacity_ == 0) capacity_ = Resident();
   const bool from_t1 = lists_.Size(kT1) > 0 && lists_.Size(kT1) > p_;
   int32_t s = lists_.LastMatching(from_t1 ? kT1 : kT2, evictable);
@@ -57,12 +57,6 @@ absl::optional<BlockId> ArcPolicy::TrySelectVictim(const std::function<bool(Bloc
   victim_ = lists_.Block(s);
   has_victim_ = true;
   return victim_;
-}
-
-BlockId ArcPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "arc: no evictable block";
-  return *victim;
 }
 
 bool ArcPolicy::IsResident(BlockId block) const {

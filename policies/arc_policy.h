@@ -26,21 +26,20 @@
 
 namespace kvsim {
 
-class ArcPolicy final : public EvictionPolicy {
+class ArcPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "arc"; }
   void SetCapacity(int64_t num_blocks) override { capacity_ = num_blocks; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override;
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
   int64_t target_t1() const { return p_; }  // tests
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   enum List { kT1 = 0, kT2 = 1, kB1 = 2, kB2 = 3 };
   void TrimGhosts();
   int64_t Resident() const { return lists_.Size(kT1) + lists_.Size(kT2); }

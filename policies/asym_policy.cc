@@ -46,17 +46,11 @@ void AsymPolicy::OnRemove(BlockId block) {
   entries_.erase(it);
 }
 
-absl::optional<BlockId> AsymPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> AsymPolicy::ChooseVictim(VictimFilter evictable) {
   for (const auto& [key, last_use, block] : order_) {
     if (evictable(block)) return block;
   }
   return absl::nullopt;
-}
-
-BlockId AsymPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "asym: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("asym", AsymPolicy);

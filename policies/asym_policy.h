@@ -32,7 +32,7 @@
 
 namespace kvsim {
 
-class AsymPolicy final : public EvictionPolicy {
+class AsymPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "asym"; }
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override;
@@ -40,12 +40,11 @@ class AsymPolicy final : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return entries_.contains(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   struct Entry {
     double key;
     int64_t last_use;

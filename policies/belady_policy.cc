@@ -25,17 +25,11 @@ void BeladyPolicy::OnRemove(BlockId block) {
   next_use_.erase(it);
 }
 
-absl::optional<BlockId> BeladyPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> BeladyPolicy::ChooseVictim(VictimFilter evictable) {
   for (auto it = by_next_use_.rbegin(); it != by_next_use_.rend(); ++it) {
     if (evictable(it->second)) return it->second;
   }
   return absl::nullopt;
-}
-
-BlockId BeladyPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "belady: no evictable block";
-  return *victim;
 }
 
 bool BeladyPolicy::ShouldAdmit(BlockId block, const AccessInfo& info) {

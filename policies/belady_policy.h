@@ -30,20 +30,19 @@
 
 namespace kvsim {
 
-class BeladyPolicy final : public EvictionPolicy {
+class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "belady"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return next_use_.contains(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
   // False when the incoming block's next use is no earlier than every resident block's.
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   void SetNextUse(BlockId block, const AccessInfo& info);
 
   absl::btree_set<std::pair<int64_t, BlockId>> by_next_use_;

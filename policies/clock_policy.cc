@@ -16,7 +16,7 @@ void ClockPolicy::OnRemove(BlockId block) {
   lists_.Erase(s);
 }
 
-absl::optional<BlockId> ClockPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> ClockPolicy::ChooseVictim(VictimFilter evictable) {
   // Walking from the oldest towards the newest also reaches the blocks moved to the newest end, in the
   // order they were moved, now with their bit clear: one walk visits each block at most twice.
   for (int32_t s = lists_.Back(0); s != kNoSlot;) {
@@ -31,12 +31,6 @@ absl::optional<BlockId> ClockPolicy::TrySelectVictim(const std::function<bool(Bl
     if (prev != kNoSlot) s = prev;  // else s was the newest already: look at it again, bit now clear
   }
   return absl::nullopt;
-}
-
-BlockId ClockPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "clock: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("clock", ClockPolicy);

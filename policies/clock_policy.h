@@ -19,19 +19,18 @@
 
 namespace kvsim {
 
-class ClockPolicy final : public EvictionPolicy {
+class ClockPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "clock"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   BlockLists lists_{1};  // front = newest; mark = reference bit
 };
 

@@ -1,32 +1,52 @@
 #include "policies/eviction_policy.h"
 
-#include <map>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "util/check.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
-namespace {
 
-std::map<std::string, EvictionPolicyFactory>& Registry() {
-  static auto* registry = new std::map<std::string, EvictionPolicyFactory>();
+Registry<EvictionPolicyFactory>& EvictionPolicyRegistry() {
+  static auto* registry = new Registry<EvictionPolicyFactory>("eviction policy");
   return *registry;
 }
 
-}  // namespace
-
-bool RegisterEvictionPolicy(absl::string_view name, EvictionPolicyFactory factory) {
-  Registry()[std::string(name)] = std::move(factory);
-  return true;
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::string_view name) {
+  KVSIM_ASSIGN_OR_RETURN(const EvictionPolicyFactory* factory, EvictionPolicyRegistry().Get(name));
+  return (*factory)();
 }
 
-absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::string_view name) {
-  auto it = Registry().find(std::string(name));
-  if (it == Registry().end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown eviction policy '", name,
-                                                   "'; known: ", absl::StrJoin(EvictionPolicyNames(), ", ")));
+RequestEndInfo MakeRequestEndInfo(const Request& request, int64_t time_ns) {
+  RequestEndInfo end;
+  end.request_id = request.request_id;
+  end.session_id = request.session_id;
+  end.time_ns = time_ns;
+  if (!request.tool_calls.empty()) {
+    end.ends_in_tool_call = true;
+    end.tool_name = request.tool_calls.front().name;
+    end.tool_duration_ns = 0;
+    for (const ToolCall& call : request.tool_calls) end.tool_duration_ns += std::max<int64_t>(call.duration_ns, 0);
   }
-  return it->second();
+  return end;
+}
+
+BlockId EvictionPolicy::SelectVictim(VictimFilter evictable) {
+  absl::optional<BlockId> victim = TrySelectVictim(evictable);
+  KVSIM_CHECK(victim.has_value()) << Name() << ": no evictable block";
+  return *victim;
+}
+
+absl::optional<BlockId> EvictionPolicy::TrySelectVictim(VictimFilter evictable) {
+  absl::optional<BlockId> victim = ChooseVictim(evictable);
+  KVSIM_CHECK(!victim.has_value() || evictable(*victim))
+      << Name() << ": chose block " << *victim << ", which the cache may not evict";
+  return victim;
+}
+
+ForwardingPolicy::ForwardingPolicy(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {
+  KVSIM_CHECK(inner_ != nullptr) << "a wrapper needs an inner policy";
 }
 
 absl::Status EvictionPolicy::Configure(const proto::EvictionPolicyConfig& config) {
@@ -48,10 +68,6 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateConfiguredEvictionPolicy(
   return policy;
 }
 
-std::vector<std::string> EvictionPolicyNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : Registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> EvictionPolicyNames() { return EvictionPolicyRegistry().Names(); }
 
 }  // namespace kvsim

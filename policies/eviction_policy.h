@@ -11,7 +11,8 @@
 //   OnRemove(b)      b left this cache (evicted, or freed by its owner). Never called for a b not inserted.
 //   SelectVictim()   asked when the cache is full: returns a resident block for which `evictable(b)` is true
 //                    (blocks of running requests are pinned and not evictable). The cache evicts it and then
-//                    calls OnRemove(victim).
+//                    calls OnRemove(victim). SelectVictim is the base class's: it asks the policy's own
+//                    ChooseVictim and checks the answer, so no policy repeats those checks.
 // Optional, before the first callback: Configure(config) (per-policy parameters) and SetCapacity(n) (the
 // cache's size in blocks; policies sized by it, such as ARC, S3-FIFO and 2Q, need it). Optional at the end
 // of each request: OnRequestEnd(end) (the TTL-pinning wrapper needs it; others ignore it).
@@ -37,8 +38,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/functional/function_ref.h"
 #include "absl/types/optional.h"
 #include "proto/config.pb.h"
+#include "traces/request.h"
+#include "util/registry.h"
 
 namespace kvsim {
 
@@ -56,6 +60,11 @@ struct RequestEndInfo {
   // must not use it before then (the TTL wrapper adds it to its history at that time). -1 = unknown.
   int64_t tool_duration_ns = -1;
 };
+
+// The end record of `request` at `time_ns`, the one both caches pass to policies: its session, and, when
+// the request ends in tool calls, the first call's tool name and the sum of all its calls' durations (the
+// calls run one after another before the session's next request, so the session is away that long).
+RequestEndInfo MakeRequestEndInfo(const Request& request, int64_t time_ns);
 
 // What the cache knows about one access, insert or removal of a block.
 struct AccessInfo {
@@ -78,6 +87,21 @@ struct AccessInfo {
   bool has_parent = false;
 };
 
+// The filter a victim must pass: false for blocks the cache may not evict now (pinned).
+using VictimFilter = absl::FunctionRef<bool(BlockId)>;
+
+// Residency as a policy sees it: inserted and not yet removed. A policy that keeps an index of its
+// resident blocks exposes it through EvictionPolicy::residency(), and cache replay then uses it instead of
+// an index of its own (one hash lookup per access instead of two). The serving simulator keeps its own.
+class ResidencyIndex {
+ public:
+  virtual ~ResidencyIndex() = default;
+  virtual bool IsResident(BlockId block) const = 0;
+  // A hint that IsResident(block) will be asked soon: the index may start loading the block's entry into
+  // the CPU cache now. Never changes a decision. Default: nothing.
+  virtual void Prefetch(BlockId block) const {}
+};
+
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
@@ -89,15 +113,13 @@ class EvictionPolicy {
   virtual void OnAccess(BlockId block, const AccessInfo& info) = 0;
   virtual void OnRemove(BlockId block) = 0;
 
-  // Returns a resident block with evictable(block) true. REQUIRES: at least one exists.
-  virtual BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) = 0;
+  // Returns a resident block with evictable(block) true. REQUIRES: at least one exists (checked).
+  BlockId SelectVictim(VictimFilter evictable);
 
-  // Like SelectVictim, but returns absl::nullopt when no resident block is evictable, instead of
-  // requiring one. Wrappers use it to try a stricter filter first (TTL pins). Every policy in policies/
-  // implements it; the default forwards to SelectVictim, whose REQUIRES then applies.
-  virtual absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
-    return SelectVictim(evictable);
-  }
+  // Like SelectVictim, but absl::nullopt when no resident block is evictable. Wrappers use it to try a
+  // stricter filter first (TTL pins). The choice is the policy's ChooseVictim; this checks that it passes
+  // the filter.
+  absl::optional<BlockId> TrySelectVictim(VictimFilter evictable);
 
   // Per-policy parameters (the params oneof of EvictionPolicyConfig; the wrapper options are applied by
   // CreateEvictionPolicyFromConfig, not here). REQUIRES: called at most once, before any other callback.
@@ -110,16 +132,6 @@ class EvictionPolicy {
   // blocks at the first SelectVictim call when it is never given. Default: ignored.
   virtual void SetCapacity(int64_t num_blocks) {}
 
-  // Residency as this policy sees it: inserted and not yet removed. A cache may use it instead of an index
-  // of its own (cache replay does: one hash lookup per access instead of two). TracksResidency() false
-  // (the default) means IsResident is not implemented and the cache must keep its own index.
-  virtual bool TracksResidency() const { return false; }
-  virtual bool IsResident(BlockId block) const { return false; }
-
-  // A hint that IsResident(block) will be asked soon: a policy with an index may start loading the
-  // block's entry into the CPU cache now. Never changes a decision. Default: nothing.
-  virtual void Prefetch(BlockId block) const {}
-
   // The request that made the latest accesses is done with its blocks. Default: ignored.
   virtual void OnRequestEnd(const RequestEndInfo& end) {}
 
@@ -127,12 +139,48 @@ class EvictionPolicy {
   // false = do not insert `block` at all, leaving the cache as it is (Belady bypasses a block whose next
   // use is later than every resident block's). Called on a miss with a full cache. Default: admit.
   virtual bool ShouldAdmit(BlockId block, const AccessInfo& info) { return true; }
+
+  // The policy's index of resident blocks, or nullptr if it keeps none (the default). Owned by the policy.
+  virtual const ResidencyIndex* residency() const { return nullptr; }
+
+ protected:
+  // The policy's own choice: a resident block with evictable(block) true, or absl::nullopt if none is.
+  virtual absl::optional<BlockId> ChooseVictim(VictimFilter evictable) = 0;
+};
+
+// A policy that wraps another and forwards every callback to it; wrappers (leaf-first, TTL pinning)
+// derive from it and override what they change.
+class ForwardingPolicy : public EvictionPolicy {
+ public:
+  // REQUIRES: inner != nullptr.
+  explicit ForwardingPolicy(std::unique_ptr<EvictionPolicy> inner);
+
+  void OnInsert(BlockId block, const AccessInfo& info) override { inner_->OnInsert(block, info); }
+  void OnAccess(BlockId block, const AccessInfo& info) override { inner_->OnAccess(block, info); }
+  void OnRemove(BlockId block) override { inner_->OnRemove(block); }
+  absl::Status Configure(const proto::EvictionPolicyConfig& config) override {
+    return inner_->Configure(config);
+  }
+  void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
+  void OnRequestEnd(const RequestEndInfo& end) override { inner_->OnRequestEnd(end); }
+  bool ShouldAdmit(BlockId block, const AccessInfo& info) override { return inner_->ShouldAdmit(block, info); }
+  const ResidencyIndex* residency() const override { return inner_->residency(); }
+
+ protected:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override {
+    return inner_->TrySelectVictim(evictable);
+  }
+  EvictionPolicy& inner() { return *inner_; }
+  const EvictionPolicy& inner() const { return *inner_; }
+
+ private:
+  std::unique_ptr<EvictionPolicy> inner_;
 };
 
 using EvictionPolicyFactory = std::function<std::unique_ptr<EvictionPolicy>()>;
 
-// Registers `factory` under `name` (at static initialisation). Returns true.
-bool RegisterEvictionPolicy(absl::string_view name, EvictionPolicyFactory factory);
+// The registry of eviction policies by name (util/registry.h); KVSIM_REGISTER_EVICTION_POLICY adds to it.
+Registry<EvictionPolicyFactory>& EvictionPolicyRegistry();
 
 // A new instance of the named policy; InvalidArgument listing the known names if unknown.
 absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicy(absl::string_view name);
@@ -147,8 +195,7 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateConfiguredEvictionPolicy(
 
 }  // namespace kvsim
 
-#define KVSIM_REGISTER_EVICTION_POLICY(name, Class)                                       \
-  static const bool kvsim_eviction_policy_registered_##Class =                            \
-      ::kvsim::RegisterEvictionPolicy(name, [] { return std::make_unique<Class>(); })
+#define KVSIM_REGISTER_EVICTION_POLICY(name, Class) \
+  KVSIM_REGISTER(::kvsim::EvictionPolicyRegistry(), name, [] { return std::make_unique<Class>(); })
 
 #endif  // KVSIM_POLICIES_EVICTION_POLICY_H_

@@ -12,17 +12,11 @@ void FifoPolicy::OnRemove(BlockId block) {
   lists_.Erase(s);
 }
 
-absl::optional<BlockId> FifoPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> FifoPolicy::ChooseVictim(VictimFilter evictable) {
   for (int32_t s = lists_.Back(0); s != kNoSlot; s = lists_.Prev(s)) {
     if (evictable(lists_.Block(s))) return lists_.Block(s);
   }
   return absl::nullopt;
-}
-
-BlockId FifoPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "fifo: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("fifo", FifoPolicy);

@@ -20,20 +20,19 @@
 
 namespace kvsim {
 
-class FifoPolicy final : public EvictionPolicy {
+class FifoPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "fifo"; }
   void SetCapacity(int64_t num_blocks) override { lists_.Reserve(num_blocks + 1); }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   BlockLists lists_{1};
 };
 

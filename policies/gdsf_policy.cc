@@ -37,7 +37,7 @@ void GdsfPolicy::OnRemove(BlockId block) {
   entries_.erase(it);
 }
 
-absl::optional<BlockId> GdsfPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> GdsfPolicy::ChooseVictim(VictimFilter evictable) {
   for (const auto& [priority, seq, block] : order_) {
     if (evictable(block)) {
       victim_ = block;
@@ -46,12 +46,6 @@ absl::optional<BlockId> GdsfPolicy::TrySelectVictim(const std::function<bool(Blo
     }
   }
   return absl::nullopt;
-}
-
-BlockId GdsfPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "gdsf: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("gdsf", GdsfPolicy);

@@ -24,20 +24,19 @@
 
 namespace kvsim {
 
-class GdsfPolicy final : public EvictionPolicy {
+class GdsfPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "gdsf"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return entries_.contains(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
   double inflation() const { return inflation_; }  // L (tests)
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   struct Entry {
     int64_t frequency;
     double priority;

@@ -6,20 +6,16 @@
 
 namespace kvsim {
 
-LeafFirstPolicy::LeafFirstPolicy(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {
-  KVSIM_CHECK(inner_ != nullptr);
-  name_ = absl::StrCat(inner_->Name(), "+leaf_first");
-}
+LeafFirstPolicy::LeafFirstPolicy(std::unique_ptr<EvictionPolicy> inner)
+    : ForwardingPolicy(std::move(inner)), name_(absl::StrCat(this->inner().Name(), "+leaf_first")) {}
 
 void LeafFirstPolicy::OnInsert(BlockId block, const AccessInfo& info) {
   if (info.has_parent && info.parent != block) {
     parent_of_[block] = info.parent;
     ++child_count_[info.parent];
   }
-  inner_->OnInsert(block, info);
+  inner().OnInsert(block, info);
 }
-
-void LeafFirstPolicy::OnAccess(BlockId block, const AccessInfo& info) { inner_->OnAccess(block, info); }
 
 void LeafFirstPolicy::OnRemove(BlockId block) {
   auto it = parent_of_.find(block);
@@ -29,7 +25,7 @@ void LeafFirstPolicy::OnRemove(BlockId block) {
     if (--count->second == 0) child_count_.erase(count);
     parent_of_.erase(it);
   }
-  inner_->OnRemove(block);
+  inner().OnRemove(block);
 }
 
 int32_t LeafFirstPolicy::ResidentChildren(BlockId block) const {
@@ -37,21 +33,11 @@ int32_t LeafFirstPolicy::ResidentChildren(BlockId block) const {
   return it == child_count_.end() ? 0 : it->second;
 }
 
-absl::optional<BlockId> LeafFirstPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> leaf = inner_->TrySelectVictim(
-      [&](BlockId b) { return !child_count_.contains(b) && evictable(b); });
+absl::optional<BlockId> LeafFirstPolicy::ChooseVictim(VictimFilter evictable) {
+  absl::optional<BlockId> leaf =
+      inner().TrySelectVictim([&](BlockId b) { return !child_count_.contains(b) && evictable(b); });
   if (leaf.has_value()) return leaf;
-  return inner_->TrySelectVictim(evictable);
-}
-
-BlockId LeafFirstPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << name_ << ": no evictable block";
-  return *victim;
-}
-
-bool LeafFirstPolicy::ShouldAdmit(BlockId block, const AccessInfo& info) {
-  return inner_->ShouldAdmit(block, info);
+  return inner().TrySelectVictim(evictable);
 }
 
 void LeafLruPolicy::OnInsert(BlockId block, const AccessInfo& info) {
@@ -97,7 +83,7 @@ void LeafLruPolicy::OnRemove(BlockId block) {
   parent_of_.erase(parent);
 }
 
-absl::optional<BlockId> LeafLruPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> LeafLruPolicy::ChooseVictim(VictimFilter evictable) {
   for (const auto& [last_use, block] : leaves_) {
     if (evictable(block)) return block;
   }
@@ -105,12 +91,6 @@ absl::optional<BlockId> LeafLruPolicy::TrySelectVictim(const std::function<bool(
     if (evictable(block)) return block;
   }
   return absl::nullopt;
-}
-
-BlockId LeafLruPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "leaf_lru: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("leaf_lru", LeafLruPolicy);

@@ -34,7 +34,7 @@
 
 namespace kvsim {
 
-class LeafFirstPolicy : public EvictionPolicy {
+class LeafFirstPolicy : public ForwardingPolicy {
  public:
   // REQUIRES: inner != nullptr.
   explicit LeafFirstPolicy(std::unique_ptr<EvictionPolicy> inner);
@@ -42,43 +42,33 @@ class LeafFirstPolicy : public EvictionPolicy {
   // "<inner>+leaf_first"; LeafLruPolicy overrides it with "leaf_lru".
   absl::string_view Name() const override { return name_; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
-  void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return inner_->TracksResidency(); }
-  bool IsResident(BlockId block) const override { return inner_->IsResident(block); }
-  void Prefetch(BlockId block) const override { inner_->Prefetch(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
-  void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
-  void OnRequestEnd(const RequestEndInfo& end) override { inner_->OnRequestEnd(end); }
 
   // Resident children of `block` (tests).
   int32_t ResidentChildren(BlockId block) const;
 
  protected:
-  std::string name_;
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
 
  private:
-  std::unique_ptr<EvictionPolicy> inner_;
+  std::string name_;
   absl::flat_hash_map<BlockId, BlockId> parent_of_;       // resident blocks that have a parent
   absl::flat_hash_map<BlockId, int32_t> child_count_;     // > 0 entries only
 };
 
 // "leaf_lru": LRU among the leaves of the prefix tree (SGLang's radix cache), O(log n) per operation.
 // Without an evictable leaf it falls back to the least recently used evictable block.
-class LeafLruPolicy final : public EvictionPolicy {
+class LeafLruPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "leaf_lru"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return last_use_.contains(block); }
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   bool IsLeaf(BlockId block) const { return !child_count_.contains(block); }
 
   absl::flat_hash_map<BlockId, int64_t> last_use_;        // resident blocks

@@ -28,17 +28,11 @@ void LfuPolicy::OnRemove(BlockId block) {
   entries_.erase(it);
 }
 
-absl::optional<BlockId> LfuPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> LfuPolicy::ChooseVictim(VictimFilter evictable) {
   for (const auto& [count, last_use, block] : order_) {
     if (evictable(block)) return block;
   }
   return absl::nullopt;
-}
-
-BlockId LfuPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "lfu: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("lfu", LfuPolicy);

@@ -22,18 +22,17 @@
 
 namespace kvsim {
 
-class LfuPolicy final : public EvictionPolicy {
+class LfuPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "lfu"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return entries_.contains(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   struct Entry {
     int64_t count;
     int64_t last_use;

@@ -11,17 +11,11 @@ void LruPolicy::OnRemove(BlockId block) {
   looked_up_slot_ = kNoSlot;  // the slot is free now and may be reused for another block
 }
 
-absl::optional<BlockId> LruPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> LruPolicy::ChooseVictim(VictimFilter evictable) {
   for (int32_t s = lists_.Back(0); s != kNoSlot; s = lists_.Prev(s)) {
     if (evictable(lists_.Block(s))) return lists_.Block(s);
   }
   return absl::nullopt;
-}
-
-BlockId LruPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "lru: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("lru", LruPolicy);

@@ -20,26 +20,25 @@
 
 namespace kvsim {
 
-class LruPolicy final : public EvictionPolicy {
+class LruPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "lru"; }
   void SetCapacity(int64_t num_blocks) override { lists_.Reserve(num_blocks + 1); }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
   // Remembers the slot it finds: the cache's next call is OnAccess (a hit) or OnRemove (a victim) of
   // the same block, which then skip their own index lookup.
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override {
     looked_up_block_ = block;
     looked_up_slot_ = lists_.Find(block);
     return looked_up_slot_ != kNoSlot;
   }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   // The slot of resident `block` (REQUIRES: resident), reusing IsResident()'s lookup when it was for
   // the same block.
   int32_t SlotOf(BlockId block) const {

@@ -23,6 +23,16 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
   return policy;
 }
 
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(
+    const proto::EvictionPolicyConfig& config) {
+  if (PolicyNeedsOracle(config)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eviction.name: '", config.name(), "' needs each block's next access, which only cache replay knows ",
+        "(kvsim cache, kvsim mrc, kvsim sweep --mode=cache); the serving replay cannot run it"));
+  }
+  return CreateEvictionPolicyFromConfig(config);
+}
+
 absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view spec) {
   std::vector<absl::string_view> parts = absl::StrSplit(spec, '+');
   proto::EvictionPolicyConfig config;

@@ -27,6 +27,13 @@ namespace kvsim {
 absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
     const proto::EvictionPolicyConfig& config);
 
+// As CreateEvictionPolicyFromConfig, for a cache that does not know future accesses (the serving
+// simulator: requests arrive, are scheduled and finish over time, so no block's next use is known when a
+// victim is chosen). Oracle policies (PolicyNeedsOracle: belady) are refused with InvalidArgument naming
+// the field and where they can run (cache replay: `kvsim cache`, `kvsim mrc`, `kvsim sweep --mode=cache`).
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(
+    const proto::EvictionPolicyConfig& config);
+
 // "NAME[+leaf_first][+ttl]" -> config (ttl with default parameters). InvalidArgument for an empty name or
 // an unknown modifier. The name is checked by CreateEvictionPolicyFromConfig, not here.
 absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view spec);

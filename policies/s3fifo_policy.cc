@@ -103,7 +103,7 @@ absl::optional<BlockId> S3FifoPolicy::EvictFromMain(const std::function<bool(Blo
   return absl::nullopt;
 }
 
-absl::optional<BlockId> S3FifoPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> S3FifoPolicy::ChooseVictim(VictimFilter evictable) {
   if (capacity_ == 0) capacity_ = lists_.Size(kSmall) + lists_.Size(kMain);
   absl::optional<BlockId> victim;
   if (lists_.Size(kSmall) >= SmallTarget() || lists_.Size(kMain) == 0) victim = EvictFromSmall(evictable);
@@ -114,12 +114,6 @@ absl::optional<BlockId> S3FifoPolicy::TrySelectVictim(const std::function<bool(B
     has_victim_ = true;
   }
   return victim;
-}
-
-BlockId S3FifoPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "s3fifo: no evictable block";
-  return *victim;
 }
 
 bool S3FifoPolicy::IsResident(BlockId block) const {

@@ -27,7 +27,7 @@
 
 namespace kvsim {
 
-class S3FifoPolicy final : public EvictionPolicy {
+class S3FifoPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "s3fifo"; }
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override;
@@ -35,12 +35,11 @@ class S3FifoPolicy final : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override;
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   enum List { kSmall = 0, kMain = 1, kGhost = 2 };
   absl::optional<BlockId> EvictFromSmall(const std::function<bool(BlockId)>& evictable);
   absl::optional<BlockId> EvictFromMain(const std::function<bool(BlockId)>& evictable);

@@ -17,7 +17,7 @@ void SievePolicy::OnRemove(BlockId block) {
   lists_.Erase(s);
 }
 
-absl::optional<BlockId> SievePolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> SievePolicy::ChooseVictim(VictimFilter evictable) {
   // Two full turns clear every visited bit; a third finds an evictable block if there is one.
   const int64_t max_steps = 3 * lists_.Size(0) + 1;
   int32_t s = hand_ != kNoSlot ? hand_ : lists_.Back(0);
@@ -33,12 +33,6 @@ absl::optional<BlockId> SievePolicy::TrySelectVictim(const std::function<bool(Bl
     if (s == kNoSlot) s = lists_.Back(0);
   }
   return absl::nullopt;
-}
-
-BlockId SievePolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "sieve: no evictable block";
-  return *victim;
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("sieve", SievePolicy);

@@ -21,19 +21,18 @@
 
 namespace kvsim {
 
-class SievePolicy final : public EvictionPolicy {
+class SievePolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "sieve"; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   BlockLists lists_{1};   // front = newest; mark = visited bit
   int32_t hand_ = kNoSlot;  // kNoSlot = start at the oldest
 };

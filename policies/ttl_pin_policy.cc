@@ -14,12 +14,11 @@ constexpr int64_t kDefaultMaxTtlNs = 600'000'000'000;   // 600 s
 }  // namespace
 
 TtlPinPolicy::TtlPinPolicy(std::unique_ptr<EvictionPolicy> inner, const proto::TtlPinParams& params)
-    : inner_(std::move(inner)), params_(params) {
-  KVSIM_CHECK(inner_ != nullptr);
+    : ForwardingPolicy(std::move(inner)), params_(params) {
   KVSIM_CHECK(ValidateTtlPinParams(params).ok());
   if (params_.default_restore_ns() == 0) params_.set_default_restore_ns(kDefaultRestoreNs);
   if (params_.max_ttl_ns() == 0) params_.set_max_ttl_ns(kDefaultMaxTtlNs);
-  name_ = absl::StrCat(inner_->Name(), "+ttl");
+  name_ = absl::StrCat(this->inner().Name(), "+ttl");
 }
 
 absl::Status TtlPinPolicy::ValidateTtlPinParams(const proto::TtlPinParams& params) {
@@ -70,18 +69,18 @@ void TtlPinPolicy::Track(BlockId block, const AccessInfo& info) {
 void TtlPinPolicy::OnInsert(BlockId block, const AccessInfo& info) {
   resident_.insert(block);
   Track(block, info);
-  inner_->OnInsert(block, info);
+  inner().OnInsert(block, info);
 }
 
 void TtlPinPolicy::OnAccess(BlockId block, const AccessInfo& info) {
   Track(block, info);
-  inner_->OnAccess(block, info);
+  inner().OnAccess(block, info);
 }
 
 void TtlPinPolicy::OnRemove(BlockId block) {
   resident_.erase(block);
   pins_.erase(block);
-  inner_->OnRemove(block);
+  inner().OnRemove(block);
 }
 
 void TtlPinPolicy::FoldReturnedDurations() {
@@ -94,7 +93,7 @@ void TtlPinPolicy::FoldReturnedDurations() {
 }
 
 void TtlPinPolicy::OnRequestEnd(const RequestEndInfo& end) {
-  inner_->OnRequestEnd(end);
+  inner().OnRequestEnd(end);
   now_ns_ = std::max(now_ns_, end.time_ns);
   FoldReturnedDurations();
   auto blocks = request_blocks_.find(end.request_id);
@@ -126,23 +125,13 @@ bool TtlPinPolicy::IsPinned(BlockId block) const {
   return it != pins_.end() && it->second.until_ns > now_ns_;
 }
 
-absl::optional<BlockId> TtlPinPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> TtlPinPolicy::ChooseVictim(VictimFilter evictable) {
   if (!pins_.empty()) {
     absl::optional<BlockId> unpinned =
-        inner_->TrySelectVictim([&](BlockId b) { return !IsPinned(b) && evictable(b); });
+        inner().TrySelectVictim([&](BlockId b) { return !IsPinned(b) && evictable(b); });
     if (unpinned.has_value()) return unpinned;
   }
-  return inner_->TrySelectVictim(evictable);
-}
-
-BlockId TtlPinPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << name_ << ": no evictable block";
-  return *victim;
-}
-
-bool TtlPinPolicy::ShouldAdmit(BlockId block, const AccessInfo& info) {
-  return inner_->ShouldAdmit(block, info);
+  return inner().TrySelectVictim(evictable);
 }
 
 }  // namespace kvsim

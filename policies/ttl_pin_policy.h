@@ -42,7 +42,7 @@
 
 namespace kvsim {
 
-class TtlPinPolicy final : public EvictionPolicy {
+class TtlPinPolicy final : public ForwardingPolicy {
  public:
   // REQUIRES: inner != nullptr; params valid (ValidateTtlPinParams).
   TtlPinPolicy(std::unique_ptr<EvictionPolicy> inner, const proto::TtlPinParams& params);
@@ -58,16 +58,13 @@ class TtlPinPolicy final : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
-  bool IsResident(BlockId block) const override { return resident_.contains(block); }
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
-  void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
   void OnRequestEnd(const RequestEndInfo& end) override;
 
   // Whether `block` is pinned at the current time (tests).
   bool IsPinned(BlockId block) const;
+
+ protected:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
 
  private:
   struct Pin {
@@ -88,7 +85,6 @@ class TtlPinPolicy final : public EvictionPolicy {
   void FoldReturnedDurations();
   static void InsertSorted(std::vector<int64_t>* sorted, int64_t value);
 
-  std::unique_ptr<EvictionPolicy> inner_;
   proto::TtlPinParams params_;
   std::string name_;
   int64_t now_ns_ = 0;

@@ -58,7 +58,7 @@ void TwoQPolicy::OnRemove(BlockId block) {
   while (lists_.Size(kA1out) > kout) lists_.Erase(lists_.Back(kA1out));
 }
 
-absl::optional<BlockId> TwoQPolicy::TrySelectVictim(const std::function<bool(BlockId)>& evictable) {
+absl::optional<BlockId> TwoQPolicy::ChooseVictim(VictimFilter evictable) {
   if (capacity_ == 0) capacity_ = lists_.Size(kAm) + lists_.Size(kA1in);
   const int64_t kin = std::max<int64_t>(1, std::llround(kin_ratio_ * capacity_));
   const bool from_a1in = lists_.Size(kA1in) > kin || lists_.Size(kAm) == 0;
@@ -68,12 +68,6 @@ absl::optional<BlockId> TwoQPolicy::TrySelectVictim(const std::function<bool(Blo
   victim_ = lists_.Block(s);
   has_victim_ = true;
   return victim_;
-}
-
-BlockId TwoQPolicy::SelectVictim(const std::function<bool(BlockId)>& evictable) {
-  absl::optional<BlockId> victim = TrySelectVictim(evictable);
-  KVSIM_CHECK(victim.has_value()) << "2q: no evictable block";
-  return *victim;
 }
 
 bool TwoQPolicy::IsResident(BlockId block) const {

@@ -24,7 +24,7 @@
 
 namespace kvsim {
 
-class TwoQPolicy final : public EvictionPolicy {
+class TwoQPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "2q"; }
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override;
@@ -32,12 +32,11 @@ class TwoQPolicy final : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
-  bool TracksResidency() const override { return true; }
+  const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override;
-  BlockId SelectVictim(const std::function<bool(BlockId)>& evictable) override;
-  absl::optional<BlockId> TrySelectVictim(const std::function<bool(BlockId)>& evictable) override;
 
  private:
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   enum List { kAm = 0, kA1in = 1, kA1out = 2 };
 
   BlockLists lists_{3};  // front = newest / MRU

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
-#include "sim/cache_replay.h"
+#include "sim/cache/cache_simulator.h"
 #include "tests/cache_reference.h"
 
 namespace kvsim {

@@ -98,6 +98,49 @@ TEST(CostModelCommandTest, ImportsVidurProfiles) {
   EXPECT_NE(text->find("all_reduce,fp16"), std::string::npos) << *text;
 }
 
+// The number after `prefix` in `text`, or -1.
+int64_t NumberAfter(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(text.c_str() + at + prefix.size(), nullptr, 10);
+}
+
+// `kvsim config` and `kvsim costmodel memory` report the same GPU KV capacity in tokens, at bf16 and with
+// 4-bit KV (whose scales count: 34,816 bytes per token for Llama-3.1-8B instead of 131,072).
+TEST(CostModelCommandTest, ConfigAndMemoryAgreeOnTheKvTokensThatFit) {
+  const std::string int4 = Tmp("int4.textproto");
+  ASSERT_TRUE(WriteFileAtomically(int4, "cost_model { kv_quant_bits: 4 }\n").ok());
+  int64_t bf16_tokens = 0;
+  for (const std::string& config : {std::string(), int4}) {
+    SCOPED_TRACE(config);
+    std::string out, err;
+    std::vector<std::string> flags;
+    if (!config.empty()) flags.push_back("--config=" + config);
+    std::vector<std::string> args = {"config"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
+    const int64_t config_tokens = NumberAfter(out, "# gpu_capacity_tokens: ");
+    const int64_t bytes_per_token = NumberAfter(out, "# kv_bytes_per_token: ");
+    args = {"costmodel", "memory"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
+    const size_t at = out.find(" KV tokens per GPU");
+    ASSERT_NE(at, std::string::npos) << out;
+    const size_t start = out.rfind(", ", at);
+    const int64_t memory_tokens = std::strtoll(out.c_str() + start + 2, nullptr, 10);
+    EXPECT_GT(config_tokens, 0);
+    EXPECT_EQ(memory_tokens, config_tokens) << out;
+    if (config.empty()) {
+      EXPECT_EQ(bytes_per_token, 131072);
+      bf16_tokens = config_tokens;
+    } else {
+      EXPECT_EQ(bytes_per_token, 34816);
+      // The same free bytes hold 131072 / 34816 = 3.76x the tokens (to within a block of 16 tokens).
+      EXPECT_NEAR(static_cast<double>(config_tokens) / bf16_tokens, 131072.0 / 34816, 1e-3);
+    }
+  }
+}
+
 TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
   std::string out, err;
   EXPECT_EQ(RunCli({"costmodel"}, &out, &err), 2);

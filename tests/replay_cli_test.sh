@@ -45,4 +45,18 @@ printf 'scheduler { preemption: PREEMPTION_MODE_SWAP }\n' > "$tmp/swap.textproto
 [ $? -eq 2 ] || fail "swap without a host tier should exit 2"
 grep -q "needs a host tier" "$tmp/stderr" || fail "swap message: $(cat "$tmp/stderr")"
 
+# Belady needs the future accesses, which only cache replay knows: the serving replay and `kvsim config`
+# refuse it the same way (exit 2, naming the field), instead of failing a check mid-run.
+printf 'eviction { name: "belady" }\n' > "$tmp/belady.textproto"
+expect 2 "$kvsim" replay --config="$tmp/belady.textproto" --trace="$trace"
+has "eviction.name: 'belady' needs each block's next access" err
+expect 2 "$kvsim" config --config="$tmp/belady.textproto"
+has "eviction.name: 'belady' needs each block's next access" err
+
+# The run records the whole policy stack, not only its base policy.
+printf 'eviction { name: "lru" ttl_pin {} }\nworkload { max_requests: 50 }\n' > "$tmp/ttl.textproto"
+expect 0 "$kvsim" replay --config="$tmp/ttl.textproto" --trace="$trace" --out="$tmp/ttl_out"
+grep -q '"eviction_policy": "lru+ttl"' "$tmp/ttl_out/summary.json" || \
+  fail "run.eviction_policy: $(grep -o '"eviction_policy": "[^"]*"' "$tmp/ttl_out/summary.json")"
+
 finish

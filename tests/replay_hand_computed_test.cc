@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sim/replay.h"
-#include "sim/testing/fake_cost_model.h"
-#include "sim/testing/test_util.h"
+#include "sim/serving/replay.h"
+#include "sim/serving/testing/fake_cost_model.h"
+#include "sim/serving/testing/test_util.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {

@@ -7,10 +7,10 @@
 
 #include "cost_models/cost_model.h"
 #include "gtest/gtest.h"
-#include "sim/config.h"
-#include "sim/replay.h"
-#include "sim/sweep.h"
-#include "sim/sweep_replay.h"
+#include "config/experiment_config.h"
+#include "sim/serving/replay.h"
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/serving_mode.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {
@@ -148,7 +148,7 @@ TEST(SweepReplayTest, BadPointConfigIsAnError) {
   proto::SweepPointResult out;
   SweepPointContext context{Base(), kTrace, ""};
   context.config.mutable_scheduler()->set_max_num_seqs(-1);
-  absl::Status status = RunReplaySweepPoint(context, &out);
+  absl::Status status = RunServingSweepPoint(context, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("scheduler.max_num_seqs"), absl::string_view::npos);
 }

@@ -1,17 +1,17 @@
 // `kvsim cache`: cache replay (no timing) of a trace under eviction policies and capacities; the logic
-// is in sim/cache_replay.h.
+// is in sim/cache/cache_simulator.h.
 #include <ostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "policies/policy_factory.h"
-#include "sim/cache_replay.h"
-#include "sim/cache_report.h"
-#include "sim/sweep.h"
+#include "sim/cache/cache_simulator.h"
+#include "sim/cache/cache_report.h"
+#include "sim/sweep/sweep.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
-#include "tools/replay_flags.h"
+#include "tools/cache_flags.h"
 #include "traces/trace_reader.h"
 #include "util/file.h"
 #include "util/status_macros.h"
@@ -22,7 +22,7 @@ namespace {
 
 absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
-  KVSIM_ASSIGN_OR_RETURN(CacheReplayOptions options, ReplayOptionsFromFlags());
+  KVSIM_ASSIGN_OR_RETURN(CacheReplayOptions options, CacheReplayOptionsFromFlags());
   KVSIM_ASSIGN_OR_RETURN(std::vector<proto::EvictionPolicyConfig> policies, PoliciesFromFlag());
   if (absl::GetFlag(FLAGS_capacity_blocks).empty()) return absl::InvalidArgumentError("--capacity_blocks is required");
   KVSIM_ASSIGN_OR_RETURN(std::vector<int64_t> capacities,
@@ -56,7 +56,7 @@ KVSIM_REGISTER_COMMAND(cache, {
         "block is resident at that moment, and after it the block is resident. Capacity in blocks.\n"
         "Reports hits, prefix hits (the leading hits of each request), hit ratios by blocks and by tokens\n"
         "(a request's last partial block counts its real tokens), evictions and Belady's bypasses, for every\n"
-        "policy x capacity. Policies: lru fifo lfu clock arc s3fifo sieve 2q gdsf asym belady leaf_lru,\n"
+        "policy x capacity. Policies: {eviction_policies},\n"
         "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
         "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
         "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",

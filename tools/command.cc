@@ -1,43 +1,54 @@
 #include "tools/command.h"
 
 #include <algorithm>
-#include <map>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "util/registry.h"
 
 namespace kvsim {
 namespace {
 
-std::map<std::string, Command>& Registry() {
-  static auto* registry = new std::map<std::string, Command>();
+Registry<Command>& CommandRegistry() {
+  static auto* registry = new Registry<Command>("command");
   return *registry;
 }
 
 const Command* FindCommand(absl::string_view name) {
-  auto it = Registry().find(std::string(name));
-  return it == Registry().end() ? nullptr : &it->second;
+  return CommandRegistry().Find(name);
 }
 
-std::string CommandNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, command] : Registry()) names.push_back(name);
-  return absl::StrJoin(names, ", ");
+std::string CommandNames() { return CommandRegistry().NameList(); }
+
+// `details` with every {LIST} replaced by the registered name list (left as it is if unknown).
+std::string ExpandNameLists(const std::string& details) {
+  std::string text = details;
+  for (const auto& [key, list] : HelpListRegistry().entries()) {
+    text = absl::StrReplaceAll(text, {{absl::StrCat("{", key, "}"), list()}});
+  }
+  return text;
+}
+
+// `kvsim help names`: every registered list, one "KEY: a b c" line each.
+void PrintNameLists(std::ostream& out) {
+  for (const auto& [key, list] : HelpListRegistry().entries()) out << key << ": " << list() << "\n";
 }
 
 void PrintOverview(std::ostream& out) {
   out << "kvsim: trace-driven simulator and policy evaluator for KV caches in LLM serving.\n\n"
       << "usage: kvsim <command> [flags] [args]\n\ncommands:\n";
   size_t width = 4;
-  for (const auto& [name, command] : Registry()) width = std::max(width, name.size());
+  for (const auto& [name, command] : CommandRegistry().entries()) width = std::max(width, name.size());
   out << "  " << std::string("help") << std::string(width - 4 + 2, ' ')
-      << "list the commands, or describe one: kvsim help <command>\n";
-  for (const auto& [name, command] : Registry()) {
+      << "list the commands, or describe one: kvsim help <command>; kvsim help names lists the\n"
+      << std::string(width + 4, ' ') << "registered policies, formats, cost models and sweep modes\n";
+  for (const auto& [name, command] : CommandRegistry().entries()) {
     out << "  " << name << std::string(width - name.size() + 2, ' ') << command.summary << "\n";
   }
   out << "\nRun 'kvsim help <command>' for its flags, with units and defaults.\n";
@@ -45,7 +56,7 @@ void PrintOverview(std::ostream& out) {
 
 void PrintCommandHelp(const Command& command, std::ostream& out) {
   out << "usage: " << command.usage << "\n\n" << command.summary << "\n";
-  if (!command.details.empty()) out << "\n" << command.details << "\n";
+  if (!command.details.empty()) out << "\n" << ExpandNameLists(command.details) << "\n";
   if (command.flags.empty()) {
     out << "\nflags: none\n";
     return;
@@ -130,10 +141,14 @@ int ExitCode(const absl::Status& status) {
 
 }  // namespace
 
+Registry<std::function<std::string()>>& HelpListRegistry() {
+  static auto* registry = new Registry<std::function<std::string()>>("help name list");
+  return *registry;
+}
+
 bool RegisterCommand(Command command) {
-  std::string name = command.name;
-  Registry().emplace(std::move(name), std::move(command));
-  return true;
+  const std::string name = command.name;
+  return CommandRegistry().Register(name, std::move(command));
 }
 
 int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -146,6 +161,10 @@ int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (name == "help" || name == "--help" || name == "-h") {
     if (args.size() < 2) {
       PrintOverview(out);
+      return 0;
+    }
+    if (args[1] == "names") {
+      PrintNameLists(out);
       return 0;
     }
     const Command* command = FindCommand(args[1]);

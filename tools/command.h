@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "util/registry.h"
 
 namespace kvsim {
 
@@ -37,6 +38,10 @@ struct Command {
 
 // Adds `command` to the registry (at static initialisation). Returns true so it can initialise a bool.
 bool RegisterCommand(Command command);
+
+// Name lists that help texts cite as {KEY} (e.g. {eviction_policies}), each computed from its registry
+// when help is printed; `kvsim help names` prints them all (tools/help_lists.cc registers them).
+Registry<std::function<std::string()>>& HelpListRegistry();
 
 // Runs `kvsim` with argv[1..]: dispatches to the named sub-command, or prints help. Errors go to `err`
 // as one line "kvsim <cmd>: <message>". Returns the process exit code.

@@ -7,7 +7,9 @@
 #include "absl/strings/str_format.h"
 #include "cost_models/cost_model.h"
 #include "policies/policy_factory.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
+#include "config/kv_format.h"
+#include "config/model_spec.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -26,7 +28,7 @@ absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) 
   KVSIM_ASSIGN_OR_RETURN(int64_t blocks, GpuCapacityBlocks(config, block_tokens));
   // What a replay builds from the config besides the cache: its eviction policy and cost model (their
   // parameters are checked there), so that a config this command accepts is one replay accepts.
-  absl::Status built = CreateEvictionPolicyFromConfig(config.eviction()).status();
+  absl::Status built = CreateServingEvictionPolicy(config.eviction()).status();
   if (built.ok()) built = CreateCostModel(config).status();
   if (!built.ok()) {
     const std::string path = absl::GetFlag(FLAGS_config);
@@ -34,7 +36,9 @@ absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) 
   }
   out << ToTextProto(config);
   out << "\n# derived (per GPU of one replica)\n";
-  out << absl::StrFormat("# kv_bytes_per_token: %d\n", KvBytesPerToken(config.model()));
+  KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));
+  out << absl::StrFormat("# kv_format: %s\n", kv.Name());
+  out << absl::StrFormat("# kv_bytes_per_token: %.10g\n", KvBytesPerToken(config.model(), kv));
   out << absl::StrFormat("# weight_bytes_per_gpu: %d\n", WeightBytesPerGpu(config.model()));
   out << absl::StrFormat("# gpu_capacity_blocks: %d (of %d tokens)\n", blocks, block_tokens);
   out << absl::StrFormat("# gpu_capacity_tokens: %d\n", blocks * block_tokens);

@@ -13,7 +13,7 @@
 #include "cost_models/synthetic_table.h"
 #include "cost_models/validation.h"
 #include "cost_models/vidur_import.h"
-#include "sim/config.h"
+#include "config/experiment_config.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/file.h"
@@ -30,7 +30,7 @@ ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
 ABSL_FLAG(int32_t, costmodel_worst, 0,
           "`validate`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
 ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
-          "`memory`: resident KV tokens per GPU to size; 0 = report the most that fit");
+          "`memory`: resident KV tokens per GPU to size; 0 = the GPU KV capacity the serving replay uses");
 
 namespace kvsim {
 namespace {
@@ -164,7 +164,7 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
   }
   const bool most = tokens == 0;
   if (most) {
-    KVSIM_ASSIGN_OR_RETURN(tokens, MaxKvTokens(config));
+    KVSIM_ASSIGN_OR_RETURN(tokens, GpuCapacityTokens(config));
   }
   KVSIM_ASSIGN_OR_RETURN(PeakMemory peak, EstimatePeakMemory(config, tokens));
   const double gib = 1 << 30;
@@ -178,9 +178,11 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
       config.device().memory_bytes() / gib, config.cache().gpu_memory_utilization(), usable / gib);
   if (peak.total_bytes > usable) {
     out << absl::StrFormat("  does not fit: %.2f GiB over the usable memory\n", (peak.total_bytes - usable) / gib);
-    if (most) {  // not even without KV
-      return absl::FailedPreconditionError(
-          "no KV fits: the weights, activations and workspace alone exceed the usable GPU memory");
+    if (most) {  // the capacity rule's reserve is smaller than this estimate of activations and workspace
+      out << absl::StrFormat(
+          "  the GPU KV capacity (the serving replay's) keeps cache.activation_reserve_bytes = %.2f GiB for "
+          "activations and workspace; this estimate needs %.2f GiB: raise activation_reserve_bytes\n",
+          config.cache().activation_reserve_bytes() / gib, (peak.activation_bytes + peak.workspace_bytes) / gib);
     }
   }
   return absl::OkStatus();

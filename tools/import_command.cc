@@ -42,7 +42,7 @@ KVSIM_REGISTER_COMMAND(import, {
                "one), re-sorts out-of-order timestamps within --reorder_window records, and writes OUT as\n"
                "a native binary trace (zstd frames, summary statistics in the header) or, for a .jsonl\n"
                "OUT, as kvsim JSONL with every field. OUT appears only if the whole import succeeds.\n"
-               "Formats (--trace_format): mooncake, bailian, hashed, azure, burstgpt, vidur, jsonl, native.",
+               "Formats (--trace_format): {trace_formats}.",
     .flags = {"trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
               "import_out_format", "import_zstd"},
     .run = RunImport,

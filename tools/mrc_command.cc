@@ -1,17 +1,17 @@
-// `kvsim mrc`: miss-ratio curves. LRU: every cache size in one pass (sim/mrc.h); other policies: one
-// cache replay per size, in parallel (sim/cache_replay.h).
+// `kvsim mrc`: miss-ratio curves. LRU: every cache size in one pass (sim/cache/mrc.h); other policies: one
+// cache replay per size, in parallel (sim/cache/cache_simulator.h).
 #include <ostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
-#include "sim/cache_replay.h"
-#include "sim/mrc.h"
-#include "sim/sweep.h"
-#include "sim/table.h"
+#include "sim/cache/cache_simulator.h"
+#include "sim/cache/mrc.h"
+#include "sim/sweep/sweep.h"
+#include "util/table.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
-#include "tools/replay_flags.h"
+#include "tools/cache_flags.h"
 #include "util/file.h"
 #include "util/status_macros.h"
 
@@ -47,7 +47,7 @@ void AddPoint(const std::string& policy, const MrcPoint& p, bool prefix, Table* 
 
 absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
-  KVSIM_ASSIGN_OR_RETURN(CacheReplayOptions replay, ReplayOptionsFromFlags());
+  KVSIM_ASSIGN_OR_RETURN(CacheReplayOptions replay, CacheReplayOptionsFromFlags());
   KVSIM_ASSIGN_OR_RETURN(std::vector<proto::EvictionPolicyConfig> policies, PoliciesFromFlag());
   MrcOptions options;
   options.prefix = absl::GetFlag(FLAGS_prefix);

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sim/quality_evaluator.h"
+#include "sim/quality/quality_evaluator.h"
 #include "tools/command.h"
 #include "util/file.h"
 

@@ -1,15 +1,15 @@
 // `kvsim replay`: one serving simulation of a request trace; prints the summary table and writes the
-// results files (sim/results_writer.h). The logic is in sim/replay.{h,cc}.
+// results files (sim/serving/results_writer.h). The logic is in sim/replay.{h,cc}.
 #include <memory>
 #include <ostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "cost_models/cost_model.h"
-#include "sim/clock.h"
-#include "sim/config.h"
-#include "sim/replay.h"
-#include "sim/results_writer.h"
+#include "sim/serving/clock.h"
+#include "config/experiment_config.h"
+#include "sim/serving/replay.h"
+#include "sim/serving/results_writer.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "traces/trace_reader.h"

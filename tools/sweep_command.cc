@@ -1,11 +1,11 @@
 // `kvsim sweep`: a grid of runs (policies x capacities x config fields), sharded and resumable; the
-// logic is in sim/sweep.h.
+// logic is in sim/sweep/sweep.h.
 #include <ostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "sim/config.h"
-#include "sim/sweep.h"
+#include "config/experiment_config.h"
+#include "sim/sweep/sweep.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -62,7 +62,7 @@ KVSIM_REGISTER_COMMAND(sweep, {
              "            [--config=FILE] [--threads=0]\n"
              "kvsim sweep merge DIR... [--out=DIR]",
     .details =
-        "Axes: policy (NAME[+leaf_first][+ttl]), capacity_blocks, block_tokens, mode (cache|replay), or any\n"
+        "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
         "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
         "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
         "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"

@@ -9,15 +9,18 @@
 //    "type": "REQUEST_TYPE_UNSPECIFIED", "failed": false, "model": "", "tool_calls": []}
 // (each record on one line). Reading: request_id, arrival_ns, input_tokens and output_tokens are
 // required; other fields default as in Request. arrival_ns is kept as written (already relative); ids
-// are the file's; records are re-sorted by arrival like every importer (traces/import_reader.h).
+// are the file's; records are re-sorted by arrival like every importer (traces/text/import_reader.h).
 // block_tokens must be 0 or the header's; block_hashes require block_tokens > 0. Hash ids and request
 // ids are unsigned 64-bit. Strings must be valid UTF-8 (JSON's rule).
+//
+// The writer is here; the reader is an importer like the others (traces/importers/jsonl_reader.h).
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(auto writer, OpenJsonlTraceWriter("out.jsonl", {.block_tokens = 512}));
 #ifndef KVSIM_TRACES_JSONL_EXPORT_H_
 #define KVSIM_TRACES_JSONL_EXPORT_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,13 +31,11 @@
 
 namespace kvsim {
 
+// The version in the header line this writer writes and traces/importers/jsonl_reader.h reads.
+inline constexpr int64_t kJsonlTraceVersion = 1;
+
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenJsonlTraceWriter(const std::string& path,
                                                                   const TraceWriterOptions& options);
-
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenJsonlTrace(const std::string& path,
-                                                            const TraceOptions& options);
-
-bool LooksLikeKvsimJsonl(absl::string_view head);
 
 // Appends `text` as a JSON string literal (quotes, backslashes and control characters escaped).
 void AppendJsonString(absl::string_view text, std::string* out);

@@ -5,7 +5,7 @@
 // linker), giving a name, a content detector and an opener. OpenTrace() (traces/trace_io.h) picks the
 // format by name or, when none is named, asks the detectors in ascending `detect_order` (ties by name).
 //
-// Example (at the bottom of traces/mooncake_reader.cc):
+// Example (at the bottom of traces/importers/mooncake_reader.cc):
 //   KVSIM_REGISTER_TRACE_FORMAT(mooncake, {
 //       .name = "mooncake", .description = "Mooncake JSONL (timestamp ms, 512-token hash_ids)",
 //       .detect_order = 20, .detect = LooksLikeMooncake, .open = OpenMooncakeTrace});
@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "traces/trace_reader.h"
+#include "util/registry.h"
 
 namespace kvsim {
 
@@ -41,6 +42,9 @@ struct TraceFormat {
                                                              const TraceOptions& options)>
       open;
 };
+
+// The registry of trace formats by name (util/registry.h).
+Registry<TraceFormat>& TraceFormatRegistry();
 
 // Adds `format` to the registry. Returns true so it can initialise a static bool. A duplicate name is an
 // internal invariant violation (KVSIM_CHECK).

@@ -61,7 +61,7 @@ struct TraceOptions {
   // "block_size"); 0 = the format's own. >= 0.
   int32_t block_tokens = 0;
   // Text importers re-sort records by timestamp within a window of this many records (memory grows with
-  // it, not with the trace); a record displaced further is an error. >= 1. See traces/import_reader.h.
+  // it, not with the trace); a record displaced further is an error. >= 1. See traces/text/import_reader.h.
   int64_t reorder_window = 4096;
 };
 

@@ -3,7 +3,7 @@
 // TraceStats: the facts `kvsim inspect` reports about a trace, computed in one streaming pass.
 //
 // Definitions (blocks are accessed in cache-replay order: requests in trace order, each request's
-// blocks one after another; see docs/DESIGN.md):
+// blocks one after another; see docs/ARCHITECTURE.md, Semantics):
 //  * duration_ns = last arrival - first arrival. Rate per minute: mean = requests / (duration in
 //    minutes) (requests if the duration is 0); peak = most arrivals in one minute window
 //    [k min, (k+1) min) counted from the first arrival.

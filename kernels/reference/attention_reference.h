@@ -2,7 +2,7 @@
 //
 // float64 CPU references for the attention kernels: attention of one query over one KV segment as an
 // attention state (o, lse), the exact merge of states, and decode / chunked prefill over a segment table
-// (kernels/kv_layout.h) computed segment by segment and merged, the way the GPU kernels split the work.
+// (kernels/layout/kv_layout.h) computed segment by segment and merged, the way the GPU kernels split the work.
 //
 // Math (FlashInfer's recursive attention): for scores s_i = scale * q.k_i over a segment S,
 //   lse_S = ln sum_i exp(s_i),  o_S = sum_i exp(s_i - lse_S) v_i;
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 
 namespace kvsim {
 

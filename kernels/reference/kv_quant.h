@@ -1,6 +1,6 @@
 // File: kernels/reference/kv_quant.h
 //
-// CPU encoders and decoders of the KV storage formats (kernels/kv_layout.h): bf16, fp8 e4m3 and int8 with
+// CPU encoders and decoders of the KV storage formats (kernels/layout/kv_layout.h): bf16, fp8 e4m3 and int8 with
 // a float scale per (token, head), and asymmetric int4 / 2-bit with float scale and zero per group (keys per
 // channel over up to `group_size` tokens of a page, KIVI-style; values per token over `group_size`
 // channels). The GPU kernels read exactly these bytes.
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/kv_layout.h"
+#include "kernels/layout/kv_layout.h"
 
 namespace kvsim {
 
@@ -39,7 +39,7 @@ inline float RoundToBf16(float x) { return Bf16ToFloat(FloatToBf16(x)); }
 uint8_t DoubleToFp8E4m3(double x);
 double Fp8E4m3ToDouble(uint8_t bits);
 
-// One K or V pool in a storage format. `scale` and `zero` follow kernels/kv_layout.h (empty where the
+// One K or V pool in a storage format. `scale` and `zero` follow kernels/layout/kv_layout.h (empty where the
 // format has none).
 struct QuantizedKvPool {
   KvDtype dtype = KvDtype::kBf16;

@@ -1,25 +1,21 @@
 #include "policies/token/token_policy.h"
 
 #include <algorithm>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace kvsim {
-namespace {
 
-std::map<std::string, TokenPolicyFactory>& Policies() {
-  static auto* registry = new std::map<std::string, TokenPolicyFactory>();
+Registry<TokenPolicyFactory>& TokenPolicyRegistry() {
+  static auto* registry = new Registry<TokenPolicyFactory>("token policy");
   return *registry;
 }
 
-std::map<std::string, TokenPolicyWrapperFactory>& Wrappers() {
-  static auto* registry = new std::map<std::string, TokenPolicyWrapperFactory>();
+Registry<TokenPolicyWrapperFactory>& TokenPolicyWrapperRegistry() {
+  static auto* registry = new Registry<TokenPolicyWrapperFactory>("token policy wrapper");
   return *registry;
 }
-
-}  // namespace
 
 const char* TokenPolicyKindName(TokenPolicy::Kind kind) {
   switch (kind) {
@@ -35,21 +31,11 @@ const char* TokenPolicyKindName(TokenPolicy::Kind kind) {
   return "?";
 }
 
-bool RegisterTokenPolicy(absl::string_view name, TokenPolicyFactory factory) {
-  Policies()[std::string(name)] = std::move(factory);
-  return true;
-}
-
-bool RegisterTokenPolicyWrapper(absl::string_view name, TokenPolicyWrapperFactory factory) {
-  Wrappers()[std::string(name)] = std::move(factory);
-  return true;
-}
-
 absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view spec,
                                                                const TokenPolicyOptions& options) {
   const size_t plus = spec.find('+');
   const std::string head(spec.substr(0, plus));
-  if (auto it = Wrappers().find(head); it != Wrappers().end()) {
+  if (const TokenPolicyWrapperFactory* wrapper = TokenPolicyWrapperRegistry().Find(head)) {
     const bool alone = plus == absl::string_view::npos;
     if (!alone && plus + 1 == spec.size()) {
       return absl::InvalidArgumentError(absl::StrCat("token policy '", spec, "': nothing after '+' (wrappers ",
@@ -58,7 +44,7 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
     const absl::string_view inner_spec = alone ? "full" : spec.substr(plus + 1);
     auto inner = CreateTokenPolicy(inner_spec, options);
     if (!inner.ok()) return inner.status();
-    std::unique_ptr<TokenPolicy> policy = it->second(options, std::move(*inner));
+    std::unique_ptr<TokenPolicy> policy = (*wrapper)(options, std::move(*inner));
     if (policy == nullptr && alone) {
       return absl::InvalidArgumentError(absl::StrCat("token policy '", head, "' wraps another and cannot stand ",
                                                      "alone: write ", head, "+POLICY (see its documentation for ",
@@ -70,19 +56,18 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
     }
     return policy;
   }
-  auto it = Policies().find(head);
-  if (it == Policies().end() || plus != absl::string_view::npos) {
+  const TokenPolicyFactory* factory = TokenPolicyRegistry().Find(head);
+  if (factory == nullptr || plus != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat("unknown token policy '", spec,
                                                    "'; known: ", absl::StrJoin(TokenPolicyNames(), ", "),
                                                    " (wrappers combine as wrapper+policy)"));
   }
-  return it->second(options);
+  return (*factory)(options);
 }
 
 std::vector<std::string> TokenPolicyNames() {
-  std::vector<std::string> names;
-  for (const auto& entry : Policies()) names.push_back(entry.first);
-  for (const auto& entry : Wrappers()) names.push_back(entry.first);
+  std::vector<std::string> names = TokenPolicyRegistry().Names();
+  for (const std::string& name : TokenPolicyWrapperRegistry().Names()) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -1,7 +1,7 @@
 // File: policies/token/token_policy.h
 //
 // TokenPolicy: a lossy KV-cache policy at token granularity, evaluated offline on an attention trace by
-// sim/quality_evaluator.h. For one layer of one sample at a time, the evaluator hands the policy the
+// sim/quality/quality_evaluator.h. For one layer of one sample at a time, the evaluator hands the policy the
 // layer's kept KV heads (keys, values, queries, RoPE) as they stand after prefill, then walks the decode
 // steps; at each step it passes the full attention rows of the step's queries ("scores so far" are the
 // policy's own state) and asks which tokens the attention reads.
@@ -47,13 +47,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "traces/attention/attention_trace.h"
+#include "util/registry.h"
 
 namespace kvsim {
 
 struct PromptAttentionCache;  // token_policy_util.h
 
 // The exact attention of every decode step of one KV head's group, when the caller computed it before
-// BeginLayer (sim/quality_evaluator.cc does when the layer's steps fit in one block). Row j * steps + t
+// BeginLayer (sim/quality/quality_evaluator.cc does when the layer's steps fit in one block). Row j * steps + t
 // holds member j's softmax at position prompt_len + t over keys 0..prompt_len + t (SoftmaxRow() of
 // token_policy_util.h on its q.k logits), zeros after. probs == nullptr: not available.
 struct DecodeAttention {
@@ -152,8 +153,9 @@ using TokenPolicyFactory = std::function<std::unique_ptr<TokenPolicy>(const Toke
 using TokenPolicyWrapperFactory = std::function<std::unique_ptr<TokenPolicy>(
     const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner)>;
 
-bool RegisterTokenPolicy(absl::string_view name, TokenPolicyFactory factory);
-bool RegisterTokenPolicyWrapper(absl::string_view name, TokenPolicyWrapperFactory factory);
+// The registries (util/registry.h) that KVSIM_REGISTER_TOKEN_POLICY and ..._WRAPPER add to.
+Registry<TokenPolicyFactory>& TokenPolicyRegistry();
+Registry<TokenPolicyWrapperFactory>& TokenPolicyWrapperRegistry();
 
 // A new instance of "name" or "wrapper+...+name". InvalidArgument listing the known names if unknown, or if
 // a wrapper refuses its inner policy (the message says why).
@@ -165,17 +167,12 @@ std::vector<std::string> TokenPolicyNames();
 
 }  // namespace kvsim
 
-#define KVSIM_TOKEN_POLICY_CONCAT_INNER_(a, b) a##b
-#define KVSIM_TOKEN_POLICY_CONCAT_(a, b) KVSIM_TOKEN_POLICY_CONCAT_INNER_(a, b)
+#define KVSIM_REGISTER_TOKEN_POLICY(name, Class)                                         \
+  KVSIM_REGISTER(::kvsim::TokenPolicyRegistry(), name, [](const ::kvsim::TokenPolicyOptions& options) { \
+    return std::unique_ptr<::kvsim::TokenPolicy>(new Class(options));                            \
+  })
 
-#define KVSIM_REGISTER_TOKEN_POLICY(name, Class)                                                 \
-  static const bool KVSIM_TOKEN_POLICY_CONCAT_(kvsim_token_policy_registered_, __LINE__) =       \
-      ::kvsim::RegisterTokenPolicy(name, [](const ::kvsim::TokenPolicyOptions& options) {        \
-        return std::unique_ptr<::kvsim::TokenPolicy>(new Class(options));                      \
-      })
-
-#define KVSIM_REGISTER_TOKEN_POLICY_WRAPPER(name, factory)                                    \
-  static const bool KVSIM_TOKEN_POLICY_CONCAT_(kvsim_token_policy_wrapper_registered_, __LINE__) = \
-      ::kvsim::RegisterTokenPolicyWrapper(name, factory)
+#define KVSIM_REGISTER_TOKEN_POLICY_WRAPPER(name, factory) \
+  KVSIM_REGISTER(::kvsim::TokenPolicyWrapperRegistry(), name, factory)
 
 #endif  // KVSIM_POLICIES_TOKEN_TOKEN_POLICY_H_

@@ -2,7 +2,7 @@
 //
 // In-memory form of an attention trace: what a model computed for a set of prompts, enough to recompute
 // every attention row offline (queries and keys) and every attention output (values), for the kept
-// layers and KV heads. The quality evaluator (sim/quality_evaluator.h) and the token-level policies
+// layers and KV heads. The quality evaluator (sim/quality/quality_evaluator.h) and the token-level policies
 // (policies/token/) read it; traces/attention/attention_trace_io.h stores it on disk; synthetic_trace.h
 // generates it.
 //

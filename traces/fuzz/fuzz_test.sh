@@ -24,9 +24,10 @@ pb_dir="$(dirname "$pb_cc")"
 {
   echo "#include \"$pb_cc\""
   for f in util/check.cc util/file.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
-  for f in line_reader parse_util csv_reader text_detect trace_format import_reader jsonl_source \
-           csv_source mooncake_reader bailian_reader hashed_reader azure_reader burstgpt_reader \
-           vidur_reader native_format jsonl_export trace_io trace_stats trace_convert; do
+  for f in text/line_reader text/parse_util text/csv_reader text/text_detect trace_format text/import_reader \
+           text/jsonl_source text/csv_source importers/mooncake_reader importers/bailian_reader \
+           importers/hashed_reader importers/azure_reader importers/burstgpt_reader importers/vidur_reader \
+           importers/jsonl_reader native_format jsonl_export trace_io trace_stats trace_convert; do
     echo "#include \"traces/$f.cc\""
   done
 } >"$tmp/unity.cc"

@@ -1,0 +1,119 @@
+#include "config/model_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "config/field_checks.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+
+int DTypeBits(proto::DType dtype) {
+  switch (dtype) {
+    case proto::DTYPE_FP32:
+      return 32;
+    case proto::DTYPE_BF16:
+    case proto::DTYPE_FP16:
+      return 16;
+    case proto::DTYPE_FP8:
+    case proto::DTYPE_INT8:
+      return 8;
+    case proto::DTYPE_INT4:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+int64_t EstimateNumParams(const proto::ModelSpec& m) {
+  const int64_t hidden = m.hidden_size();
+  const int64_t head_dim = m.head_dim() > 0 ? m.head_dim()
+                           : m.num_attention_heads() > 0 ? hidden / m.num_attention_heads()
+                                                         : 0;
+  const int64_t q = int64_t{m.num_attention_heads()} * head_dim;
+  const int64_t kv = int64_t{m.num_kv_heads()} * head_dim;
+  const int64_t attention = hidden * (q + 2 * kv) + q * hidden;
+  const int64_t mlp = 3 * hidden * m.intermediate_size();
+  const int64_t norms = 2 * hidden;
+  const int64_t embeddings = 2 * int64_t{m.vocab_size()} * hidden;  // input embedding and LM head
+  return m.num_layers() * (attention + mlp + norms) + embeddings + hidden;
+}
+
+int64_t WeightBytesPerGpu(const proto::ModelSpec& m) {
+  const int64_t tp = m.tensor_parallel_size() > 0 ? m.tensor_parallel_size() : 1;
+  return m.num_params() * DTypeBits(m.weight_dtype()) / 8 / tp;
+}
+
+int64_t KvHeadsPerGpu(const proto::ModelSpec& m) {
+  const int64_t tp = std::max(1, m.tensor_parallel_size());
+  return std::max<int64_t>(1, m.num_kv_heads() / tp);
+}
+
+void FillModelDefaults(proto::ModelSpec* m) {
+  if (m->head_dim() == 0 && m->num_attention_heads() > 0) {
+    m->set_head_dim(m->hidden_size() / m->num_attention_heads());
+  }
+  if (m->weight_dtype() == proto::DTYPE_UNSPECIFIED) m->set_weight_dtype(proto::DTYPE_BF16);
+  if (m->kv_dtype() == proto::DTYPE_UNSPECIFIED) m->set_kv_dtype(m->weight_dtype());
+  if (m->tensor_parallel_size() == 0) m->set_tensor_parallel_size(1);
+  if (m->num_params() == 0) m->set_num_params(EstimateNumParams(*m));
+}
+
+void FillDeviceDefaults(proto::DeviceSpec* d) {
+  if (!d->has_compute_efficiency()) d->set_compute_efficiency(0.7);
+  if (!d->has_memory_efficiency()) d->set_memory_efficiency(0.8);
+  if (!d->has_interconnect_efficiency()) d->set_interconnect_efficiency(0.7);
+}
+
+absl::Status ValidateModelSpec(const proto::ModelSpec& m, absl::string_view source) {
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_layers", m.num_layers(), 1, 1e4));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.hidden_size", m.hidden_size(), 1, 1 << 20));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_attention_heads", m.num_attention_heads(), 1, 1 << 16));
+  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "model.num_kv_heads", m.num_kv_heads()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.head_dim", m.head_dim(), 1, 1 << 16));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.intermediate_size", m.intermediate_size(), 1, 1 << 24));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.vocab_size", m.vocab_size(), 1, 1 << 24));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_params", m.num_params(), 1, 1e15));
+  KVSIM_RETURN_IF_ERROR(
+      RequireRange(source, "model.tensor_parallel_size", m.tensor_parallel_size(), 1, 4096));
+  if (m.num_attention_heads() % m.num_kv_heads() != 0) {
+    return FieldError(source, "model.num_kv_heads",
+                      absl::StrCat(m.num_kv_heads(), " does not divide num_attention_heads (",
+                                   m.num_attention_heads(), ")"));
+  }
+  if (m.num_attention_heads() % m.tensor_parallel_size() != 0) {
+    return FieldError(source, "model.tensor_parallel_size",
+                      absl::StrCat(m.tensor_parallel_size(), " does not divide num_attention_heads (",
+                                   m.num_attention_heads(), ")"));
+  }
+  if (DTypeBits(m.weight_dtype()) == 0) {
+    return FieldError(source, "model.weight_dtype", "must be a known DType");
+  }
+  if (DTypeBits(m.kv_dtype()) == 0) return FieldError(source, "model.kv_dtype", "must be a known DType");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view source) {
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.peak_bf16_flops", d.peak_bf16_flops(), 1e9, 1e18));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp32_flops", d.peak_fp32_flops()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp8_flops", d.peak_fp8_flops()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_int8_ops", d.peak_int8_ops()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bandwidth_bytes_per_s",
+                                     d.memory_bandwidth_bytes_per_s(), 1e6, 1e16));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bytes", d.memory_bytes(), 1 << 20, 1e15));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.l2_cache_bytes", d.l2_cache_bytes()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.num_sms", d.num_sms()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.interconnect_bandwidth_bytes_per_s",
+                                           d.interconnect_bandwidth_bytes_per_s()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireRange(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s(), 1e6, 1e15));
+  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.compute_efficiency", d.compute_efficiency()));
+  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.memory_efficiency", d.memory_efficiency()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireFraction(source, "device.interconnect_efficiency", d.interconnect_efficiency()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireNonNegative(source, "device.interconnect_latency_ns", d.interconnect_latency_ns()));
+  return absl::OkStatus();
+}
+
+}  // namespace kvsim

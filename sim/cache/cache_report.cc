@@ -1,0 +1,62 @@
+#include "sim/cache/cache_report.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvsim {
+
+proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result) {
+  const CacheStats& s = result.stats;
+  proto::CacheRunStats p;
+  p.set_policy(result.policy_label);
+  p.set_capacity_blocks(result.spec.capacity_blocks);
+  p.set_requests(s.requests);
+  p.set_accesses(s.accesses);
+  p.set_hits(s.hits);
+  p.set_prefix_hits(s.prefix_hits);
+  p.set_tokens(s.tokens);
+  p.set_hit_tokens(s.hit_tokens);
+  p.set_prefix_hit_tokens(s.prefix_hit_tokens);
+  p.set_evictions(s.evictions);
+  p.set_bypasses(s.bypasses);
+  p.set_hit_ratio(s.HitRatio());
+  p.set_prefix_hit_ratio(s.PrefixHitRatio());
+  p.set_token_hit_ratio(s.TokenHitRatio());
+  p.set_prefix_token_hit_ratio(s.PrefixTokenHitRatio());
+  return p;
+}
+
+Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing) {
+  std::vector<std::string> columns = leading;
+  std::vector<bool> numeric(leading.size(), false);
+  const std::vector<std::pair<const char*, bool>> stats = {
+      {"policy", false},         {"capacity_blocks", true},   {"requests", true},
+      {"accesses", true},        {"hits", true},              {"hit_ratio", true},
+      {"prefix_hits", true},     {"prefix_hit_ratio", true},  {"tokens", true},
+      {"hit_tokens", true},      {"token_hit_ratio", true},   {"prefix_hit_tokens", true},
+      {"prefix_token_hit_ratio", true}, {"evictions", true},  {"bypasses", true}};
+  for (const auto& [name, is_numeric] : stats) {
+    columns.push_back(name);
+    numeric.push_back(is_numeric);
+  }
+  for (const std::string& name : trailing) {
+    columns.push_back(name);
+    numeric.push_back(true);
+  }
+  return Table(columns, numeric);
+}
+
+void AddCacheStatsRow(const proto::CacheRunStats& s, const std::vector<std::string>& leading, Table* table) {
+  std::vector<std::string> row = leading;
+  auto i = [](int64_t v) { return absl::StrCat(v); };
+  for (std::string cell :
+       {s.policy(), i(s.capacity_blocks()), i(s.requests()), i(s.accesses()), i(s.hits()),
+        FormatDouble(s.hit_ratio()), i(s.prefix_hits()), FormatDouble(s.prefix_hit_ratio()), i(s.tokens()),
+        i(s.hit_tokens()), FormatDouble(s.token_hit_ratio()), i(s.prefix_hit_tokens()),
+        FormatDouble(s.prefix_token_hit_ratio()), i(s.evictions()), i(s.bypasses())}) {
+    row.push_back(std::move(cell));
+  }
+  row.resize(table->columns().size());  // trailing columns stay empty
+  table->AddRow(std::move(row));
+}
+
+}  // namespace kvsim

@@ -1,0 +1,38 @@
+// File: sim/cache/cache_report.h
+//
+// Cache-replay results as protos (proto::CacheRunStats) and as table rows, shared by `kvsim cache`,
+// `kvsim mrc` and `kvsim sweep` so that every output names and orders the columns the same way.
+//
+// Example:
+//   Table table = CacheStatsTable({}, {});
+//   AddCacheStatsRow(CacheRunStatsToProto(result), {}, &table);
+//
+// Thread-safety: functions of values.
+#ifndef KVSIM_SIM_CACHE_CACHE_REPORT_H_
+#define KVSIM_SIM_CACHE_CACHE_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "proto/sweep.pb.h"
+#include "sim/cache/cache_simulator.h"
+#include "util/table.h"
+
+namespace kvsim {
+
+proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result);
+
+// A table with `leading` columns (strings, e.g. grid coordinates) followed by the statistics columns:
+// policy, capacity_blocks, requests, accesses, hits, hit_ratio, prefix_hits, prefix_hit_ratio, tokens,
+// hit_tokens, token_hit_ratio, prefix_hit_tokens, prefix_token_hit_ratio, evictions, bypasses.
+// `trailing` names numeric columns after the cache statistics (e.g. a sweep's replay summary), left
+// empty by AddCacheStatsRow.
+Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing = {});
+
+// Appends `stats` with the `leading` cells. REQUIRES: leading.size() matches the table's.
+void AddCacheStatsRow(const proto::CacheRunStats& stats, const std::vector<std::string>& leading,
+                      Table* table);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_CACHE_CACHE_REPORT_H_

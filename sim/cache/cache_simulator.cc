@@ -1,0 +1,255 @@
+#include "sim/cache/cache_simulator.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "policies/policy_factory.h"
+#include "util/check.h"
+#include "util/parallel.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+}  // namespace
+
+absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
+  if (request->block_hashes.empty()) {
+    AssignFreshBlockHashes(options.block_tokens, request);
+  } else if (request->block_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("request ", request->request_id, ": has ",
+                                                   request->block_hashes.size(),
+                                                   " block hashes but block_tokens ",
+                                                   request->block_tokens, " (expected > 0)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateReplayOptions(const CacheReplayOptions& options) {
+  if (options.block_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_tokens must be > 0 (tokens per block), got ", options.block_tokens));
+  }
+  if (options.max_requests < 0) return absl::InvalidArgumentError("max_requests must be >= 0");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Creates the simulators of `specs`, validating each.
+absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(
+    const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
+  std::vector<std::unique_ptr<CacheSimulator>> simulators;
+  for (const CacheRunSpec& spec : specs) {
+    const std::string label = absl::StrCat(PolicyLabel(spec.policy), " @ ", spec.capacity_blocks);
+    if (spec.capacity_blocks <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("run ", label, ": capacity_blocks must be > 0"));
+    }
+    auto policy = CreateEvictionPolicyFromConfig(spec.policy);
+    if (!policy.ok()) {
+      return absl::Status(policy.status().code(),
+                          absl::StrCat("run ", label, ": ", policy.status().message()));
+    }
+    simulators.push_back(std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks,
+                                                          options.restore_cost));
+  }
+  return simulators;
+}
+
+std::vector<CacheRunResult> Collect(const std::vector<CacheRunSpec>& specs,
+                                    const std::vector<std::unique_ptr<CacheSimulator>>& simulators) {
+  std::vector<CacheRunResult> results;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    results.push_back({specs[i], PolicyLabel(specs[i].policy), simulators[i]->stats()});
+  }
+  return results;
+}
+
+}  // namespace
+
+void BlockTokens(const Request& request, std::vector<int32_t>* tokens) {
+  const int64_t n = static_cast<int64_t>(request.block_hashes.size());
+  const int32_t bt = request.block_tokens;
+  tokens->assign(n, bt);
+  if (n == 0) return;
+  const int64_t last = request.input_tokens - (n - 1) * static_cast<int64_t>(bt);
+  if (last > 0 && last <= bt) tokens->back() = static_cast<int32_t>(last);
+}
+
+RequestView CompiledTrace::View(int64_t r) const {
+  const RequestMeta& meta = requests[r];
+  const int64_t begin = request_begin[r];
+  RequestView view;
+  view.request_id = meta.request_id;
+  view.arrival_ns = meta.arrival_ns;
+  view.session_id = meta.session_id;
+  view.block_tokens = meta.block_tokens;
+  view.blocks = blocks.data() + begin;
+  view.tokens = tokens.data() + begin;
+  view.next_use = next_use.empty() ? nullptr : next_use.data() + begin;
+  view.num_blocks = request_begin[r + 1] - begin;
+  view.end = meta.end;
+  return view;
+}
+
+absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheReplayOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
+  CompiledTrace trace;
+  Request request;
+  std::vector<int32_t> tokens;
+  trace.request_begin.push_back(0);
+  while ((options.max_requests == 0 || trace.num_requests() < options.max_requests) &&
+         reader->Next(&request)) {
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+    BlockTokens(request, &tokens);
+    trace.blocks.insert(trace.blocks.end(), request.block_hashes.begin(), request.block_hashes.end());
+    trace.tokens.insert(trace.tokens.end(), tokens.begin(), tokens.end());
+    trace.request_begin.push_back(trace.num_accesses());
+    CompiledTrace::RequestMeta meta;
+    meta.request_id = request.request_id;
+    meta.arrival_ns = request.arrival_ns;
+    meta.session_id = request.session_id;
+    meta.block_tokens = request.block_tokens;
+    meta.end = MakeRequestEndInfo(request, request.arrival_ns);
+    trace.requests.push_back(std::move(meta));
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return trace;
+}
+
+void ComputeNextUse(CompiledTrace* trace) {
+  const int64_t n = trace->num_accesses();
+  trace->next_use.assign(n, AccessInfo::kNever);
+  absl::flat_hash_map<BlockId, int64_t> next;
+  next.reserve(static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 24)));
+  for (int64_t i = n - 1; i >= 0; --i) {
+    auto [it, inserted] = next.try_emplace(trace->blocks[i], i);
+    if (!inserted) {
+      trace->next_use[i] = it->second;
+      it->second = i;
+    }
+  }
+}
+
+CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
+                               RestoreCost restore_cost, bool own_index)
+    : policy_(std::move(policy)),
+      capacity_blocks_(capacity_blocks),
+      restore_cost_(restore_cost),
+      residency_(own_index ? nullptr : policy_->residency()) {
+  KVSIM_CHECK(capacity_blocks_ > 0);
+  if (residency_ == nullptr) {
+    resident_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, int64_t{1} << 26)) + 1);
+  }
+  policy_->SetCapacity(capacity_blocks_);
+}
+
+void CacheSimulator::ProcessRequest(const RequestView& request) {
+  ++stats_.requests;
+  bool in_prefix = true;
+  AccessInfo info;
+  info.time_ns = request.arrival_ns;
+  info.request_id = request.request_id;
+  info.session_id = request.session_id;
+  // The policy's index entries of the next blocks are loaded ahead (a hint: the accesses are random
+  // in a table larger than the CPU caches, and a request's blocks are known in advance).
+  constexpr int64_t kPrefetchAhead = 16;
+  if (residency_ != nullptr) {
+    for (int64_t k = 0; k < std::min(kPrefetchAhead, request.num_blocks); ++k) residency_->Prefetch(request.blocks[k]);
+  }
+  for (int64_t k = 0; k < request.num_blocks; ++k) {
+    if (residency_ != nullptr && k + kPrefetchAhead < request.num_blocks) {
+      residency_->Prefetch(request.blocks[k + kPrefetchAhead]);
+    }
+    const BlockId block = request.blocks[k];
+    const int32_t tokens = request.tokens[k];
+    info.clock = clock_++;
+    info.block_index = static_cast<int32_t>(k);
+    info.position_tokens = k * static_cast<int64_t>(request.block_tokens);
+    info.restore_ns = restore_cost_ == RestoreCost::kPosition ? info.position_tokens + tokens : 0;
+    info.next_access_clock = request.next_use != nullptr ? request.next_use[k] : -1;
+    info.has_parent = k > 0;
+    info.parent = k > 0 ? request.blocks[k - 1] : 0;
+    ++stats_.accesses;
+    stats_.tokens += tokens;
+    if (IsResident(block)) {
+      ++stats_.hits;
+      stats_.hit_tokens += tokens;
+      if (in_prefix) {
+        ++stats_.prefix_hits;
+        stats_.prefix_hit_tokens += tokens;
+      }
+      policy_->OnAccess(block, info);
+      continue;
+    }
+    in_prefix = false;
+    if (num_resident_ >= capacity_blocks_) {
+      if (!policy_->ShouldAdmit(block, info)) {
+        ++stats_.bypasses;
+        continue;
+      }
+      const BlockId victim = policy_->SelectVictim([](BlockId) { return true; });
+      KVSIM_CHECK(residency_ != nullptr ? residency_->IsResident(victim) : resident_.erase(victim) == 1)
+          << policy_->Name() << " chose non-resident victim " << victim;
+      policy_->OnRemove(victim);
+      --num_resident_;
+      ++stats_.evictions;
+      if (victims_ != nullptr) victims_->push_back(victim);
+    }
+    if (residency_ == nullptr) resident_.insert(block);
+    ++num_resident_;
+    policy_->OnInsert(block, info);
+  }
+  policy_->OnRequestEnd(request.end);
+}
+
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
+    CompiledTrace* trace, const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
+                         CreateSimulators(specs, options));
+  bool oracle = false;
+  for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
+  if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
+  ParallelFor(ResolveThreadCount(options.num_threads), simulators.size(), [&](size_t i, int) {
+    for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
+  });
+  return Collect(specs, simulators);
+}
+
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
+                                                            const std::vector<CacheRunSpec>& specs,
+                                                            const CacheReplayOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
+  bool oracle = false;
+  for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
+  if (oracle) {
+    KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader, options));
+    return RunCacheReplaysOnTrace(&trace, specs, options);
+  }
+  // Streaming: every simulator sees each request as it is read.
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
+                         CreateSimulators(specs, options));
+  Request request;
+  std::vector<int32_t> tokens;
+  int64_t num_requests = 0;
+  while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
+    ++num_requests;
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+    BlockTokens(request, &tokens);
+    RequestView view;
+    view.request_id = request.request_id;
+    view.arrival_ns = request.arrival_ns;
+    view.session_id = request.session_id;
+    view.block_tokens = request.block_tokens;
+    view.blocks = request.block_hashes.data();
+    view.tokens = tokens.data();
+    view.num_blocks = static_cast<int64_t>(request.block_hashes.size());
+    view.end = MakeRequestEndInfo(request, request.arrival_ns);
+    for (auto& simulator : simulators) simulator->ProcessRequest(view);
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return Collect(specs, simulators);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,186 @@
+#include "sim/cache/cache_simulator.h"
+
+#include "gtest/gtest.h"
+#include "policies/policy_factory.h"
+
+namespace kvsim {
+namespace {
+
+Request Req(uint64_t id, std::vector<uint64_t> hashes, int64_t input_tokens, int32_t block_tokens = 16) {
+  Request r;
+  r.request_id = id;
+  r.block_hashes = std::move(hashes);
+  r.input_tokens = input_tokens;
+  r.block_tokens = r.block_hashes.empty() ? 0 : block_tokens;
+  return r;
+}
+
+CacheRunSpec Spec(const std::string& policy, int64_t capacity) {
+  CacheRunSpec spec;
+  spec.policy = *ParsePolicySpec(policy);
+  spec.capacity_blocks = capacity;
+  return spec;
+}
+
+std::vector<Request> ThreeRequests() {
+  // 40 tokens in 16-token blocks: 16, 16, 8.
+  return {Req(0, {1, 2, 3}, 40), Req(1, {1, 2, 4}, 40), Req(2, {5, 1, 2}, 40)};
+}
+
+TEST(CacheReplayTest, LruCountsHitsPrefixHitsAndTokens) {
+  VectorTraceReader reader(ThreeRequests(), {});
+  auto results = RunCacheReplays(&reader, {Spec("lru", 4)}, {});
+  ASSERT_TRUE(results.ok()) << results.status();
+  const CacheStats& s = (*results)[0].stats;
+  // Request 0 misses 1 2 3. Request 1 hits 1 and 2 (both leading: prefix hits), misses 4 (cache now full).
+  // Request 2 misses 5 and evicts the least recently used block, 3; then hits 1 and 2 (not prefix hits:
+  // block 5 missed first).
+  EXPECT_EQ(s.requests, 3);
+  EXPECT_EQ(s.accesses, 9);
+  EXPECT_EQ(s.hits, 4);
+  EXPECT_EQ(s.prefix_hits, 2);
+  EXPECT_EQ(s.evictions, 1);
+  // Tokens: 3 x 40 = 120. Hit tokens: request 1: 16 + 16; request 2: block 1 (16) + block 2 as its last
+  // block (8) = 56. Prefix hit tokens: 32.
+  EXPECT_EQ(s.tokens, 120);
+  EXPECT_EQ(s.hit_tokens, 56);
+  EXPECT_EQ(s.prefix_hit_tokens, 32);
+  EXPECT_DOUBLE_EQ(s.HitRatio(), 4.0 / 9);
+  EXPECT_DOUBLE_EQ(s.TokenHitRatio(), 56.0 / 120);
+  EXPECT_EQ((*results)[0].policy_label, "lru");
+}
+
+TEST(CacheReplayTest, RecordsVictims) {
+  CacheSimulator sim(*CreateEvictionPolicy("lru"), 4);
+  std::vector<BlockId> victims;
+  sim.RecordVictims(&victims);
+  VectorTraceReader reader(ThreeRequests(), {});
+  auto trace = CompileTrace(&reader, {});
+  ASSERT_TRUE(trace.ok());
+  for (int64_t r = 0; r < trace->num_requests(); ++r) sim.ProcessRequest(trace->View(r));
+  EXPECT_EQ(victims, std::vector<BlockId>({3}));
+  EXPECT_TRUE(sim.IsResident(5));
+  EXPECT_FALSE(sim.IsResident(3));
+}
+
+TEST(CacheReplayTest, RequestsWithoutHashesGetFreshBlocks) {
+  // Two hash-less requests of 33 tokens: 3 blocks of 16 each (16, 16, 1 tokens), never shared.
+  VectorTraceReader reader({Req(0, {}, 33), Req(1, {}, 33)}, {});
+  CacheReplayOptions options;
+  options.block_tokens = 16;
+  auto results = RunCacheReplays(&reader, {Spec("lru", 100)}, options);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ((*results)[0].stats.accesses, 6);
+  EXPECT_EQ((*results)[0].stats.hits, 0);
+  EXPECT_EQ((*results)[0].stats.tokens, 66);
+}
+
+TEST(CacheReplayTest, StreamingAndInMemoryRunsAgree) {
+  std::vector<Request> requests;
+  for (uint64_t i = 0; i < 200; ++i) {
+    requests.push_back(Req(i, {i % 3, 100 + i % 13, 200 + i % 5, 300 + i % 11}, 64));
+  }
+  VectorTraceReader streamed(requests, {});
+  auto a = RunCacheReplays(&streamed, {Spec("lru", 16), Spec("fifo", 16)}, {});
+  VectorTraceReader loaded(requests, {});
+  auto trace = CompileTrace(&loaded, {});
+  ASSERT_TRUE(a.ok() && trace.ok());
+  CacheReplayOptions options;
+  options.num_threads = 2;
+  auto b = RunCacheReplaysOnTrace(&*trace, {Spec("lru", 16), Spec("fifo", 16)}, options);
+  ASSERT_TRUE(b.ok());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ((*a)[i].stats.hits, (*b)[i].stats.hits);
+    EXPECT_EQ((*a)[i].stats.prefix_hits, (*b)[i].stats.prefix_hits);
+    EXPECT_GT((*a)[i].stats.hits, 0);
+  }
+}
+
+TEST(CacheReplayTest, NextUseIsTheNextAccessOfTheSameBlock) {
+  VectorTraceReader reader(ThreeRequests(), {});
+  auto trace = CompileTrace(&reader, {});
+  ASSERT_TRUE(trace.ok());
+  ComputeNextUse(&*trace);
+  // Stream: 1 2 3 | 1 2 4 | 5 1 2 (clocks 0..8).
+  const int64_t N = AccessInfo::kNever;
+  EXPECT_EQ(trace->next_use, std::vector<int64_t>({3, 4, N, 7, 8, N, N, N, N}));
+}
+
+TEST(CacheReplayTest, InputErrorsAreReported) {
+  VectorTraceReader reader(ThreeRequests(), {});
+  auto zero = RunCacheReplays(&reader, {Spec("lru", 0)}, {});
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.status().message().find("capacity_blocks"), absl::string_view::npos);
+
+  CacheReplayOptions options;
+  options.block_tokens = 0;
+  VectorTraceReader reader2(ThreeRequests(), {});
+  auto bad = RunCacheReplays(&reader2, {Spec("lru", 4)}, options);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("block_tokens"), absl::string_view::npos);
+
+  VectorTraceReader reader3(ThreeRequests(), {});
+  auto unknown = RunCacheReplays(&reader3, {Spec("nope", 4)}, {});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("nope @ 4"), absl::string_view::npos);
+
+  Request broken = Req(9, {1, 2}, 10);
+  broken.block_tokens = 0;
+  VectorTraceReader reader4({broken}, {});
+  auto no_size = RunCacheReplays(&reader4, {Spec("lru", 4)}, {});
+  EXPECT_EQ(no_size.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_size.status().message().find("request 9"), absl::string_view::npos);
+}
+
+// Residency from the policy's own index (the fast path) and from the simulator's index agree for every
+// policy and wrapper: same statistics and the same victims.
+TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
+  std::vector<Request> requests;
+  uint64_t x = 12345;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    std::vector<uint64_t> hashes = {i % 4};
+    for (int k = 0; k < 4; ++k) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      hashes.push_back(10 + (x >> 33) % 700);
+    }
+    requests.push_back(Req(i, hashes, 16 * 5));
+    requests.back().session_id = static_cast<int64_t>(i % 9);
+    requests.back().arrival_ns = static_cast<int64_t>(i) * 100;
+    requests.back().tool_calls.push_back({"t", 250});
+  }
+  VectorTraceReader reader(requests, {});
+  auto trace = CompileTrace(&reader, {});
+  ASSERT_TRUE(trace.ok());
+  ComputeNextUse(&*trace);
+  for (const std::string& name : EvictionPolicyNames()) {
+    for (const char* modifier : {"", "+leaf_first", "+ttl"}) {
+      const std::string label = name + modifier;
+      std::vector<BlockId> victims[2];
+      CacheStats stats[2];
+      for (int own = 0; own < 2; ++own) {
+        CacheSimulator sim(*CreateEvictionPolicyFromConfig(*ParsePolicySpec(label)), 50, RestoreCost::kPosition,
+                           own == 1);
+        sim.RecordVictims(&victims[own]);
+        for (int64_t r = 0; r < trace->num_requests(); ++r) sim.ProcessRequest(trace->View(r));
+        stats[own] = sim.stats();
+      }
+      EXPECT_EQ(stats[0].hits, stats[1].hits) << label;
+      EXPECT_EQ(stats[0].prefix_hits, stats[1].prefix_hits) << label;
+      EXPECT_EQ(victims[0], victims[1]) << label;
+      EXPECT_GT(stats[0].hits, 0) << label;
+    }
+  }
+}
+
+TEST(CacheReplayTest, BeladyRunsWithTheOraclePrePass) {
+  VectorTraceReader reader(ThreeRequests(), {});
+  auto results = RunCacheReplays(&reader, {Spec("belady", 4), Spec("lru", 4)}, {});
+  ASSERT_TRUE(results.ok()) << results.status();
+  // At request 2's miss on 5 (never used again) the cache is full: Belady bypasses it, keeping 1 and 2.
+  EXPECT_EQ((*results)[0].stats.hits, 4);
+  EXPECT_EQ((*results)[0].stats.bypasses, 1);
+  EXPECT_EQ((*results)[0].stats.evictions, 0);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,341 @@
+#include "sim/cache/mrc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr uint64_t kSampleModulus = uint64_t{1} << 24;
+// Accesses ahead whose table line is prefetched (covers a memory latency at a few hundred cycles each).
+constexpr int64_t kPrefetchDistance = 8;
+
+uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+
+void Accumulate(std::vector<int64_t>* histogram, size_t size) {
+  for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
+}
+
+}  // namespace
+
+// Last access time of each tracked block: open addressing with linear probing over one flat array
+// (no allocation per access; a probe touches one cache line, which Prefetch() can request early).
+// An entry is empty iff its time is negative. Slots change only in Grow(), which reports each move.
+class LastTimeTable {
+ public:
+  struct Entry {
+    BlockId block;
+    int64_t time;  // < 0: empty
+  };
+
+  LastTimeTable() { Reset(1 << 12); }
+
+  void Prefetch(BlockId block) const { __builtin_prefetch(&entries_[Home(block)]); }
+
+  // The slot of `block`, inserting it with time -1 (the caller sets the time) if new; `inserted` says
+  // which. May grow the table first: then `moved(slot)` runs for every live entry at its new slot.
+  template <typename Moved>
+  int64_t FindOrInsert(BlockId block, bool* inserted, const Moved& moved) {
+    for (int64_t s = Home(block);; s = (s + 1) & mask_) {
+      Entry& e = entries_[s];
+      if (e.time < 0) break;
+      if (e.block == block) {
+        *inserted = false;
+        return s;
+      }
+    }
+    if (2 * (size_ + 1) > static_cast<int64_t>(entries_.size())) Grow(moved);  // load <= 1/2
+    int64_t s = Home(block);
+    while (entries_[s].time >= 0) s = (s + 1) & mask_;
+    entries_[s] = Entry{block, -1};
+    ++size_;
+    *inserted = true;
+    return s;
+  }
+
+  Entry& at(int64_t slot) { return entries_[slot]; }
+  int64_t size() const { return size_; }
+
+ private:
+  int64_t Home(BlockId block) const {
+    uint64_t h = (block ^ (block >> 31)) * 0xbf58476d1ce4e5b9ULL;
+    return static_cast<int64_t>((h ^ (h >> 29)) & static_cast<uint64_t>(mask_));
+  }
+  void Reset(int64_t num_slots) {
+    entries_.assign(num_slots, Entry{0, -1});
+    mask_ = num_slots - 1;
+  }
+  template <typename Moved>
+  void Grow(const Moved& moved) {
+    std::vector<Entry> old = std::move(entries_);
+    Reset(static_cast<int64_t>(old.size()) * 2);
+    for (const Entry& e : old) {
+      if (e.time < 0) continue;
+      int64_t s = Home(e.block);
+      while (entries_[s].time >= 0) s = (s + 1) & mask_;
+      entries_[s] = e;
+      moved(s);
+    }
+  }
+
+  std::vector<Entry> entries_;
+  int64_t mask_ = 0;
+  int64_t size_ = 0;
+};
+
+// Builds an LruMrc access by access (see the header comment for the method).
+class MrcBuilder {
+ public:
+  MrcBuilder(double sample_rate, bool prefix) {
+    mrc_.sample_rate_ = sample_rate;
+    mrc_.has_prefix_ = prefix;
+    threshold_ = static_cast<uint64_t>(std::llround(sample_rate * kSampleModulus));
+    Rebuild(1 << 16);
+  }
+
+  void BeginRequest() {
+    request_max_ = 0;
+    request_cold_ = false;
+  }
+
+  // Optional: asks for the table line `block` will probe (a later Access() finds it in cache).
+  void Prefetch(BlockId block) const { last_.Prefetch(block); }
+
+  void Access(BlockId block, int32_t tokens) {
+    if (threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
+    ++mrc_.accesses_;
+    mrc_.tokens_ += tokens;
+    if (reference_tokens_ < 0) reference_tokens_ = tokens;
+    if (next_time_ == capacity_) Compact();
+    bool inserted = false;
+    const int64_t slot = last_.FindOrInsert(block, &inserted, [this](int64_t s) {
+      owner_[last_.at(s).time] = static_cast<uint32_t>(s);
+    });
+    int64_t& time = last_.at(slot).time;
+    int64_t distance = 0;  // 0 = cold miss (infinite distance)
+    if (!inserted) {
+      distance = markers_ - Prefix(time) + 1;
+      Add(time, -1);  // clears its bit
+      --markers_;
+      Count(&hits_, &hit_token_deficit_, distance, tokens);
+    }
+    time = next_time_;
+    owner_[next_time_] = static_cast<uint32_t>(slot);
+    Add(next_time_++, +1);
+    ++markers_;
+    if (!mrc_.has_prefix_) return;
+    if (distance == 0) request_cold_ = true;
+    request_max_ = std::max(request_max_, distance);
+    if (!request_cold_) {
+      Count(&prefix_hits_, &prefix_token_deficit_, request_max_, tokens);
+    }
+  }
+
+  LruMrc Finish() {
+    // Histograms are sized by the largest distance seen plus one.
+    size_t size = 1;
+    for (size_t d = 0; d < hits_.size(); ++d) {
+      if (hits_[d] || (d < prefix_hits_.size() && prefix_hits_[d])) size = d + 1;
+    }
+    Split(hits_, hit_token_deficit_, &mrc_.hits_, &mrc_.hit_tokens_, size);
+    Split(prefix_hits_, prefix_token_deficit_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_, size);
+    return std::move(mrc_);
+  }
+
+ private:
+  // Markers: one bit per time in `bits_` (64 times per word) and a Fenwick tree over the words' counts,
+  // so the tree is 64 times smaller than the time range and stays in cache.
+  void Add(int64_t time, int delta) {
+    const int64_t word = time >> 6;
+    bits_[word] ^= uint64_t{1} << (time & 63);
+    for (int64_t i = word + 1; i <= num_words_; i += i & -i) tree_[i] += delta;
+  }
+  int64_t Prefix(int64_t time) const {  // markers at times <= time
+    const int64_t word = time >> 6;
+    const int bit = static_cast<int>(time & 63);
+    const uint64_t mask = bit == 63 ? ~uint64_t{0} : (uint64_t{2} << bit) - 1;
+    int64_t sum = __builtin_popcountll(bits_[word] & mask);
+    for (int64_t i = word; i > 0; i -= i & -i) sum += tree_[i];
+    return sum;
+  }
+
+  // Renumbers the live markers 0..D-1 (in time order) in a range of at least 4D times. The live times
+  // are the set bits in increasing order and owner_ names each one's table slot, so no sort is needed;
+  // new time i <= old time t, so owner_ is rewritten in place.
+  void Compact() {
+    int64_t i = 0;
+    for (int64_t w = 0; w < num_words_; ++w) {
+      for (uint64_t word = bits_[w]; word != 0; word &= word - 1) {
+        const int64_t t = (w << 6) + __builtin_ctzll(word);
+        const uint32_t slot = owner_[t];
+        last_.at(slot).time = i;
+        owner_[i++] = slot;
+      }
+    }
+    const int64_t live = i;
+    int64_t capacity = capacity_;
+    // At least 4 times the live markers: the next compaction is >= 3 x D accesses away.
+    while (capacity < 4 * live) capacity *= 2;
+    Rebuild(capacity);
+    for (int64_t t = 0; t < live; ++t) bits_[t >> 6] |= uint64_t{1} << (t & 63);
+    for (int64_t w = 0; w < num_words_; ++w) tree_[w + 1] = __builtin_popcountll(bits_[w]);
+    for (int64_t k = 1; k <= num_words_; ++k) {
+      const int64_t j = k + (k & -k);
+      if (j <= num_words_) tree_[j] += tree_[k];
+    }
+    next_time_ = live;
+  }
+
+  void Rebuild(int64_t capacity) {  // REQUIRES: capacity a multiple of 64
+    capacity_ = capacity;
+    num_words_ = capacity / 64;
+    bits_.assign(num_words_, 0);
+    tree_.assign(num_words_ + 1, 0);
+    owner_.resize(capacity_);
+    hits_.resize(capacity_ + 1, 0);
+    if (mrc_.has_prefix_) prefix_hits_.resize(capacity_ + 1, 0);
+  }
+
+  // Counts an access at `distance`. Tokens are kept as a deficit against reference_tokens_ (the first
+  // access's), written only for partial blocks, so a full block costs one histogram write.
+  void Count(std::vector<int64_t>* histogram, absl::flat_hash_map<int64_t, int64_t>* deficit, int64_t distance,
+             int32_t tokens) {
+    ++(*histogram)[distance];
+    if (tokens != reference_tokens_) (*deficit)[distance] += reference_tokens_ - tokens;
+  }
+
+  void Split(const std::vector<int64_t>& counts, const absl::flat_hash_map<int64_t, int64_t>& deficit,
+             std::vector<int64_t>* accesses, std::vector<int64_t>* tokens, size_t size) const {
+    accesses->assign(counts.begin(), counts.begin() + std::min(size, counts.size()));
+    accesses->resize(size, 0);
+    tokens->assign(size, 0);
+    for (size_t d = 0; d < size; ++d) (*tokens)[d] = (*accesses)[d] * reference_tokens_;
+    for (const auto& [d, missing] : deficit) {
+      if (d < static_cast<int64_t>(size)) (*tokens)[d] -= missing;
+    }
+    Accumulate(accesses, size);
+    Accumulate(tokens, size);
+  }
+
+  LruMrc mrc_;
+  // Accesses by distance (index = distance; sized with the time range, which bounds every distance).
+  std::vector<int64_t> hits_, prefix_hits_;
+  absl::flat_hash_map<int64_t, int64_t> hit_token_deficit_, prefix_token_deficit_;
+  int32_t reference_tokens_ = -1;
+  uint64_t threshold_ = kSampleModulus;
+  std::vector<uint64_t> bits_;
+  std::vector<int32_t> tree_;
+  std::vector<uint32_t> owner_;  // owner_[t]: the table slot of the block whose marker is at time t
+  int64_t num_words_ = 0;
+  int64_t capacity_ = 0;
+  int64_t next_time_ = 0;
+  int64_t markers_ = 0;
+  LastTimeTable last_;
+  int64_t request_max_ = 0;
+  bool request_cold_ = false;
+};
+
+int64_t LruMrc::CountAtMost(const std::vector<int64_t>& cumulative, int64_t capacity_blocks) const {
+  if (cumulative.empty()) return 0;
+  // d / R <= C  <=>  d <= C x R (up to rounding; exact when R = 1).
+  const double limit = std::floor(static_cast<double>(capacity_blocks) * sample_rate_ + 1e-9);
+  const int64_t index = std::min<int64_t>(static_cast<int64_t>(limit), cumulative.size() - 1);
+  return index < 0 ? 0 : cumulative[index];
+}
+
+MrcPoint LruMrc::At(int64_t capacity_blocks) const {
+  MrcPoint point;
+  point.capacity_blocks = capacity_blocks;
+  if (accesses_ == 0) return point;
+  point.hit_ratio = static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_;
+  point.token_hit_ratio = static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_;
+  if (has_prefix_) {
+    point.prefix_hit_ratio = static_cast<double>(CountAtMost(prefix_hits_, capacity_blocks)) / accesses_;
+    point.prefix_token_hit_ratio =
+        static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
+  }
+  return point;
+}
+
+std::vector<MrcPoint> LruMrc::StepPoints() const {
+  std::vector<MrcPoint> points;
+  int64_t last_capacity = -1;
+  for (size_t d = 1; d < hits_.size(); ++d) {
+    const bool step = hits_[d] != hits_[d - 1] || (has_prefix_ && prefix_hits_[d] != prefix_hits_[d - 1]);
+    if (!step) continue;
+    const int64_t capacity = static_cast<int64_t>(std::ceil(d / sample_rate_ - 1e-9));
+    if (capacity == last_capacity) continue;
+    points.push_back(At(capacity));
+    last_capacity = capacity;
+  }
+  return points;
+}
+
+namespace {
+
+absl::Status ValidateMrcOptions(const MrcOptions& options) {
+  // Below 1e-6 a trace of a billion block references keeps about a thousand: no curve to speak of.
+  if (!(options.sample_rate >= 1e-6 && options.sample_rate <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample rate must be in [1e-6, 1], got ", options.sample_rate));
+  }
+  if (options.prefix && options.sample_rate < 1) {
+    return absl::InvalidArgumentError(
+        "the prefix-hit curve is exact only: sampling drops most of a request's leading blocks; use a "
+        "sample rate of 1 with prefix");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
+  MrcBuilder builder(options.sample_rate, options.prefix);
+  const int64_t num_accesses = static_cast<int64_t>(trace.blocks.size());
+  for (int64_t r = 0; r < trace.num_requests(); ++r) {
+    builder.BeginRequest();
+    for (int64_t i = trace.request_begin[r]; i < trace.request_begin[r + 1]; ++i) {
+      if (i + kPrefetchDistance < num_accesses) builder.Prefetch(trace.blocks[i + kPrefetchDistance]);
+      builder.Access(trace.blocks[i], trace.tokens[i]);
+    }
+  }
+  return builder.Finish();
+}
+
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay,
+                                     const MrcOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
+  MrcBuilder builder(options.sample_rate, options.prefix);
+  Request request;
+  std::vector<int32_t> tokens;
+  int64_t num_requests = 0;
+  while ((replay.max_requests == 0 || num_requests < replay.max_requests) && reader->Next(&request)) {
+    ++num_requests;
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
+    BlockTokens(request, &tokens);
+    builder.BeginRequest();
+    const std::vector<BlockId>& blocks = request.block_hashes;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      if (k + kPrefetchDistance < blocks.size()) builder.Prefetch(blocks[k + kPrefetchDistance]);
+      builder.Access(blocks[k], tokens[k]);
+    }
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  return builder.Finish();
+}
+
+}  // namespace kvsim

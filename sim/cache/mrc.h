@@ -1,0 +1,91 @@
+// File: sim/cache/mrc.h
+//
+// One-pass LRU miss-ratio curves: the LRU hit ratio for every cache size from one pass over the trace,
+// in the cache-replay semantics of sim/cache/cache_simulator.h. LRU is a stack algorithm (Mattson et al., IBM
+// Systems Journal 1970): an access hits in an LRU cache of C blocks iff its stack distance d (the number
+// of distinct blocks accessed since the previous access of the same block, itself included) is <= C.
+// Distances come from markers over access times, one per block at its latest access: d = markers after
+// the block's previous marker + 1. The markers are a bitmap with a Fenwick tree over its 64-bit words'
+// counts (O(log n) per access; the tree is 64 times smaller than the time range, so it stays in cache). When the times reach
+// the tree's size they are renumbered (compacted) into a tree of at least 4 x the distinct blocks, so
+// memory is O(distinct blocks), not O(accesses). Each block's latest time lives in a flat open-addressing
+// table (prefetched a few accesses ahead when the trace is in memory or within a request), and an array
+// from time to table slot lets the compaction renumber the markers in one scan of the bitmap, no sort.
+//
+// Prefix hits: an access is a prefix hit at size C iff it and every earlier block of its request hit,
+// i.e. the running maximum of the request's distances is <= C; its histogram gives the prefix curve.
+//
+// SHARDS (Waldspurger et al., "Efficient MRC Construction with SHARDS", FAST 2015), fixed rate R: only
+// blocks with hash(block) mod 2^24 < R x 2^24 are tracked, and a sampled distance d stands for d / R
+// blocks. Memory and time scale with R. The prefix curve is not available under sampling (a request's
+// leading blocks are mostly not sampled): InvalidArgument.
+//
+// Example:
+//   KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay_options, {}));
+//   mrc.HitRatio(4096);   // equals RunCacheReplays(lru @ 4096).HitRatio() exactly when R = 1
+//
+// Thread-safety: values; the functions are reentrant.
+#ifndef KVSIM_SIM_CACHE_MRC_H_
+#define KVSIM_SIM_CACHE_MRC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/cache/cache_simulator.h"
+#include "traces/trace_reader.h"
+
+namespace kvsim {
+
+struct MrcOptions {
+  double sample_rate = 1.0;  // SHARDS rate R in [1e-6, 1]; 1 = exact
+  bool prefix = false;       // also the prefix-hit curve (exact only)
+};
+
+// One point of a curve.
+struct MrcPoint {
+  int64_t capacity_blocks = 0;
+  double hit_ratio = 0;
+  double token_hit_ratio = 0;
+  double prefix_hit_ratio = 0;        // 0 unless computed
+  double prefix_token_hit_ratio = 0;  // 0 unless computed
+};
+
+class LruMrc {
+ public:
+  // Ratios of an LRU cache of `capacity_blocks` blocks (>= 0).
+  MrcPoint At(int64_t capacity_blocks) const;
+  double HitRatio(int64_t capacity_blocks) const { return At(capacity_blocks).hit_ratio; }
+
+  // The curve at every size where it changes (each is the capacity at which a distance first fits), in
+  // increasing order: the step points that define it for every size.
+  std::vector<MrcPoint> StepPoints() const;
+
+  double sample_rate() const { return sample_rate_; }
+  int64_t sampled_accesses() const { return accesses_; }
+  bool has_prefix() const { return has_prefix_; }
+
+ private:
+  friend class MrcBuilder;
+  // Cumulative counts of accesses with (scaled) distance <= index, built by Finish().
+  int64_t CountAtMost(const std::vector<int64_t>& cumulative, int64_t capacity_blocks) const;
+
+  double sample_rate_ = 1.0;
+  bool has_prefix_ = false;
+  int64_t accesses_ = 0;
+  int64_t tokens_ = 0;
+  // Cumulative histograms by unscaled distance d (index d, 1-based; index 0 = 0).
+  std::vector<int64_t> hits_, hit_tokens_, prefix_hits_, prefix_hit_tokens_;
+};
+
+// Streams `reader` once. InvalidArgument for a rate outside (0, 1], prefix with sampling, or the
+// reader's / replay options' errors.
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay,
+                                     const MrcOptions& options);
+
+// The same over a trace held in memory (benchmarks; options validated as above).
+absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_CACHE_MRC_H_

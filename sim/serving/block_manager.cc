@@ -1,0 +1,589 @@
+#include "sim/serving/block_manager.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policies/policy_factory.h"
+#include "config/experiment_config.h"
+#include "config/kv_format.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr int32_t kTransit = -1;
+
+// Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
+bool AnyBlock(BlockId) { return true; }
+
+const char* TierName(const proto::TierConfig& tier) {
+  return tier.kind() == proto::TIER_KIND_REMOTE ? "remote" : "host";
+}
+
+}  // namespace
+
+absl::StatusOr<BlockManagerOptions> BlockManagerOptionsFromConfig(const proto::ExperimentConfig& config,
+                                                                  int32_t block_tokens) {
+  BlockManagerOptions options;
+  KVSIM_ASSIGN_OR_RETURN(options.gpu_capacity_blocks, GpuCapacityBlocks(config, block_tokens));
+  options.block_tokens = block_tokens;
+  KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));
+  // Whole bytes per block (scales may make a token's share fractional).
+  options.block_bytes = static_cast<int64_t>(std::ceil(KvBytesPerToken(config.model(), kv) * block_tokens));
+  options.reuse_mode = config.cache().reuse_mode();
+  options.restore_rule = config.cache().restore_rule();
+  options.gpu_evict_action = config.cache().gpu_evict_action();
+  options.lower_tiers.assign(config.cache().lower_tiers().begin(), config.cache().lower_tiers().end());
+  options.policy = config.eviction();
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockManagerOptions& options,
+                                                                   const CostModel* cost_model) {
+  if (options.gpu_capacity_blocks <= 0 || options.block_tokens <= 0 || options.block_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block manager: gpu_capacity_blocks, block_tokens and block_bytes must be > 0, got ",
+        options.gpu_capacity_blocks, ", ", options.block_tokens, ", ", options.block_bytes));
+  }
+  std::unique_ptr<BlockManager> manager(new BlockManager(options, cost_model));
+  for (Tier& tier : manager->tiers_) {
+    KVSIM_ASSIGN_OR_RETURN(tier.policy, CreateServingEvictionPolicy(options.policy));
+    if (tier.capacity_blocks > 0) tier.policy->SetCapacity(tier.capacity_blocks);
+  }
+  return manager;
+}
+
+BlockManager::BlockManager(const BlockManagerOptions& options, const CostModel* cost_model)
+    : block_tokens_(options.block_tokens),
+      block_bytes_(options.block_bytes),
+      reuse_mode_(options.reuse_mode),
+      restore_rule_(options.restore_rule),
+      cost_model_(cost_model) {
+  tiers_.resize(1 + options.lower_tiers.size());
+  stats_.resize(tiers_.size());
+  tiers_[0].capacity_blocks = options.gpu_capacity_blocks;
+  tiers_[0].evict_action =
+      options.lower_tiers.empty() ? proto::EVICT_ACTION_DROP : options.gpu_evict_action;
+  stats_[0].name = "gpu";
+  for (size_t i = 0; i < options.lower_tiers.size(); ++i) {
+    Tier& tier = tiers_[i + 1];
+    tier.config = options.lower_tiers[i];
+    tier.capacity_blocks = tier.config.capacity_bytes() / block_bytes_;
+    const bool last = i + 1 == options.lower_tiers.size();
+    tier.evict_action = last ? proto::EVICT_ACTION_DROP : tier.config.evict_action();
+    stats_[i + 1].name = TierName(tier.config);
+  }
+  for (size_t i = 0; i < tiers_.size(); ++i) stats_[i].capacity_blocks = tiers_[i].capacity_blocks;
+}
+
+int64_t BlockManager::BlockTokensAt(const Request& request, int64_t k) const {
+  return std::min<int64_t>(block_tokens_, request.input_tokens - k * block_tokens_);
+}
+
+AccessInfo BlockManager::Info(const RequestState* state, int64_t k, SimTime now_ns) {
+  AccessInfo info;
+  info.clock = access_clock_++;
+  info.time_ns = now_ns;
+  info.size_bytes = block_bytes_;
+  if (state != nullptr) {
+    info.request_id = state->request.request_id;
+    info.session_id = state->request.session_id;
+    info.block_index = static_cast<int32_t>(k);
+    info.position_tokens = k * block_tokens_;
+    if (k > 0) {
+      info.parent = state->request.block_hashes[k - 1];
+      info.has_parent = true;
+    }
+  }
+  return info;
+}
+
+void BlockManager::AddUsed(int32_t tier, int64_t blocks) {
+  tiers_[tier].used_blocks += blocks;
+  KVSIM_CHECK(tiers_[tier].used_blocks >= 0 && tiers_[tier].used_blocks <= tiers_[tier].capacity_blocks)
+      << "tier " << tier << " used " << tiers_[tier].used_blocks << " of " << tiers_[tier].capacity_blocks;
+  TierStats& stats = stats_[tier];
+  stats.used_blocks = tiers_[tier].used_blocks;
+  stats.max_used_blocks = std::max(stats.max_used_blocks, stats.used_blocks);
+}
+
+bool BlockManager::ShouldReload(int32_t tier, int64_t position_tokens) {
+  if (restore_rule_ == proto::RESTORE_RULE_RELOAD || cost_model_ == nullptr) return true;
+  if (restore_rule_ == proto::RESTORE_RULE_RECOMPUTE) return false;
+  const int64_t reload_ns = cost_model_->TransferTimeNs(block_bytes_, tiers_[tier].config);
+  auto recompute_ns = cost_model_->RecomputeTimeNs(position_tokens, block_tokens_);
+  return !recompute_ns.ok() || reload_ns <= *recompute_ns;
+}
+
+int64_t BlockManager::BlocksToComplete(const Request& request) const {
+  return NumBlocks(request.input_tokens, block_tokens_) +
+         NumBlocks(std::max<int64_t>(0, request.output_tokens), block_tokens_);
+}
+
+void BlockManager::Pin(int32_t entry) {
+  Entry& e = entries_[entry];
+  KVSIM_CHECK(e.tier == 0) << "pin of a block not on the GPU";
+  if (e.refcount++ == 0) {
+    --gpu_evictable_;
+    tiers_[0].policy->OnRemove(e.hash);
+  }
+}
+
+void BlockManager::Unpin(int32_t entry, const RequestState* state, int64_t k, SimTime now_ns) {
+  Entry& e = entries_[entry];
+  KVSIM_CHECK(e.refcount > 0 && e.tier == 0) << "unpin of block " << e.hash;
+  if (--e.refcount == 0) {
+    ++gpu_evictable_;
+    AccessInfo info = Info(state, k, now_ns);
+    info.restore_ns = RestoreNs(k);
+    tiers_[0].policy->OnInsert(e.hash, info);
+  }
+}
+
+int64_t BlockManager::RestoreNs(int64_t k) {
+  if (cost_model_ == nullptr) return 0;
+  if (k >= static_cast<int64_t>(restore_ns_.size())) restore_ns_.resize(k + 1, -1);
+  if (restore_ns_[k] < 0) {
+    auto recompute = cost_model_->RecomputeTimeNs(k * block_tokens_, block_tokens_);
+    int64_t ns = recompute.ok() ? *recompute : 0;
+    if (tiers_.size() > 1 && tiers_[0].evict_action == proto::EVICT_ACTION_DEMOTE) {
+      ns = std::min(ns, cost_model_->TransferTimeNs(block_bytes_, tiers_[1].config));
+    }
+    restore_ns_[k] = ns;
+  }
+  return restore_ns_[k];
+}
+
+int32_t BlockManager::NewEntry(uint64_t hash) {
+  int32_t index;
+  if (!free_entries_.empty()) {
+    index = free_entries_.back();
+    free_entries_.pop_back();
+  } else {
+    index = static_cast<int32_t>(entries_.size());
+    entries_.emplace_back();
+  }
+  entries_[index] = Entry{hash, 0, kTransit};
+  return index;
+}
+
+void BlockManager::Drop(int32_t entry) {
+  index_.erase(entries_[entry].hash);
+  entries_[entry] = Entry{0, 0, kTransit};
+  free_entries_.push_back(entry);
+}
+
+// Puts an entry that is in no tier into lower tier `tier`, evicting there first if needed. Drops it if
+// the tier has no room (all swap space).
+void BlockManager::PlaceIn(int32_t entry, int32_t tier, SimTime now_ns) {
+  Entry& e = entries_[entry];
+  KVSIM_CHECK(e.tier == kTransit && tier > 0);
+  if (!MakeLowerRoom(tier, 1, now_ns)) {
+    ++stats_[tier - 1].dropped_blocks;
+    Drop(entry);
+    return;
+  }
+  entries_[entry].tier = tier;
+  AddUsed(tier, 1);
+  ++tiers_[tier].cached_blocks;
+  stats_[tier].cached_blocks = tiers_[tier].cached_blocks;
+  tiers_[tier].policy->OnInsert(entries_[entry].hash, Info(nullptr, 0, now_ns));
+}
+
+void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
+  Tier& gpu = tiers_[0];
+  while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
+    KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
+    const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
+    auto it = index_.find(victim);
+    KVSIM_CHECK(it != index_.end() && entries_[it->second].refcount == 0 && entries_[it->second].tier == 0)
+        << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
+    const int32_t entry = it->second;
+    gpu.policy->OnRemove(victim);
+    AddUsed(0, -1);
+    --gpu.cached_blocks;
+    stats_[0].cached_blocks = gpu.cached_blocks;
+    --gpu_evictable_;
+    ++stats_[0].evicted_blocks;
+    entries_[entry].tier = kTransit;
+    if (gpu.evict_action == proto::EVICT_ACTION_DEMOTE) {
+      PlaceIn(entry, 1, now_ns);
+      if (index_.contains(victim)) {
+        ++stats_[1].demoted_in_blocks;
+        stats_[1].transfer_bytes += block_bytes_;
+        tiers_[1].pending_bytes += block_bytes_;
+      }
+    } else {
+      ++stats_[0].dropped_blocks;
+      Drop(entry);
+    }
+  }
+}
+
+bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
+  Tier& t = tiers_[tier];
+  while (t.capacity_blocks - t.used_blocks < blocks) {
+    if (t.cached_blocks == 0) return false;
+    const BlockId victim = t.policy->SelectVictim(AnyBlock);
+    auto it = index_.find(victim);
+    KVSIM_CHECK(it != index_.end() && entries_[it->second].tier == tier)
+        << "policy " << t.policy->Name() << " chose a block not in tier " << tier;
+    const int32_t entry = it->second;
+    t.policy->OnRemove(victim);
+    AddUsed(tier, -1);
+    --t.cached_blocks;
+    stats_[tier].cached_blocks = t.cached_blocks;
+    ++stats_[tier].evicted_blocks;
+    entries_[entry].tier = kTransit;
+    const bool demote = t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < tiers_.size();
+    if (demote) {
+      PlaceIn(entry, tier + 1, now_ns);
+      if (index_.contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
+    } else {
+      ++stats_[tier].dropped_blocks;
+      Drop(entry);
+    }
+  }
+  return true;
+}
+
+BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
+  const Request& request = state->request;
+  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const bool record_potentials = !state->potentials_known;
+  bool prefix_run = true;    // every block so far usable for prefix reuse
+  bool potential_run = true; // every block so far cached (potential prefix reuse)
+  BlockCounts counts;
+  kinds_.assign(num_blocks, kCompute);
+  if (state->unique_blocks) {  // no other request has these blocks: all computed or restored
+    std::fill(kinds_.begin(), kinds_.begin() + std::min(restored_blocks, num_blocks), kRestore);
+    state->potentials_known = true;
+    return counts;
+  }
+  found_entries_.resize(num_blocks);
+  for (int64_t k = 0; k < num_blocks; ++k) {
+    if (k < restored_blocks) {
+      kinds_[k] = kRestore;
+      continue;
+    }
+    auto it = index_.find(request.block_hashes[k]);
+    const bool present = it != index_.end();
+    if (present) found_entries_[k] = it->second;
+    if (record_potentials && present) {
+      const int64_t tokens = BlockTokensAt(request, k);
+      state->segment_potential_tokens += tokens;
+      if (potential_run) {
+        state->prefix_potential_tokens += tokens;
+        ++state->prefix_potential_blocks;
+      }
+    }
+    potential_run = potential_run && present;
+    const bool usable = present && (reuse_mode_ == proto::REUSE_MODE_SEGMENT ||
+                                    (reuse_mode_ == proto::REUSE_MODE_PREFIX && prefix_run));
+    prefix_run = prefix_run && present;
+    if (!usable) continue;
+    const int32_t tier = entries_[it->second].tier;
+    if (tier == 0) {
+      kinds_[k] = kGpuHit;
+      ++counts.gpu_hits;
+      if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
+    } else {
+      kinds_[k] = ShouldReload(tier, k * block_tokens_) ? kReload : kRecomputeLower;
+      ++counts.lower;
+      counts.reloads += kinds_[k] == kReload;
+    }
+  }
+  state->potentials_known = true;
+  return counts;
+}
+
+bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
+  KVSIM_CHECK(state->block_entries.empty() && state->private_blocks == 0 && state->tail_blocks == 0);
+  const Request& request = state->request;
+  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const int64_t input = request.input_tokens;
+  const bool swapped = state->swapped;
+  const int64_t frontier = swapped ? state->swap_frontier_tokens : 0;
+  const int64_t restored = NumBlocks(std::min(frontier, input), block_tokens_);
+  const int64_t tail_tokens =
+      (swapped && state->swapped_while_decoding ? frontier : state->prefill_target_tokens) - input;
+  const int64_t tail_blocks = NumBlocks(std::max<int64_t>(0, tail_tokens), block_tokens_);
+
+  const bool first = !state->potentials_known;
+  const int64_t saved_prefix = state->prefix_potential_tokens;
+  const int64_t saved_prefix_blocks = state->prefix_potential_blocks;
+  const int64_t saved_segment = state->segment_potential_tokens;
+  const BlockCounts counts = ClassifyBlocks(state, restored);
+  const int64_t needed = tail_blocks + num_blocks - counts.gpu_hits;
+  const Tier& gpu = tiers_[0];
+  if (needed > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_ - counts.unpinned_hits) {
+    if (first) {  // measure the potentials again when the request is really admitted
+      state->potentials_known = false;
+      state->prefix_potential_tokens = saved_prefix;
+      state->prefix_potential_blocks = saved_prefix_blocks;
+      state->segment_potential_tokens = saved_segment;
+    }
+    return false;
+  }
+
+  // Pin the GPU hits and take reloads out of their tiers before evicting, so neither is chosen.
+  state->block_entries.assign(num_blocks, kPrivateBlock);
+  for (int64_t k = 0; k < num_blocks && counts.gpu_hits + counts.lower > 0; ++k) {
+    if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
+    const int32_t entry = found_entries_[k];
+    if (kinds_[k] == kGpuHit) {
+      Pin(entry);
+      state->block_entries[k] = entry;
+      state->reused_tokens += BlockTokensAt(request, k);
+      ++state->reused_blocks;
+      continue;
+    }
+    const int32_t tier = entries_[entry].tier;
+    tiers_[tier].policy->OnRemove(request.block_hashes[k]);
+    AddUsed(tier, -1);
+    --tiers_[tier].cached_blocks;
+    stats_[tier].cached_blocks = tiers_[tier].cached_blocks;
+    entries_[entry].tier = kTransit;
+    if (kinds_[k] == kRecomputeLower) {
+      Drop(entry);
+      continue;
+    }
+    ++stats_[tier].reloaded_blocks;
+    stats_[tier].transfer_bytes += block_bytes_;
+    tiers_[tier].pending_bytes += block_bytes_;
+    state->reloaded_tokens += BlockTokensAt(request, k);
+    state->block_entries[k] = entry;
+  }
+  if (swapped) {
+    Tier& host = tiers_[1];
+    AddUsed(1, -state->swap_blocks);
+    swap_blocks_ -= state->swap_blocks;
+    stats_[1].swapped_in_blocks += state->swap_blocks;
+    stats_[1].transfer_bytes += state->swap_blocks * block_bytes_;
+    host.pending_bytes += state->swap_blocks * block_bytes_;
+    state->swapped = false;
+    state->swap_blocks = 0;
+  }
+  MakeGpuRoom(needed, now_ns);
+  for (int64_t k = 0; k < num_blocks && counts.reloads > 0; ++k) {
+    if (kinds_[k] != kReload) continue;
+    Entry& e = entries_[state->block_entries[k]];
+    e.tier = 0;
+    e.refcount = 1;  // pinned: not in the GPU policy until released
+    AddUsed(0, 1);
+    ++tiers_[0].cached_blocks;
+    stats_[0].cached_blocks = tiers_[0].cached_blocks;
+  }
+  // Every prompt block but the GPU hits and the reloads is held privately (block_entries kPrivateBlock).
+  const int64_t private_prompt = num_blocks - counts.gpu_hits - counts.reloads;
+  state->private_blocks = private_prompt;
+  state->tail_blocks = tail_blocks;
+  private_blocks_ += private_prompt + tail_blocks;
+  AddUsed(0, private_prompt + tail_blocks);
+  state->publish_cursor = 0;
+  if (!(swapped && state->swapped_while_decoding)) {
+    BuildComputeRuns(state, frontier, restored, /*all_computed=*/counts.gpu_hits + counts.lower == 0);
+  }
+  return true;
+}
+
+void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored,
+                                    bool all_computed) {
+  const Request& request = state->request;
+  const int64_t input = request.input_tokens;
+  const int64_t target = state->prefill_target_tokens;
+  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  // Everything computed again after a recompute preemption restores KV that existed before.
+  const bool again = state->preemptions > 0;
+  int64_t last_reused = -1;  // computed blocks before it fill holes between reused ones: recompute
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
+    if (kinds_[k] != kCompute && kinds_[k] != kRecomputeLower) last_reused = k;
+  }
+  state->ClearComputeRuns();
+  // The block that holds the frontier was restored partly; its remainder is computed.
+  if (frontier < input && frontier % block_tokens_ != 0) {
+    state->AddComputeRun(frontier, std::min<int64_t>(restored * block_tokens_, input) - frontier, 1, again);
+  }
+  int32_t segments = 1;
+  bool computed_before = frontier > 0;
+  bool in_reused_run = false;
+  // Adjacent computed blocks with equal attributes form one run (as AddComputeRun would merge them);
+  // they are gathered here and added once.
+  TokenRun pending;
+  pending.length = 0;
+  auto flush = [&] {
+    if (pending.length == 0) return;
+    state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
+  };
+  if (all_computed && restored < num_blocks) {  // what the loop below makes of it: one run
+    pending = TokenRun{restored * block_tokens_, input - restored * block_tokens_, segments, again};
+  }
+  for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
+    const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
+    if (compute) {
+      const int64_t start = k * block_tokens_;
+      const bool recompute = again || k < last_reused || kinds_[k] == kRecomputeLower;
+      if (pending.length > 0 && pending.start + pending.length == start && pending.num_segments == segments &&
+          pending.recompute == recompute) {
+        pending.length += BlockTokensAt(request, k);
+      } else {
+        flush();
+        pending = TokenRun{start, BlockTokensAt(request, k), segments, recompute};
+      }
+      computed_before = true;
+      in_reused_run = false;
+    } else {
+      if (!in_reused_run && computed_before) ++segments;  // a reused run after computed tokens
+      in_reused_run = true;
+    }
+  }
+  flush();
+  const int64_t tail_start = std::max(input, frontier);
+  if (target > tail_start) state->AddComputeRun(tail_start, target - tail_start, segments, again);
+  // A fully reused prompt still computes its last token to produce the first output token.
+  if (state->remaining_compute_tokens() == 0 && target > 0) state->AddComputeRun(target - 1, 1, segments);
+  state->recomputed_tokens += state->remaining_compute_tokens();
+  state->kv_segments = segments;
+}
+
+bool BlockManager::GrowBy(RequestState* state, int64_t extra, SimTime now_ns) {
+  const Tier& gpu = tiers_[0];
+  if (extra > gpu.capacity_blocks - gpu.used_blocks + gpu_evictable_) return false;
+  MakeGpuRoom(extra, now_ns);
+  AddUsed(0, extra);
+  private_blocks_ += extra;
+  state->tail_blocks += extra;
+  return true;
+}
+
+void BlockManager::Publish(RequestState* state, SimTime now_ns) {
+  const Request& request = state->request;
+  const int64_t frontier = state->frontier_tokens();
+  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  if (state->unique_blocks) {  // nothing to offer: move the cursor past the blocks the frontier passed
+    const int64_t passed = frontier >= request.input_tokens ? num_blocks : frontier / block_tokens_;
+    state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));
+    return;
+  }
+  while (state->publish_cursor < num_blocks) {
+    const int64_t k = state->publish_cursor;
+    const int64_t end = std::min<int64_t>((k + 1) * block_tokens_, request.input_tokens);
+    if (end > frontier) break;
+    ++state->publish_cursor;
+    if (state->block_entries[k] != kPrivateBlock) continue;
+    auto [it, inserted] = index_.try_emplace(request.block_hashes[k], 0);
+    if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
+    const int32_t entry = NewEntry(request.block_hashes[k]);
+    it->second = entry;
+    Entry& e = entries_[entry];
+    e.tier = 0;
+    e.refcount = 1;
+    ++tiers_[0].cached_blocks;
+    stats_[0].cached_blocks = tiers_[0].cached_blocks;
+    --state->private_blocks;
+    --private_blocks_;
+    state->block_entries[k] = entry;  // pinned: enters the GPU policy when released
+  }
+}
+
+void BlockManager::Release(RequestState* state, SimTime now_ns) {
+  // Last block first: with recency policies the prompt's head, shared most, stays longest. (Nothing to
+  // unpin when every prompt block is private.)
+  const int64_t shared = static_cast<int64_t>(state->block_entries.size()) - state->private_blocks;
+  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0 && shared > 0; --k) {
+    if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
+  }
+  const int64_t held = state->private_blocks + state->tail_blocks;
+  private_blocks_ -= held;
+  AddUsed(0, -held);
+  state->block_entries.clear();
+  state->private_blocks = 0;
+  state->tail_blocks = 0;
+  state->publish_cursor = 0;
+}
+
+void BlockManager::EndRequest(const RequestState& state, SimTime now_ns) {
+  tiers_[0].policy->OnRequestEnd(MakeRequestEndInfo(state.request, now_ns));
+}
+
+bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
+  if (tiers_.size() < 2) return false;
+  const int64_t input = state->request.input_tokens;
+  const bool decoding = state->phase() == RequestPhase::kDecode;
+  const int64_t computed = decoding ? state->kv_tokens : state->frontier_tokens();
+  if (computed <= 0) return false;
+  const int64_t blocks = NumBlocks(std::min(computed, input), block_tokens_) +
+                         NumBlocks(std::max<int64_t>(0, computed - input), block_tokens_);
+  if (!MakeLowerRoom(1, blocks, now_ns)) return false;
+  Release(state, now_ns);
+  AddUsed(1, blocks);
+  swap_blocks_ += blocks;
+  stats_[1].swapped_out_blocks += blocks;
+  stats_[1].transfer_bytes += blocks * block_bytes_;
+  tiers_[1].pending_bytes += blocks * block_bytes_;
+  state->swapped = true;
+  state->swapped_while_decoding = decoding;
+  state->swap_frontier_tokens = computed;
+  state->swap_blocks = blocks;
+  state->swapped_tokens += computed;
+  return true;
+}
+
+int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
+  int64_t blocks = 0;
+  for (uint64_t hash : request.block_hashes) {
+    auto it = index_.find(hash);
+    if (it == index_.end() || entries_[it->second].tier != 0) break;
+    ++blocks;
+  }
+  return blocks;
+}
+
+int64_t BlockManager::TakeTransferNs() {
+  int64_t total_ns = 0;
+  for (size_t i = 1; i < tiers_.size(); ++i) {
+    if (tiers_[i].pending_bytes == 0) continue;
+    if (cost_model_ != nullptr) total_ns += cost_model_->TransferTimeNs(tiers_[i].pending_bytes, tiers_[i].config);
+    tiers_[i].pending_bytes = 0;
+  }
+  return total_ns;
+}
+
+absl::Status BlockManager::CheckIdle() const {
+  std::vector<int64_t> cached(tiers_.size(), 0);
+  int64_t unpinned_gpu = 0;
+  for (const auto& [hash, entry] : index_) {
+    const Entry& e = entries_[entry];
+    if (e.refcount != 0) {
+      return absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount,
+                                              " references"));
+    }
+    if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
+      return absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+    }
+    ++cached[e.tier];
+    if (e.tier == 0) ++unpinned_gpu;
+  }
+  if (private_blocks_ != 0 || swap_blocks_ != 0) {
+    return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ",
+                                            swap_blocks_, " swapped blocks still held"));
+  }
+  if (unpinned_gpu != gpu_evictable_) {
+    return absl::InternalError(absl::StrCat("evictable count ", gpu_evictable_, " != ", unpinned_gpu));
+  }
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (cached[i] != tiers_[i].cached_blocks || tiers_[i].used_blocks != tiers_[i].cached_blocks) {
+      return absl::InternalError(absl::StrCat("tier ", stats_[i].name, ": used ", tiers_[i].used_blocks,
+                                              ", counted ", tiers_[i].cached_blocks, ", found ", cached[i]));
+    }
+  }
+  if (entries_.size() - free_entries_.size() != index_.size()) {
+    return absl::InternalError("entries and index disagree");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,217 @@
+// File: sim/serving/block_manager.h
+//
+// BlockManager: one replica's KV blocks, on the GPU and in the optional lower tiers (host DRAM, remote or
+// disk). It owns the shared block cache (block hash -> entry), reference counts and pins, and each
+// request's private blocks; it asks an EvictionPolicy (one instance per tier) for victims and performs the
+// evictions itself (demote to the next tier or drop, per config).
+//
+// Semantics (docs/ARCHITECTURE.md):
+// - A block is identified by its prefix-chained hash. A block computed by a request enters the shared
+//   cache when the prefill has computed all its tokens (vLLM v1: only computed blocks are reusable); if
+//   the hash is already cached (computed concurrently by another request) the copy stays private to the
+//   request and is freed when it finishes. Blocks of generated tokens are private: they are not offered
+//   to later requests (a later turn's prompt carries its own hashes for that text). Blocks of requests
+//   whose trace has no hashes (RequestState::unique_blocks) are private too: nothing could reuse them.
+// - At admission every prompt block is classified: reused from the GPU (pinned), reloaded from a lower
+//   tier, restored from swap, or computed. Which cached blocks may be reused depends on the reuse mode:
+//   none; prefix (the leading run of cached blocks); segment (every cached block). A block cached only in
+//   a lower tier is reloaded or recomputed per the RestoreRule (CHEAPER compares the tier transfer time
+//   with the cost model's RecomputeTimeNs of the block at its position).
+// - All of a request's prompt blocks (and the blocks its generated tokens need) are allocated at
+//   admission, so a running request never waits for prompt blocks; decode growth allocates one block at
+//   a time (Grow) and may fail, in which case the scheduler preempts.
+// - Whatever the mode, the first admission records what prefix and segment reuse could have reused
+//   (blocks cached in any tier), so results report all three figures.
+// - Pinned blocks (reference count > 0) are never evicted. As in vLLM's free-block queue, a GPU block
+//   is in the GPU tier's policy only while it is evictable: pinning removes it (OnRemove), the release
+//   of its last reference inserts it again (OnInsert, with the release time), so the policy's victim is
+//   always evictable and found without skipping pinned blocks. (A running request reads all its KV every
+//   iteration, so its blocks' last use is their release.) Lower-tier blocks are never pinned; their
+//   policies see every insert and removal. CheckIdle() verifies, once no request holds blocks, that every
+//   count adds up: nothing leaked.
+//
+// Transfers (reloads, demotions from the GPU, swaps) accumulate bytes per tier; TakeTransferNs() turns
+// them into time with the cost model (one transfer per tier per iteration: latency + bytes / bandwidth).
+//
+// Example:
+//   KVSIM_ASSIGN_OR_RETURN(auto blocks, BlockManager::Create(options, cost_model));
+//   if (blocks->Admit(&state, now_ns)) { ... } // later: blocks->Publish(&state); blocks->Release(&state);
+//
+// Thread-safety: none; one replica's scheduler owns it.
+#ifndef KVSIM_SIM_SERVING_BLOCK_MANAGER_H_
+#define KVSIM_SIM_SERVING_BLOCK_MANAGER_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cost_models/cost_model.h"
+#include "policies/eviction_policy.h"
+#include "proto/config.pb.h"
+#include "sim/serving/clock.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+struct BlockManagerOptions {
+  int64_t gpu_capacity_blocks = 0;  // > 0
+  int32_t block_tokens = 16;        // > 0
+  int64_t block_bytes = 0;          // KV bytes of one block per GPU; > 0
+  proto::ReuseMode reuse_mode = proto::REUSE_MODE_PREFIX;
+  proto::RestoreRule restore_rule = proto::RESTORE_RULE_CHEAPER;
+  proto::EvictAction gpu_evict_action = proto::EVICT_ACTION_DROP;
+  std::vector<proto::TierConfig> lower_tiers;  // host first, then remote
+  proto::EvictionPolicyConfig policy;          // one instance per tier; name "" = "lru"
+};
+
+// Options from a resolved config; capacities from GpuCapacityBlocks and the tiers' bytes.
+absl::StatusOr<BlockManagerOptions> BlockManagerOptionsFromConfig(const proto::ExperimentConfig& config,
+                                                                  int32_t block_tokens);
+
+struct TierStats {
+  std::string name;               // "gpu", "host", "remote"
+  int64_t capacity_blocks = 0;
+  int64_t used_blocks = 0;        // now: cached + private (GPU) or cached + swapped (lower tiers)
+  int64_t max_used_blocks = 0;
+  int64_t cached_blocks = 0;      // now: entries of the shared cache in this tier
+  int64_t evicted_blocks = 0;     // left this tier to make room (then demoted or dropped)
+  int64_t dropped_blocks = 0;     // forgotten on eviction from this tier
+  int64_t demoted_in_blocks = 0;  // arrived from the tier above
+  int64_t reloaded_blocks = 0;    // moved from this tier back to the GPU
+  int64_t swapped_out_blocks = 0; // swap preemption: into this tier
+  int64_t swapped_in_blocks = 0;  // swap preemption: back to the GPU
+  int64_t transfer_bytes = 0;     // bytes moved between the GPU and this tier (0 for the GPU itself)
+};
+
+class BlockManager {
+ public:
+  // InvalidArgument for bad options or an unknown policy name (listing the known ones).
+  static absl::StatusOr<std::unique_ptr<BlockManager>> Create(const BlockManagerOptions& options,
+                                                              const CostModel* cost_model);
+
+  // Admits `state` (its prefill_target_tokens set by the caller): classifies its prompt blocks, pins the
+  // reused ones, makes room, allocates the rest and builds the compute runs. Returns false, changing
+  // nothing, if the GPU cannot hold the blocks even after evicting every unpinned one.
+  // REQUIRES: state holds no blocks; block_hashes has NumBlocks(input_tokens, block_tokens) entries.
+  bool Admit(RequestState* state, SimTime now_ns);
+
+  // Blocks needed on an empty GPU to run `request` to completion (prompt + generated tokens).
+  int64_t BlocksToComplete(const Request& request) const;
+
+  // Allocates the generated-token blocks for `kv_tokens` tokens of KV. False (nothing changed) if they
+  // cannot be freed. REQUIRES: state is admitted.
+  // Inline: most calls (a decode's next token in a block it holds) need no new block.
+  bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
+    const int64_t want =
+        NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
+    const int64_t extra = want - state->tail_blocks;
+    return extra <= 0 || GrowBy(state, extra, now_ns);
+  }
+
+  // Offers to the shared cache the prompt blocks the prefill frontier has passed.
+  void Publish(RequestState* state, SimTime now_ns);
+
+  // Drops the request's hold on its blocks (finish, or recompute preemption): cached blocks stay resident
+  // and become evictable when unpinned; private blocks are freed.
+  void Release(RequestState* state, SimTime now_ns);
+
+  // Tells the GPU policy the request is done (EvictionPolicy::OnRequestEnd; TTL pinning uses it).
+  // Call after its final Release.
+  void EndRequest(const RequestState& state, SimTime now_ns);
+
+  // Swap preemption: copies the request's computed KV to the first lower tier and releases its GPU
+  // blocks. False (nothing changed) if there is no lower tier, nothing computed, or no room there.
+  bool SwapOut(RequestState* state, SimTime now_ns);
+
+  // Leading prompt blocks of `request` cached on the GPU (cache-aware routing).
+  int64_t GpuPrefixBlocks(const Request& request) const;
+
+  // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters.
+  int64_t TakeTransferNs();
+
+  // OK if no request holds blocks and every count matches the entries; else Internal naming the count.
+  absl::Status CheckIdle() const;
+
+  int64_t gpu_capacity_blocks() const { return tiers_[0].capacity_blocks; }
+  int64_t gpu_used_blocks() const { return tiers_[0].used_blocks; }
+  int64_t gpu_pinned_blocks() const { return tiers_[0].used_blocks - gpu_evictable_; }
+  int64_t host_used_blocks() const { return tiers_.size() > 1 ? tiers_[1].used_blocks : 0; }
+  int32_t block_tokens() const { return block_tokens_; }
+  int64_t block_bytes() const { return block_bytes_; }
+  // GPU first, then the lower tiers in order.
+  const std::vector<TierStats>& tier_stats() const { return stats_; }
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    int32_t refcount = 0;
+    int32_t tier = 0;  // 0 = GPU; kTransit while moving to the GPU
+  };
+  struct Tier {
+    int64_t capacity_blocks = 0;
+    int64_t used_blocks = 0;
+    int64_t cached_blocks = 0;
+    int64_t pending_bytes = 0;
+    proto::TierConfig config;
+    proto::EvictAction evict_action = proto::EVICT_ACTION_DROP;
+    std::unique_ptr<EvictionPolicy> policy;
+  };
+  enum BlockKind : uint8_t { kCompute, kGpuHit, kReload, kRecomputeLower, kRestore };
+
+  BlockManager(const BlockManagerOptions& options, const CostModel* cost_model);
+
+  // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
+  bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
+  int64_t BlockTokensAt(const Request& request, int64_t k) const;
+  bool ShouldReload(int32_t tier, int64_t position_tokens);
+  AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
+  void AddUsed(int32_t tier, int64_t blocks);
+  void Pin(int32_t entry);
+  void Unpin(int32_t entry, const RequestState* state, int64_t k, SimTime now_ns);
+  // Estimated time to restore prompt block k if evicted (AccessInfo.restore_ns): recompute at its
+  // position, or reload from the host tier when blocks are demoted there, whichever is cheaper. Memoised.
+  int64_t RestoreNs(int64_t k);
+  void MakeGpuRoom(int64_t blocks, SimTime now_ns);
+  bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
+  void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
+  void Drop(int32_t entry);
+  int32_t NewEntry(uint64_t hash);
+  struct BlockCounts {
+    int64_t gpu_hits = 0;       // kGpuHit blocks
+    int64_t unpinned_hits = 0;  // of them, with refcount 0 before the admission
+    int64_t lower = 0;          // kReload and kRecomputeLower blocks
+    int64_t reloads = 0;        // kReload blocks
+  };
+  // Fills kinds_ and found_entries_ for the prompt's blocks; returns the counts by kind.
+  BlockCounts ClassifyBlocks(RequestState* state, int64_t restored_blocks);
+  // `all_computed`: no prompt block from `restored_blocks` on is a GPU hit or in a lower tier.
+  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks,
+                        bool all_computed);
+
+  const int32_t block_tokens_;
+  const int64_t block_bytes_;
+  const proto::ReuseMode reuse_mode_;
+  const proto::RestoreRule restore_rule_;
+  const CostModel* const cost_model_;
+  std::vector<Tier> tiers_;
+  std::vector<TierStats> stats_;
+  absl::flat_hash_map<uint64_t, int32_t> index_;  // hash -> entry, for cached blocks in any tier
+  std::vector<Entry> entries_;
+  std::vector<int32_t> free_entries_;
+  int64_t gpu_evictable_ = 0;       // GPU entries with refcount 0
+  int64_t private_blocks_ = 0;      // GPU blocks held privately by requests (prompt and generated)
+  int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
+  int64_t access_clock_ = 0;
+  std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
+  std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
+  std::vector<int64_t> restore_ns_; // memo of RestoreNs by block index (-1 = not computed)
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SERVING_BLOCK_MANAGER_H_

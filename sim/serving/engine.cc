@@ -1,0 +1,196 @@
+#include "sim/serving/engine.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentConfig& config,
+                                                       const CostModel* cost_model, int32_t block_tokens) {
+  if (cost_model == nullptr) return absl::InvalidArgumentError("engine: no cost model");
+  if (block_tokens < 0) return absl::InvalidArgumentError("engine: block_tokens must be >= 0");
+  if (block_tokens == 0) block_tokens = config.cache().block_tokens();
+  if (config.scheduler().preemption() == proto::PREEMPTION_MODE_SWAP && config.cache().lower_tiers().empty()) {
+    return absl::InvalidArgumentError(
+        "scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier in cache.lower_tiers");
+  }
+  const int32_t num_replicas = config.cluster().num_replicas();
+  if (num_replicas <= 0) return absl::InvalidArgumentError("cluster.num_replicas must be > 0");
+  std::unique_ptr<Engine> engine(new Engine(config, cost_model, block_tokens));
+  KVSIM_ASSIGN_OR_RETURN(BlockManagerOptions options, BlockManagerOptionsFromConfig(config, block_tokens));
+  std::vector<const Scheduler*> replicas;
+  for (int32_t r = 0; r < num_replicas; ++r) {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> blocks, BlockManager::Create(options, cost_model));
+    engine->schedulers_.push_back(std::make_unique<Scheduler>(
+        config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(),
+        &engine->pool_, r));
+    engine->blocks_.push_back(std::move(blocks));
+    replicas.push_back(engine->schedulers_.back().get());
+  }
+  engine->router_ = std::make_unique<Router>(config.cluster(), std::move(replicas));
+  engine->plans_.resize(num_replicas);
+  engine->busy_.assign(num_replicas, 0);
+  engine->schedule_pending_.assign(num_replicas, 0);
+  return engine;
+}
+
+Engine::Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens)
+    : config_(config), cost_model_(cost_model), block_tokens_(block_tokens) {}
+
+absl::Status Engine::Run(TraceReader* reader) {
+  KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+  while (!queue_.empty()) {
+    const Event event = queue_.PopNext();
+    switch (event.type) {
+      case EventType::kArrival:
+        HandleArrival(event);
+        KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+        break;
+      case EventType::kIterationEnd:
+        EndIteration(event.replica, event.time_ns);
+        break;
+      case EventType::kSchedule:
+        KVSIM_RETURN_IF_ERROR(StartIteration(event.replica, event.time_ns));
+        break;
+    }
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  std::vector<const BlockManager*> managers;
+  for (size_t r = 0; r < blocks_.size(); ++r) {
+    if (schedulers_[r]->num_waiting() + schedulers_[r]->num_running() != 0) {
+      return absl::InternalError(absl::StrCat("replica ", r, " ended with unfinished requests"));
+    }
+    KVSIM_RETURN_IF_ERROR(blocks_[r]->CheckIdle());
+    managers.push_back(blocks_[r].get());
+  }
+  if (pool_.in_use() != 0) return absl::InternalError("requests left in flight at the end");
+  for (EngineObserver* observer : observers_) observer->OnRunEnd(queue_.now_ns(), managers);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state) const {
+  Request* request = &state->request;
+  auto error = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.info().path, ": request ", request->request_id, ": ", what));
+  };
+  if (request->input_tokens <= 0) return error(absl::StrCat("input_tokens must be > 0, got ", request->input_tokens));
+  if (request->output_tokens < 0) return error(absl::StrCat("output_tokens must be >= 0, got ", request->output_tokens));
+  if (request->block_hashes.empty()) {
+    AssignFreshBlockHashes(block_tokens_, request);
+    state->unique_blocks = true;
+    return absl::OkStatus();
+  }
+  if (request->block_tokens != block_tokens_) {
+    return error(absl::StrCat("block size ", request->block_tokens, " tokens differs from the trace's ",
+                              block_tokens_));
+  }
+  const int64_t expected = NumBlocks(request->input_tokens, block_tokens_);
+  if (static_cast<int64_t>(request->block_hashes.size()) != expected) {
+    return error(absl::StrCat(request->block_hashes.size(), " block hashes for ", request->input_tokens,
+                              " tokens; expected ", expected, " blocks of ", block_tokens_, " tokens"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::ReadNextArrival(TraceReader* reader) {
+  const int64_t max_requests = config_.workload().max_requests();
+  if (max_requests > 0 && requests_read_ >= max_requests) return absl::OkStatus();
+  const int32_t slot = pool_.Allocate();
+  RequestState& state = pool_.at(slot);
+  if (!reader->Next(&state.request)) {
+    pool_.Free(slot);
+    return absl::OkStatus();
+  }
+  ++requests_read_;
+  KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &state));
+  const double scale = config_.workload().time_scale();
+  const SimTime arrival_ns = static_cast<SimTime>(std::llround(state.request.arrival_ns * scale));
+  if (arrival_ns < last_arrival_ns_) {
+    return absl::InvalidArgumentError(absl::StrCat(reader->info().path, ": request ",
+                                                   state.request.request_id, ": arrival ", arrival_ns,
+                                                   " ns before the previous request's ", last_arrival_ns_));
+  }
+  last_arrival_ns_ = arrival_ns;
+  state.arrival_ns = arrival_ns;
+  queue_.Schedule(arrival_ns, kPriorityArrival, EventType::kArrival, -1, slot);
+  return absl::OkStatus();
+}
+
+void Engine::HandleArrival(const Event& event) {
+  const int32_t slot = static_cast<int32_t>(event.payload);
+  RequestState& state = pool_.at(slot);
+  const int32_t replica = router_->Route(state.request);
+  state.replica = replica;
+  for (EngineObserver* observer : observers_) observer->OnArrival(event.time_ns, state);
+  if (blocks_[replica]->BlocksToComplete(state.request) > blocks_[replica]->gpu_capacity_blocks()) {
+    state.rejected = true;
+    for (EngineObserver* observer : observers_) observer->OnRequestFinished(event.time_ns, state);
+    pool_.Free(slot);
+    return;
+  }
+  schedulers_[replica]->Enqueue(slot);
+  RequestSchedule(replica, event.time_ns);
+}
+
+void Engine::RequestSchedule(int32_t replica, SimTime now_ns) {
+  if (busy_[replica] || schedule_pending_[replica]) return;
+  schedule_pending_[replica] = 1;
+  queue_.Schedule(now_ns, kPrioritySchedule, EventType::kSchedule, replica, 0);
+}
+
+absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
+  schedule_pending_[replica] = 0;
+  if (busy_[replica]) return absl::OkStatus();
+  Scheduler& scheduler = *schedulers_[replica];
+  IterationPlan& plan = plans_[replica];
+  KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
+  for (int32_t slot : plan.preempted) {
+    for (EngineObserver* observer : observers_) observer->OnPreemption(now_ns, pool_.at(slot));
+  }
+  if (!busy) {
+    if (scheduler.num_waiting() + scheduler.num_running() > 0) {
+      return absl::InternalError(absl::StrCat("replica ", replica, " stalled at ", now_ns, " ns with ",
+                                              scheduler.num_waiting(), " waiting requests"));
+    }
+    return absl::OkStatus();
+  }
+  busy_[replica] = 1;
+  const BlockManager& blocks = *blocks_[replica];
+  IterationRecord record;
+  record.replica = replica;
+  record.start_ns = now_ns;
+  record.duration_ns = plan.duration_ns;
+  record.compute_ns = plan.compute_ns;
+  record.transfer_ns = plan.transfer_ns;
+  record.batch_size = static_cast<int32_t>(plan.pieces.size());
+  record.prefill_tokens = plan.prefill_tokens;
+  record.decode_tokens = plan.decode_tokens;
+  record.evicted_blocks = plan.evicted_blocks;
+  record.preemptions = static_cast<int32_t>(plan.preempted.size());
+  record.gpu_blocks_used = blocks.gpu_used_blocks();
+  record.gpu_blocks_pinned = blocks.gpu_pinned_blocks();
+  record.gpu_capacity_blocks = blocks.gpu_capacity_blocks();
+  record.host_blocks_used = blocks.host_used_blocks();
+  record.queued_requests = scheduler.num_waiting();
+  record.running_requests = scheduler.num_running();
+  for (EngineObserver* observer : observers_) observer->OnIteration(record);
+  queue_.Schedule(now_ns + plan.duration_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
+  return absl::OkStatus();
+}
+
+void Engine::EndIteration(int32_t replica, SimTime now_ns) {
+  finished_.clear();
+  schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
+  for (int32_t slot : finished_) {
+    for (EngineObserver* observer : observers_) observer->OnRequestFinished(now_ns, pool_.at(slot));
+    pool_.Free(slot);
+  }
+  busy_[replica] = 0;
+  RequestSchedule(replica, now_ns);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,68 @@
+#include "sim/serving/metrics.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "sim/serving/results_writer.h"
+
+namespace kvsim {
+namespace {
+
+// Ten requests arriving at 0 with TTFT 1..10 ms, two output tokens 1 ms apart, 100-token prompts.
+proto::Results TenRequests(const proto::SloConfig& slo) {
+  MetricsCollector metrics(kNsPerS);
+  for (int i = 1; i <= 10; ++i) {
+    RequestState s;
+    s.request.request_id = i;
+    s.request.input_tokens = 100;
+    s.request.output_tokens = 2;
+    s.generated_tokens = 2;
+    s.replica = 0;
+    s.arrival_ns = 0;
+    s.first_scheduled_ns = 0;
+    s.first_token_ns = i * kNsPerMs;
+    s.last_token_ns = s.finish_ns = (i + 1) * kNsPerMs;
+    s.prefix_potential_tokens = 10 * i;
+    metrics.OnArrival(0, s);
+    metrics.OnRequestFinished(s.finish_ns, s);
+  }
+  metrics.OnRunEnd(11 * kNsPerMs, {});
+  return metrics.BuildResults(slo);
+}
+
+TEST(MetricsCollectorTest, NearestRankPercentilesAndGoodput) {
+  proto::SloConfig slo;
+  slo.set_ttft_ms(5);
+  const proto::Results results = TenRequests(slo);
+  const proto::Summary& s = results.summary();
+  EXPECT_EQ(s.finished_requests(), 10);
+  EXPECT_DOUBLE_EQ(s.ttft_ms().mean(), 5.5);
+  EXPECT_DOUBLE_EQ(s.ttft_ms().p50(), 5);   // 5th of 10
+  EXPECT_DOUBLE_EQ(s.ttft_ms().p90(), 9);   // 9th
+  EXPECT_DOUBLE_EQ(s.ttft_ms().p99(), 10);  // ceil(9.9) = 10th
+  EXPECT_DOUBLE_EQ(s.tpot_ms().p50(), 1);
+  EXPECT_DOUBLE_EQ(s.duration_s(), 0.011);
+  EXPECT_DOUBLE_EQ(s.throughput_requests_per_s(), 10 / 0.011);
+  EXPECT_DOUBLE_EQ(s.goodput_fraction(), 0.5);  // TTFT 1..5 ms meet 5 ms
+  EXPECT_DOUBLE_EQ(s.goodput_requests_per_s(), 5 / 0.011);
+  EXPECT_DOUBLE_EQ(s.prefix_hit_ratio(), 550.0 / 1000);  // (10 + ... + 100) / (10 x 100)
+  EXPECT_EQ(s.output_tokens(), 20);
+}
+
+TEST(ResultsWriterTest, CsvAndTableShowEveryRequest) {
+  const proto::Results results = TenRequests({});
+  const std::string csv = RequestsCsv(results);
+  EXPECT_EQ(csv.rfind("request_id,replica,finished,arrival_ns,queueing_ns,ttft_ns,", 0), 0u);
+  int lines = 0;
+  for (char c : csv) lines += c == '\n';
+  EXPECT_EQ(lines, 11);
+  EXPECT_NE(csv.find("\n3,0,1,0,0,3000000,1000000,4000000,100,2,"), std::string::npos) << csv;
+  const std::string table = SummaryTable(results);
+  EXPECT_NE(table.find("10 of 10 (0 rejected)"), std::string::npos) << table;
+  auto json = SummaryJson(results);
+  ASSERT_TRUE(json.ok());
+  EXPECT_NE(json->find("\"finished_requests\": \"10\""), std::string::npos) << *json;
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,71 @@
+#include "sim/serving/replay.h"
+
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "config/experiment_config.h"
+#include "policies/policy_factory.h"
+#include "sim/serving/engine.h"
+#include "sim/serving/metrics.h"
+#include "sim/serving/timeline.h"
+#include "util/status_macros.h"
+#include "util/text_proto.h"
+#include "util/version.h"
+
+namespace kvsim {
+namespace {
+
+std::string ReuseModeName(proto::ReuseMode mode) {
+  switch (mode) {
+    case proto::REUSE_MODE_NONE:
+      return "none";
+    case proto::REUSE_MODE_SEGMENT:
+      return "segment";
+    default:
+      return "prefix";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
+                                       TraceReader* reader, const ReplayOptions& options) {
+  if (options.timeseries_interval_ns <= 0) {
+    return absl::InvalidArgumentError("timeseries interval must be > 0 ns");
+  }
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                         Engine::Create(config, &cost_model, reader->info().block_tokens));
+  MetricsCollector metrics(options.timeseries_interval_ns);
+  engine->AddObserver(&metrics);
+  std::unique_ptr<TimelineRecorder> timeline;
+  if (options.timeline) {
+    timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
+    engine->AddObserver(timeline.get());
+  }
+  KVSIM_RETURN_IF_ERROR(engine->Run(reader));
+
+  ReplayOutput output;
+  output.results = metrics.BuildResults(config.slo());
+  proto::RunInfo& run = *output.results.mutable_run();
+  run.set_kvsim_version(kKvsimVersion);
+  run.set_seed(config.seed());
+  run.set_config_text(ToTextProto(config));
+  run.set_trace_path(reader->info().path);
+  run.set_cost_model(cost_model.Describe());
+  *run.mutable_cost_model_accuracy() = cost_model.Accuracy();
+  run.set_trace_format(reader->info().format);
+  run.set_block_tokens(engine->block_tokens());
+  run.set_block_bytes(engine->block_manager(0).block_bytes());
+  run.set_eviction_policy(PolicyLabel(config.eviction()));
+  run.set_num_replicas(config.cluster().num_replicas());
+  run.set_reuse_mode(ReuseModeName(config.cache().reuse_mode()));
+  run.set_timeseries_interval_ns(options.timeseries_interval_ns);
+  if (timeline != nullptr) {
+    KVSIM_RETURN_IF_ERROR(timeline->Finish());
+    output.timeline_json = timeline->TakeJson();
+  }
+  return std::move(output);
+}
+
+}  // namespace kvsim

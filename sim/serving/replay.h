@@ -1,0 +1,50 @@
+// File: sim/serving/replay.h
+//
+// RunReplay: one serving simulation from a resolved config, a cost model and a trace reader to the
+// Results proto (run info, summary, per-request records, time series) and, optionally, the Perfetto
+// timeline. It wires the Engine with the MetricsCollector and TimelineRecorder observers; `kvsim replay`
+// is a thin command around it and WriteResultsFiles (sim/serving/results_writer.h).
+//
+// Example:
+//   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadExperimentConfig(path));
+//   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost, CreateCostModel(config));
+//   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, {}));
+//   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost, reader.get(), {}));
+//
+// Thread-safety: RunReplay is reentrant (no shared state between calls).
+#ifndef KVSIM_SIM_SERVING_REPLAY_H_
+#define KVSIM_SIM_SERVING_REPLAY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cost_models/cost_model.h"
+#include "proto/config.pb.h"
+#include "proto/results.pb.h"
+#include "sim/serving/clock.h"
+#include "traces/trace_reader.h"
+
+namespace kvsim {
+
+struct ReplayOptions {
+  int64_t timeseries_interval_ns = 100 * kNsPerMs;  // sampling period of the time series; > 0
+  bool timeline = true;                             // record the Perfetto timeline
+  int64_t timeline_max_events = 250000;             // cap on timeline events (then truncated)
+  // Where the timeline streams to (written atomically); empty = kept in ReplayOutput::timeline_json.
+  std::string timeline_path;
+};
+
+struct ReplayOutput {
+  proto::Results results;
+  std::string timeline_json;  // empty unless options.timeline without a timeline_path
+};
+
+// Replays every request of `reader` (up to workload.max_requests). `config` is resolved (config/experiment_config.h).
+// Errors: the trace's (with file and record), the cost model's, InvalidArgument for bad options.
+absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
+                                       TraceReader* reader, const ReplayOptions& options);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SERVING_REPLAY_H_

@@ -1,0 +1,156 @@
+#include "sim/serving/results_writer.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "util/file.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+
+namespace {
+
+// Appends the fields of one CSV row (integers in decimal, as absl::StrCat writes them) without building
+// temporaries: each field is formatted straight into a small buffer and appended with its separator.
+class CsvRow {
+ public:
+  explicit CsvRow(std::string* out) : out_(out) {}
+  template <typename Int>
+  CsvRow& operator<<(Int value) {
+    char* end = absl::numbers_internal::FastIntToBuffer(value, cursor_);
+    cursor_ = end;
+    *cursor_++ = ',';
+    return *this;
+  }
+  // Ends the row: the last field's comma becomes the newline.
+  ~CsvRow() {
+    cursor_[-1] = '\n';
+    out_->append(buffer_, cursor_ - buffer_);
+  }
+
+ private:
+  static constexpr int kMaxFields = 24;
+  std::string* out_;
+  char buffer_[kMaxFields * absl::numbers_internal::kFastToBufferSize];
+  char* cursor_ = buffer_;
+};
+
+}  // namespace
+
+std::string RequestsCsv(const proto::Results& results) {
+  std::string csv =
+      "request_id,replica,finished,arrival_ns,queueing_ns,ttft_ns,tpot_ns,e2e_ns,input_tokens,output_tokens,"
+      "prefix_reused_tokens,segment_reused_tokens,reused_tokens,reused_blocks,recomputed_tokens,"
+      "reloaded_tokens,swapped_tokens,preemptions\n";
+  csv.reserve(csv.size() + results.requests_size() * 96);
+  for (const proto::RequestResult& r : results.requests()) {
+    CsvRow(&csv) << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns()
+                 << r.queueing_ns() << r.ttft_ns() << r.tpot_ns() << r.e2e_ns() << r.input_tokens()
+                 << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
+                 << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens()
+                 << r.swapped_tokens() << r.preemptions();
+  }
+  return csv;
+}
+
+std::string TimeSeriesCsv(const proto::Results& results) {
+  std::string csv =
+      "time_ns,replica,gpu_blocks_used,gpu_blocks_pinned,host_blocks_used,batch_size,batched_tokens,"
+      "queued_requests,running_requests,iteration_ns\n";
+  csv.reserve(csv.size() + results.series_size() * 64);
+  for (const proto::TimeSeriesPoint& p : results.series()) {
+    CsvRow(&csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned()
+                 << p.host_blocks_used() << p.batch_size() << p.batched_tokens() << p.queued_requests()
+                 << p.running_requests() << p.iteration_ns();
+  }
+  return csv;
+}
+
+absl::StatusOr<std::string> SummaryJson(const proto::Results& results) {
+  proto::Results head;
+  *head.mutable_run() = results.run();
+  *head.mutable_summary() = results.summary();
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(head, &json, options);
+  if (!status.ok()) return absl::InternalError(absl::StrCat("summary.json: ", status.ToString()));
+  return json;
+}
+
+std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
+  if (!a.calibrated()) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+  std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
+                                    100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
+                                    100 * a.heldout_worst_error(), a.heldout_points(),
+                                    a.synthetic_table() ? "synthetic (datasheet)" : "measured");
+  absl::StrAppend(&out, absl::StrFormat("; %d of %d kernel predictions extrapolated", a.extrapolated_predictions(),
+                                        a.kernel_predictions()));
+  if (a.unmeasured_predictions() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(" (%d unmeasured)", a.unmeasured_predictions()));
+  }
+  return out;
+}
+
+std::string SummaryTable(const proto::Results& results) {
+  const proto::Summary& s = results.summary();
+  std::string out;
+  auto line = [&out](absl::string_view name, const std::string& value) {
+    absl::StrAppend(&out, absl::StrFormat("  %-28s %s\n", name, value));
+  };
+  auto dist = [&](absl::string_view name, const proto::Distribution& d) {
+    line(name, absl::StrFormat("mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f", d.mean(), d.p50(),
+                               d.p90(), d.p99(), d.max()));
+  };
+  absl::StrAppend(&out, "kvsim replay: ", results.run().trace_path(), "\n");
+  line("requests finished", absl::StrFormat("%d of %d (%d rejected)", s.finished_requests(), s.num_requests(),
+                                            s.rejected_requests()));
+  line("simulated duration", absl::StrFormat("%.3f s", s.duration_s()));
+  line("throughput", absl::StrFormat("%.3f req/s, %.1f output tok/s", s.throughput_requests_per_s(),
+                                     s.throughput_output_tokens_per_s()));
+  line("goodput", absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(),
+                                  100 * s.goodput_fraction()));
+  dist("TTFT (ms)", s.ttft_ms());
+  dist("TPOT (ms)", s.tpot_ms());
+  dist("end-to-end (ms)", s.e2e_ms());
+  dist("queueing (ms)", s.queueing_ms());
+  line("hit ratio (reused/prefix/segment)",
+       absl::StrFormat("%.4f / %.4f / %.4f", s.reuse_hit_ratio(), s.prefix_hit_ratio(), s.segment_hit_ratio()));
+  line("prompt / recomputed tokens", absl::StrFormat("%d / %d", s.input_tokens(), s.recomputed_tokens()));
+  line("output tokens", absl::StrFormat("%d", s.output_tokens()));
+  line("GPU capacity (blocks)", absl::StrFormat("%d of %d tokens, max used %d, mean occupancy %.1f%%",
+                                                s.gpu_capacity_blocks(), results.run().block_tokens(),
+                                                s.max_gpu_blocks_used(), 100 * s.mean_gpu_occupancy()));
+  line("evicted GPU blocks", absl::StrFormat("%d", s.evicted_blocks()));
+  line("preemptions", absl::StrFormat("%d", s.preemptions()));
+  line("bytes reloaded/demoted/swapped", absl::StrFormat("%d / %d / %d", s.reloaded_bytes(), s.demoted_bytes(),
+                                                         s.swapped_bytes()));
+  line("iterations", absl::StrFormat("%d, batch mean %.2f max %d, busy %.1f%%", s.num_iterations(),
+                                     s.mean_batch_size(), s.max_batch_size(), 100 * s.busy_fraction()));
+  line("cost model", results.run().cost_model());
+  line("cost model error", CostModelAccuracyLine(results.run().cost_model_accuracy()));
+  return out;
+}
+
+absl::Status WriteResultsFiles(const std::string& out_dir, const proto::Results& results,
+                               absl::string_view timeline_json) {
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
+  std::string binary;
+  if (!results.SerializeToString(&binary)) return absl::InternalError("results.pb: serialization failed");
+  KVSIM_ASSIGN_OR_RETURN(std::string json, SummaryJson(results));
+  std::vector<std::pair<std::string, std::string>> files = {{out_dir + "/results.pb", std::move(binary)},
+                                                            {out_dir + "/summary.json", std::move(json)},
+                                                            {out_dir + "/requests.csv", RequestsCsv(results)},
+                                                            {out_dir + "/timeseries.csv", TimeSeriesCsv(results)}};
+  if (!timeline_json.empty()) files.emplace_back(out_dir + "/timeline.json", std::string(timeline_json));
+  return WriteFilesAtomically(files);
+}
+
+}  // namespace kvsim

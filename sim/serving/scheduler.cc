@@ -1,0 +1,283 @@
+#include "sim/serving/scheduler.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+
+void IterationPlan::Clear() {
+  pieces.clear();
+  shape.sequences.clear();
+  preempted.clear();
+  compute_ns = transfer_ns = duration_ns = 0;
+  prefill_tokens = decode_tokens = evicted_blocks = 0;
+}
+
+Scheduler::Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers,
+                     const CostModel* cost_model, BlockManager* blocks, RequestPool* pool, int32_t replica)
+    : config_(config),
+      overlap_transfers_(overlap_transfers),
+      cost_model_(cost_model),
+      blocks_(blocks),
+      pool_(pool),
+      replica_(replica) {
+  KVSIM_CHECK(config_.max_num_batched_tokens() > 0 && config_.max_num_seqs() > 0);
+}
+
+void Scheduler::Enqueue(int32_t slot) {
+  RequestState& state = pool_->at(slot);
+  state.replica = replica_;
+  state.prefill_target_tokens = state.request.input_tokens;
+  outstanding_tokens_ += state.request.input_tokens + state.request.output_tokens;
+  waiting_.push_back(slot);
+}
+
+absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* plan) {
+  plan->Clear();
+  const int64_t evicted_before = blocks_->tier_stats()[0].evicted_blocks;
+  int64_t budget = config_.max_num_batched_tokens();
+  if (config_.chunking() == proto::CHUNKING_MODE_NONE) {
+    KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
+    if (plan->prefill_tokens == 0) ScheduleDecodes(now_ns, plan, &budget);
+  } else {
+    ScheduleDecodes(now_ns, plan, &budget);
+    KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
+  }
+  // A request swapped back in while decoding may have found no block for its next token; decoding again
+  // preempts for it, so a replica with running requests always makes progress.
+  if (plan->pieces.empty() && !running_.empty()) ScheduleDecodes(now_ns, plan, &budget);
+  if (plan->pieces.empty()) return false;
+  KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
+  plan->transfer_ns = blocks_->TakeTransferNs();
+  plan->duration_ns = overlap_transfers_ ? std::max(plan->compute_ns, plan->transfer_ns)
+                                         : plan->compute_ns + plan->transfer_ns;
+  plan->evicted_blocks = blocks_->tier_stats()[0].evicted_blocks - evicted_before;
+  return true;
+}
+
+void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* budget) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (static_cast<int64_t>(plan->pieces.size()) >= config_.max_num_seqs() || *budget <= 0) break;
+    const int32_t slot = running_[i];
+    RequestState& state = pool_->at(slot);
+    if (state.phase() != RequestPhase::kDecode || state.scheduled_tokens > 0) continue;
+    bool preempted_self = false;
+    while (!blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
+      // The newest running request is at the back, never before `i`: nothing scheduled is preempted.
+      if (PreemptNewest(now_ns, plan) == slot) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;
+    state.scheduled_tokens = 1;
+    plan->pieces.push_back(ScheduledPiece{slot, 1, false});
+    plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
+    ++plan->decode_tokens;
+    --*budget;
+  }
+}
+
+int64_t Scheduler::PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill) const {
+  const int64_t remaining = state.remaining_compute_tokens();
+  if (config_.chunking() == proto::CHUNKING_MODE_NONE) {
+    return (first_prefill || remaining <= budget) ? remaining : 0;
+  }
+  return std::min({remaining, chunk_limit_, budget});
+}
+
+absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, int64_t* budget) {
+  const bool prefill_first = config_.chunking() == proto::CHUNKING_MODE_NONE;
+  switch (config_.chunking()) {
+    case proto::CHUNKING_MODE_ADAPTIVE: {
+      KVSIM_ASSIGN_OR_RETURN(chunk_limit_, AdaptiveBudget(*budget, plan));
+      break;
+    }
+    case proto::CHUNKING_MODE_NONE:
+      chunk_limit_ = std::numeric_limits<int64_t>::max();
+      break;
+    default:
+      chunk_limit_ = config_.chunk_tokens();
+  }
+  const int64_t max_seqs = config_.max_num_seqs();
+  bool first = plan->prefill_tokens == 0;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (static_cast<int64_t>(plan->pieces.size()) >= max_seqs) break;
+    const int32_t slot = running_[i];
+    const RequestState& state = pool_->at(slot);
+    if (state.phase() != RequestPhase::kPrefill || state.scheduled_tokens > 0) continue;
+    const int64_t tokens = PrefillTokens(state, *budget, first);
+    if (tokens <= 0) break;
+    AddPrefillPieces(slot, tokens, plan);
+    *budget -= tokens;
+    first = false;
+  }
+  while (!waiting_.empty() && static_cast<int64_t>(plan->pieces.size()) < max_seqs &&
+         (*budget > 0 || (prefill_first && first))) {
+    const int32_t slot = waiting_.front();
+    RequestState& state = pool_->at(slot);
+    if (prefill_first && !first && state.prefill_target_tokens > *budget) break;
+    const bool resume = state.swapped && state.swapped_while_decoding;
+    if (!blocks_->Admit(&state, now_ns)) break;
+    waiting_.pop_front();
+    state.admit_order = next_admit_order_++;
+    running_.push_back(slot);
+    if (resume) {
+      state.Resume(now_ns);
+      state.swapped_while_decoding = false;
+      if (*budget > 0 && blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
+        state.scheduled_tokens = 1;
+        plan->pieces.push_back(ScheduledPiece{slot, 1, false});
+        plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
+        ++plan->decode_tokens;
+        --*budget;
+      }
+      continue;
+    }
+    state.Admit(now_ns);
+    const int64_t tokens = PrefillTokens(state, *budget, first);
+    if (tokens <= 0) continue;
+    AddPrefillPieces(slot, tokens, plan);
+    *budget -= tokens;
+    first = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Scheduler::AdaptiveBudget(int64_t budget, IterationPlan* plan) {
+  if (budget <= 0) return 0;
+  int64_t context = -1;
+  for (int32_t slot : running_) {
+    const RequestState& state = pool_->at(slot);
+    if (state.phase() == RequestPhase::kPrefill && state.scheduled_tokens == 0 &&
+        state.remaining_compute_tokens() > 0) {
+      context = state.frontier_tokens();
+      break;
+    }
+  }
+  if (context < 0 && !waiting_.empty()) context = 0;
+  if (context < 0) return budget;
+  const int64_t target_ns = config_.target_iteration_ns();
+  std::vector<SequenceWork>& sequences = plan->shape.sequences;
+  sequences.push_back(SequenceWork{context, 1, 1});
+  auto fits = [&](int64_t tokens) -> absl::StatusOr<bool> {
+    sequences.back().new_tokens = tokens;
+    KVSIM_ASSIGN_OR_RETURN(int64_t ns, cost_model_->IterationTimeNs(plan->shape));
+    return ns <= target_ns;
+  };
+  // Largest budget in [min_chunk, budget] whose estimate fits; at least min_chunk so prefills progress.
+  const int64_t min_chunk = std::min<int64_t>(budget, blocks_->block_tokens());
+  int64_t lo = min_chunk, hi = budget;
+  absl::StatusOr<bool> fit_hi = fits(hi);
+  if (!fit_hi.ok()) {
+    sequences.pop_back();
+    return fit_hi.status();
+  }
+  if (*fit_hi) lo = hi;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    absl::StatusOr<bool> fit = fits(mid);
+    if (!fit.ok()) {
+      sequences.pop_back();
+      return fit.status();
+    }
+    if (*fit) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  sequences.pop_back();
+  return lo;
+}
+
+void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan) {
+  RequestState& state = pool_->at(slot);
+  state.scheduled_tokens = tokens;
+  plan->pieces.push_back(ScheduledPiece{slot, tokens, true});
+  plan->prefill_tokens += tokens;
+  // Only the chunk that completes the prefill samples a token (pays the LM head).
+  const bool completes = tokens == state.remaining_compute_tokens();
+  const std::vector<TokenRun>& runs = state.compute_runs();
+  size_t index = state.run_index();
+  int64_t offset = state.run_offset();
+  while (tokens > 0) {
+    const TokenRun& run = runs[index];
+    const int64_t take = std::min(tokens, run.length - offset);
+    SequenceWork& work = plan->shape.sequences.emplace_back();
+    work.context_tokens = run.start + offset;
+    work.new_tokens = take;
+    work.num_segments = run.num_segments;
+    work.recompute = run.recompute;
+    tokens -= take;
+    work.samples_token = completes && tokens == 0;
+    ++index;
+    offset = 0;
+  }
+}
+
+int32_t Scheduler::PreemptNewest(SimTime now_ns, IterationPlan* plan) {
+  KVSIM_CHECK(!running_.empty());
+  const int32_t slot = running_.back();
+  running_.pop_back();
+  RequestState& state = pool_->at(slot);
+  KVSIM_CHECK(state.scheduled_tokens == 0) << "preempting a request already in the iteration";
+  const bool swapped =
+      config_.preemption() == proto::PREEMPTION_MODE_SWAP && blocks_->SwapOut(&state, now_ns);
+  if (!swapped) {
+    blocks_->Release(&state, now_ns);
+    state.kv_tokens = 0;
+    state.prefill_target_tokens = state.request.input_tokens + state.generated_tokens;
+  }
+  state.Preempt();
+  state.ClearComputeRuns();
+  waiting_.push_front(slot);
+  plan->preempted.push_back(slot);
+  return slot;
+}
+
+void Scheduler::RemoveRunning(int32_t slot) {
+  auto it = std::find(running_.begin(), running_.end(), slot);
+  KVSIM_CHECK(it != running_.end());
+  running_.erase(it);
+}
+
+void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan,
+                                  std::vector<int32_t>* finished) {
+  for (const ScheduledPiece& piece : plan.pieces) {
+    RequestState& state = pool_->at(piece.slot);
+    KVSIM_CHECK(state.scheduled_tokens == piece.tokens);
+    state.scheduled_tokens = 0;
+    if (piece.prefill) {
+      state.AdvanceCompute(piece.tokens);
+      blocks_->Publish(&state, now_ns);
+      if (state.remaining_compute_tokens() > 0) continue;
+      state.kv_tokens = state.prefill_target_tokens;
+      if (state.first_token_ns < 0) {
+        state.first_token_ns = now_ns;
+        outstanding_tokens_ -= state.request.input_tokens;
+      }
+    } else {
+      ++state.kv_tokens;
+    }
+    if (state.generated_tokens < state.request.output_tokens) {
+      ++state.generated_tokens;
+      state.last_token_ns = now_ns;
+      --outstanding_tokens_;
+    }
+    if (state.generated_tokens >= state.request.output_tokens) {
+      blocks_->Release(&state, now_ns);
+      blocks_->EndRequest(state, now_ns);
+      RemoveRunning(piece.slot);
+      state.Finish(now_ns);
+      finished->push_back(piece.slot);
+    } else if (piece.prefill) {
+      state.FinishPrefill();
+    }
+  }
+}
+
+}  // namespace kvsim

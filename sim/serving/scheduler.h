@@ -1,0 +1,110 @@
+// File: sim/serving/scheduler.h
+//
+// Scheduler: continuous batching for one replica (vLLM / Sarathi style). Each iteration:
+//   1. decodes of running requests, oldest admission first (each grows its KV by one token; when no block
+//      can be freed the newest running request is preempted, by recompute or swap as configured);
+//   2. prefill chunks of running requests whose prompt is not done;
+//   3. admission of waiting requests, first come first served, while sequences, the token budget and
+//      GPU blocks allow (a request that does not fit stops admission: strict FCFS).
+// Chunking: NONE (prefill-first: an iteration with prefill work runs whole prompts and no decodes; the
+// first prompt may exceed max_num_batched_tokens), FIXED (each prefill takes at most chunk_tokens, all
+// together at most max_num_batched_tokens), ADAPTIVE (the prefill token budget is the largest that keeps
+// the iteration's estimated time, decodes included, at or under target_iteration_ns, searched with the
+// cost model each iteration; the estimate uses the first prefill's context).
+//
+// Preempted requests go back to the front of the waiting queue (they were admitted before the others).
+//
+// Example:
+//   Scheduler scheduler(config.scheduler(), cost_model, blocks.get(), &pool, /*replica=*/0);
+//   scheduler.Enqueue(slot);
+//   IterationPlan plan;
+//   KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
+//   ... at now_ns + plan.duration_ns: scheduler.CompleteIteration(end_ns, plan, &finished);
+//
+// Thread-safety: none.
+#ifndef KVSIM_SIM_SERVING_SCHEDULER_H_
+#define KVSIM_SIM_SERVING_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cost_models/cost_model.h"
+#include "proto/config.pb.h"
+#include "sim/serving/block_manager.h"
+#include "sim/serving/clock.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+struct ScheduledPiece {
+  int32_t slot = 0;
+  int64_t tokens = 0;  // prefill tokens, or 1 for a decode
+  bool prefill = false;
+};
+
+// One iteration of one replica, as formed by the scheduler.
+struct IterationPlan {
+  std::vector<ScheduledPiece> pieces;
+  BatchShape shape;             // what the cost model priced
+  std::vector<int32_t> preempted;  // slots preempted while forming it
+  int64_t compute_ns = 0;
+  int64_t transfer_ns = 0;      // tier transfers started for it (reloads, demotions, swaps)
+  int64_t duration_ns = 0;      // compute + transfer, or their max when transfers overlap compute
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+  int64_t evicted_blocks = 0;   // GPU evictions while forming it
+  void Clear();
+};
+
+class Scheduler {
+ public:
+  // Does not take ownership; all must outlive the scheduler. `config` is resolved (defaults filled).
+  Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
+            BlockManager* blocks, RequestPool* pool, int32_t replica);
+
+  // A new request for this replica (phase kQueued).
+  void Enqueue(int32_t slot);
+
+  // Forms the next iteration at `now_ns` into `plan`. Returns false if there is nothing to run. Errors
+  // come from the cost model.
+  absl::StatusOr<bool> FormIteration(SimTime now_ns, IterationPlan* plan);
+
+  // Applies the iteration that ends at `now_ns`: advances prefills, emits tokens, finishes requests
+  // (appended to `finished`; their blocks are released, their slots not freed).
+  void CompleteIteration(SimTime now_ns, const IterationPlan& plan, std::vector<int32_t>* finished);
+
+  // Prompt tokens not yet computed plus output tokens not yet generated, over queued and running requests.
+  int64_t outstanding_tokens() const { return outstanding_tokens_; }
+  int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
+  BlockManager* blocks() const { return blocks_; }
+
+ private:
+  void ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* budget);
+  absl::Status SchedulePrefills(SimTime now_ns, IterationPlan* plan, int64_t* budget);
+  absl::StatusOr<int64_t> AdaptiveBudget(int64_t budget, IterationPlan* plan);
+  void AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan);
+  int64_t PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill) const;
+  // Preempts the newest running request; returns its slot.
+  int32_t PreemptNewest(SimTime now_ns, IterationPlan* plan);
+  void RemoveRunning(int32_t slot);
+
+  const proto::SchedulerConfig config_;
+  const bool overlap_transfers_;
+  const CostModel* const cost_model_;
+  BlockManager* const blocks_;
+  RequestPool* const pool_;
+  const int32_t replica_;
+  std::deque<int32_t> waiting_;
+  std::vector<int32_t> running_;  // in admission order
+  int64_t next_admit_order_ = 0;
+  int64_t outstanding_tokens_ = 0;
+  int64_t chunk_limit_ = 0;       // this iteration's per-request prefill limit
+  BatchShape probe_;              // scratch for the adaptive search
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SERVING_SCHEDULER_H_

@@ -1,0 +1,520 @@
+#include "sim/sweep/sweep.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "policies/policy_factory.h"
+#include "sim/cache/cache_report.h"
+#include "traces/trace_reader.h"
+#include "util/file.h"
+#include "util/parallel.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+using ::google::protobuf::FieldDescriptor;
+using ::google::protobuf::Message;
+using ::google::protobuf::Reflection;
+
+absl::Status ValueError(absl::string_view axis, absl::string_view value, absl::string_view expected) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("grid axis '", axis, "': value '", value, "': expected ", expected));
+}
+
+// Sets the scalar field at dotted `path` of `message` from `value`.
+absl::Status SetField(Message* message, absl::string_view path, absl::string_view value) {
+  std::vector<std::string> parts = absl::StrSplit(path, '.');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(parts[i]);
+    if (field == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': no field '", parts[i], "' in ",
+                                                     message->GetDescriptor()->full_name()));
+    }
+    if (field->is_repeated()) {
+      return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': '", parts[i], "' is repeated"));
+    }
+    const Reflection* reflection = message->GetReflection();
+    const bool last = i + 1 == parts.size();
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (last) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("grid axis '", path, "': '", parts[i], "' is a message, not a scalar field"));
+      }
+      message = reflection->MutableMessage(message, field);
+      continue;
+    }
+    if (!last) {
+      return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': '", parts[i], "' is a scalar"));
+    }
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: {
+        int32_t v;
+        if (!absl::SimpleAtoi(value, &v)) return ValueError(path, value, "a 32-bit integer");
+        reflection->SetInt32(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT64: {
+        int64_t v;
+        if (!absl::SimpleAtoi(value, &v)) return ValueError(path, value, "an integer");
+        reflection->SetInt64(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT32: {
+        uint32_t v;
+        if (!absl::SimpleAtoi(value, &v)) return ValueError(path, value, "an unsigned integer");
+        reflection->SetUInt32(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT64: {
+        uint64_t v;
+        if (!absl::SimpleAtoi(value, &v)) return ValueError(path, value, "an unsigned integer");
+        reflection->SetUInt64(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+      case FieldDescriptor::CPPTYPE_FLOAT: {
+        double v;
+        if (!absl::SimpleAtod(value, &v)) return ValueError(path, value, "a number");
+        if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+          reflection->SetDouble(message, field, v);
+        } else {
+          reflection->SetFloat(message, field, static_cast<float>(v));
+        }
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        bool v;
+        if (!absl::SimpleAtob(value, &v)) return ValueError(path, value, "true or false");
+        reflection->SetBool(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_STRING:
+        reflection->SetString(message, field, std::string(value));
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        const auto* e = field->enum_type()->FindValueByName(std::string(value));
+        int number;
+        if (e == nullptr && absl::SimpleAtoi(value, &number)) e = field->enum_type()->FindValueByNumber(number);
+        if (e == nullptr) return ValueError(path, value, absl::StrCat("a value of ", field->enum_type()->name()));
+        reflection->SetEnum(message, field, e);
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': unsupported field type"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpandRange(absl::string_view item, std::vector<std::string>* out) {
+  std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+  int64_t lo, hi, step;
+  const bool geometric = parts.size() == 3 && !parts[2].empty() && parts[2][0] == 'x';
+  const bool arithmetic = parts.size() == 3 && !parts[2].empty() && parts[2][0] == '+';
+  if (!(geometric || arithmetic) || !absl::SimpleAtoi(parts[0], &lo) || !absl::SimpleAtoi(parts[1], &hi) ||
+      !absl::SimpleAtoi(parts[2].substr(1), &step)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range '", item, "': expected LO:HI:xFACTOR or LO:HI:+STEP (integers)"));
+  }
+  if (lo > hi || (geometric && (step < 2 || lo <= 0)) || (arithmetic && step < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "range '", item, "': expected LO <= HI, a factor >= 2 with LO > 0, or a step >= 1"));
+  }
+  for (int64_t v = lo; v <= hi;) {
+    out->push_back(absl::StrCat(v));
+    if (out->size() > 1000000) return absl::InvalidArgumentError(absl::StrCat("range '", item, "': too many values"));
+    if (geometric ? v > hi / step : v > hi - step) break;
+    v = geometric ? v * step : v + step;
+  }
+  return absl::OkStatus();
+}
+
+
+// Compiled traces shared by the points of a process, keyed by what changes their contents.
+std::shared_ptr<CompiledTrace> GetCompiledTrace(const SweepPointContext& context, const CacheReplayOptions& options,
+                                                absl::Status* status) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::tuple<std::string, std::string, int32_t, int64_t>,
+                                    std::shared_ptr<CompiledTrace>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_tuple(context.trace_path, context.trace_format, options.block_tokens, options.max_requests);
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  TraceOptions trace_options;
+  trace_options.format = context.trace_format;
+  auto reader = OpenTrace(context.trace_path, trace_options);
+  if (!reader.ok()) {
+    *status = reader.status();
+    return nullptr;
+  }
+  auto trace = CompileTrace(reader->get(), options);
+  if (!trace.ok()) {
+    *status = trace.status();
+    return nullptr;
+  }
+  auto shared = std::make_shared<CompiledTrace>(std::move(*trace));
+  ComputeNextUse(shared.get());  // up front: points share the trace read-only
+  (*cache)[key] = shared;
+  return shared;
+}
+
+absl::Status RunCachePoint(const SweepPointContext& context, proto::SweepPointResult* out) {
+  const proto::ExperimentConfig& config = context.config;
+  CacheRunSpec spec;
+  spec.policy = config.eviction();
+  spec.capacity_blocks = config.cache().gpu_capacity_blocks();
+  if (spec.capacity_blocks <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache mode needs a capacity of at least 1 block (a capacity_blocks axis or cache.gpu_capacity_blocks ",
+        "in the config), got ", spec.capacity_blocks));
+  }
+  if (config.cache().block_tokens() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("block_tokens must be >= 0 (0 = 16), got ",
+                                                   config.cache().block_tokens()));
+  }
+  CacheReplayOptions options;
+  options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
+  options.max_requests = config.workload().max_requests();
+  options.num_threads = 1;
+  absl::Status status;
+  std::shared_ptr<CompiledTrace> trace = GetCompiledTrace(context, options, &status);
+  if (trace == nullptr) return status;
+  KVSIM_ASSIGN_OR_RETURN(std::vector<CacheRunResult> results, RunCacheReplaysOnTrace(trace.get(), {spec}, options));
+  *out->mutable_cache() = CacheRunStatsToProto(results[0]);
+  return absl::OkStatus();
+}
+
+KVSIM_REGISTER(SweepModeRegistry(), "cache", RunCachePoint);
+
+absl::Status ApplyPolicyAxis(const std::string& value, proto::ExperimentConfig* config) {
+  auto spec = ParsePolicySpec(value);
+  if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("grid axis 'policy': ", spec.status().message()));
+  config->mutable_eviction()->set_name(spec->name());
+  config->mutable_eviction()->set_leaf_first(spec->leaf_first());
+  if (spec->has_ttl_pin()) {
+    config->mutable_eviction()->mutable_ttl_pin();
+  } else {
+    config->mutable_eviction()->clear_ttl_pin();
+  }
+  return absl::OkStatus();
+}
+
+KVSIM_REGISTER(SweepAxisRegistry(), "policy", ApplyPolicyAxis);
+KVSIM_REGISTER(SweepAxisRegistry(), "capacity_blocks",
+               [](const std::string& value, proto::ExperimentConfig* config) {
+                 return SetField(config, "cache.gpu_capacity_blocks", value);
+               });
+KVSIM_REGISTER(SweepAxisRegistry(), "block_tokens", [](const std::string& value, proto::ExperimentConfig* config) {
+  return SetField(config, "cache.block_tokens", value);
+});
+
+std::string PointPath(const std::string& dir, int64_t index) {
+  return absl::StrFormat("%s/points/point-%08d.pb", dir, index);
+}
+
+bool SameCoordinates(const proto::SweepPointResult& result,
+                     const std::vector<std::pair<std::string, std::string>>& point) {
+  if (result.coordinates_size() != static_cast<int>(point.size())) return false;
+  for (size_t i = 0; i < point.size(); ++i) {
+    if (result.coordinates(i).name() != point[i].first || result.coordinates(i).value() != point[i].second) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<proto::SweepPointResult> ReadPoint(const std::string& path) {
+  KVSIM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  proto::SweepPointResult result;
+  if (!result.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat(path, ": not a SweepPointResult (remove it to rerun the point)"));
+  }
+  return result;
+}
+
+absl::Status WriteTables(const Table& table, const std::string& stem) {
+  KVSIM_RETURN_IF_ERROR(WriteFileAtomically(stem + ".csv", table.ToCsv()));
+  return WriteFileAtomically(stem + ".json", table.ToJson());
+}
+
+}  // namespace
+
+Registry<SweepModeRunner>& SweepModeRegistry() {
+  static auto* registry = new Registry<SweepModeRunner>("sweep mode");
+  return *registry;
+}
+
+Registry<SweepAxisApplier>& SweepAxisRegistry() {
+  static auto* registry = new Registry<SweepAxisApplier>("sweep axis");
+  return *registry;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandGridValues(absl::string_view values) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(values, ',')) {
+    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("'", values, "': empty value"));
+    if (item.find(':') != absl::string_view::npos) {
+      KVSIM_RETURN_IF_ERROR(ExpandRange(item, &out));
+    } else {
+      out.push_back(std::string(item));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParsePositiveIntList(absl::string_view values, absl::string_view what) {
+  auto expanded = ExpandGridValues(values);
+  if (!expanded.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", expanded.status().message()));
+  std::vector<int64_t> out;
+  for (const std::string& v : *expanded) {
+    int64_t n;
+    if (!absl::SimpleAtoi(v, &n) || n <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": '", v, "' is not a positive integer"));
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<GridAxis>> ParseGrid(absl::string_view grid) {
+  std::vector<GridAxis> axes;
+  for (absl::string_view token : absl::StrSplit(grid, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    const size_t eq = token.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("grid '", token, "': expected NAME=VALUES"));
+    }
+    GridAxis axis;
+    axis.name = std::string(token.substr(0, eq));
+    for (const GridAxis& other : axes) {
+      if (other.name == axis.name) return absl::InvalidArgumentError(absl::StrCat("grid axis '", axis.name, "' repeated"));
+    }
+    auto values = ExpandGridValues(token.substr(eq + 1));
+    if (!values.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("grid axis '", axis.name, "': ", values.status().message()));
+    }
+    axis.values = std::move(*values);
+    axes.push_back(std::move(axis));
+  }
+  if (axes.empty()) return absl::InvalidArgumentError("empty grid: expected NAME=VALUES ...");
+  return axes;
+}
+
+int64_t NumGridPoints(const std::vector<GridAxis>& axes) {
+  int64_t n = 1;
+  for (const GridAxis& axis : axes) n *= static_cast<int64_t>(axis.values.size());
+  return n;
+}
+
+std::vector<std::pair<std::string, std::string>> GridPoint(const std::vector<GridAxis>& axes, int64_t index) {
+  std::vector<std::pair<std::string, std::string>> point(axes.size());
+  for (size_t a = axes.size(); a-- > 0;) {
+    const int64_t n = static_cast<int64_t>(axes[a].values.size());
+    point[a] = {axes[a].name, axes[a].values[index % n]};
+    index /= n;
+  }
+  return point;
+}
+
+absl::StatusOr<std::string> ApplyGridPoint(const std::vector<std::pair<std::string, std::string>>& point,
+                                           proto::ExperimentConfig* config) {
+  std::string mode;
+  for (const auto& [name, value] : point) {
+    if (name == "mode") {
+      mode = value;
+    } else if (const SweepAxisApplier* axis = SweepAxisRegistry().Find(name)) {
+      KVSIM_RETURN_IF_ERROR((*axis)(value, config));
+    } else {
+      KVSIM_RETURN_IF_ERROR(SetField(config, name, value));
+    }
+  }
+  return mode;
+}
+
+absl::StatusOr<std::pair<int, int>> ParseShard(absl::string_view shard) {
+  std::vector<absl::string_view> parts = absl::StrSplit(shard, '/');
+  int i, n;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &i) || !absl::SimpleAtoi(parts[1], &n) || n < 1 || i < 0 ||
+      i >= n) {
+    return absl::InvalidArgumentError(absl::StrCat("shard '", shard, "': expected i/N with 0 <= i < N"));
+  }
+  return std::make_pair(i, n);
+}
+
+namespace {
+
+// Serving-summary columns of replay points (empty for cache points).
+const std::vector<std::string>& ReplayColumns() {
+  static const auto* columns = new std::vector<std::string>{
+      "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms",
+      "ttft_p99_ms",       "tpot_p50_ms",               "tpot_p99_ms",            "e2e_p50_ms",
+      "reuse_hit_ratio",   "prefix_hit_ratio",          "evicted_blocks",         "preemptions",
+      // How far to trust the point's times (proto::CostModelAccuracy): empty error for a roofline.
+      "cost_model_heldout_median_error", "cost_model_heldout_p95_error", "cost_model_extrapolated_predictions"};
+  return *columns;
+}
+
+std::vector<std::string> ReplayCells(const proto::Results& results) {
+  const proto::Summary& s = results.summary();
+  const proto::CostModelAccuracy& a = results.run().cost_model_accuracy();
+  return {absl::StrCat(s.finished_requests()), FormatDouble(s.throughput_requests_per_s()),
+          FormatDouble(s.goodput_requests_per_s()), FormatDouble(s.ttft_ms().p50()),
+          FormatDouble(s.ttft_ms().p99()), FormatDouble(s.tpot_ms().p50()), FormatDouble(s.tpot_ms().p99()),
+          FormatDouble(s.e2e_ms().p50()), FormatDouble(s.reuse_hit_ratio()), FormatDouble(s.prefix_hit_ratio()),
+          absl::StrCat(s.evicted_blocks()), absl::StrCat(s.preemptions()),
+          a.calibrated() ? FormatDouble(a.heldout_median_error()) : "",
+          a.calibrated() ? FormatDouble(a.heldout_p95_error()) : "",
+          absl::StrCat(a.extrapolated_predictions())};
+}
+
+}  // namespace
+
+Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
+  std::vector<std::string> leading;
+  if (!results.empty()) {
+    for (const auto& c : results[0].coordinates()) leading.push_back(c.name());
+  }
+  leading.push_back("point");
+  leading.push_back("mode");
+  Table table = CacheStatsTable(leading, ReplayColumns());
+  for (const proto::SweepPointResult& r : results) {
+    std::vector<std::string> cells;
+    for (const auto& c : r.coordinates()) cells.push_back(c.value());
+    cells.resize(leading.size() - 2);
+    cells.push_back(absl::StrCat(r.point_index()));
+    cells.push_back(r.mode());
+    if (r.has_cache()) {
+      AddCacheStatsRow(r.cache(), cells, &table);
+    } else {
+      // A replay point: its coordinates, the cache columns empty, then the serving summary.
+      const size_t num_cache_columns = table.columns().size() - ReplayColumns().size();
+      cells.resize(num_cache_columns);
+      for (std::string& cell : ReplayCells(r.replay())) cells.push_back(std::move(cell));
+      table.AddRow(cells);
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const proto::ExperimentConfig& base,
+                                      const SweepOptions& options) {
+  if (options.out_dir.empty()) return absl::InvalidArgumentError("sweep needs an output directory (--out)");
+  if (options.trace_path.empty()) return absl::InvalidArgumentError("sweep needs a trace (--trace)");
+  if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
+    return absl::InvalidArgumentError("shard index must be in [0, number of shards)");
+  }
+  // Validate every point of the shard before running any (an invalid grid leaves no directory behind),
+  // and find the finished ones.
+  SweepSummary summary;
+  std::vector<int64_t> todo;
+  std::vector<SweepPointContext> contexts;
+  std::vector<std::string> modes;
+  const int64_t num_points = NumGridPoints(axes);
+  std::map<int64_t, proto::SweepPointResult> results;
+  for (int64_t index = options.shard_index; index < num_points; index += options.num_shards) {
+    ++summary.points_in_shard;
+    auto point = GridPoint(axes, index);
+    SweepPointContext context{base, options.trace_path, options.trace_format};
+    KVSIM_ASSIGN_OR_RETURN(std::string mode, ApplyGridPoint(point, &context.config));
+    if (mode.empty()) mode = options.default_mode;
+    if (SweepModeRegistry().Find(mode) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "point ", index, ": mode '", mode, "' is not available; available: ", SweepModeRegistry().NameList(),
+          " (\"replay\" is registered by linking //sim/sweep:serving_mode)"));
+    }
+    const std::string path = PointPath(options.out_dir, index);
+    if (std::filesystem::exists(path)) {
+      KVSIM_ASSIGN_OR_RETURN(proto::SweepPointResult done, ReadPoint(path));
+      if (done.point_index() != index || !SameCoordinates(done, point) || done.mode() != mode) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, ": holds a result of another grid; use a fresh --out directory or remove the points/ folder"));
+      }
+      ++summary.points_skipped;
+      results[index] = std::move(done);
+      continue;
+    }
+    todo.push_back(index);
+    contexts.push_back(std::move(context));
+    modes.push_back(mode);
+  }
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
+  // Run the remaining points on all cores; each point's file is written as soon as it is done.
+  std::vector<absl::Status> statuses(todo.size());
+  std::vector<proto::SweepPointResult> done(todo.size());
+  ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t i, int) {
+    proto::SweepPointResult& r = done[i];
+    r.set_point_index(todo[i]);
+    for (const auto& [name, value] : GridPoint(axes, todo[i])) {
+      auto* c = r.add_coordinates();
+      c->set_name(name);
+      c->set_value(value);
+    }
+    r.set_mode(modes[i]);
+    statuses[i] = (*SweepModeRegistry().Find(modes[i]))(contexts[i], &r);
+    if (statuses[i].ok()) {
+      statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
+    }
+  });
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!statuses[i].ok()) {
+      return absl::Status(statuses[i].code(), absl::StrCat("point ", todo[i], ": ", statuses[i].message()));
+    }
+    results[todo[i]] = std::move(done[i]);
+    ++summary.points_run;
+  }
+  std::vector<proto::SweepPointResult> ordered;
+  for (auto& [index, r] : results) ordered.push_back(std::move(r));
+  KVSIM_RETURN_IF_ERROR(WriteTables(SweepTable(ordered), absl::StrFormat("%s/shard-%d-of-%d", options.out_dir,
+                                                                         options.shard_index, options.num_shards)));
+  return summary;
+}
+
+absl::StatusOr<Table> MergeSweep(const std::vector<std::string>& dirs, const std::string& out_dir) {
+  if (dirs.empty()) return absl::InvalidArgumentError("merge needs at least one sweep directory");
+  std::map<int64_t, proto::SweepPointResult> results;
+  for (const std::string& dir : dirs) {
+    const std::string points = dir + "/points";
+    std::error_code error;
+    if (!std::filesystem::is_directory(points, error)) {
+      return absl::NotFoundError(absl::StrCat(points, ": not a directory (expected a sweep --out directory)"));
+    }
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(points, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("point-", 0) == 0 && name.size() > 3 && name.substr(name.size() - 3) == ".pb") {
+        files.push_back(entry.path().string());
+      }
+    }
+    if (error) return absl::InternalError(absl::StrCat(points, ": ", error.message()));
+    std::sort(files.begin(), files.end());
+    for (const std::string& file : files) {
+      KVSIM_ASSIGN_OR_RETURN(proto::SweepPointResult r, ReadPoint(file));
+      auto [it, inserted] = results.try_emplace(r.point_index(), r);
+      if (!inserted && it->second.SerializeAsString() != r.SerializeAsString()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ": point ", r.point_index(), " differs from another directory's copy"));
+      }
+    }
+  }
+  std::vector<proto::SweepPointResult> ordered;
+  for (auto& [index, r] : results) ordered.push_back(std::move(r));
+  Table table = SweepTable(ordered);
+  if (!out_dir.empty()) {
+    KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
+    KVSIM_RETURN_IF_ERROR(WriteTables(table, out_dir + "/results"));
+  }
+  return table;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,127 @@
+// File: sim/sweep/sweep.h
+//
+// Sweeps: a grid over policies x capacities x any ExperimentConfig field, each point one run (a `cache`
+// replay, or a `replay` of the serving simulator: sim/sweep/serving_mode.h registers that mode), on all cores,
+// resumable and shardable.
+//
+// Grid syntax: space-separated axes NAME=VALUES. VALUES is a comma list of items; an item LO:HI:xF is
+// the geometric range LO, LO*F, ... <= HI, and LO:HI:+S the arithmetic range LO, LO+S, ... <= HI
+// (integers). Axis names:
+//   policy           a policy spec "NAME[+leaf_first][+ttl]" (sets eviction.name/leaf_first/ttl_pin)
+//   capacity_blocks  cache capacity in blocks (sets cache.gpu_capacity_blocks)
+//   block_tokens     block size for traces without hashes (sets cache.block_tokens)
+//   mode             "cache" or "replay" (default: the sweep's --mode)
+//   a.b.c            any scalar field of ExperimentConfig by its path, e.g. eviction.s3fifo.small_queue_ratio,
+//                    cache.reuse_mode (enum value name or number); set through protobuf reflection.
+// Points are the cartesian product in a fixed order (the last axis varies fastest), numbered from 0.
+// Axes apply in grid order, so put `policy` before eviction.* parameters.
+//
+// Shard i/N runs the points whose index mod N == i. Each finished point is written atomically to
+// DIR/points/point-<index>.pb (a proto::SweepPointResult) and skipped when the sweep is rerun, so an
+// interrupted shard resumes where it stopped; a point file of another grid is an error. After its points,
+// a shard writes DIR/shard-<i>-of-<N>.csv and .json. MergeSweep reads the point files of any number of
+// directories (each point once) and writes one table (CSV + JSON) with the grid coordinates in every row.
+// Results are identical for any number of threads and shards.
+//
+// Example:
+//   KVSIM_ASSIGN_OR_RETURN(std::vector<GridAxis> axes, ParseGrid("policy=lru,asym capacity_blocks=1000:64000:x2"));
+//   SweepOptions options; options.out_dir = "/tmp/sweep"; options.trace_path = "t.jsonl";
+//   KVSIM_ASSIGN_OR_RETURN(SweepSummary summary, RunSweep(axes, base_config, options));
+//
+// Thread-safety: RunSweep uses its own threads; sweep modes must be reentrant.
+#ifndef KVSIM_SIM_SWEEP_SWEEP_H_
+#define KVSIM_SIM_SWEEP_SWEEP_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/config.pb.h"
+#include "proto/sweep.pb.h"
+#include "sim/cache/cache_simulator.h"
+#include "util/table.h"
+#include "util/registry.h"
+
+namespace kvsim {
+
+struct GridAxis {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+// InvalidArgument naming the axis for a malformed axis, range or empty value list, or a repeated name.
+absl::StatusOr<std::vector<GridAxis>> ParseGrid(absl::string_view grid);
+
+// One axis' VALUES (see the header comment); also used for --capacity_blocks and --sizes lists.
+absl::StatusOr<std::vector<std::string>> ExpandGridValues(absl::string_view values);
+
+// The same, as positive integers (InvalidArgument naming `what` otherwise).
+absl::StatusOr<std::vector<int64_t>> ParsePositiveIntList(absl::string_view values, absl::string_view what);
+
+// Point `index` of the grid: one (axis, value) per axis. REQUIRES: index < NumGridPoints(axes).
+std::vector<std::pair<std::string, std::string>> GridPoint(const std::vector<GridAxis>& axes, int64_t index);
+int64_t NumGridPoints(const std::vector<GridAxis>& axes);
+
+// Applies the point's coordinates to `config` (see the header comment) and returns the mode
+// ("" if the point has no mode axis). InvalidArgument naming the axis and value if a field is unknown,
+// not a scalar, or the value does not parse.
+absl::StatusOr<std::string> ApplyGridPoint(const std::vector<std::pair<std::string, std::string>>& point,
+                                           proto::ExperimentConfig* config);
+
+// "i/N" with 0 <= i < N.
+absl::StatusOr<std::pair<int, int>> ParseShard(absl::string_view shard);
+
+// What a sweep mode needs to run one point.
+struct SweepPointContext {
+  proto::ExperimentConfig config;  // the base config with the point applied
+  std::string trace_path;
+  std::string trace_format;
+};
+
+// Runs one point, filling the `result` oneof of `out`.
+using SweepModeRunner = std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>;
+
+// The sweep modes by name (util/registry.h). "cache" is built in; the serving simulator registers
+// "replay" (sim/sweep/serving_mode.h).
+Registry<SweepModeRunner>& SweepModeRegistry();
+
+// A named grid axis: applies one value of it to the config. InvalidArgument naming the value if it does
+// not parse. "policy", "capacity_blocks" and "block_tokens" are registered here; any other axis name is
+// the path of a config field.
+using SweepAxisApplier = std::function<absl::Status(const std::string& value, proto::ExperimentConfig* config)>;
+Registry<SweepAxisApplier>& SweepAxisRegistry();
+
+struct SweepOptions {
+  std::string out_dir;              // required
+  std::string trace_path;           // required
+  std::string trace_format;         // "" = detect
+  std::string default_mode = "cache";
+  int shard_index = 0;
+  int num_shards = 1;
+  int num_threads = 0;              // 0 = hardware concurrency
+};
+
+struct SweepSummary {
+  int64_t points_in_shard = 0;
+  int64_t points_run = 0;
+  int64_t points_skipped = 0;       // already finished in out_dir
+};
+
+absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const proto::ExperimentConfig& base,
+                                      const SweepOptions& options);
+
+// The table of the point results found in `dirs` (sorted by point index; each index once: a second copy
+// must be identical, else InvalidArgument). Writes <out_dir>/results.csv and results.json if out_dir
+// is not empty.
+absl::StatusOr<Table> MergeSweep(const std::vector<std::string>& dirs, const std::string& out_dir);
+
+// The table of `results` (coordinates first, then the mode's columns).
+Table SweepTable(const std::vector<proto::SweepPointResult>& results);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SWEEP_SWEEP_H_

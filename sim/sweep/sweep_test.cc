@@ -1,0 +1,143 @@
+#include "sim/sweep/sweep.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "policies/policy_factory.h"
+#include "traces/trace_io.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+constexpr char kMooncake[] = "traces/data/mooncake_synthetic.jsonl";
+
+std::string TempDir(const std::string& name) {
+  const char* root = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(root != nullptr ? root : "/tmp") + "/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TEST(SweepGridTest, ExpandsListsAndRanges) {
+  auto v = ExpandGridValues("1000:64000:x2");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, std::vector<std::string>({"1000", "2000", "4000", "8000", "16000", "32000", "64000"}));
+  EXPECT_EQ(*ExpandGridValues("1:10:+3,lru"), std::vector<std::string>({"1", "4", "7", "10", "lru"}));
+  EXPECT_EQ(ExpandGridValues("8:1:x2").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExpandGridValues("1:8:x1").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExpandGridValues("a,,b").status().code(), absl::StatusCode::kInvalidArgument);
+  auto ints = ParsePositiveIntList("4,0", "--sizes");
+  EXPECT_EQ(ints.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ints.status().message().find("--sizes"), absl::string_view::npos);
+}
+
+TEST(SweepGridTest, PointsInFixedOrderLastAxisFastest) {
+  auto axes = ParseGrid("policy=lru,asym  capacity_blocks=1:4:x2");
+  ASSERT_TRUE(axes.ok());
+  ASSERT_EQ(NumGridPoints(*axes), 6);
+  auto p4 = GridPoint(*axes, 4);  // policy index 1, capacity index 1
+  EXPECT_EQ(p4[0], std::make_pair(std::string("policy"), std::string("asym")));
+  EXPECT_EQ(p4[1], std::make_pair(std::string("capacity_blocks"), std::string("2")));
+  EXPECT_EQ(ParseGrid("policy=lru policy=fifo").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseGrid("policy").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SweepGridTest, AppliesConfigFieldsByPath) {
+  proto::ExperimentConfig config;
+  auto mode = ApplyGridPoint({{"policy", "s3fifo+leaf_first"},
+                              {"eviction.s3fifo.small_queue_ratio", "0.2"},
+                              {"cache.reuse_mode", "REUSE_MODE_SEGMENT"},
+                              {"capacity_blocks", "64"},
+                              {"mode", "cache"}},
+                             &config);
+  ASSERT_TRUE(mode.ok()) << mode.status();
+  EXPECT_EQ(*mode, "cache");
+  EXPECT_EQ(config.eviction().name(), "s3fifo");
+  EXPECT_TRUE(config.eviction().leaf_first());
+  EXPECT_DOUBLE_EQ(config.eviction().s3fifo().small_queue_ratio(), 0.2);
+  EXPECT_EQ(config.cache().reuse_mode(), proto::REUSE_MODE_SEGMENT);
+  EXPECT_EQ(config.cache().gpu_capacity_blocks(), 64);
+  auto bad = ApplyGridPoint({{"cache.no_such_field", "1"}}, &config);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("no_such_field"), absl::string_view::npos);
+  auto bad_value = ApplyGridPoint({{"cache.block_tokens", "many"}}, &config);
+  EXPECT_EQ(bad_value.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_value.status().message().find("many"), absl::string_view::npos);
+  EXPECT_EQ(ParseShard("2/2").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseShard("1/3"), std::make_pair(1, 3));
+}
+
+class SweepRunTest : public ::testing::Test {
+ protected:
+  SweepRunTest() {
+    base_.mutable_workload()->set_max_requests(400);
+    axes_ = *ParseGrid("policy=lru,fifo,belady capacity_blocks=64,1024");
+  }
+  SweepOptions Options(const std::string& dir, int shard, int shards, int threads) {
+    SweepOptions o;
+    o.out_dir = dir;
+    o.trace_path = kMooncake;
+    o.shard_index = shard;
+    o.num_shards = shards;
+    o.num_threads = threads;
+    return o;
+  }
+  proto::ExperimentConfig base_;
+  std::vector<GridAxis> axes_;
+};
+
+TEST_F(SweepRunTest, ShardsMergeToTheFullRunAndResume) {
+  const std::string full = TempDir("full"), a = TempDir("a"), b = TempDir("b");
+  auto s = RunSweep(axes_, base_, Options(full, 0, 1, 2));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->points_run, 6);
+  ASSERT_TRUE(RunSweep(axes_, base_, Options(a, 0, 2, 1)).ok());
+  auto sb = RunSweep(axes_, base_, Options(b, 1, 2, 1));
+  ASSERT_TRUE(sb.ok());
+  EXPECT_EQ(sb->points_run, 3);
+  auto merged_full = MergeSweep({full}, "");
+  auto merged_shards = MergeSweep({a, b}, TempDir("merged"));
+  ASSERT_TRUE(merged_full.ok() && merged_shards.ok());
+  EXPECT_EQ(merged_full->ToCsv(), merged_shards->ToCsv());
+  ASSERT_EQ(merged_full->rows().size(), 6u);
+  // The shard's own table is the same bytes as the merged rows of that shard (header + 3 rows).
+  auto shard_csv = ReadFile(b + "/shard-1-of-2.csv");
+  ASSERT_TRUE(shard_csv.ok());
+  EXPECT_NE(shard_csv->find("fifo"), std::string::npos);
+
+  // Point 3 = (fifo, 1024) equals a direct replay.
+  CacheRunSpec spec;
+  spec.policy = *ParsePolicySpec("fifo");
+  spec.capacity_blocks = 1024;
+  auto reader = OpenTrace(kMooncake, {});
+  CacheReplayOptions options;
+  options.max_requests = 400;
+  auto direct = RunCacheReplays(reader->get(), {spec}, options);
+  ASSERT_TRUE(direct.ok());
+  const std::vector<std::string>& row = merged_full->rows()[3];
+  EXPECT_EQ(row[0], "fifo");
+  EXPECT_EQ(row[1], "1024");
+  const auto& columns = merged_full->columns();
+  const size_t hits = std::find(columns.begin(), columns.end(), "hits") - columns.begin();
+  EXPECT_EQ(row[hits], std::to_string((*direct)[0].stats.hits));
+
+  // Rerunning a shard skips its finished points.
+  auto again = RunSweep(axes_, base_, Options(b, 1, 2, 2));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->points_run, 0);
+  EXPECT_EQ(again->points_skipped, 3);
+  // A different grid in the same directory is refused.
+  auto other = RunSweep(*ParseGrid("policy=sieve,fifo,belady capacity_blocks=64,1024"), base_, Options(b, 1, 2, 1));
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SweepRunTest, ReplayModeNeedsTheSimulator) {
+  auto s = RunSweep(*ParseGrid("mode=replay capacity_blocks=64"), base_, Options(TempDir("replay"), 0, 1, 1));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("replay"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace kvsim

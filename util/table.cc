@@ -1,0 +1,108 @@
+#include "util/table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "util/check.h"
+
+namespace kvsim {
+namespace {
+
+std::string CsvCell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string FormatDouble(double value) {
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::string s = absl::StrFormat("%.*g", precision, value);
+    if (std::strtod(s.c_str(), nullptr) == value) return s;
+  }
+  return absl::StrFormat("%.17g", value);
+}
+
+Table::Table(std::vector<std::string> columns, std::vector<bool> numeric)
+    : columns_(std::move(columns)), numeric_(std::move(numeric)) {
+  KVSIM_CHECK(columns_.size() == numeric_.size());
+}
+
+void Table::AddRow(std::vector<std::string> row) {
+  KVSIM_CHECK(row.size() == columns_.size()) << row.size() << " cells for " << columns_.size() << " columns";
+  rows_.push_back(std::move(row));
+}
+
+std::string Table::ToCsv() const {
+  std::string out;
+  for (size_t c = 0; c < columns_.size(); ++c) absl::StrAppend(&out, c ? "," : "", CsvCell(columns_[c]));
+  out += "\n";
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) absl::StrAppend(&out, c ? "," : "", CsvCell(row[c]));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Table::ToJson() const {
+  std::string out = "[";
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    absl::StrAppend(&out, r ? ",\n " : "\n ", "{");
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const std::string& v = rows_[r][c];
+      absl::StrAppend(&out, c ? ", " : "", JsonString(columns_[c]), ": ",
+                      numeric_[c] && !v.empty() ? v : JsonString(v));
+    }
+    out += "}";
+  }
+  return out + (rows_.empty() ? "]\n" : "\n]\n");
+}
+
+std::string Table::ToText() const {
+  std::vector<size_t> width(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    width[c] = columns_[c].size();
+    for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      absl::StrAppend(&out, c ? "  " : "", numeric_[c] ? pad + cells[c] : cells[c] + pad);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(columns_);
+  for (const auto& row : rows_) out += line(row);
+  return out;
+}
+
+}  // namespace kvsim
