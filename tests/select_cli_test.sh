@@ -14,6 +14,7 @@ expect 0 run --synthetic_prompts=80 --seed=2 --predictor=logistic --folds=4 --la
 has "SYNTHETIC table" out
 has "80 prompts x 11 configurations" out
 has "4-fold cross-validation by prompt" out
+has "selector's latency and memory: the cost model's" out
 has "Brier" out
 has "best static CSR" out
 has "oracle CSR" out
@@ -32,9 +33,15 @@ expect 0 run --synthetic_prompts=80 --seed=2 --predictor=logistic --folds=4 --la
 for f in csr_grid.csv csr_grid.svg calibration.csv feature_importance.csv outcomes.csv selections.csv summary.txt; do
   cmp -s "$tmp/a/$f" "$tmp/b/$f" || fail "$f differs between two identical runs"
 done
-# The table written out reads back (costs from its columns) to the same surface (same seed: same folds).
+# The table written out reads back (costs from its columns, so the selector uses the learned cost
+# predictors) to the surface the synthetic run gives with learned cost predictors (same seed: same folds).
+expect 0 run --synthetic_prompts=80 --seed=2 --predictor=logistic --folds=4 --grid_points=5 --predict_costs=learned \
+  --out="$tmp/learned"
+has "selector's latency and memory: the learned predictors'" out
 expect 0 run --outcomes="$tmp/a/outcomes.csv" --seed=2 --predictor=logistic --folds=4 --grid_points=5 --out="$tmp/c"
-cmp -s "$tmp/a/csr_grid.csv" "$tmp/c/csr_grid.csv" || fail "the written table does not give the same CSR surface"
+cmp -s "$tmp/learned/csr_grid.csv" "$tmp/c/csr_grid.csv" || fail "the written table does not give the same CSR surface"
+expect 2 run --outcomes="$tmp/a/outcomes.csv" --predictor=logistic --predict_costs=model
+has "predict_costs=model needs costs from the model" err
 # And with its costs recomputed by the cost model (same model and GPU): the same again.
 expect 0 run --outcomes="$tmp/a/outcomes.csv" --seed=2 --costs=model --predictor=logistic --folds=4 --grid_points=5 --out="$tmp/d"
 cmp -s "$tmp/a/csr_grid.csv" "$tmp/d/csr_grid.csv" || fail "--costs=model does not reproduce the table's costs"

@@ -2,6 +2,7 @@
 // scored by the constrained success rate. Thin: parsing and output only; the work is in sim/select/.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -42,6 +43,10 @@ ABSL_FLAG(std::string, latency_grid, "",
 ABSL_FLAG(std::string, memory_grid, "", "comma-separated memory budgets in MiB; empty = quantiles of the table's");
 ABSL_FLAG(int32_t, grid_points, 8, "budgets per axis of the default grid, in [1, 64]");
 ABSL_FLAG(std::string, predictor, "xgboost", "xgboost (gradient-boosted trees) or logistic (the baseline)");
+ABSL_FLAG(std::string, predict_costs, "auto",
+          "the selector's predicted latency and memory: 'learned' (the predictors'), 'model' (the cost model's for "
+          "the prompt's input and output tokens; needs costs from the model), 'auto' = model when the table's "
+          "costs come from the model, else learned");
 ABSL_FLAG(int32_t, folds, 5, "cross-validation folds over prompts, >= 2");
 ABSL_FLAG(int32_t, synthetic_prompts, 0,
           "instead of --outcomes, a SYNTHETIC table of this many prompts with planted correctness (costs from "
@@ -49,6 +54,14 @@ ABSL_FLAG(int32_t, synthetic_prompts, 0,
 
 namespace kvsim {
 namespace {
+
+// Replaces the predicted latency and memory with the table's (the cost model's when it computed them).
+void UseTableCosts(const OutcomeTable& table, std::vector<Prediction>* predictions) {
+  for (size_t i = 0; i < table.cells.size(); ++i) {
+    (*predictions)[i].latency_ms = table.cells[i].latency_ms;
+    (*predictions)[i].peak_memory_mb = table.cells[i].peak_memory_mb;
+  }
+}
 
 absl::StatusOr<std::vector<double>> ParseGrid(absl::string_view flag, const std::string& text) {
   std::vector<double> grid;
@@ -106,9 +119,23 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
     KVSIM_ASSIGN_OR_RETURN(table, ReadOutcomeTable(outcomes_path, set, {.costs_from_model = from_model}));
     if (from_model) KVSIM_RETURN_IF_ERROR(FillCostsFromModel(config, set, &table));
   }
+  const std::string predict_costs = absl::GetFlag(FLAGS_predict_costs);
+  if (predict_costs != "auto" && predict_costs != "learned" && predict_costs != "model") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--predict_costs=", predict_costs, ": must be 'auto', 'learned' or 'model'"));
+  }
+  if (predict_costs == "model" && !from_model) {
+    return absl::InvalidArgumentError("--predict_costs=model needs costs from the model (--costs=model)");
+  }
+  const bool costs_by_model = predict_costs == "model" || (predict_costs == "auto" && from_model);
   const int folds = absl::GetFlag(FLAGS_folds);
   KVSIM_ASSIGN_OR_RETURN(CrossValidation cv, CrossValidate(table, folds, absl::GetFlag(FLAGS_seed), factory));
   const Calibration calibration = CalibrationReport(table, cv.predictions);
+  // The calibration above reports the learned cost predictors either way; with costs by the model the
+  // selector uses the model's figures, which are the table's (FillCostsFromModel computed them).
+  if (costs_by_model) UseTableCosts(table, &cv.predictions);
+  // The baseline beside gradient-boosted trees, on the same folds.
+  std::optional<CsrSurface> baseline;
 
   std::vector<double> latency_grid, memory_grid;
   if (!absl::GetFlag(FLAGS_latency_grid).empty()) {
@@ -131,6 +158,12 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   memory_grid.erase(std::remove_if(memory_grid.begin(), memory_grid.end(), [](double v) { return !(v > 0); }),
                     memory_grid.end());
   const CsrSurface surface = EvaluateGrid(table, cv.predictions, latency_grid, memory_grid);
+  if (kind == PredictorKind::kXgboost) {
+    KVSIM_ASSIGN_OR_RETURN(PredictorFactory logistic, MakePredictorFactory(PredictorKind::kLogistic));
+    KVSIM_ASSIGN_OR_RETURN(CrossValidation base, CrossValidate(table, folds, absl::GetFlag(FLAGS_seed), logistic));
+    if (costs_by_model) UseTableCosts(table, &base.predictions);
+    baseline = EvaluateGrid(table, base.predictions, latency_grid, memory_grid);
+  }
 
   const std::string source = synthetic > 0 ? absl::StrCat("SYNTHETIC table (planted correctness, seed ",
                                                           absl::GetFlag(FLAGS_seed), ")")
@@ -143,6 +176,9 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   absl::StrAppend(&report, absl::StrFormat("predictor: %s, %d-fold cross-validation by prompt (no prompt in both "
                                            "the training and the test folds)\n",
                                            PredictorKindName(kind), folds));
+  absl::StrAppend(&report, "selector's latency and memory: ",
+                  costs_by_model ? "the cost model's for each prompt's input and output tokens\n"
+                                 : "the learned predictors'\n");
   absl::StrAppend(&report, FormatCalibration(calibration), FormatFeatureImportance(table, cv.feature_importance));
   std::vector<std::pair<std::string, std::string>> files;
   if (latency > 0) {
@@ -151,6 +187,11 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
     files.push_back({"selections.csv", SelectionsCsv(table, cv.predictions, point)});
   }
   absl::StrAppend(&report, FormatCsrSurface(table, surface));
+  if (baseline.has_value()) {
+    absl::StrAppend(&report, absl::StrFormat("  logistic baseline on the same folds: CSR gain over best static mean "
+                                             "%+.4f, max %+.4f\n",
+                                             baseline->mean_gain, baseline->max_gain));
+  }
   out << report;
 
   const std::string dir = absl::GetFlag(FLAGS_out);
@@ -177,7 +218,7 @@ KVSIM_REGISTER_COMMAND(select, {
     .summary = "per-prompt choice of KV compression under latency and memory budgets (constrained success rate)",
     .usage = "kvsim select (--outcomes=T.csv | --synthetic_prompts=N) [--configs=C.textproto] [--costs=table|model] "
              "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] "
-             "[--predictor=xgboost|logistic] [--folds=5] [--seed=S] [--out=DIR]",
+             "[--predictor=xgboost|logistic] [--predict_costs=auto|learned|model] [--folds=5] [--seed=S] [--out=DIR]",
     .details =
         "For each prompt, predicts every candidate configuration's P(correct), latency and peak memory from\n"
         "the prompt's features (per-configuration models, cross-validated by prompt), picks the most likely\n"
@@ -187,12 +228,14 @@ KVSIM_REGISTER_COMMAND(select, {
         "Outcome table columns: prompt_id, config (a candidate's name), correct (0/1), latency_ms,\n"
         "peak_memory_mb (MiB), input_tokens, output_tokens, and any other numeric column as a feature.\n"
         "--costs=model fills latency and memory from the roofline cost model on --config's model and GPU\n"
-        "(sim/select/candidate_cost.h); the two columns may then be absent.\n"
+        "(sim/select/candidate_cost.h); the two columns may then be absent. The selector then uses the cost\n"
+        "model's figures as its latency and memory predictions (--predict_costs=auto; 'learned' uses the\n"
+        "trained predictors instead). With --predictor=xgboost the logistic baseline is reported beside.\n"
         "--synthetic_prompts=N uses a SYNTHETIC table with planted correctness instead (demo and tests).\n"
         "--out=DIR writes csr_grid.csv, csr_grid.svg, calibration.csv, feature_importance.csv, outcomes.csv,\n"
         "summary.txt, and selections.csv for the single budget.",
     .flags = {"outcomes", "configs", "costs", "config", "latency_ms", "memory_mb", "latency_grid", "memory_grid",
-              "grid_points", "predictor", "folds", "synthetic_prompts", "seed", "out"},
+              "grid_points", "predictor", "predict_costs", "folds", "synthetic_prompts", "seed", "out"},
     .run = RunSelect,
 });
 
