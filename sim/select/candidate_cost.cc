@@ -112,9 +112,11 @@ proto::ExperimentConfig CandidateCostModel::ConfigFor(int64_t input_tokens) cons
 }
 
 absl::StatusOr<CandidateCost> CandidateCostModel::Cost(int64_t input_tokens, int64_t output_tokens) const {
-  if (input_tokens < 1 || output_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("input_tokens (", input_tokens, ") and output_tokens (",
-                                                   output_tokens, ") must be >= 1"));
+  if (input_tokens < 1 || output_tokens < 1 || input_tokens > kMaxCostInputTokens ||
+      output_tokens > kMaxCostOutputTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("input_tokens (", input_tokens, ") must be in [1, ",
+                                                   kMaxCostInputTokens, "] and output_tokens (", output_tokens,
+                                                   ") in [1, ", kMaxCostOutputTokens, "]"));
   }
   CandidateCost cost;
   BatchShape prefill;

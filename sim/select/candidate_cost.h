@@ -71,7 +71,8 @@ class CandidateCostModel {
   static absl::StatusOr<std::unique_ptr<CandidateCostModel>> Create(const proto::ExperimentConfig& base,
                                                                     const proto::SelectCandidate& candidate);
 
-  // InvalidArgument for input_tokens < 1 or output_tokens < 1.
+  // InvalidArgument for input_tokens outside [1, kMaxCostInputTokens] or output_tokens outside
+  // [1, kMaxCostOutputTokens].
   absl::StatusOr<CandidateCost> Cost(int64_t input_tokens, int64_t output_tokens) const;
 
   // The shapes above, for tests and reports. REQUIRES: input_tokens >= 1, step >= 1.
@@ -95,6 +96,10 @@ class CandidateCostModel {
   Shape shape_ = Shape::kAll;
   enum class Overhead { kNone, kFullPrompt, kWindow, kLastQuery } overhead_ = Overhead::kNone;
 };
+
+// Largest shapes Cost accepts: every decode step is costed, so the output length bounds its time.
+inline constexpr int64_t kMaxCostInputTokens = int64_t{1} << 24;
+inline constexpr int64_t kMaxCostOutputTokens = int64_t{1} << 20;
 
 // The observation window of the overhead pass of snapkv-like policies.
 inline constexpr int64_t kSelectScoreWindow = 32;

@@ -126,6 +126,8 @@ TEST(CandidateCostTest, CompressionLowersLatencyOnLongPromptsAndBadShapesAreRefu
   EXPECT_LT(rocket->Cost(30000, 500)->memory.total_bytes, fp16->Cost(30000, 500)->memory.total_bytes);
   EXPECT_FALSE(fp16->Cost(0, 5).ok());
   EXPECT_FALSE(fp16->Cost(5, 0).ok());
+  EXPECT_FALSE(fp16->Cost(5, kMaxCostOutputTokens + 1).ok());
+  EXPECT_FALSE(fp16->Cost(kMaxCostInputTokens + 1, 5).ok());
   proto::ExperimentConfig table = Base();
   table.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
   EXPECT_FALSE(CandidateCostModel::Create(table, Named("fp16")).ok());
