@@ -217,7 +217,7 @@ KVSIM_REGISTER_COMMAND(select, {
     .name = "select",
     .summary = "per-prompt choice of KV compression under latency and memory budgets (constrained success rate)",
     .usage = "kvsim select (--outcomes=T.csv | --synthetic_prompts=N) [--configs=C.textproto] [--costs=table|model] "
-             "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] "
+             "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] [--grid_points=8] "
              "[--predictor=xgboost|logistic] [--predict_costs=auto|learned|model] [--folds=5] [--seed=S] [--out=DIR]",
     .details =
         "For each prompt, predicts every candidate configuration's P(correct), latency and peak memory from\n"

@@ -1,6 +1,8 @@
 #include "sim/select/candidates.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -46,6 +48,11 @@ absl::Status CheckCandidate(const proto::SelectCandidate& c) {
     const proto::TokenBudgetSpec& t = c.token();
     absl::StatusOr<std::unique_ptr<TokenPolicy>> policy = CreateTokenPolicy(t.policy());
     if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("token.policy: ", policy.status().message()));
+    if ((*policy)->kind() == TokenPolicy::Kind::kQuantize) {
+      return absl::InvalidArgumentError(absl::StrCat("token.policy '", t.policy(),
+                                                     "' quantises: give quantisation as quant { method: "
+                                                     "KV_QUANT_METHOD_KIVI bits: N } and the token policy alone"));
+    }
     const bool by_tokens = t.budget_tokens() != 0, by_ratio = t.budget_ratio() != 0;
     if (by_tokens == by_ratio) {
       return absl::InvalidArgumentError("token needs exactly one of budget_tokens or budget_ratio");

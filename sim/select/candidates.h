@@ -7,7 +7,8 @@
 // Checks (errors name the source and the candidate): names unique, non-empty, without commas, quotes or
 // line breaks (they are CSV cells); kv_dtype FP16/BF16 or unset; quant bits in {2, 3, 4, 8}, group size
 // >= 0, outlier_fraction in [0, 0.1] and only for KVQUANT; token policy a registered token policy
-// (policies/token/token_policy.h) with exactly one of budget_tokens >= 1 or budget_ratio in (0, 1].
+// (policies/token/token_policy.h) that does not quantise (KIVI wrappers: use quant) with exactly one
+// of budget_tokens >= 1 or budget_ratio in (0, 1].
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(proto::SelectCandidateSet set, LoadSelectCandidates(""));  // the default

@@ -61,6 +61,7 @@ TEST(CandidatesTest, BadSetsAreRefusedNamingTheCandidate) {
                 "KVQUANT only");
   ExpectRefused("candidate { name: 't' token { policy: 'nosuch' budget_tokens: 5 } }", "token.policy");
   ExpectRefused("candidate { name: 't' token { policy: 'h2o' } }", "exactly one");
+  ExpectRefused("candidate { name: 't' token { policy: 'kivi4+h2o' budget_tokens: 64 } }", "quantises");
   ExpectRefused("candidate { name: 't' token { policy: 'h2o' budget_ratio: 1.5 } }", "budget_ratio=1.5");
   ExpectRefused("candidate { name: 'd' kv_dtype: DTYPE_INT8 }", "kv_dtype");
   ExpectRefused("candidate { nme: 'x' }", "c.textproto:1:");

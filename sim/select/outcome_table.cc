@@ -55,6 +55,14 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
   for (const proto::SelectCandidate& c : set.candidate()) table.candidates.push_back(c.name());
   const int num_candidates = table.num_candidates();
 
+  for (int i = 0; i < static_cast<int>(csv->header().size()); ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (absl::StripAsciiWhitespace(csv->header()[i]) == absl::StripAsciiWhitespace(csv->header()[j])) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": duplicated column '",
+                                                       csv->header()[i], "' (first in column ", j + 1, ")"));
+      }
+    }
+  }
   // Columns: the fixed ones, then input/output tokens, then every other column as a feature.
   std::vector<int> fixed;
   for (const char* name : kFixedColumns) {
@@ -83,9 +91,6 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
     for (const char* f : kFixedColumns) known = known || name == f;
     if (known) continue;
     if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": empty column name"));
-    for (const std::string& seen : table.feature_names) {
-      if (seen == name) return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": duplicated column '", name, "'"));
-    }
     feature_columns.push_back(i);
     table.feature_names.push_back(name);
   }

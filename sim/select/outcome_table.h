@@ -11,17 +11,19 @@
 //   latency_ms       end-to-end latency, ms (>= 0)
 //   peak_memory_mb   peak GPU memory, MiB (>= 0)
 //   input_tokens     prompt length, tokens (integer >= 1)
-//   output_tokens    generated tokens (integer >= 1)
+//   output_tokens    generated tokens (integer >= 1); a feature too (known to the predictors, which a
+//                    deployment would have to predict)
 //   any other        a numeric prompt feature for the predictors (task type as an integer code, attention
 //                    entropy, the quality path's recall at the configuration's budget, ...); it may
 //                    differ between a prompt's rows (features of the prompt under that configuration)
 //
 // Column order is free. latency_ms and peak_memory_mb may be left out when the table's costs come from
-// the cost model (ReadOptions::costs_from_model; sim/select/candidate_cost.h); present, they are then
-// ignored. Refused (InvalidArgument naming "<file>:<line>:<column>" and the column's name): a missing
-// required column, a configuration not in the set, a duplicated (prompt, configuration) row, a cell that
-// is not a finite number (or not 0/1, or not an integer where one is needed); and "<file>: prompt '<id>'
-// (line N) has no row for configuration '<name>'" for an incomplete prompt; an empty table.
+// the cost model (OutcomeReadOptions::costs_from_model; sim/select/candidate_cost.h); present, they are
+// then ignored. Refused (InvalidArgument naming "<file>:<line>:<column>" and the column's name): a missing
+// required column, a duplicated column name, a configuration not in the set, a duplicated (prompt,
+// configuration) row, a cell that is not a finite number (or not 0/1, or not an integer where one is
+// needed); and "<file>: prompt '<id>' (line N) has no row for configuration '<name>'" for an incomplete
+// prompt; an empty table.
 //
 // Thread-compatible value type.
 #ifndef KVSIM_SIM_SELECT_OUTCOME_TABLE_H_

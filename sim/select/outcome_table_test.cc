@@ -81,6 +81,8 @@ TEST(OutcomeTableTest, BadTablesAreRefusedNamingFileLineAndColumn) {
   ExpectRefused(std::string(kHeader) + "p1,fp16,1,12,110,50.5,20,0.5\n", ":2:6 (input_tokens): must be an integer");
   ExpectRefused(std::string(kHeader) + ok_row, ": prompt 'p1' (line 2) has no row for configuration 'h2o-50%'");
   ExpectRefused(kHeader, ": no rows");
+  ExpectRefused("prompt_id,config,correct,latency_ms,peak_memory_mb,input_tokens,output_tokens,config\n",
+                ":1:8: duplicated column 'config' (first in column 2)");
   ExpectRefused(std::string(kHeader) + "p1,fp16,1,12\n", ":2");  // too few fields (the CSV reader's error)
 }
 

@@ -20,8 +20,9 @@
 //   neither                    damage = 0
 // correct = 1[u < P] with ONE uniform u per prompt, shared by its configurations: a prompt answered
 // correctly under a more damaging configuration is answered under every less damaging one, as with a real
-// model (independent draws per configuration would hand the oracle successes by luck alone). Features written: input_tokens, output_tokens,
-// task_type, attention_entropy (the same for all of a prompt's rows).
+// model (independent draws per configuration would hand the oracle successes by luck alone).
+// Features written: input_tokens, output_tokens, task_type, attention_entropy (the same for all of a
+// prompt's rows).
 //
 // So compression hurts maths prompts under low-bit quantisation and diffuse-attention prompts under
 // eviction, while it saves latency and memory on long prompts: no static configuration is best for all.
