@@ -46,15 +46,20 @@ has "predict_costs=model needs costs from the model" err
 expect 0 run --outcomes="$tmp/a/outcomes.csv" --seed=2 --costs=model --predictor=logistic --folds=4 --grid_points=5 --out="$tmp/d"
 cmp -s "$tmp/a/csr_grid.csv" "$tmp/d/csr_grid.csv" || fail "--costs=model does not reproduce the table's costs"
 
-# XGBoost where the build has it.
+# XGBoost where the build has it: deterministic too, with the logistic baseline beside.
 expect_xgb() {
-  "$kvsim" select --synthetic_prompts=60 --seed=2 --folds=3 --grid_points=3 >"$tmp/out" 2>"$tmp/err"
+  "$kvsim" select --synthetic_prompts=60 --seed=2 --folds=3 --grid_points=3 --out="$tmp/x1" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   if [ $rc -eq 2 ] && grep -q "built without XGBoost" "$tmp/err"; then
     echo "SKIP: xgboost part (built without XGBoost)"
   else
     [ $rc -eq 0 ] || fail "xgboost run exited $rc: $(cat "$tmp/err")"
     has "predictor: xgboost" out
+    has "logistic baseline on the same folds" out
+    expect 0 run --synthetic_prompts=60 --seed=2 --folds=3 --grid_points=3 --out="$tmp/x2"
+    for f in csr_grid.csv calibration.csv feature_importance.csv summary.txt; do
+      cmp -s "$tmp/x1/$f" "$tmp/x2/$f" || fail "xgboost: $f differs between two identical runs"
+    done
   fi
 }
 expect_xgb
@@ -98,6 +103,9 @@ has "nan.csv:3:4 (latency_ms): 'x50' is not a finite number" err
 cut -d, -f1-3,5- "$tmp/hand.csv" > "$tmp/nolat.csv"
 expect 2 run --outcomes="$tmp/nolat.csv" --configs="$tmp/c.textproto" --predictor=logistic
 has "nolat.csv:1: missing column 'latency_ms'" err
+sed 's/^c,small,0,50,20,10,5,2/c,small,0,50,20,10,5000000,2/' "$tmp/hand.csv" > "$tmp/long.csv"
+expect 2 run --outcomes="$tmp/long.csv" --configs="$tmp/c.textproto" --predictor=logistic --folds=3 --costs=model
+has "long.csv: prompt 'c', configuration 'small': input_tokens (10) must be in \[1, 16777216\] and output_tokens (5000000)" err
 expect 2 run --outcomes="$tmp/hand.csv" --configs="$tmp/c.textproto" --predictor=logistic --folds=4
 has "folds=4: must be in \[2, number of prompts = 3\]" err
 expect 2 run --outcomes="$tmp/hand.csv" --configs="$tmp/c.textproto" --latency_ms=5
