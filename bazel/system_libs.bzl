@@ -95,6 +95,20 @@ def _system_libs_impl(ctx):
     lines.append("    includes = [\"eigen\"],")
     lines.append(")")
     lines.append("")
+    # XGBoost (libxgboost-dev, no pkg-config file) for the selection path's predictors: where its header is
+    # absent, @system//:xgboost is empty and code built against it sees no KVSIM_HAS_XGBOOST.
+    if ctx.path("/usr/include/xgboost/c_api.h").exists:
+        ctx.symlink("/usr/include/xgboost", "xgboost_include/xgboost")
+        lines.append("cc_library(")
+        lines.append("    name = \"xgboost\",")
+        lines.append("    hdrs = glob([\"xgboost_include/xgboost/**/*.h\"]),")
+        lines.append("    includes = [\"xgboost_include\"],")
+        lines.append("    defines = [\"KVSIM_HAS_XGBOOST=1\"],")
+        lines.append("    linkopts = [\"-lxgboost\"],")
+        lines.append(")")
+    else:
+        lines.append("cc_library(name = \"xgboost\")")
+    lines.append("")
     ctx.file("BUILD", "\n".join(lines))
     ctx.file("WORKSPACE", "workspace(name = %r)\n" % ctx.name)
 

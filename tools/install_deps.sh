@@ -13,6 +13,7 @@ PACKAGES=(
   libsimdjson-dev                                   # JSON trace import
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
+  libxgboost-dev                                    # gradient-boosted trees: per-prompt selection's predictors
   clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
 )
 
