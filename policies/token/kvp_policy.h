@@ -4,9 +4,14 @@
 // learned per-(layer, KV head) MLP over each token's key, value and position (kvp_model.h; trained by
 // `kvsim train`, sim/train/). As in the paper's inference: the prompt is compressed once after prefill,
 // its first kSinkTokens and last kRecentTokens tokens are always kept (they rank first), and the budget is
-// uniform over heads and layers; the rest of the prompt is ranked by the agent's score. Decode tokens are
-// kept as PromptScorePolicy describes (so at a step the head keeps exactly min(B, position + 1) tokens, the
-// protected ones among them while B - decoded tokens >= 20). Kind: kEvict (permanent).
+// uniform over heads and layers; the rest of the prompt is ranked by the agent's score.
+//
+// At the decode step at position p each head keeps exactly min(B, p + 1) tokens, the first of this order:
+// the current token p; the protected prompt tokens (first 4, then the last 16 from the newest); the earlier
+// decode tokens from the newest; the other prompt tokens by score (ties: lower position). So the protected
+// tokens stay whenever B > 20, decode tokens displace the lowest-ranked prompt tokens one per step, and
+// once the prompt's ranked tokens are gone the oldest decode tokens go (a sink + window cache). Every
+// token's rank only falls as p grows, so eviction is permanent. Kind: kEvict.
 //
 // Spec: "kvp:model=FILE". The model is loaded when the policy is created (InvalidArgument or NotFound
 // naming the file); CheckTrace() refuses a trace whose layout the model was not trained for, naming both.
@@ -20,11 +25,11 @@
 #include <vector>
 
 #include "policies/token/kvp_model.h"
-#include "policies/token/prompt_score_policy.h"
+#include "policies/token/token_policy.h"
 
 namespace kvsim {
 
-class KvpPolicy final : public PromptScorePolicy {
+class KvpPolicy final : public TokenPolicy {
  public:
   static constexpr int64_t kSinkTokens = 4;
   static constexpr int64_t kRecentTokens = 16;
@@ -37,14 +42,19 @@ class KvpPolicy final : public PromptScorePolicy {
                                                              const TokenPolicyParams& params);
 
   std::string Name() const override { return "kvp"; }
+  Kind kind() const override { return Kind::kEvict; }
   absl::Status CheckTrace(const AttentionTraceHeader& header) const override;
   // REQUIRES: CheckTrace() accepted the trace of `heads` (a head without an agent is a fatal error).
-  std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override;
+  void BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) override;
+  void Step(const LayerStep& step, std::vector<KeptSet>* kept) override;
 
  private:
   std::shared_ptr<const KvpModel> model_;
   std::string model_path_;
   KvpMatrix features_;  // reused between heads
+  int64_t prompt_len_ = 0, budget_ = 0;
+  std::vector<int32_t> protected_;             // in priority order
+  std::vector<std::vector<int32_t>> ranked_;   // per head: its best unprotected prompt tokens, best first
 };
 
 // The agent's raw scores of tokens 0..n-1 of a cache holding `keys`/`values` (n x head_dim), in double.
