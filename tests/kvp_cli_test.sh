@@ -29,13 +29,13 @@ has "objective softsort" out
 
 expect 0 "$kvsim" quality --trace="$tmp/test.kvat" --policies="kvp:model=$tmp/m1.kvpm,snapkv,random" \
   --budgets=32,64 --out="$tmp/q"
-has "kvp " out
-grep -q '^synthetic,kvp,evict,tokens,32,32' "$tmp/q/summary.csv" || fail "no kvp row at budget 32: $(head -3 "$tmp/q/summary.csv")"
+has "kvp:model=$tmp/m1.kvpm " out
+grep -q "^synthetic,kvp:model=$tmp/m1.kvpm,evict,tokens,32,32" "$tmp/q/summary.csv" || fail "no kvp row at budget 32: $(head -3 "$tmp/q/summary.csv")"
 # The mean tokens read at budget 64 is 64: every step keeps exactly the budget.
 awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "mean_tokens_read") c = i }
-         $2 == "kvp" && $5 == 64 { found = 1; if (c == 0 || $c + 0 != 64) bad = 1 }
+         $2 ~ /^kvp:/ && $5 == 64 { found = 1; if (c == 0 || $c + 0 != 64) bad = 1 }
          END { exit (found && !bad) ? 0 : 1 }' \
-  "$tmp/q/summary.csv" || fail "kvp does not keep exactly 64 tokens: $(grep ^kvp "$tmp/q/summary.csv")"
+  "$tmp/q/summary.csv" || fail "kvp does not keep exactly 64 tokens: $(grep kvp: "$tmp/q/summary.csv")"
 
 expect 2 "$kvsim" quality --trace="$tmp/wide.kvat" --policies="kvp:model=$tmp/m1.kvpm" --budgets=32
 has "KVP model $tmp/m1.kvpm was trained for model 'synthetic', 1 layers, 4 query heads, 2 KV heads, head_dim 40" err

@@ -138,8 +138,8 @@ KVSIM_REGISTER_COMMAND(quality, {
         "relative output error ||o - o'||/||o|| and top-k overlap (mean, p10 tail, worst), tokens read,\n"
         "per-layer and per-head means, and areas under the curves relative to oracle_select.\n"
         "Policies: full, random, knorm, streaming_llm, h2o, tova, scissorhands, snapkv, pyramidkv,\n"
-        "expected_attention, quest, rocketkv, oracle_select, oracle_evict; wrappers: adakv+POLICY (score\n"
-        "policies), kivi2/kivi4/kivi8 alone or as kivi4+POLICY.\n"
+        "expected_attention, quest, rocketkv, oracle_select, oracle_evict, kvp:model=FILE (learned, from\n"
+        "'kvsim train'); wrappers: adakv+POLICY (score policies), kivi2/kivi4/kivi8 alone or as kivi4+POLICY.\n"
         "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
         "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
         "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",

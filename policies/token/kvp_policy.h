@@ -41,7 +41,8 @@ class KvpPolicy final : public TokenPolicy {
   static absl::StatusOr<std::unique_ptr<TokenPolicy>> Create(const TokenPolicyOptions& options,
                                                              const TokenPolicyParams& params);
 
-  std::string Name() const override { return "kvp"; }
+  // "kvp:model=FILE" as given, so that two models evaluated side by side are told apart.
+  std::string Name() const override { return "kvp:model=" + model_path_; }
   Kind kind() const override { return Kind::kEvict; }
   absl::Status CheckTrace(const AttentionTraceHeader& header) const override;
   // REQUIRES: CheckTrace() accepted the trace of `heads` (a head without an agent is a fatal error).

@@ -67,7 +67,7 @@ TEST(KvpPolicyTest, KeepsExactlyItsBudgetWithTheProtectedTokensAndTheBestScores)
   const std::string path = WriteModel(KeyChannelModel(), "key0.kvpm");
   auto policy = CreateTokenPolicy("kvp:model=" + path);
   ASSERT_TRUE(policy.ok()) << policy.status();
-  EXPECT_EQ((*policy)->Name(), "kvp");
+  EXPECT_EQ((*policy)->Name(), "kvp:model=" + path);
   EXPECT_EQ((*policy)->kind(), TokenPolicy::Kind::kEvict);
   std::vector<float> key0;
   const int64_t prompt = 100, steps = 12;
