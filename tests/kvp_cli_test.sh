@@ -52,5 +52,9 @@ expect 2 "$kvsim" train --traces="$tmp/train.kvat,$tmp/wide.kvat" --out="$tmp/x.
 has "differs from" err
 expect 2 "$kvsim" train --traces="$tmp/nothere.kvat" --out="$tmp/x.kvpm"
 has "nothere.kvat" err
+# Two samples of 1,000 tokens x 2 heads take 2 x 656 KB of keys, values and targets: over a 1 MiB bound.
+expect 0 synth --out="$tmp/big.kvat" --synth_samples=2 --synth_prompt_len=1000 --seed=1
+expect 2 "$kvsim" train --traces="$tmp/big.kvat" --out="$tmp/x.kvpm" --train_memory_mib=1 --small_model --steps=1
+has "big.kvat: sample 1 would take the training data to 1.3 MiB, above the bound of 1.0 MiB" err
 [ -e "$tmp/x.kvpm" ] && fail "a refused run wrote a model"
 finish

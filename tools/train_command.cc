@@ -33,6 +33,8 @@ ABSL_FLAG(std::string, objective, "reinforce",
           "reinforce (the paper's) or softsort (the supervised soft-sort baseline the paper reports failing)");
 ABSL_FLAG(double, learning_rate, -1, "peak AdamW learning rate; -1 = the setting's");
 ABSL_FLAG(double, final_learning_rate, -1, "learning rate at the end of the cosine schedule; -1 = the setting's");
+ABSL_FLAG(int64_t, train_memory_mib, 16384,
+          "bound on the training data held in memory (prompt keys, values and targets of every kept head), MiB");
 ABSL_FLAG(int32_t, max_tokens_per_step, -1, "tokens of a sample used per step (a seeded subset); 0 = all; -1 = the setting's");
 
 namespace kvsim {
@@ -63,6 +65,11 @@ absl::StatusOr<KvpTrainOptions> OptionsFromFlags() {
   }
   if (absl::GetFlag(FLAGS_max_tokens_per_step) >= 0) o.max_tokens_per_step = absl::GetFlag(FLAGS_max_tokens_per_step);
   o.holdout_fraction = absl::GetFlag(FLAGS_holdout);
+  const int64_t mib = absl::GetFlag(FLAGS_train_memory_mib);
+  if (mib < 1 || mib > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat("--train_memory_mib=", mib, ": must be in [1, 2^30]"));
+  }
+  o.max_data_bytes = mib << 20;
   const std::string objective = absl::GetFlag(FLAGS_objective);
   if (objective == "reinforce") {
     o.objective = KvpObjective::kReinforce;
@@ -129,8 +136,9 @@ absl::Status RunTrain(const std::vector<std::string>& args, std::ostream& out) {
   out << absl::StrFormat("normalised all-budget reward (oracle = 1): final training %.4f", final_train / agents);
   if (heldout_count > 0) out << absl::StrFormat(", held out %.4f", heldout / heldout_count);
   out << "\n";
-  out << absl::StrFormat("time: %.2f s wall, %.2f s CPU (%.1f steps/s per core), peak RSS %.1f MiB\n", wall_s, cpu_s,
-                         cpu_s > 0 ? steps_total / cpu_s : 0.0, PeakRssMib());
+  out << absl::StrFormat(
+      "time: %.2f s wall, %.2f s CPU (%.1f steps/s per core); memory: training data %.1f MiB, peak RSS %.1f MiB\n",
+      wall_s, cpu_s, cpu_s > 0 ? steps_total / cpu_s : 0.0, data.bytes / 1048576.0, PeakRssMib());
   return absl::OkStatus();
 }
 
@@ -152,10 +160,11 @@ KVSIM_REGISTER_COMMAND(train, {
         "setting (32 hidden, 600 steps, lr 3e-3 to 1e-4, 1,024 tokens per step), which other flags override.\n"
         "The model is byte-identical for the same traces, flags and --seed, whatever --threads (agents train in\n"
         "parallel). Use it as kvsim quality --policies=kvp:model=MODEL.kvpm. Time, CPU and peak memory are\n"
-        "reported; a progress line goes to stderr when it is a terminal.",
+        "reported; the training data is bounded by --train_memory_mib; a progress line goes to stderr when it\n"
+        "is a terminal.",
     .flags = {"traces", "out", "seed", "threads", "small_model", "steps", "epochs", "future_queries",
               "samples_per_step", "hidden", "holdout", "objective", "learning_rate", "final_learning_rate",
-              "max_tokens_per_step"},
+              "max_tokens_per_step", "train_memory_mib"},
     .run = RunTrain,
 });
 

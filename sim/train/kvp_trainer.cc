@@ -8,6 +8,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sim/train/kvp_objective.h"
 #include "sim/train/kvp_target.h"
 #include "traces/attention/attention_trace_io.h"
@@ -45,6 +46,14 @@ absl::Status AddSample(const AttentionTraceHeader& header, const AttentionSample
   const int64_t n = sample.prompt_len;
   const int64_t f = std::min<int64_t>(options.future_queries, sample.num_decode_steps);
   const int d = header.head_dim;
+  const int64_t bytes = static_cast<int64_t>(sample.heads.size()) * n * (2 * d * sizeof(float) + sizeof(double));
+  if (data->bytes + bytes > options.max_data_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: sample %d would take the training data to %.1f MiB, above the bound of %.1f MiB (prompt keys, "
+        "values and targets of every kept head): train on fewer or shorter samples, or raise the bound",
+        name, index, (data->bytes + bytes) / 1048576.0, options.max_data_bytes / 1048576.0));
+  }
+  data->bytes += bytes;
   for (size_t h = 0; h < sample.heads.size(); ++h) {
     const HeadTensors& head = sample.heads[h];
     auto importance = FutureImportance(header, sample, head, n, f);
@@ -253,6 +262,7 @@ absl::Status ValidateKvpTrainOptions(const KvpTrainOptions& o) {
     return bad(absl::StrCat("threads ", o.num_threads, ": must be in [0, ", kMaxThreads, "]"));
   }
   if (o.curve_points < 1) return bad("curve points must be >= 1");
+  if (o.max_data_bytes < 1) return bad("the training-data memory bound must be >= 1 byte");
   return absl::OkStatus();
 }
 

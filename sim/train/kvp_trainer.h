@@ -58,6 +58,9 @@ struct KvpTrainOptions {
   uint64_t seed = 1;
   int num_threads = 1;             // 0 = every core
   int curve_points = 20;           // training-curve points per agent
+  // Bound on the examples held in memory (prompt keys, values and targets of every kept head and sample):
+  // BuildKvpTrainData refuses traces that need more (ResourceExhausted naming the sample).
+  int64_t max_data_bytes = int64_t{16} << 30;
 };
 
 // The documented small-model setting (CPU minutes, not hours): 32 hidden units, AdamW 3e-3 cosine to
@@ -79,12 +82,13 @@ struct KvpTrainData {
   AttentionTraceHeader header;
   std::vector<std::string> traces;
   int64_t train_samples = 0, heldout_samples = 0;
+  int64_t bytes = 0;  // held by the examples
   // Per kept head, layer-major (header.kept_layers x header.kept_kv_heads).
   std::vector<std::vector<KvpExample>> train, heldout;
 };
 
 // Reads the traces (the same layout in each: model, layers, heads, head_dim, kept layers and heads;
-// InvalidArgument naming the file otherwise) and builds every head's examples.
+// InvalidArgument naming the file otherwise) and builds every head's examples, within max_data_bytes.
 absl::StatusOr<KvpTrainData> BuildKvpTrainData(const std::vector<std::string>& paths, const KvpTrainOptions& options);
 // The same from samples in memory (`name` stands for the file in messages).
 absl::StatusOr<KvpTrainData> BuildKvpTrainData(const AttentionTraceHeader& header,
