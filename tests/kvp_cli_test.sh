@@ -37,6 +37,12 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "mean_tokens_read") c = i
          END { exit (found && !bad) ? 0 : 1 }' \
   "$tmp/q/summary.csv" || fail "kvp does not keep exactly 64 tokens: $(grep kvp: "$tmp/q/summary.csv")"
 
+# The evaluation with kvp does not depend on the thread count either.
+for threads in 1 3; do
+  expect 0 "$kvsim" quality --trace="$tmp/test.kvat" --policies="kvp:model=$tmp/m1.kvpm,snapkv,random" \
+    --budgets=32,64 --threads=$threads --out="$tmp/q$threads"
+  cmp -s "$tmp/q/summary.csv" "$tmp/q$threads/summary.csv" || fail "summary.csv differs with --threads=$threads"
+done
 expect 2 "$kvsim" quality --trace="$tmp/wide.kvat" --policies="kvp:model=$tmp/m1.kvpm" --budgets=32
 has "KVP model $tmp/m1.kvpm was trained for model 'synthetic', 1 layers, 4 query heads, 2 KV heads, head_dim 40" err
 has "the trace has model 'synthetic', 1 layers, 4 query heads, 2 KV heads, head_dim 48" err
