@@ -52,6 +52,8 @@ expect 2 "$kvsim" quality --trace="$tmp/test.kvat" --policies=kvp --budgets=32
 has "kvp:model=FILE" err
 expect 2 "$kvsim" train --traces="$tmp/train.kvat" --out="$tmp/x.kvpm" --objective=foo
 has "objective=foo" err
+expect 2 "$kvsim" train --traces="$tmp/train.kvat" --out="$tmp/x.kvpm" --hidden=-3
+has "hidden=-3: must be >= 0" err
 expect 2 "$kvsim" train --traces="$tmp/train.kvat" --out="$tmp/x.kvpm" --samples_per_step=1
 has "samples per step 1" err
 expect 2 "$kvsim" train --traces="$tmp/train.kvat,$tmp/wide.kvat" --out="$tmp/x.kvpm" --small_model --steps=1

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <iostream>
 #include <ostream>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -53,6 +55,19 @@ double PeakRssMib() {
 }
 
 absl::StatusOr<KvpTrainOptions> OptionsFromFlags() {
+  // -1 = the setting's value; anything else below 0 is a mistake, not a request for the default.
+  for (const auto& [name, value] : std::vector<std::pair<const char*, double>>{
+           {"steps", absl::GetFlag(FLAGS_steps)},
+           {"future_queries", absl::GetFlag(FLAGS_future_queries)},
+           {"samples_per_step", absl::GetFlag(FLAGS_samples_per_step)},
+           {"hidden", absl::GetFlag(FLAGS_hidden)},
+           {"learning_rate", absl::GetFlag(FLAGS_learning_rate)},
+           {"final_learning_rate", absl::GetFlag(FLAGS_final_learning_rate)},
+           {"max_tokens_per_step", absl::GetFlag(FLAGS_max_tokens_per_step)}}) {
+    if (value < 0 && value != -1) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": must be >= 0 (or -1 for the setting's)"));
+    }
+  }
   KvpTrainOptions o = absl::GetFlag(FLAGS_small_model) ? KvpSmallModelOptions() : KvpTrainOptions();
   if (absl::GetFlag(FLAGS_steps) >= 0) o.steps = absl::GetFlag(FLAGS_steps);
   o.epochs = absl::GetFlag(FLAGS_epochs);
