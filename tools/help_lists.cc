@@ -20,6 +20,8 @@ KVSIM_REGISTER(HelpListRegistry(), "eviction_policies", [] { return Spaced(Evict
 KVSIM_REGISTER(HelpListRegistry(), "token_policies", [] { return Spaced(TokenPolicyRegistry().Names()); });
 KVSIM_REGISTER(HelpListRegistry(), "token_policy_wrappers",
                [] { return Spaced(TokenPolicyWrapperRegistry().Names()); });
+KVSIM_REGISTER(HelpListRegistry(), "token_policies_with_params",
+               [] { return Spaced(TokenPolicyParamRegistry().Names()); });
 KVSIM_REGISTER(HelpListRegistry(), "trace_formats", [] { return Spaced(TraceFormatRegistry().Names()); });
 KVSIM_REGISTER(HelpListRegistry(), "cost_models", [] { return Spaced(CostModelRegistry().Names()); });
 KVSIM_REGISTER(HelpListRegistry(), "sweep_modes", [] { return Spaced(SweepModeRegistry().Names()); });

@@ -138,7 +138,8 @@ KVSIM_REGISTER_COMMAND(quality, {
         "relative output error ||o - o'||/||o|| and top-k overlap (mean, p10 tail, worst), tokens read,\n"
         "per-layer and per-head means, and areas under the curves relative to oracle_select.\n"
         "Policies: {token_policies};\n"
-        "wrappers: {token_policy_wrappers} (adakv+POLICY for score policies; kivi alone or as kivi4+POLICY).\n"
+        "wrappers: {token_policy_wrappers} (adakv+POLICY for score policies; kivi alone or as kivi4+POLICY);\n"
+        "with parameters: {token_policies_with_params} (kvp:model=FILE, learned by 'kvsim train').\n"
         "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
         "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
         "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",

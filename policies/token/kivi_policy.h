@@ -28,6 +28,7 @@ class KiviPolicy final : public TokenPolicy {
   void BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) override;
   void Step(const LayerStep& step, std::vector<KeptSet>* kept) override { inner_->Step(step, kept); }
   KvOverride Kv(int head, int64_t position) const override;
+  absl::Status CheckTrace(const AttentionTraceHeader& header) const override { return inner_->CheckTrace(header); }
 
  private:
   int bits_;

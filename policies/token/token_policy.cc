@@ -4,8 +4,34 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
+namespace {
+
+// "key=value:key=value" of a spec's leaf (after the name's ':').
+absl::StatusOr<TokenPolicyParams> ParseParams(absl::string_view spec, absl::string_view text) {
+  TokenPolicyParams params;
+  for (absl::string_view entry : absl::StrSplit(text, ':')) {
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("token policy '", spec, "': parameter '", entry,
+                                                     "' is not key=value (write name:key=value[:key=value])"));
+    }
+    std::string key(entry.substr(0, eq));
+    for (const auto& [k, v] : params) {
+      if (k == key) {
+        return absl::InvalidArgumentError(absl::StrCat("token policy '", spec, "': parameter '", key,
+                                                       "' is given twice"));
+      }
+    }
+    params.emplace_back(std::move(key), std::string(entry.substr(eq + 1)));
+  }
+  return params;
+}
+
+}  // namespace
 
 Registry<TokenPolicyFactory>& TokenPolicyRegistry() {
   static auto* registry = new Registry<TokenPolicyFactory>("token policy");
@@ -14,6 +40,11 @@ Registry<TokenPolicyFactory>& TokenPolicyRegistry() {
 
 Registry<TokenPolicyWrapperFactory>& TokenPolicyWrapperRegistry() {
   static auto* registry = new Registry<TokenPolicyWrapperFactory>("token policy wrapper");
+  return *registry;
+}
+
+Registry<TokenPolicyParamFactory>& TokenPolicyParamRegistry() {
+  static auto* registry = new Registry<TokenPolicyParamFactory>("token policy with parameters");
   return *registry;
 }
 
@@ -33,8 +64,25 @@ const char* TokenPolicyKindName(TokenPolicy::Kind kind) {
 
 absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view spec,
                                                                const TokenPolicyOptions& options) {
-  const size_t plus = spec.find('+');
-  const std::string head(spec.substr(0, plus));
+  const size_t colon = spec.find(':');
+  size_t plus = spec.find('+');
+  // A leaf's parameters may hold '+' (a file name): a ':' before any '+' ends the name.
+  if (colon < plus) plus = absl::string_view::npos;
+  const std::string head(spec.substr(0, std::min(plus, colon)));
+  if (colon < plus) {
+    if (const TokenPolicyParamFactory* factory = TokenPolicyParamRegistry().Find(head)) {
+      KVSIM_ASSIGN_OR_RETURN(TokenPolicyParams params, ParseParams(spec, spec.substr(colon + 1)));
+      return (*factory)(options, params);
+    }
+    if (TokenPolicyRegistry().Find(head) != nullptr || TokenPolicyWrapperRegistry().Find(head) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("token policy '", head, "' takes no parameters (got '",
+                                                     spec, "')"));
+    }
+  }
+  if (const TokenPolicyParamFactory* factory = TokenPolicyParamRegistry().Find(head);
+      factory != nullptr && plus == absl::string_view::npos) {
+    return (*factory)(options, {});
+  }
   if (const TokenPolicyWrapperFactory* wrapper = TokenPolicyWrapperRegistry().Find(head)) {
     const bool alone = plus == absl::string_view::npos;
     if (!alone && plus + 1 == spec.size()) {
@@ -68,6 +116,7 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
 std::vector<std::string> TokenPolicyNames() {
   std::vector<std::string> names = TokenPolicyRegistry().Names();
   for (const std::string& name : TokenPolicyWrapperRegistry().Names()) names.push_back(name);
+  for (const std::string& name : TokenPolicyParamRegistry().Names()) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }

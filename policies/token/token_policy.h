@@ -25,6 +25,9 @@
 //   KVSIM_REGISTER_TOKEN_POLICY("h2o", H2oPolicy);
 // Wrappers (a quantiser or AdaKV around another policy) register with KVSIM_REGISTER_TOKEN_POLICY_WRAPPER
 // and are named "wrapper+inner", e.g. "kivi4+snapkv"; a wrapper named alone wraps "full".
+// Parameters: a policy that takes parameters registers with KVSIM_REGISTER_TOKEN_POLICY_WITH_PARAMS and is
+// named "name:key=value[:key=value...]" (e.g. "kvp:model=m.kvpm"); its factory checks the keys and values
+// and may refuse them with a Status. A policy registered without parameters refuses any.
 //
 // Thread-safety: an instance is used by one thread at a time (not always the same one); instances run
 // concurrently, sharing the read-only trace tensors and the thread-safe HeadContext::prompt_cache. A
@@ -41,8 +44,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -145,6 +150,11 @@ class TokenPolicy {
 
   // For kQuantize: the K/V the attention of head h reads at `position`. Default: exact.
   virtual KvOverride Kv(int head, int64_t position) const { return {}; }
+
+  // Whether the policy can run on a trace with this header (e.g. a learned policy whose model was
+  // trained for another layout): InvalidArgument saying why, naming both. Called by the evaluator before
+  // any sample. Default: OK.
+  virtual absl::Status CheckTrace(const AttentionTraceHeader& header) const { return absl::OkStatus(); }
 };
 
 const char* TokenPolicyKindName(TokenPolicy::Kind kind);
@@ -153,12 +163,19 @@ using TokenPolicyFactory = std::function<std::unique_ptr<TokenPolicy>(const Toke
 using TokenPolicyWrapperFactory = std::function<std::unique_ptr<TokenPolicy>(
     const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner)>;
 
-// The registries (util/registry.h) that KVSIM_REGISTER_TOKEN_POLICY and ..._WRAPPER add to.
+// The key=value parameters of a spec "name:key=value:...", in the order given.
+using TokenPolicyParams = std::vector<std::pair<std::string, std::string>>;
+using TokenPolicyParamFactory = std::function<absl::StatusOr<std::unique_ptr<TokenPolicy>>(
+    const TokenPolicyOptions&, const TokenPolicyParams&)>;
+
+// The registries (util/registry.h) that KVSIM_REGISTER_TOKEN_POLICY, ..._WRAPPER and ..._WITH_PARAMS add to.
 Registry<TokenPolicyFactory>& TokenPolicyRegistry();
 Registry<TokenPolicyWrapperFactory>& TokenPolicyWrapperRegistry();
+Registry<TokenPolicyParamFactory>& TokenPolicyParamRegistry();
 
-// A new instance of "name" or "wrapper+...+name". InvalidArgument listing the known names if unknown, or if
-// a wrapper refuses its inner policy (the message says why).
+// A new instance of "name", "name:key=value:..." or "wrapper+...+name". InvalidArgument listing the known
+// names if unknown, for a malformed parameter (not key=value, a key given twice), parameters given to a
+// policy that takes none, or if a wrapper or a parameterised policy's factory refuses (the message says why).
 absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view spec,
                                                                const TokenPolicyOptions& options = {});
 
@@ -171,6 +188,9 @@ std::vector<std::string> TokenPolicyNames();
   KVSIM_REGISTER(::kvsim::TokenPolicyRegistry(), name, [](const ::kvsim::TokenPolicyOptions& options) { \
     return std::unique_ptr<::kvsim::TokenPolicy>(new Class(options));                            \
   })
+
+#define KVSIM_REGISTER_TOKEN_POLICY_WITH_PARAMS(name, factory) \
+  KVSIM_REGISTER(::kvsim::TokenPolicyParamRegistry(), name, factory)
 
 #define KVSIM_REGISTER_TOKEN_POLICY_WRAPPER(name, factory) \
   KVSIM_REGISTER(::kvsim::TokenPolicyWrapperRegistry(), name, factory)

@@ -441,6 +441,7 @@ absl::StatusOr<std::unique_ptr<QualityEvaluator>> QualityEvaluator::Create(const
     for (size_t b = 0; b < tokens.size() + ratios.size(); ++b) {
       Point point;
       KVSIM_ASSIGN_OR_RETURN(point.policy, CreateTokenPolicy(name, TokenPolicyOptions{options.seed}));
+      KVSIM_RETURN_IF_ERROR(point.policy->CheckTrace(header));
       point.meta.policy = point.policy->Name();
       point.meta.kind = TokenPolicyKindName(point.policy->kind());
       point.quantised = point.policy->kind() == TokenPolicy::Kind::kQuantize;
