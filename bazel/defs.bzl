@@ -36,13 +36,14 @@ def kvsim_proto_library(name, deps = [], visibility = ["//visibility:public"]):
 def _labels(names):
     return [n if (":" in n or "/" in n) else ":" + n for n in names]
 
-def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [], **kwargs):
+def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [], cu_hdrs = [], **kwargs):
     """A kernel library: CUDA objects where nvcc exists, `cpu_srcs` elsewhere.
 
     cu_srcs: .cu files; each may include `hdrs` and any header in `deps`' packages by workspace path.
     hdrs: plain C++ headers (no CUDA types) declaring the launchers.
     cpu_srcs: the same launchers for builds without CUDA (typically returning absl::UnavailableError).
     cuda_deps: extra libraries for the CUDA build only (e.g. ":cublaslt_loader").
+    cu_hdrs: headers of other packages that the .cu files include (nvcc sees only declared files).
     """
     if HAS_CUDA:
         objs = []
@@ -50,7 +51,7 @@ def kvsim_cuda_library(name, cu_srcs, hdrs, cpu_srcs, deps = [], cuda_deps = [],
             obj = cu.replace(".cu", ".pic.o")
             native.genrule(
                 name = cu.replace(".cu", "_nvcc").replace("/", "_"),
-                srcs = [cu] + hdrs + native.glob(["*.h", "*.cuh"], exclude = hdrs),
+                srcs = [cu] + hdrs + cu_hdrs + native.glob(["*.h", "*.cuh"], exclude = hdrs),
                 outs = [obj],
                 cmd = ("%s -ccbin /usr/bin/g++ -std=c++17 -O3 -Xcompiler -fPIC " % NVCC +
                        "-gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 " +

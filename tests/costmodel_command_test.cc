@@ -114,8 +114,8 @@ TEST(CostModelCommandTest, ConfigAndMemoryAgreeOnTheKvTokensThatFit) {
   for (const std::string& config : {std::string(), int4}) {
     SCOPED_TRACE(config);
     std::string out, err;
-    std::vector<std::string> flags;
-    if (!config.empty()) flags.push_back("--config=" + config);
+    // Flags keep their values between the commands of one process: --config is always given.
+    const std::vector<std::string> flags = {"--config=" + config};
     std::vector<std::string> args = {"config"};
     args.insert(args.end(), flags.begin(), flags.end());
     ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
