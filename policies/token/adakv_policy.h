@@ -32,9 +32,6 @@ class AdaKvPolicy final : public PromptScorePolicy {
   std::unique_ptr<PromptScorePolicy> inner_;
 };
 
-// The per-head budgets of the rule above (exposed for tests).
-std::vector<int64_t> AdaKvBudgets(const std::vector<std::vector<double>>& scores, int64_t budget, double safeguard);
-
 }  // namespace kvsim
 
 #endif  // KVSIM_POLICIES_TOKEN_ADAKV_POLICY_H_
