@@ -116,12 +116,12 @@ TEST(CostModelCommandTest, ConfigAndMemoryAgreeOnTheKvTokensThatFit) {
     std::string out, err;
     // Flags keep their values between the commands of one process: --config is always given.
     const std::vector<std::string> flags = {"--config=" + config};
-    std::vector<std::string> args = {"config"};
+    std::vector<std::string> args = {"config", "--block_tokens=0"};
     args.insert(args.end(), flags.begin(), flags.end());
     ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
     const int64_t config_tokens = NumberAfter(out, "# gpu_capacity_tokens: ");
     const int64_t bytes_per_token = NumberAfter(out, "# kv_bytes_per_token: ");
-    args = {"costmodel", "memory"};
+    args = {"costmodel", "memory", "--costmodel_device=", "--costmodel_model=", "--costmodel_kv_tokens=0"};
     args.insert(args.end(), flags.begin(), flags.end());
     ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
     const size_t at = out.find(" KV tokens per GPU");
