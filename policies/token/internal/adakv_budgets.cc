@@ -4,6 +4,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "policies/token/token_policy_util.h"
+
 namespace kvsim {
 
 std::vector<int64_t> AdaKvBudgets(const std::vector<std::vector<double>>& scores, int64_t budget, double safeguard) {
