@@ -23,8 +23,12 @@ std::string KvFormat::Name() const {
   return absl::StrCat("int", bits, "-g", group_size);
 }
 
+double KvBytesPerTokenPerLayer(int64_t kv_heads, int64_t head_dim, const KvFormat& kv) {
+  return 2.0 * kv_heads * head_dim * kv.BytesPerElement();
+}
+
 double KvBytesPerToken(const proto::ModelSpec& model, const KvFormat& kv) {
-  return 2.0 * model.num_layers() * KvHeadsPerGpu(model) * model.head_dim() * kv.BytesPerElement();
+  return model.num_layers() * KvBytesPerTokenPerLayer(KvHeadsPerGpu(model), model.head_dim(), kv);
 }
 
 absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model,

@@ -21,6 +21,7 @@
 #ifndef KVSIM_CONFIG_KV_FORMAT_H_
 #define KVSIM_CONFIG_KV_FORMAT_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -50,6 +51,10 @@ struct KvFormat {
 // all use it. 131,072 for Llama-3.1-8B at bf16; 34,816 at int4 with one fp16 scale and zero point per
 // 128 elements. REQUIRES: a resolved model spec.
 double KvBytesPerToken(const proto::ModelSpec& model, const KvFormat& kv);
+
+// The same for one layer of `kv_heads` KV heads of `head_dim` (KvBytesPerToken is num_layers times it,
+// with KvHeadsPerGpu): what one attention kernel reads per token.
+double KvBytesPerTokenPerLayer(int64_t kv_heads, int64_t head_dim, const KvFormat& kv);
 
 // The KV format of a resolved model and cost-model config (model.kv_dtype, overridden by
 // cost_model.kv_quant_bits). InvalidArgument naming the field for unsupported bits or group sizes.

@@ -45,7 +45,7 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
   p.vocab = (m.vocab_size() + p.tp - 1) / p.tp;
   p.weight_bytes_per_element = DTypeBits(m.weight_dtype()) / 8.0;
   KVSIM_ASSIGN_OR_RETURN(p.kv, ResolveKvFormat(m, config.cost_model()));
-  p.kv_bytes_per_token_per_layer = KvBytesPerToken(m, p.kv) / m.num_layers();
+  p.kv_bytes_per_token_per_layer = KvBytesPerTokenPerLayer(p.kv_heads, p.head_dim, p.kv);
   p.rates = MakeDeviceRates(d);
   p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()),
                                             m.weight_dtype() == proto::DTYPE_FP8);

@@ -73,7 +73,7 @@ struct RooflineParams {
   int64_t tp = 1;
   double weight_bytes_per_element = 2;
   KvFormat kv;
-  double kv_bytes_per_token_per_layer = 0;  // KvBytesPerToken (config/kv_format.h) / num_layers
+  double kv_bytes_per_token_per_layer = 0;  // KvBytesPerTokenPerLayer (config/kv_format.h)
   DeviceRates rates;
   double linear_flops_per_s = 0;  // GEMM peak at the weight dtype x compute efficiency
   int64_t overhead_ns = 0;
