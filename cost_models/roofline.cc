@@ -11,9 +11,8 @@
 
 // Invariants: p_ and attention_ are fixed at construction. linear_ns_, lm_head_ns_ and allreduce_ns_
 // hold, for every token count below kTermTableTokens (512), the term computed by the very expression
-// and rounding of the fallback (LinearNs with no projection tokens includes KvProjectionSeconds(0) for
-// that reason), so a table hit and a computed value are the same integer: results never depend on
-// which path answered.
+// and rounding of the fallback (linear_ns_ includes KvProjectionSeconds(0), as LinearNs does), so a
+// table hit and a computed value are the same integer: results never depend on which path answered.
 // Order in IterationBreakdown: L2ResidentTokens first (empty when no piece has a prefix_id), then one
 // pass that checks each piece (returning ValidateBatch's error for the first bad one) and sums: under
 // RECOMPUTE_COST_KV_PROJECTION a recompute piece adds only projection tokens and no attention; only

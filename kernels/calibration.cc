@@ -33,7 +33,8 @@
 //   budget. The one `rng` is drawn in timing order (page shuffles, seeds, query values).
 // - A pool is made of `copies` copies (RotationCopies: enough for 4 x L2 between two uses of a copy, at
 //   most 60% of free memory and 256; GEMMs at most 16), and run i of a point, warm-ups included, uses
-//   copy i mod copies, so consecutive runs never find the previous run's data in L2.
+//   copy i mod copies, so that memory permitting a run does not find its data left in L2 by the run
+//   before. Copies and the merge-only runs do not rotate.
 // - TimeRuns: warm-up runs, a synchronise, one probe run; a probe under 20 us sets a group of up to 64
 //   back-to-back runs per timed sample; every sample is the group's time divided by its size.
 //   Percentiles are nearest rank.

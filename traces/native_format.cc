@@ -39,7 +39,7 @@
 // verifies the checksum of the decoded bytes before a record is decoded; bytes left after a frame's last
 // record are corruption.
 // Why it is fast:
-// - A one-byte varint takes one compare; 2 to 8 bytes decode from one 8-byte load with no branch on the
+// - A one-byte varint is decoded by the first test; 2 to 8 bytes from one 8-byte load with no branch on the
 //   length (the padding makes the load safe at the frame's end). Runs of consecutive hash ids are
 //   written with SSE2 two ids per store (FillRun).
 // - DecodeRecord assigns every field of the caller's Request, so its vectors keep their capacity and no

@@ -21,8 +21,8 @@
 // calls on the same vector see it sorted (is_sorted), so Summarise's max is the last element.
 // Why it is fast: one pass over the trace and O(log n) per access (n = block references so far): Append
 // is two prefix sums and a push, the distance two prefix sums and one update. The tree keeps one int32
-// per access and is never compacted (sim/cache/mrc.cc compacts for the same distances in O(distinct
-// blocks)); here the exact percentiles need every distance and token count kept anyway.
+// per access and is never compacted (sim/cache/mrc.cc compacts its markers to O(distinct blocks));
+// here the exact percentiles keep every distance and token count anyway.
 
 namespace kvsim {
 namespace {

@@ -24,8 +24,8 @@
 // Why it is fast (beyond the header's method):
 // - Per access: one hash and compare for sampling, one probe of a table kept at load <= 1/2 (its line
 //   prefetched kPrefetchDistance = 8 accesses ahead), a popcount plus O(log(time range / 64)) tree steps
-//   for Prefix and for Add, and one histogram increment (the deficit map is touched only for blocks
-//   with other than the reference tokens, in practice a request's last one).
+//   for Prefix and for Add, and one histogram increment (the deficit map is touched only for accesses
+//   whose tokens differ from the reference: with a full block as reference, partial last blocks only).
 // - Compact is one scan of the bitmap, O(time range / 64 + live markers), and leaves at least 3 x live
 //   accesses before the next (the range only grows, and >= 3/4 of it is free after): amortised O(1) per
 //   access. tree_ is int32 and owner_ uint32, half the bytes of 64-bit entries.

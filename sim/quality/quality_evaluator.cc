@@ -17,7 +17,8 @@
 // Data and invariants:
 // - points holds one Point per (policy, budget), policy-major; budgets sorted and deduplicated, tokens
 //   before ratios; oracle_select is appended when not asked for. A point's policy, kept sets, quantised
-//   blocks and Accumulator belong to it alone, and one task at a time works on a point: no locks.
+//   blocks and Accumulator belong to it alone: in BeginLayer and the step loop one task at a time works
+//   on a point, and ComputeBlocks' tasks each write one head's block. No locks.
 // - Distribution keeps fixed bins (10^4 per unit of range): percentiles to 1e-4 in memory independent of
 //   the number of measurements; mean, minimum and maximum exact.
 // - HeadBlock storage only grows; probs is a view over it, row j * steps + s for query head j of the
@@ -34,8 +35,8 @@
 //   block and read by every point; only quantisers need rows of their own.
 // - Measure sums the smaller side: the set when 2 |S| <= p + 1, else o less the missing rows (found with
 //   a byte mark array, cleared after), so a near-full set costs O(p) plus its few missing rows.
-// - A set shared by a GQA group is summed once for all its query heads (GroupSums). Every buffer
-//   (kept sets, scratch, sums) only grows, so the step loop does not allocate once warm.
+// - A set shared by a GQA group is summed once for all its query heads (GroupSums). The evaluator's
+//   buffers (kept sets, scratch, sums) only grow: its part of the step loop does not allocate once warm.
 
 namespace kvsim {
 namespace {

@@ -19,7 +19,7 @@
 //   refcount 0, and exactly those are in the GPU policy. First lower tier: used_blocks == cached_blocks +
 //   swap_blocks_. Every lower-tier entry is in its tier's policy. AddUsed checks 0 <= used <= capacity.
 // - A request's block_entries[k] is an entry it holds one reference to, or kPrivateBlock.
-// Order in Admit: classify every prompt block (no state changes but the potentials), test the room from
+// Order in Admit: classify every prompt block (changing only scratch and the potentials), test the room from
 // counters, then pin the GPU hits and take reloads out of their tiers *before* MakeGpuRoom, so neither
 // can be a victim; reloads land on the GPU pinned. A refused admission restores the potentials it
 // recorded, so they are measured at the admission that succeeds. Release unpins the last block first.

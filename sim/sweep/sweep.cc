@@ -23,7 +23,7 @@
 
 // Data and invariants:
 // - Points are numbered in mixed radix, the last axis fastest; GridPoint decodes an index in O(axes), so
-//   no list of points is ever built. ExpandRange stops at a million values and steps without overflow.
+//   no list of points is ever built. ExpandRange refuses over a million values and steps without overflow.
 // - GetCompiledTrace keeps one CompiledTrace per (trace path, format, block_tokens, max_requests) for the
 //   life of the process, behind one mutex held across the compile: concurrent first points wait for it
 //   instead of compiling the trace twice. A failed compile is not kept. Next uses are filled before the

@@ -24,7 +24,8 @@
 //   when the previous start is popped. A session in the heap has `next` prepared (all but request_id
 //   and parent_id) and its chain holds the whole context up to and including that prompt.
 // - open_sessions == sessions started - sessions recycled; recycled sessions wait in free_sessions.
-// - Every arrival is <= kMaxArrivalNs (AddSeconds saturates), so an arrival plus a gap cannot overflow.
+// - Later turns' arrivals saturate at kMaxArrivalNs (AddSeconds) and a turn that would reach it ends its
+//   session, so an arrival plus a gap cannot overflow.
 // Order: the content engine `rng` is drawn in the order entries leave the heap, and within a session in
 // a fixed order (class, system prompt, turns, first input in StartSession; output tokens, then the
 // agent's tool, its duration and result tokens in FillNext; think time, then the next input in
@@ -37,7 +38,7 @@
 //   keeps the ids of full blocks, so a turn rehashes at most its partial last block, and copies the ids.
 // - The prepared request is swapped into the caller's, not copied; the session keeps the caller's old
 //   vectors for its next request, and ended sessions are reused (chains and vectors keep capacity), so
-//   generation does not allocate per request once warm.
+//   block-id vectors are reused, not reallocated, from request to request.
 
 namespace kvsim {
 namespace {
