@@ -19,14 +19,14 @@
 //   refcount 0, and exactly those are in the GPU policy. First lower tier: used_blocks == cached_blocks +
 //   swap_blocks_. Every lower-tier entry is in its tier's policy. AddUsed checks 0 <= used <= capacity.
 // - A request's block_entries[k] is an entry it holds one reference to, or kPrivateBlock.
-// Order in Admit: classify every prompt block (changing only scratch and the potentials), test the room from
-// counters, then pin the GPU hits and take reloads out of their tiers *before* MakeGpuRoom, so neither
-// can be a victim; reloads land on the GPU pinned. A refused admission restores the potentials it
+// Order in Admit: classify every prompt block (changing only scratch and the potentials), test the room
+// from counters, then pin the GPU hits and take reloads out of their tiers *before* MakeGpuRoom, so
+// neither can be a victim; reloads land on the GPU pinned. A refused admission restores the potentials it
 // recorded, so they are measured at the admission that succeeds. Release unpins the last block first.
 // Why it is fast:
 // - The admission test is O(1) (free + gpu_evictable_ - unpinned hits), before anything is touched.
-// - Victims come from the policy without a predicate (AnyBlock): pinned blocks are not in the GPU policy,
-//   so no scan skips them. Slots are reused from free_entries_: no allocation per block once warm.
+// - SelectVictim's predicate accepts every block (AnyBlock): pinned blocks are not in the GPU policy, so
+//   no scan skips them. Slots are reused from free_entries_: no allocation per block once warm.
 // - Admit does one hash lookup per prompt block (found_entries_ keeps the slot for the second pass);
 //   kinds_ and found_entries_ are scratch reused across calls. unique_blocks requests skip the lookups.
 // - RestoreNs is memoised per block index, so the cost model is asked once per position. Grow's common
