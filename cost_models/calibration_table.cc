@@ -21,6 +21,23 @@
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
+// Data and invariants:
+// - kKindNames is indexed by the proto::KernelKind number: its order must follow the enum in
+//   proto/calibration.proto, and a new kind needs a name here.
+// - NumericColumns is the one list of numeric columns: what the parser accepts and, in this order, what
+//   the writer prints after kind and dtype. Every column's max_int is at most 2^53, so each integer a
+//   cell may hold is exact in the double every cell is parsed through; larger values are refused, not
+//   rounded.
+// Order in ParseCalibrationCsv: `#` lines before the column row are header fields (unknown keys are
+// comments) and after it plain comments; the column row must name known columns, each once, including
+// kind and median_ns; each data row is checked for its cell count, parsed, given its defaults and only
+// then validated, so every point of a returned table is normalised and valid (the text-proto path gets
+// the same from NormaliseCalibrationPoints). The writer prints every column of every point (zeros
+// included) and real-valued cells with 10 significant digits.
+// Cost: not a hot path; tables are read once per run. Parsing is one pass over the text, with a linear
+// search of NumericColumns per cell (O(cells x columns), 17 columns); the output is built in one string
+// and written atomically.
+
 namespace kvsim {
 namespace {
 

@@ -9,6 +9,22 @@
 #include "config/model_spec.h"
 #include "util/status_macros.h"
 
+// Invariants: p_ and attention_ are fixed at construction. linear_ns_, lm_head_ns_ and allreduce_ns_
+// hold, for every token count below kTermTableTokens (512), the term computed by the very expression
+// and rounding of the fallback (linear_ns_ includes KvProjectionSeconds(0), as LinearNs does), so a
+// table hit and a computed value are the same integer: results never depend on which path answered.
+// Order in IterationBreakdown: L2ResidentTokens first (empty when no piece has a prefix_id), then one
+// pass that checks each piece (returning ValidateBatch's error for the first bad one) and sums: under
+// RECOMPUTE_COST_KV_PROJECTION a recompute piece adds only projection tokens and no attention; only
+// pieces that sample a token and are not recomputes pay the LM head. Each term is rounded to ns on its
+// own and the total is their sum, so the breakdown adds up exactly; RecomputeTimeNs rounds the same
+// three terms the same way as the one-piece batch.
+// Why it is fast:
+// - An iteration is O(pieces): one inline AttentionKernel::Seconds per piece, its per-model constants
+//   precomputed; the token-count terms (GEMMs, LM head, all-reduce) are table lookups below 512 tokens,
+//   which covers every decode-only iteration of up to 512 sequences.
+// - RecomputeTimeNs, asked per block by the block manager, builds no batch and no vector.
+
 namespace kvsim {
 namespace {
 

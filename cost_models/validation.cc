@@ -13,6 +13,25 @@
 #include "util/check.h"
 #include "util/status_macros.h"
 
+// Data and invariants:
+// - Points are grouped by KernelSeriesKey (the series KernelTable interpolates within) and each series is
+//   stably sorted by its feature vector, so which points are held out (index mod holdout_every ==
+//   holdout_every / 2, holdout_every at least 2) and which leave-one-out points are sampled (every
+//   stride-th, stride = ceil(n / max_loo_points)) depends only on the table.
+// - PredictFrom predicts as KernelTable does: a LogGridInterpolator over the training points, the
+//   roofline (with wave quantisation as asked) as the prior outside them and the roofline without it as
+//   the scale; no training points means the roofline alone (roofline_only, counted as extrapolated).
+// - Summarise groups by kind in a std::map; the total is keyed "~all", which sorts after every kind
+//   name, so "all" is always the last row. Quantiles interpolate linearly between order statistics.
+// - held_out_points is sorted worst first with a stable sort: equal errors keep series order.
+// Order: every point is defaulted and validated before any prediction, so a bad point fails the call
+// with nothing computed.
+// Cost: every prediction builds its own interpolator from its training set (the leave-one-out set
+// differs per point, and the held-out split rebuilds from the same set for each held-out point), so a
+// series of n points costs O(n / stride) builds of n - 1 points for leave-one-out and O(n / holdout_every)
+// builds of the rest for the split; max_loo_points bounds the first. leave_one_out = false keeps only
+// the split, the form a replay reports.
+
 namespace kvsim {
 namespace {
 

@@ -13,6 +13,23 @@
 #include "util/file.h"
 #include "util/status_macros.h"
 
+// Invariants of the import:
+// - Every data row is counted in report->rows and ends one of three ways: points appended, a line in
+//   report->skipped saying why (an empty or NaN time, a non-positive time, a collective other than
+//   all_reduce), or an error that fails the import (a cell that does not parse, or a model shape that
+//   cannot be: heads not dividing n_embd, n_kv_head not dividing n_q_head, zero TP, ...). Time columns
+//   of the file that no importer reads are listed in report->unused.
+// - Every appended point has passed ValidateCalibrationPoint; a point is added before it is checked, so
+//   after an error the table passed in may hold it and ImportVidurProfiles returns only the status.
+// - Units and shapes: Vidur's milliseconds become median_ns (x 1e6); shapes are per GPU: heads / TP, KV
+//   heads max(1, n_kv_head / TP) (replicated when TP exceeds them), head_dim = n_embd / n_q_head; the
+//   QKV projection's output is (heads / TP + 2 x KV heads) x head_dim, gated MLPs double the up
+//   projection's output.
+// Order in ForEachRow: the first non-blank line is the header (a repeated name or a missing required
+// column fails before any row is read); each later row must have as many cells as the header.
+// Cost: not a hot path (run once per import): one pass over each file; cells are found by name through
+// a std::map, O(log columns) per lookup.
+
 namespace kvsim {
 namespace {
 

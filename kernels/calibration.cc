@@ -22,6 +22,27 @@
 #include "kernels/reference/kv_quant.h"
 #include "util/status_macros.h"
 
+// Order of a run: the kernels are checked against the float64 reference before anything is timed (a
+// mismatch fails the run); then host-to-device copies, GEMMs, decode and prefill attention, prefill last
+// as its points cost the most. With a budget, each kind's deadline is now + (time left) x its share of
+// the points still to time, so time a kind leaves unused passes to the next. The table is normalised and
+// validated (NormaliseCalibrationPoints) only once every kind is done.
+// Invariants:
+// - SweepKind times a kind's points in CoverageOrder, so a cut sweep is an even subset, but keeps each
+//   result at its grid index and appends them in grid order: the table's order never depends on the
+//   budget. The one `rng` is drawn in timing order (page shuffles, seeds, query values).
+// - A pool is made of `copies` copies (RotationCopies: enough for 4 x L2 between two uses of a copy, at
+//   most 60% of free memory and 256; GEMMs at most 16), and run i of a point, warm-ups included, uses
+//   copy i mod copies, so that memory permitting a run does not find its data left in L2 by the run
+//   before. Copies and the merge-only runs do not rotate.
+// - TimeRuns: warm-up runs, a synchronise, one probe run; a probe under 20 us sets a group of up to 64
+//   back-to-back runs per timed sample; every sample is the group's time divided by its size.
+//   Percentiles are nearest rank.
+// - A decode point's merge-only figure (segment_merge) is timed only for bf16 and only when the plan
+//   splits the context (not direct); device-to-host copies go to the notes, not the table.
+// Host-side cost: pools are filled on the device (DeviceFillRandom), not uploaded; a point's problem is
+// built once and each run only swaps the KV pointers (UseKv), so the loop between timed runs is a launch.
+
 namespace kvsim {
 namespace {
 

@@ -9,6 +9,21 @@
 #include "absl/strings/str_format.h"
 #include "traces/jsonl_export.h"
 
+// Data and invariants of ComputeTraceStats (true after each block access):
+// - Fenwick position t (1-based) is the t-th block access of the trace and holds 1 exactly when that
+//   access is still the latest one of its block; blocks maps each distinct id to its latest position and
+//   access count. So the markers after a block's previous position count the distinct other blocks
+//   accessed since.
+// - `leading` is true from the start of a request until its first miss (first access of a block).
+// Order per access: Append the new marker first, then take the distance as Prefix(now - 1) -
+// Prefix(last_access) (the new marker is not counted), then clear the old marker. A first access
+// records no distance. Percentiles come after the pass: NearestRankPercentile sorts once and later
+// calls on the same vector see it sorted (is_sorted), so Summarise's max is the last element.
+// Why it is fast: one pass over the trace and O(log n) per access (n = block references so far): Append
+// is two prefix sums and a push, the distance two prefix sums and one update. The tree keeps one int32
+// per access and is never compacted (sim/cache/mrc.cc compacts its markers to O(distinct blocks));
+// here the exact percentiles keep every distance and token count anyway.
+
 namespace kvsim {
 namespace {
 

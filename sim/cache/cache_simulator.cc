@@ -9,6 +9,27 @@
 #include "util/parallel.h"
 #include "util/status_macros.h"
 
+// Data and invariants (true between ProcessRequest calls):
+// - num_resident_ is the number of resident blocks and never exceeds capacity_blocks_. Residency is the
+//   policy's own index when it exposes one (residency_), else resident_; exactly one of them is used.
+// - clock_ counts the accesses processed, so an access's clock is its index in the stream, the same
+//   index ComputeNextUse writes into next_use (the runs start at request 0 of the compiled trace).
+// - CompiledTrace is a struct of arrays: request r's accesses are [request_begin[r], request_begin[r+1]),
+//   and request_begin has one entry more than requests.
+// Order per access: residency test; a hit counts (a prefix hit while no miss came before in the request)
+// and calls OnAccess; a miss in a full cache first asks ShouldAdmit (a refusal is a bypass: no insert,
+// the clock still advances), then evicts (SelectVictim, OnRemove) *before* OnInsert, so the count never
+// passes the capacity. OnRequestEnd follows the request's last block.
+// Why it is fast:
+// - With the policy's index there is one residency structure and one lookup per access, not a second set
+//   kept in step. Its entries for the blocks kPrefetchAhead (16) accesses ahead are prefetched: the
+//   lookups are random over a table larger than the CPU caches, and a request's blocks are known.
+// - One AccessInfo per request; only the per-access fields are rewritten. resident_ is reserved at the
+//   capacity (capped at 2^26), so it never rehashes.
+// - ComputeNextUse is one backward pass, O(accesses), over a map reserved up front. RequestView points
+//   into the compiled arrays: nothing is copied per request. Compiled runs go one simulator per task of
+//   ParallelFor over the shared read-only trace; streaming reads the trace once for all simulators.
+
 namespace kvsim {
 namespace {
 

@@ -9,6 +9,27 @@
 #include "absl/strings/str_cat.h"
 #include "util/status_macros.h"
 
+// Data and invariants of MrcBuilder (true between Access calls):
+// - Every tracked block has one LastTimeTable entry holding its latest time t, and exactly those times
+//   have their bit set in bits_: markers_ == set bits == last_.size(), all below next_time_ <= capacity_.
+//   owner_[t] is the table slot of the block marked at t (Grow's callback and Compact keep it so).
+//   tree_[i] is the Fenwick sum over the words' popcounts.
+// - Every distance is <= markers_ <= capacity_, so hits_ (capacity_ + 1 entries) never needs a check.
+//   Token counts are kept as deficits against reference_tokens_, the first sampled access's tokens.
+// Order in Access: the sampling test comes first (an unsampled access touches nothing); Compact runs
+// before the lookup, so the time read from the table is in the current numbering; the distance is
+// taken (markers_ - Prefix(t) + 1) before the old marker is cleared, then the new one is set at
+// next_time_. For the prefix curve, one cold miss ends the request's prefix (request_cold_ stays set).
+// Finish trims the histograms to the largest distance seen and makes them cumulative, so At() is O(1).
+// Why it is fast (beyond the header's method):
+// - Per access: one hash and compare for sampling, one probe of a table kept at load <= 1/2 (its line
+//   prefetched kPrefetchDistance = 8 accesses ahead), a popcount plus O(log(time range / 64)) tree steps
+//   for Prefix and for Add, and one histogram increment (the deficit map is touched only for accesses
+//   whose tokens differ from the reference: with a full block as reference, partial last blocks only).
+// - Compact is one scan of the bitmap, O(time range / 64 + live markers), and leaves at least 3 x live
+//   accesses before the next (the range only grows, and >= 3/4 of it is free after): amortised O(1) per
+//   access. tree_ is int32 and owner_ uint32, half the bytes of 64-bit entries.
+
 namespace kvsim {
 namespace {
 

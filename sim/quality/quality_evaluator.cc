@@ -14,6 +14,30 @@
 #include "util/parallel.h"
 #include "util/status_macros.h"
 
+// Data and invariants:
+// - points holds one Point per (policy, budget), policy-major; budgets sorted and deduplicated, tokens
+//   before ratios; oracle_select is appended when not asked for. A point's policy, kept sets, quantised
+//   blocks and Accumulator belong to it alone: in BeginLayer and the step loop one task at a time works
+//   on a point, and ComputeBlocks' tasks each write one head's block. No locks.
+// - Distribution keeps fixed bins (10^4 per unit of range): percentiles to 1e-4 in memory independent of
+//   the number of measurements; mean, minimum and maximum exact.
+// - HeadBlock storage only grows; probs is a view over it, row j * steps + s for query head j of the
+//   group at step s. blocks (the exact rows, per head) and caches (prompt-window attention, per head,
+//   Reset per layer) keep their storage across layers and samples.
+// Order per layer: (1) the exact attention of every step, when the whole layer fits, so BeginLayer can
+// hand it to look-ahead policies; (2) BeginLayer of every point; (3) per block of steps, ComputeBlocks
+// (the exact rows unless held whole, and each quantiser's), then the step loop in tasks of
+// kStepsPerTask steps of one point. The exact blocks are only read during the step loop. Each point
+// sees its steps in increasing position and adds its measurements in (step, head, query head) order, so
+// results do not depend on threads. StepScratch is per worker index, never shared.
+// Why it is fast (the header gives the GEMM costs):
+// - The exact rows, totals, top-k thresholds and per-row counts of entries >= kth are computed once per
+//   block and read by every point; only quantisers need rows of their own.
+// - Measure sums the smaller side: the set when 2 |S| <= p + 1, else o less the missing rows (found with
+//   a byte mark array, cleared after), so a near-full set costs O(p) plus its few missing rows.
+// - A set shared by a GQA group is summed once for all its query heads (GroupSums). The evaluator's
+//   buffers (kept sets, scratch, sums) only grow: its part of the step loop does not allocate once warm.
+
 namespace kvsim {
 namespace {
 

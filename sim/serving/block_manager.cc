@@ -11,6 +11,29 @@
 #include "util/check.h"
 #include "util/status_macros.h"
 
+// Data and invariants (true between calls):
+// - entries_ is a slab of Entry; index_ maps the hash of every cached block, in any tier, to its slot, and
+//   every other slot is on free_entries_ (entries_.size() - free_entries_.size() == index_.size()). An
+//   entry's tier is kTransit only inside one call, while it moves between tiers.
+// - GPU: used_blocks == cached_blocks + private_blocks_; gpu_evictable_ counts the GPU entries with
+//   refcount 0, and exactly those are in the GPU policy. First lower tier: used_blocks == cached_blocks +
+//   swap_blocks_. Every lower-tier entry is in its tier's policy. AddUsed checks 0 <= used <= capacity.
+// - A request's block_entries[k] is an entry it holds one reference to, or kPrivateBlock.
+// Order in Admit: classify every prompt block (changing only scratch and the potentials), test the room
+// from counters, then pin the GPU hits and take reloads out of their tiers *before* MakeGpuRoom, so
+// neither can be a victim; reloads land on the GPU pinned. A refused admission restores the potentials it
+// recorded, so they are measured at the admission that succeeds. Release unpins the last block first.
+// Why it is fast:
+// - The admission test is O(1) (free + gpu_evictable_ - unpinned hits), before anything is touched.
+// - SelectVictim's predicate accepts every block (AnyBlock): pinned blocks are not in the GPU policy, so
+//   no scan skips them. Slots are reused from free_entries_: no allocation per block once warm.
+// - Admit does one hash lookup per prompt block (found_entries_ keeps the slot for the second pass);
+//   kinds_ and found_entries_ are scratch reused across calls. unique_blocks requests skip the lookups.
+// - RestoreNs is memoised per block index, so the cost model is asked once per position. Grow's common
+//   case (no new block) is inline. BuildComputeRuns merges adjacent computed blocks itself and makes one
+//   run outright when nothing is reused.
+// - Transfers only add bytes per tier; TakeTransferNs prices them once per tier per iteration.
+
 namespace kvsim {
 namespace {
 

@@ -6,6 +6,28 @@
 #include "util/check.h"
 #include "util/status_macros.h"
 
+// Data and invariants (true between calls):
+// - running_ is in admission order (admit_order rises along it): admissions append, preemption takes the
+//   back, so running_.back() is always the newest running request. waiting_ is FCFS, with preempted
+//   requests pushed to the front.
+// - A request's scheduled_tokens is > 0 exactly while it is in the plan FormIteration returned and
+//   CompleteIteration has not yet applied; within FormIteration it marks what is already scheduled.
+// - outstanding_tokens_ gains input + output tokens at Enqueue and loses the input tokens at the first
+//   token and one per generated token; preemption leaves it alone.
+// Order in FormIteration: decodes (oldest first), then running prefills, then admissions; with chunking
+// NONE prefills first and decodes only if no prefill was scheduled. A decode that finds no block preempts
+// from the back, which is never an earlier (already scheduled) entry; the KVSIM_CHECK in PreemptNewest
+// holds that. The plan is priced only once complete, and TakeTransferNs runs after forming, so every
+// reload, demotion and swap started while forming is charged to this iteration.
+// Why it is fast:
+// - The plan is reused across iterations (Clear keeps the vectors' capacity): no allocation per
+//   iteration once warm. One IterationTimeNs call prices the whole iteration.
+// - ADAPTIVE is a binary search over [min_chunk, budget]: O(log budget) cost model calls, on
+//   plan->shape itself with one probe sequence pushed and popped, not on a copy.
+// - AddPrefillPieces starts at the request's run cursor (run_index, run_offset): O(runs in the chunk).
+// - Decode growth is BlockManager::Grow's inline test except when a new block is needed. Removing a
+//   finished request is a linear find and erase in running_, the batch's size.
+
 namespace kvsim {
 
 void IterationPlan::Clear() {

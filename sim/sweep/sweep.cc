@@ -21,6 +21,26 @@
 #include "util/parallel.h"
 #include "util/status_macros.h"
 
+// Data and invariants:
+// - Points are numbered in mixed radix, the last axis fastest; GridPoint decodes an index in O(axes), so
+//   no list of points is ever built. ExpandRange refuses over a million values and steps without overflow.
+// - GetCompiledTrace keeps one CompiledTrace per (trace path, format, block_tokens, max_requests) for the
+//   life of the process, behind one mutex held across the compile: concurrent first points wait for it
+//   instead of compiling the trace twice. A failed compile is not kept. Next uses are filled before the
+//   trace is shared, so replays only read it.
+// Order in RunSweep: every point of the shard is applied, its mode looked up and any existing point file
+// read and matched (index, coordinates, mode) before the points/ directory is made or a point runs, so a
+// bad grid leaves nothing behind. The remaining points then run in parallel, each writing its file
+// atomically as soon as it is done (an interrupted shard keeps them). Errors are reported after all
+// points finish, the first by point index; the shard table is built from a map ordered by index, so it
+// is the same for any thread count or order of completion.
+// MergeSweep reads each directory's point files in sorted order; a point found twice must be
+// byte-identical.
+// Why it is fast:
+// - Cache points share the compiled trace: the trace is read, hashed and given next uses once per
+//   process, and a point costs only its replay (one thread each; the parallelism is across points).
+// - Finished points are read back, not rerun, so a rerun costs only the points still missing.
+
 namespace kvsim {
 namespace {
 

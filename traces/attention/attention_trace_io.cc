@@ -16,6 +16,25 @@
 #include "util/status_macros.h"
 #include "util/file.h"
 
+// Reader invariants (after Open): the file is mapped read-only and the reader never writes; every
+// record's header and payload lie inside the map (Scan checks stored_bytes against what is left before
+// any payload is touched), so Payload cannot read past it. samples_ has one entry per SAMPLE record,
+// holding its decoded metadata and exactly num_kept_heads() HEAD references whose raw_bytes equal the
+// size the header and that sample imply; the END record's count matched. ReadSample reads only this
+// const state, which is why concurrent calls are safe.
+// Order in Scan: bounds of the record header, then of its payload, then flags, then the tag's rules
+// (HEADER first and once; HEAD only after a SAMPLE and no more than the header's heads; nothing after
+// END). Small records (all but HEAD) are capped at 4 GiB raw and verified and decoded at once; a HEAD's
+// checksum, decompression and finiteness check wait for ReadSample, which names the HEAD record at fault.
+// Decoder: the first short read sticks (later reads return zeros and empty arrays); done() also
+// demands that every byte was consumed. The writer validates a sample (shapes, values, column sums for
+// all heads or none) before it writes any of its records.
+// Why it is fast:
+// - Open costs the record headers and the small payloads, O(records), not the tensor bytes: the
+//   tensors' pages are not read until a sample is asked for.
+// - ReadSample copies a stored HEAD payload once out of the map (or decompresses it once) and decodes it
+//   in one pass: f32 by memcpy, fp16/bf16 element by element. The CRC-32 is table-driven (crc32.h).
+
 namespace kvsim {
 namespace {
 

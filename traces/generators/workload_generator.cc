@@ -18,6 +18,28 @@
 #include "util/check.h"
 #include "util/status_macros.h"
 
+// Data and invariants of Impl (true between Next calls):
+// - heap is a min-heap under Later, (arrival_ns, sequence): it holds one entry per open session and at
+//   most one session-start entry (session == nullptr), the arrival process's next start, pulled only
+//   when the previous start is popped. A session in the heap has `next` prepared (all but request_id
+//   and parent_id) and its chain holds the whole context up to and including that prompt.
+// - open_sessions == sessions started - sessions recycled; recycled sessions wait in free_sessions.
+// - Later turns' arrivals saturate at kMaxArrivalNs (AddSeconds) and a turn that would reach it ends its
+//   session, so an arrival plus a gap cannot overflow.
+// Order: the content engine `rng` is drawn in the order entries leave the heap, and within a session in
+// a fixed order (class, system prompt, turns, first input in StartSession; output tokens, then the
+// agent's tool, its duration and result tokens in FillNext; think time, then the next input in
+// Advance). The same seed gives the same requests only while that order holds: a new draw changes
+// every later request. Next tests the limits (count, and duration against the heap's earliest arrival)
+// before popping, so nothing at or after duration_s is emitted. A popped start pushes its first request
+// at the same time with a later sequence number, then schedules the next start.
+// Why it is fast:
+// - A request costs O(log open sessions) heap work and the hashes of its new blocks only: BlockChain
+//   keeps the ids of full blocks, so a turn rehashes at most its partial last block, and copies the ids.
+// - The prepared request is swapped into the caller's, not copied; the session keeps the caller's old
+//   vectors for its next request, and ended sessions are reused (chains and vectors keep capacity), so
+//   block-id vectors are reused, not reallocated, from request to request.
+
 namespace kvsim {
 namespace {
 
