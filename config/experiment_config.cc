@@ -111,12 +111,6 @@ absl::Status ResolveScheduler(absl::string_view source, proto::SchedulerConfig* 
 
 }  // namespace
 
-
-
-
-
-
-
 absl::StatusOr<int64_t> GpuCapacityBlocks(const proto::ExperimentConfig& config, int block_tokens) {
   if (block_tokens <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("block_tokens must be > 0, got ", block_tokens));
