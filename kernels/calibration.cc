@@ -21,6 +21,7 @@
 #include "kernels/reference/attention_reference.h"
 #include "kernels/reference/kv_quant.h"
 #include "util/status_macros.h"
+#include "util/percentile.h"
 
 // Order of a run: the kernels are checked against the float64 reference before anything is timed (a
 // mismatch fails the run); then host-to-device copies, GEMMs, decode and prefill attention, prefill last
@@ -456,13 +457,9 @@ std::string CalibrationDtypeName(KvDtype dtype) { return KvDtypeName(dtype); }
 
 void Percentiles(std::vector<double> samples, double* p10, double* median, double* p90) {
   std::sort(samples.begin(), samples.end());
-  const auto rank = [&](double q) {
-    const size_t i = static_cast<size_t>(std::ceil(q * samples.size()));
-    return samples[std::min(samples.size() - 1, i == 0 ? 0 : i - 1)];
-  };
-  *p10 = rank(0.10);
-  *median = rank(0.50);
-  *p90 = rank(0.90);
+  *p10 = NearestRank(samples, 0.10);
+  *median = NearestRank(samples, 0.50);
+  *p90 = NearestRank(samples, 0.90);
 }
 
 CalibrationGrid MakeCalibrationGrid(bool full) {

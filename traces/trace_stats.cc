@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "traces/jsonl_export.h"
+#include "util/percentile.h"
 
 // Data and invariants of ComputeTraceStats (true after each block access):
 // - Fenwick position t (1-based) is the t-th block access of the trace and holds 1 exactly when that
@@ -17,8 +18,8 @@
 // - `leading` is true from the start of a request until its first miss (first access of a block).
 // Order per access: Append the new marker first, then take the distance as Prefix(now - 1) -
 // Prefix(last_access) (the new marker is not counted), then clear the old marker. A first access
-// records no distance. Percentiles come after the pass: NearestRankPercentile sorts once and later
-// calls on the same vector see it sorted (is_sorted), so Summarise's max is the last element.
+// records no distance. Percentiles come after the pass: each vector is sorted once and read by
+// NearestRank (util/percentile.h), so Summarise's max is the last element.
 // Why it is fast: one pass over the trace and O(log n) per access (n = block references so far): Append
 // is two prefix sums and a push, the distance two prefix sums and one update. The tree keeps one int32
 // per access and is never compacted (sim/cache/mrc.cc compacts its markers to O(distinct blocks));
@@ -64,22 +65,15 @@ Distribution Summarise(std::vector<int64_t>& values) {
   long double sum = 0;
   for (int64_t v : values) sum += v;
   d.mean = static_cast<double>(sum / values.size());
-  d.p50 = NearestRankPercentile(values, 50);
-  d.p90 = NearestRankPercentile(values, 90);
-  d.p99 = NearestRankPercentile(values, 99);
-  d.max = values.back();  // sorted by the calls above
+  std::sort(values.begin(), values.end());
+  d.p50 = NearestRank(values, 0.50);
+  d.p90 = NearestRank(values, 0.90);
+  d.p99 = NearestRank(values, 0.99);
+  d.max = values.back();
   return d;
 }
 
 }  // namespace
-
-int64_t NearestRankPercentile(std::vector<int64_t>& values, double percent) {
-  if (values.empty()) return 0;
-  if (!std::is_sorted(values.begin(), values.end())) std::sort(values.begin(), values.end());
-  const double rank = std::ceil(percent / 100.0 * static_cast<double>(values.size()));
-  const size_t index = rank < 1 ? 0 : std::min(values.size(), static_cast<size_t>(rank)) - 1;
-  return values[index];
-}
 
 absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
   TraceStats stats;
@@ -150,9 +144,12 @@ absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
   for (const auto& [id, block] : blocks) reused += block.accesses >= 2;
   if (stats.distinct_blocks > 0) stats.reused_block_fraction = static_cast<double>(reused) / stats.distinct_blocks;
   stats.num_reuses = static_cast<int64_t>(distances.size());
-  stats.stack_distance_p25 = NearestRankPercentile(distances, 25);
-  stats.stack_distance_p50 = NearestRankPercentile(distances, 50);
-  stats.stack_distance_p75 = NearestRankPercentile(distances, 75);
+  if (!distances.empty()) {
+    std::sort(distances.begin(), distances.end());
+    stats.stack_distance_p25 = NearestRank(distances, 0.25);
+    stats.stack_distance_p50 = NearestRank(distances, 0.50);
+    stats.stack_distance_p75 = NearestRank(distances, 0.75);
+  }
   return stats;
 }
 

@@ -74,9 +74,6 @@ struct TraceStats {
 // Reads `reader` to the end. Returns the reader's error if it fails.
 absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader);
 
-// Nearest-rank percentile of `values` (sorted in place). 0 if empty. REQUIRES: 0 < percent <= 100.
-int64_t NearestRankPercentile(std::vector<int64_t>& values, double percent);
-
 // A human-readable table, one fact a line.
 std::string FormatTraceStats(const TraceStats& stats);
 

@@ -1,5 +1,6 @@
 #include "traces/trace_stats.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <string>
@@ -8,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "traces/test_util.h"
 #include "traces/trace_io.h"
+#include "util/percentile.h"
 
 namespace kvsim {
 namespace {
@@ -89,9 +91,10 @@ TEST(TraceStatsTest, StackDistancesMatchABruteForceLruSimulation) {
   auto stats = ComputeTraceStats(reader);
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->num_reuses, static_cast<int64_t>(expected.size()));
-  EXPECT_EQ(stats->stack_distance_p25, NearestRankPercentile(expected, 25));
-  EXPECT_EQ(stats->stack_distance_p50, NearestRankPercentile(expected, 50));
-  EXPECT_EQ(stats->stack_distance_p75, NearestRankPercentile(expected, 75));
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(stats->stack_distance_p25, NearestRank(expected, 0.25));
+  EXPECT_EQ(stats->stack_distance_p50, NearestRank(expected, 0.50));
+  EXPECT_EQ(stats->stack_distance_p75, NearestRank(expected, 0.75));
 }
 
 TEST(TraceStatsTest, MooncakeCrossCheckMatchesThePublishedFigures) {
@@ -126,14 +129,6 @@ TEST(TraceStatsTest, TraceWithoutHashesHasNoBlockFacts) {
   EXPECT_NE(json.find("\"requests\": 8819"), std::string::npos) << json;
 }
 
-TEST(TraceStatsTest, NearestRankPercentile) {
-  std::vector<int64_t> v = {5, 1, 4, 2, 3};
-  EXPECT_EQ(NearestRankPercentile(v, 20), 1);   // ceil(1) -> 1st
-  EXPECT_EQ(NearestRankPercentile(v, 21), 2);   // ceil(1.05) -> 2nd
-  EXPECT_EQ(NearestRankPercentile(v, 100), 5);
-  std::vector<int64_t> empty;
-  EXPECT_EQ(NearestRankPercentile(empty, 50), 0);
-}
 
 }  // namespace
 }  // namespace kvsim

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "util/percentile.h"
+
 namespace kvsim {
 
 bool Succeeds(const Outcome& outcome, const Budget& budget) {
@@ -131,8 +133,8 @@ std::vector<double> QuantileGrid(std::vector<double> values, int n) {
   std::sort(values.begin(), values.end());
   for (int k = 0; k < n; ++k) {
     const double q = static_cast<double>(k + 1) / n;
-    const size_t index = std::min(values.size() - 1, static_cast<size_t>(std::ceil(q * values.size())) - 1);
-    if (grid.empty() || values[index] > grid.back()) grid.push_back(values[index]);
+    const double value = NearestRank(values, q);
+    if (grid.empty() || value > grid.back()) grid.push_back(value);
   }
   return grid;
 }

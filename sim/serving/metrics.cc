@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "util/check.h"
+#include "util/percentile.h"
 
 namespace kvsim {
 namespace {
@@ -16,14 +17,10 @@ proto::Distribution Distribute(std::vector<double>* values) {
   const size_t n = values->size();
   double sum = 0;
   for (double v : *values) sum += v;
-  auto rank = [&](double q) {
-    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
-    return (*values)[std::clamp<size_t>(k, 1, n) - 1];
-  };
   d.set_mean(sum / static_cast<double>(n));
-  d.set_p50(rank(0.50));
-  d.set_p90(rank(0.90));
-  d.set_p99(rank(0.99));
+  d.set_p50(NearestRank(*values, 0.50));
+  d.set_p90(NearestRank(*values, 0.90));
+  d.set_p99(NearestRank(*values, 0.99));
   d.set_max(values->back());
   return d;
 }
