@@ -29,6 +29,9 @@ ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
 ABSL_FLAG(int32_t, costmodel_worst, 0,
           "`validate`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
+ABSL_FLAG(bool, costmodel_cross_node, false,
+          "`import-vidur`: import the cross-node all-reduce rows (devices_per_node < num_workers) instead of the "
+          "single-node ones");
 ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
           "`memory`: resident KV tokens per GPU to size; 0 = report the most that fit");
 
@@ -85,16 +88,19 @@ absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
 absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR OUT");
   VidurImportReport report;
-  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles(args[0], &report));
+  VidurImportOptions options;
+  if (absl::GetFlag(FLAGS_costmodel_cross_node)) options.all_reduce_scope = AllReduceScope::kCrossNode;
+  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles(args[0], &report, options));
   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[1], table));
   out << absl::StrFormat("read %d rows from %s\nwrote %d points to %s\n", report.rows,
                          absl::StrJoin(report.files, ", "), report.points, args[1]);
+  for (const std::string& s : report.used_rows) out << "  " << s << "\n";
   if (!report.skipped.empty()) {
     out << absl::StrFormat("skipped %d rows:\n", report.skipped.size());
     for (const std::string& s : report.skipped) out << "  " << s << "\n";
   }
   if (!report.unused.empty()) {
-    out << "time columns not imported (no counterpart in the kvsim composition):\n";
+    out << "columns not read (other statistics, ops without a kvsim counterpart, bookkeeping):\n";
     for (const std::string& s : report.unused) out << "  " << s << "\n";
   }
   return absl::OkStatus();
@@ -211,7 +217,9 @@ KVSIM_REGISTER_COMMAND(costmodel, {
         "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
         "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
         "import-vidur DIR OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in DIR) into a\n"
-        "                    calibration table OUT (.csv, or .textproto); lists skipped rows.\n"
+        "                    calibration table OUT (.csv, or .textproto); says which rows it used, lists skipped\n"
+        "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
+        "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
         "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
         "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
         "show                the configured cost model's per-term times for a few typical iterations.\n"
@@ -219,7 +227,7 @@ KVSIM_REGISTER_COMMAND(costmodel, {
         "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
         "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
     .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
-              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens"},
+              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens", "costmodel_cross_node"},
     .run = RunCostModel,
 });
 
