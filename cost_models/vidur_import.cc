@@ -369,6 +369,44 @@ absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view s
   return absl::OkStatus();
 }
 
+absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view source,
+                                       std::vector<VidurElementwiseRow>* rows, VidurImportReport* report) {
+  // Column, times counted per layer.
+  const std::pair<const char*, int> ops[] = {{"time_stats.input_layernorm.median", 1},
+                                             {"time_stats.post_attention_layernorm.median", 1},
+                                             {"time_stats.attn_rope.median", 1},
+                                             {"time_stats.mlp_act.median", 1},
+                                             {"time_stats.add.median", 2}};
+  std::map<std::string, size_t> columns;
+  std::vector<std::string> required = {"n_embd", "num_tensor_parallel_workers", "num_tokens"};
+  for (const auto& [column, times] : ops) required.push_back(column);
+  return ForEachRow(text, source, required, report, &columns, [&](const Row& row) -> absl::Status {
+    VidurElementwiseRow r;
+    KVSIM_ASSIGN_OR_RETURN(r.tokens, row.Integer("num_tokens"));
+    KVSIM_ASSIGN_OR_RETURN(r.hidden, row.Integer("n_embd"));
+    KVSIM_ASSIGN_OR_RETURN(r.tensor_parallel, row.Integer("num_tensor_parallel_workers"));
+    if (r.tokens < 1 || r.hidden < 1 || r.tensor_parallel < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(row.where(), ": num_tokens, n_embd and "
+                                                     "num_tensor_parallel_workers must be >= 1"));
+    }
+    for (const auto& [column, times] : ops) {
+      if (row.Empty(column)) {
+        report->skipped.push_back(absl::StrCat(row.where(), ": no ", column));
+        return absl::OkStatus();
+      }
+      KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, column));
+      r.median_ms += times * ms;
+    }
+    if (r.median_ms <= 0) {
+      report->skipped.push_back(absl::StrCat(row.where(), ": zero element-wise time"));
+      return absl::OkStatus();
+    }
+    r.where = row.where();
+    rows->push_back(std::move(r));
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report,
                                                             const VidurImportOptions& options) {
   proto::CalibrationTable table;

@@ -76,6 +76,20 @@ absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view s
                                      proto::CalibrationTable* table, VidurImportReport* report,
                                      const VidurImportOptions& options = {});
 
+// The element-wise ops of one layer that mlp.csv times (columns time_stats.<op>.median, ms): input and
+// post-attention RMS norm, RoPE (attn_rope), activation (mlp_act) and the residual add, counted twice (a
+// Llama layer has two residual adds). For the fitted model's element-wise curve (cost_fit.h).
+struct VidurElementwiseRow {
+  int64_t tokens = 0;
+  int64_t hidden = 0;          // n_embd
+  int64_t tensor_parallel = 1;
+  double median_ms = 0;        // the sum above
+  std::string where;           // file:line
+};
+// Appends one row per mlp.csv row that has all five columns; errors as the other importers.
+absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view source,
+                                       std::vector<VidurElementwiseRow>* rows, VidurImportReport* report);
+
 // Reads whichever of attention.csv (or attention_sample.csv), mlp.csv and all_reduce.csv exist in `dir`
 // (NotFound if none).
 absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report,

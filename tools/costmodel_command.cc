@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cost_models/calibration_table.h"
+#include "cost_models/cost_fit.h"
 #include "cost_models/cost_model.h"
 #include "cost_models/kernel_roofline.h"
 #include "cost_models/peak_memory.h"
@@ -18,6 +19,7 @@
 #include "tools/common_flags.h"
 #include "util/file.h"
 #include "util/status_macros.h"
+#include "util/text_proto.h"
 
 ABSL_FLAG(std::string, costmodel_device, "",
           "device preset or spec file for `synth` (e.g. h200); empty = the config's device");
@@ -102,6 +104,32 @@ absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out
   if (!report.unused.empty()) {
     out << "columns not read (other statistics, ops without a kvsim counterpart, bookkeeping):\n";
     for (const std::string& s : report.unused) out << "  " << s << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fit(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) {
+    return absl::InvalidArgumentError(
+        "usage: kvsim costmodel fit PATH... --costmodel_device=DEVICE [--out=fitted.textproto]");
+  }
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  FitInput input;
+  for (const std::string& path : args) KVSIM_RETURN_IF_ERROR(AddMeasurements(path, &input));
+  KVSIM_ASSIGN_OR_RETURN(FitResult fit, FitDevice(input, config.device(), config.device().fitted()));
+  out << absl::StrFormat("fit of %s on %d measured rows from %s\n", config.device().name(), input.rows.size(),
+                         absl::StrJoin(input.sources, ", "));
+  for (const std::string& s : input.not_used) out << "  " << s << "\n";
+  out << FormatFitReport(fit);
+  proto::DeviceSpec fitted_only;
+  *fitted_only.mutable_fitted() = fit.params;
+  const std::string text = ToTextProto(fitted_only);
+  const std::string path = absl::GetFlag(FLAGS_out);
+  if (path.empty()) {
+    out << "# the device preset's fitted parameters:\n" << text;
+  } else {
+    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, text));
+    out << "wrote the fitted parameters (a DeviceSpec text proto with `fitted` only) to " << path << "\n";
   }
   return absl::OkStatus();
 }
@@ -194,24 +222,26 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
 
 absl::Status RunCostModel(const std::vector<std::string>& args, std::ostream& out) {
   if (args.empty()) {
-    return absl::InvalidArgumentError("expected a verb: validate, import-vidur, synth, show or memory");
+    return absl::InvalidArgumentError("expected a verb: validate, import-vidur, fit, synth, show or memory");
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "validate") return Validate(rest, out);
   if (args[0] == "import-vidur") return ImportVidur(rest, out);
   if (args[0] == "synth") return Synth(rest, out);
+  if (args[0] == "fit") return Fit(rest, out);
   if (args[0] == "show") return Show(rest, out);
   if (args[0] == "memory") return Memory(rest, out);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown verb '", args[0], "'; expected validate, import-vidur, synth, show or memory"));
+      absl::StrCat("unknown verb '", args[0], "'; expected validate, import-vidur, fit, synth, show or memory"));
 }
 
 }  // namespace
 
 KVSIM_REGISTER_COMMAND(costmodel, {
     .name = "costmodel",
-    .summary = "calibration tables and cost models: validate, import-vidur, synth, show, memory",
-    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | synth OUT | show | memory",
+    .summary = "calibration tables and cost models: validate, import-vidur, fit, synth, show, memory",
+    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | fit PATH... | synth OUT | "
+             "show | memory",
     .details =
         "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
         "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
@@ -220,6 +250,12 @@ KVSIM_REGISTER_COMMAND(costmodel, {
         "                    calibration table OUT (.csv, or .textproto); says which rows it used, lists skipped\n"
         "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
         "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
+        "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: Levenberg-Marquardt\n"
+        "                    in log space, every 5th row per kind held out) to measurements on the device of\n"
+        "                    --costmodel_device (or the config's): Vidur profile directories and calibration\n"
+        "                    tables. Prints per-kind held-out errors next to the roofline's and the `fitted { }`\n"
+        "                    block for the device preset (--out=FILE writes it instead). Kinds with too few rows\n"
+        "                    or no converged fit keep the preset's previous parameters, and say so.\n"
         "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
         "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
         "show                the configured cost model's per-term times for a few typical iterations.\n"
