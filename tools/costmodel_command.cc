@@ -154,8 +154,8 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CreateCostModel(config));
   out << "cost model: " << model->Describe() << "\n";
-  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear", "lm_head",
-                         "attention", "allreduce", "overhead");
+  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear",
+                         "lm_head", "attention", "allreduce", "overhead", "other");
   struct Example {
     std::string name;
     std::vector<SequenceWork> pieces;
@@ -180,9 +180,9 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
     BatchShape batch;
     batch.sequences = e.pieces;
     KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, model->IterationBreakdown(batch));
-    out << absl::StrFormat("%-34s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", e.name, b.total_ns / 1e3,
+    out << absl::StrFormat("%-34s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", e.name, b.total_ns / 1e3,
                            b.linear_ns / 1e3, b.lm_head_ns / 1e3, b.attention_ns / 1e3, b.allreduce_ns / 1e3,
-                           b.overhead_ns / 1e3);
+                           b.overhead_ns / 1e3, b.other_ns / 1e3);
   }
   KVSIM_ASSIGN_OR_RETURN(int64_t block_ns, model->RecomputeTimeNs(32768, 16));
   out << absl::StrFormat("recompute of 16 tokens at position 32K: %.1f us\n", block_ns / 1e3);
