@@ -14,6 +14,7 @@ PACKAGES=(
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
   clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
+  jq                                                # replay summaries in tools/published_points.sh
 )
 
 missing=()
