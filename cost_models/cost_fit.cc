@@ -286,6 +286,11 @@ KindOutcome FitCurve(const Curve& curve, std::vector<const FitRow*> rows, const 
   for (const FitRow* row : held) {
     const double predicted = curve.predict(out.values, *row);
     rep.heldout_errors.push_back(std::abs(predicted - row->measured_s) / row->measured_s);
+    const KernelQuery& k = row->query;
+    rep.heldout.push_back({row->where,
+                           absl::StrFormat("batch=%d tokens=%d context=%d in=%d out=%d bytes=%d", k.batch,
+                                           k.query_tokens, k.context_tokens, k.in_features, k.out_features, k.bytes),
+                           row->measured_s, predicted});
     const double roofline = KernelRooflineSeconds(row->query, rates, /*wave_quantisation=*/false);
     rep.roofline_heldout_errors.push_back(std::abs(roofline - row->measured_s) / row->measured_s);
   }
@@ -554,6 +559,27 @@ std::string FormatFitReport(const FitResult& result) {
                                                                          100 * r.p95, 100 * r.worst)
                                                        : std::string("   (not modelled)       "),
                                           k.note));
+  }
+  return out;
+}
+
+std::string FormatWorstFitRows(const FitResult& result, int count) {
+  struct Entry {
+    double error;
+    std::string kind;
+    const KindFitReport::Row* row;
+  };
+  std::vector<Entry> all;
+  for (const KindFitReport& k : result.kinds) {
+    for (size_t i = 0; i < k.heldout.size(); ++i) all.push_back({k.heldout_errors[i], k.kind, &k.heldout[i]});
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.error > b.error; });
+  std::string out = absl::StrFormat("%d worst held-out rows of the fit:\n", std::min<int>(count, all.size()));
+  for (int i = 0; i < count && i < static_cast<int>(all.size()); ++i) {
+    absl::StrAppend(&out, absl::StrFormat("  %6.1f%%  %-16s %-60s measured %10.1f us, predicted %10.1f us  (%s)\n",
+                                          100 * all[i].error, all[i].kind, all[i].row->shape,
+                                          all[i].row->measured_s * 1e6, all[i].row->predicted_s * 1e6,
+                                          all[i].row->where));
   }
   return out;
 }

@@ -80,6 +80,13 @@ struct KindFitReport {
   // device's efficiencies) on the same rows, for comparison.
   std::vector<double> heldout_errors;
   std::vector<double> roofline_heldout_errors;
+  // The held-out rows themselves, in heldout_errors order: where, measured and predicted seconds.
+  struct Row {
+    std::string where;
+    std::string shape;
+    double measured_s = 0, predicted_s = 0;
+  };
+  std::vector<Row> heldout;
 };
 
 struct FitResult {
@@ -101,6 +108,9 @@ ErrorSummary SummariseErrors(const std::vector<double>& errors);
 // A plain-text table: per kind, rows, fitted or not, held-out median / p95 / worst of the fit and of the
 // roofline, and the note.
 std::string FormatFitReport(const FitResult& result);
+
+// The `count` worst held-out predictions of the fit over all kinds, one per line.
+std::string FormatWorstFitRows(const FitResult& result, int count);
 
 }  // namespace kvsim
 

@@ -30,7 +30,7 @@ ABSL_FLAG(double, costmodel_launch_ns, 2000,
 ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
 ABSL_FLAG(int32_t, costmodel_worst, 0,
-          "`validate`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
+          "`validate`, `fit`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
 ABSL_FLAG(bool, costmodel_cross_node, false,
           "`import-vidur`: import the cross-node all-reduce rows (devices_per_node < num_workers) instead of the "
           "single-node ones");
@@ -121,6 +121,8 @@ absl::Status Fit(const std::vector<std::string>& args, std::ostream& out) {
                          absl::StrJoin(input.sources, ", "));
   for (const std::string& s : input.not_used) out << "  " << s << "\n";
   out << FormatFitReport(fit);
+  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
+  if (worst > 0) out << FormatWorstFitRows(fit, worst);
   proto::DeviceSpec fitted_only;
   *fitted_only.mutable_fitted() = fit.params;
   const std::string text = ToTextProto(fitted_only);
