@@ -190,6 +190,7 @@ int64_t FittedCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& 
 proto::CostModelAccuracy FittedCostModel::Accuracy() const {
   proto::CostModelAccuracy a;
   a.set_calibrated(true);
+  a.set_per_kind_only(true);
   a.set_kernel_predictions(predictions_.load(std::memory_order_relaxed));
   a.set_extrapolated_predictions(extrapolated_.load(std::memory_order_relaxed));
   const proto::FitQuality* quality[kNumKinds] = {&fit_.gemm().quality(), &fit_.prefill_attention().quality(),

@@ -85,31 +85,32 @@ absl::StatusOr<std::string> SummaryJson(const proto::Results& results) {
   return json;
 }
 
-// Models that report per-kind errors (the fitted model): the error of this run's kernel mix, and how much
-// of its predicted time lies outside the measurements (flagged when above 10%).
-std::string TimeWeightedAccuracyLine(const proto::CostModelAccuracy& a) {
-  std::string out;
-  if (a.extrapolated_time_fraction() > 0.10) {
-    absl::StrAppend(&out, absl::StrFormat("WARNING: %.1f%% of predicted kernel time extrapolated beyond the "
-                                          "measurements; ",
-                                          100 * a.extrapolated_time_fraction()));
-  }
-  absl::StrAppend(&out, absl::StrFormat("held-out median %.1f%%, p95 %.1f%% weighted by this run's kernel time (",
-                                        100 * a.time_weighted_median_error(), 100 * a.time_weighted_p95_error()));
+// The error of this run's kernel mix (each kind's held-out error weighted by the predicted time it
+// contributed) and the share of predicted time outside the measurements; "" without per-kind figures.
+std::string TimeWeightedAccuracy(const proto::CostModelAccuracy& a) {
+  if (a.kinds_size() == 0) return "";
+  std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%% weighted by this run's kernel time (",
+                                    100 * a.time_weighted_median_error(), 100 * a.time_weighted_p95_error());
   for (int i = 0; i < a.kinds_size(); ++i) {
     const proto::KernelKindAccuracy& k = a.kinds(i);
     absl::StrAppend(&out, i > 0 ? "; " : "", absl::StrFormat("%s %.0f%%: ", k.kind(), 100 * k.time_fraction()),
                     k.fitted() ? absl::StrFormat("%.1f%%/%.1f%%", 100 * k.heldout_median_error(),
                                                  100 * k.heldout_p95_error())
-                               : std::string("not fitted"));
+                               : std::string("no held-out error"));
   }
   absl::StrAppend(&out, absl::StrFormat("); %.1f%% of predicted time extrapolated",
                                         100 * a.extrapolated_time_fraction()));
   return out;
 }
 
+std::string ExtrapolationWarning(const proto::CostModelAccuracy& a) {
+  if (a.extrapolated_time_fraction() <= 0.10) return "";
+  return absl::StrFormat("WARNING: %.1f%% of predicted kernel time extrapolated beyond the measurements; ",
+                         100 * a.extrapolated_time_fraction());
+}
+
 std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
-  if (a.kinds_size() > 0) return TimeWeightedAccuracyLine(a);
+  if (a.per_kind_only()) return ExtrapolationWarning(a) + TimeWeightedAccuracy(a);
   if (!a.calibrated()) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
   std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
                                     100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
@@ -120,7 +121,8 @@ std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
   if (a.unmeasured_predictions() > 0) {
     absl::StrAppend(&out, absl::StrFormat(" (%d unmeasured)", a.unmeasured_predictions()));
   }
-  return out;
+  if (a.kinds_size() > 0) absl::StrAppend(&out, "; by kind: ", TimeWeightedAccuracy(a));
+  return ExtrapolationWarning(a) + out;
 }
 
 std::string SummaryTable(const proto::Results& results) {
