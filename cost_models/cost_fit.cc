@@ -294,6 +294,11 @@ KindOutcome FitCurve(const Curve& curve, std::vector<const FitRow*> rows, const 
     const double roofline = KernelRooflineSeconds(row->query, rates, /*wave_quantisation=*/false);
     rep.roofline_heldout_errors.push_back(std::abs(roofline - row->measured_s) / row->measured_s);
   }
+  if (curve.name != "elementwise") {  // the roofline has no element-wise term
+    const ErrorSummary r = SummariseErrors(rep.roofline_heldout_errors);
+    q.set_roofline_heldout_median_error(r.median);
+    q.set_roofline_heldout_p95_error(r.p95);
+  }
   const ErrorSummary e = SummariseErrors(rep.heldout_errors);
   q.set_heldout_median_error(e.median);
   q.set_heldout_p95_error(e.p95);

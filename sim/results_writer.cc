@@ -111,7 +111,17 @@ std::string ExtrapolationWarning(const proto::CostModelAccuracy& a) {
 
 std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
   if (a.per_kind_only()) return ExtrapolationWarning(a) + TimeWeightedAccuracy(a);
-  if (!a.calibrated()) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+  if (!a.calibrated()) {
+    if (a.kinds_size() == 0) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+    std::string out = "not calibrated (analytic roofline); its held-out error against this GPU's measurements, "
+                      "median/p95:";
+    for (int i = 0; i < a.kinds_size(); ++i) {
+      absl::StrAppend(&out, i > 0 ? "," : "", absl::StrFormat(" %s %.1f%%/%.1f%%", a.kinds(i).kind(),
+                                                              100 * a.kinds(i).heldout_median_error(),
+                                                              100 * a.kinds(i).heldout_p95_error()));
+    }
+    return out + " (cost_model.kind FITTED fits them)";
+  }
   std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
                                     100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
                                     100 * a.heldout_worst_error(), a.heldout_points(),
