@@ -6,8 +6,10 @@
 // The report is printed (the README's "Fitted cost model" figures come from it). Checks:
 //   - the presets' fitted parameters are exactly what the fit gives on the bundled data (they are
 //     reproducible from what the repository holds: tools/fit_presets.sh);
-//   - the fitted model's held-out p95 beats the roofline's for every kind both model.
+//   - the fitted model's held-out p95 beats the roofline's for every kind both model;
+//   - whole layers composed from measured ops: the fitted composition's median error beats the roofline's.
 // The goals (median <= 5%, p95 <= 15% per kind) are reported, met or not, not asserted.
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
@@ -16,10 +18,13 @@
 #include "absl/strings/str_format.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/cost_fit.h"
+#include "cost_models/fitted_kernels.h"
+#include "cost_models/kernel_roofline.h"
 #include "cost_models/validation.h"
 #include "cost_models/vidur_import.h"
 #include "gtest/gtest.h"
 #include "sim/config.h"
+#include "util/file.h"
 
 namespace kvsim {
 namespace {
@@ -143,6 +148,97 @@ TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
     }
   }
   std::cout << report;
+}
+
+// Whole layers composed from measured ops (A100, Llama-3-8B, one GPU): for each attention row of the
+// bundled sample whose token count the GEMM profile also measured, the measured layer (QKV + O + gate/up +
+// down GEMMs + element-wise ops + attention, each a measured median) against the fitted model's and the
+// roofline's composition of the same ops (the roofline has no element-wise term). The rows include the
+// fit's training rows, so this checks the composition, not generalisation. Reported per case class.
+TEST(FidelityTest, LayersComposedFromMeasuredOps) {
+  const std::string dir = std::string(kVidur) + "/compute/a100/meta-llama/Meta-Llama-3-8B";
+  proto::ExperimentConfig config;
+  config.set_device_preset("a100-80gb");
+  absl::StatusOr<proto::ExperimentConfig> resolved = ResolveExperimentConfig(config, "a100-80gb");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  const proto::DeviceSpec& device = resolved->device();
+  const proto::FittedCostParams& fit = device.fitted();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  const DeviceRates rates = MakeDeviceRates(device);
+  absl::StatusOr<std::string> mlp = ReadFile(dir + "/mlp.csv");
+  absl::StatusOr<std::string> attention = ReadFile(dir + "/attention_sample.csv");
+  ASSERT_TRUE(mlp.ok() && attention.ok());
+  proto::CalibrationTable gemms, attn;
+  VidurImportReport report;
+  std::vector<VidurElementwiseRow> elementwise;
+  ASSERT_TRUE(ImportVidurMlpCsv(*mlp, "mlp.csv", &gemms, &report).ok());
+  ASSERT_TRUE(ImportVidurElementwiseCsv(*mlp, "mlp.csv", &elementwise, &report).ok());
+  ASSERT_TRUE(ImportVidurAttentionCsv(*attention, "attention_sample.csv", &attn, &report).ok());
+  // The four unsharded GEMM shapes of Llama-3-8B: QKV, O, gate+up, down.
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
+  std::map<int64_t, std::pair<int, double>> gemm_s;  // tokens -> (GEMMs found, seconds)
+  for (const proto::CalibrationPoint& p : gemms.points()) {
+    for (const auto& [in, out] : shapes) {
+      if (p.shape().in_features() == in && p.shape().out_features() == out) {
+        auto& e = gemm_s[p.shape().query_tokens()];
+        ++e.first;
+        e.second += p.median_ns() * 1e-9;
+      }
+    }
+  }
+  std::map<int64_t, double> elementwise_s;
+  for (const VidurElementwiseRow& r : elementwise) {
+    if (r.tensor_parallel == 1) elementwise_s[r.tokens] = r.median_ms * 1e-3;
+  }
+  const double kv_bytes = 2.0 * 8 * 128 * 2;
+  std::map<std::string, std::vector<double>> fitted_errors, roofline_errors;
+  for (const proto::CalibrationPoint& p : attn.points()) {
+    const bool decode = p.kind() == proto::KERNEL_KIND_DECODE_ATTENTION;
+    const int64_t batch = p.shape().batch(), n = decode ? 1 : p.shape().query_tokens();
+    const int64_t c = p.shape().context_tokens(), tokens = batch * n;
+    std::string cls;
+    if (decode) {
+      cls = "decode (the sample's batches)";
+    } else if (n >= 2048 && n <= 8192) {
+      cls = c == 0 ? "prefill 2K-8K, no prefix" : "prefill 3K-4K after a prefix";
+    } else {
+      continue;
+    }
+    auto g = gemm_s.find(tokens);
+    auto e = elementwise_s.find(tokens);
+    if (g == gemm_s.end() || g->second.first != 4 || e == elementwise_s.end()) continue;
+    const double measured = g->second.second + e->second + p.median_ns() * 1e-9;
+    double fitted = FittedElementwiseSeconds(fit.elementwise(), tokens, 4096);
+    double roofline = 0;
+    for (const auto& [in, out] : shapes) {
+      fitted += FittedGemmSeconds(fit.gemm(), peaks, peaks.bf16_flops_per_s, 2, tokens, out, in);
+      KernelQuery q;
+      q.kind = proto::KERNEL_KIND_LINEAR_GEMM;
+      q.format.bits = 16;
+      q.query_tokens = tokens;
+      q.in_features = in;
+      q.out_features = out;
+      roofline += KernelRooflineSeconds(q, rates, false);
+    }
+    fitted += decode ? FittedDecodeSeconds(fit.decode_attention(), peaks, batch, static_cast<double>(batch) * c, 8,
+                                           kv_bytes)
+                     : FittedPrefillSeconds(fit.prefill_attention(), peaks, batch, n, c, 32, 128, kv_bytes);
+    roofline += KernelRooflineSeconds(KernelQueryFromPoint(p), rates, false);
+    fitted_errors[cls].push_back(std::abs(fitted - measured) / measured);
+    roofline_errors[cls].push_back(std::abs(roofline - measured) / measured);
+  }
+  std::string out = "A100 Llama-3-8B layers composed from measured ops: median / p95 / worst relative error\n";
+  absl::StrAppend(&out, absl::StrFormat("%-30s %6s | %-25s | %-25s | %s\n", "case", "layers", "fitted",
+                                        "roofline (no element-wise)", "goal 5% (fitted median)"));
+  ASSERT_EQ(fitted_errors.size(), 3u);
+  for (const auto& [cls, errors] : fitted_errors) {
+    const ErrorSummary f = SummariseErrors(errors), r = SummariseErrors(roofline_errors[cls]);
+    absl::StrAppend(&out, absl::StrFormat("%-30s %6d | %s| %s| %s\n", cls, errors.size(), Cell(errors),
+                                          Cell(roofline_errors[cls]), f.median <= 0.05 ? "met" : "NOT met"));
+    EXPECT_GE(errors.size(), 5u) << cls;
+    EXPECT_LT(f.median, r.median) << cls;
+  }
+  std::cout << out;
 }
 
 }  // namespace
