@@ -100,6 +100,19 @@ TEST(CostModelCommandTest, ImportsVidurProfiles) {
   absl::StatusOr<std::string> text = ReadFile(table);
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("all_reduce,fp16"), std::string::npos) << *text;
+  // Several directories go into one table, which names its GPU and what it was imported from.
+  const std::string second = Tmp("vidur2");
+  ASSERT_TRUE(MakeDirectories(second).ok());
+  ASSERT_TRUE(WriteFileAtomically(second + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n8,65536,all_reduce,0.03\n")
+                  .ok());
+  ASSERT_EQ(RunCli({"costmodel", "import-vidur", dir, second, table, "--costmodel_device=a100-80gb"}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("wrote 3 points"), std::string::npos) << out;
+  text = ReadFile(table);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("# gpu_name: A100-80GB"), std::string::npos) << *text;
+  EXPECT_NE(text->find("(single-node all-reduce)"), std::string::npos) << *text;
 }
 
 TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {

@@ -88,14 +88,30 @@ absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.size() != 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR OUT");
+  if (args.size() < 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR... OUT");
   VidurImportReport report;
   VidurImportOptions options;
   if (absl::GetFlag(FLAGS_costmodel_cross_node)) options.all_reduce_scope = AllReduceScope::kCrossNode;
-  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles(args[0], &report, options));
-  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[1], table));
+  const std::string& out_path = args.back();
+  proto::CalibrationTable table;
+  std::vector<std::string> sources;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable part, ImportVidurProfiles(args[i], &report, options));
+    for (const proto::CalibrationPoint& p : part.points()) *table.add_points() = p;
+    sources.push_back(args[i]);
+  }
+  proto::CalibrationHeader* h = table.mutable_header();
+  h->set_synthetic_from_datasheet(false);
+  h->set_source(absl::StrCat("kvsim costmodel import-vidur of Vidur profiles in ", absl::StrJoin(sources, ", "),
+                             options.all_reduce_scope == AllReduceScope::kCrossNode ? " (cross-node all-reduce)"
+                                                                                    : " (single-node all-reduce)"));
+  if (!absl::GetFlag(FLAGS_costmodel_device).empty()) {
+    KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+    h->set_gpu_name(config.device().name());
+  }
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(out_path, table));
   out << absl::StrFormat("read %d rows from %s\nwrote %d points to %s\n", report.rows,
-                         absl::StrJoin(report.files, ", "), report.points, args[1]);
+                         absl::StrJoin(report.files, ", "), report.points, out_path);
   for (const std::string& s : report.used_rows) out << "  " << s << "\n";
   if (!report.skipped.empty()) {
     out << absl::StrFormat("skipped %d rows:\n", report.skipped.size());
@@ -242,14 +258,15 @@ absl::Status RunCostModel(const std::vector<std::string>& args, std::ostream& ou
 KVSIM_REGISTER_COMMAND(costmodel, {
     .name = "costmodel",
     .summary = "calibration tables and cost models: validate, import-vidur, fit, synth, show, memory",
-    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | fit PATH... | synth OUT | "
+    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR... OUT | fit PATH... | synth OUT | "
              "show | memory",
     .details =
         "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
         "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
         "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
-        "import-vidur DIR OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in DIR) into a\n"
-        "                    calibration table OUT (.csv, or .textproto); says which rows it used, lists skipped\n"
+        "import-vidur DIR... OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in each DIR) into\n"
+        "                    one calibration table OUT (.csv, or .textproto; --costmodel_device names its GPU);\n"
+        "                    says which rows it used, lists skipped\n"
         "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
         "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
         "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: Levenberg-Marquardt\n"
