@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kHoldoutEvery = 5;
 constexpr int kHoldoutOffset = 2;
-constexpr int kMaxIterations = 400;
 constexpr double kConvergedRelativeDecrease = 1e-10;
 
 // How an unconstrained fit variable maps to a parameter value.
@@ -86,7 +85,8 @@ void Residuals(const Curve& curve, const std::vector<const FitRow*>& rows, const
 }
 
 // Levenberg-Marquardt on sum of squared log residuals (see cost_fit.h).
-LmOutcome LevenbergMarquardt(const Curve& curve, const std::vector<const FitRow*>& rows, std::vector<double> theta) {
+LmOutcome LevenbergMarquardt(const Curve& curve, const std::vector<const FitRow*>& rows, std::vector<double> theta,
+                             int max_iterations) {
   const int p = static_cast<int>(theta.size());
   Eigen::VectorXd r, r_plus, r_minus;
   Residuals(curve, rows, theta, &r);
@@ -94,7 +94,7 @@ LmOutcome LevenbergMarquardt(const Curve& curve, const std::vector<const FitRow*
   double cost = r.squaredNorm();
   double lambda = 1e-3;
   Eigen::MatrixXd jacobian(rows.size(), p);
-  for (int iter = 1; iter <= kMaxIterations; ++iter) {
+  for (int iter = 1; iter <= max_iterations; ++iter) {
     out.iterations = iter;
     for (int j = 0; j < p; ++j) {
       const double h = 1e-6 * std::max(1.0, std::abs(theta[j]));
@@ -240,7 +240,7 @@ struct KindOutcome {
 
 // Splits, fits and evaluates one curve over `rows` (all of one kind).
 KindOutcome FitCurve(const Curve& curve, std::vector<const FitRow*> rows, const std::vector<double>& previous,
-                     const std::string& previous_name, const DeviceRates& rates) {
+                     const std::string& previous_name, const DeviceRates& rates, int max_iterations) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const FitRow* a, const FitRow* b) { return SortKey(*a) < SortKey(*b); });
   std::vector<const FitRow*> train, held;
@@ -261,14 +261,14 @@ KindOutcome FitCurve(const Curve& curve, std::vector<const FitRow*> rows, const 
     for (const std::vector<double>& start : curve.starts) {
       std::vector<double> theta(start.size());
       for (size_t i = 0; i < start.size(); ++i) theta[i] = ToTheta(start[i], curve.transforms[i]);
-      LmOutcome o = LevenbergMarquardt(curve, train, theta);
+      LmOutcome o = LevenbergMarquardt(curve, train, theta, max_iterations);
       if (!o.converged) continue;
       if (!any || o.cost < best.cost) best = o;
       any = true;
     }
     const std::vector<double> values = any ? Values(curve, best.theta) : std::vector<double>();
     if (!any) {
-      rep.note = absl::StrCat("no start converged within ", kMaxIterations, " iterations: ", previous_name, " kept");
+      rep.note = absl::StrCat("no start converged within ", max_iterations, " iterations: ", previous_name, " kept");
     } else if (!Usable(values)) {
       rep.note = absl::StrCat("fit gave unusable parameters: ", previous_name, " kept");
     } else {
@@ -428,8 +428,10 @@ absl::Status AddMeasurements(const std::string& path, FitInput* input) {
 }
 
 absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSpec& device,
-                                    const proto::FittedCostParams& previous) {
+                                    const proto::FittedCostParams& previous, const FitOptions& options) {
   if (input.rows.empty()) return absl::FailedPreconditionError("no measured rows to fit");
+  if (options.max_iterations < 1) return absl::InvalidArgumentError("FitOptions.max_iterations must be >= 1");
+  const int max_iterations = options.max_iterations;
   const DevicePeaks peaks = MakeDevicePeaks(device);
   const DeviceRates rates = MakeDeviceRates(device);
   const bool has_previous = !previous.unfitted() && previous.has_gemm();
@@ -490,7 +492,7 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                     {{20000, 1e-5}, {5000, 1e-4}}};
 
   auto run = [&](const Curve& curve, const std::vector<double>& prev) {
-    KindOutcome o = FitCurve(curve, by_kind[curve.name], prev, base_name, rates);
+    KindOutcome o = FitCurve(curve, by_kind[curve.name], prev, base_name, rates, max_iterations);
     result.kinds.push_back(o.report);
     return o;
   };
@@ -533,7 +535,7 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
         prev_name = "previous parameters";
       }
     }
-    KindOutcome o = FitCurve(curve, rows, prev, prev_name, rates);
+    KindOutcome o = FitCurve(curve, rows, prev, prev_name, rates, max_iterations);
     result.kinds.push_back(o.report);
     proto::AllReduceFit* f = out.add_all_reduce();
     f->set_num_gpus(g);

@@ -94,10 +94,14 @@ struct FitResult {
   std::vector<KindFitReport> kinds;
 };
 
+struct FitOptions {
+  int max_iterations = 400;  // Levenberg-Marquardt iterations per starting point (>= 1)
+};
+
 // Fits every kind of `input` on `device`'s peaks. `previous` supplies the parameters of kinds that cannot
 // be fitted. FailedPrecondition when `input` has no rows.
 absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSpec& device,
-                                    const proto::FittedCostParams& previous);
+                                    const proto::FittedCostParams& previous, const FitOptions& options = {});
 
 // Median, p95 and worst of `errors` (0 for none).
 struct ErrorSummary {

@@ -131,6 +131,47 @@ TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
   EXPECT_EQ(FitDevice(FitInput(), device, previous).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(CostFitTest, AFitThatDoesNotConvergeKeepsThePreviousParametersAndSaysSo) {
+  const proto::DeviceSpec device = A100Like();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  proto::GemmFit truth;
+  truth.set_launch_ns(4000);
+  truth.set_compute_efficiency(0.7);
+  truth.set_memory_efficiency(0.8);
+  truth.set_ridge_exponent(3);
+  truth.set_wave_weight(0.4);
+  FitInput input;
+  for (int64_t tokens = 1; tokens <= 16384; tokens *= 2) {
+    input.rows.push_back(GemmRow(tokens, 4096, 4096,
+                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 4096, 4096)));
+    input.rows.push_back(GemmRow(tokens, 28672, 4096,
+                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 28672, 4096)));
+  }
+  proto::FittedCostParams previous;
+  previous.mutable_gemm()->set_launch_ns(1234);
+  previous.mutable_gemm()->set_compute_efficiency(0.6);
+  previous.mutable_gemm()->set_memory_efficiency(0.7);
+  previous.mutable_gemm()->set_ridge_exponent(5);
+  previous.mutable_gemm()->set_wave_weight(0.1);
+  FitOptions one;
+  one.max_iterations = 1;  // far too few for these starts to converge
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, previous, one);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const proto::GemmFit& g = fit->params.gemm();
+  EXPECT_FALSE(g.quality().fitted());
+  EXPECT_NE(g.quality().note().find("no start converged within 1 iterations: previous parameters kept"),
+            std::string::npos)
+      << g.quality().note();
+  EXPECT_EQ(g.launch_ns(), 1234);
+  EXPECT_EQ(g.ridge_exponent(), 5);
+  // The same rows with the default budget converge.
+  absl::StatusOr<FitResult> full = FitDevice(input, device, previous);
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->params.gemm().quality().fitted()) << full->params.gemm().quality().note();
+  EXPECT_EQ(FitDevice(input, device, previous, FitOptions{.max_iterations = 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 std::string TmpDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
