@@ -203,11 +203,13 @@ void SetElementwise(const std::vector<double>& v, proto::ElementwiseFit* f) {
   f->set_ns_per_token_element(v[1]);
 }
 std::vector<double> AllReduceValues(const proto::AllReduceFit& f) {
-  return {f.latency_ns(), f.bus_bandwidth_bytes_per_s()};
+  return {f.latency_ns(), f.bus_bandwidth_bytes_per_s(), f.large_latency_ns(), f.large_bus_bandwidth_bytes_per_s()};
 }
 void SetAllReduce(const std::vector<double>& v, proto::AllReduceFit* f) {
   f->set_latency_ns(v[0]);
   f->set_bus_bandwidth_bytes_per_s(v[1]);
+  f->set_large_latency_ns(v.size() > 2 ? v[2] : 0);
+  f->set_large_bus_bandwidth_bytes_per_s(v.size() > 3 ? v[3] : 0);
 }
 
 // Documented starting values, used when a kind cannot be fitted and no previous parameters exist: the
@@ -520,15 +522,17 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   for (const auto& [gpus, rows] : all_reduce) {
     const int32_t g = static_cast<int32_t>(gpus);
     Curve curve{absl::StrCat("all_reduce/", g),
-                {Transform::kLog, Transform::kLog},
+                {Transform::kLog, Transform::kLog, Transform::kLog, Transform::kLog},
                 [g](const std::vector<double>& v, const FitRow& r) {
                   proto::AllReduceFit f;
                   SetAllReduce(v, &f);
                   return FittedAllReduceSeconds(f, r.query.bytes, g);
                 },
-                {{10000, 50e9}, {30000, 200e9}}};
-    std::vector<double> prev = {10000, 50e9};
-    std::string prev_name = "documented starting values (10 us, 50 GB/s)";
+                // Two-protocol starts, and one-protocol ones (the second line never wins at first).
+                {{10000, 20e9, 40000, 150e9}, {20000, 50e9, 60000, 250e9}, {10000, 50e9, 1e9, 1e12},
+                 {30000, 200e9, 1e9, 1e12}}};
+    std::vector<double> prev = {10000, 50e9, 0, 0};
+    std::string prev_name = "documented starting values (10 us, 50 GB/s, one protocol)";
     for (const proto::AllReduceFit& f : previous.all_reduce()) {
       if (f.num_gpus() == g) {
         prev = AllReduceValues(f);

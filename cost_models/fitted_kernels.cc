@@ -80,7 +80,10 @@ double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens,
 
 double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, double gpus) {
   if (gpus <= 1 || bytes <= 0) return 0;
-  return fit.latency_ns() * 1e-9 + 2 * (gpus - 1) / gpus * bytes / fit.bus_bandwidth_bytes_per_s();
+  const double algorithm_bytes = 2 * (gpus - 1) / gpus * bytes;
+  const double small = fit.latency_ns() * 1e-9 + algorithm_bytes / fit.bus_bandwidth_bytes_per_s();
+  if (fit.large_bus_bandwidth_bytes_per_s() <= 0) return small;
+  return std::min(small, fit.large_latency_ns() * 1e-9 + algorithm_bytes / fit.large_bus_bandwidth_bytes_per_s());
 }
 
 const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& params, int32_t gpus, bool* exact) {
