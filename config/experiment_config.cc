@@ -155,6 +155,9 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   const std::string device_preset =
       config.device_preset().empty() ? kDefaultDevicePreset : config.device_preset();
   KVSIM_ASSIGN_OR_RETURN(proto::DeviceSpec device, LoadDevicePreset(device_preset));
+  // A config's fitted cost-model parameters replace the preset's whole (merging would append their
+  // repeated fields, and a resolved config would not reload unchanged).
+  if (config.device().has_fitted()) device.clear_fitted();
   device.MergeFrom(config.device());
   FillDeviceDefaults(&device);
   KVSIM_RETURN_IF_ERROR(ValidateDeviceSpec(device, source));

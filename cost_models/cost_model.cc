@@ -17,6 +17,8 @@ std::string KindName(proto::CostModelKind kind) {
       return "roofline";
     case proto::COST_MODEL_KIND_TABLE:
       return "table";
+    case proto::COST_MODEL_KIND_FITTED:
+      return "fitted";
     default:
       return absl::StrCat("kind ", static_cast<int>(kind));
   }

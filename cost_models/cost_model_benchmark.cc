@@ -14,9 +14,14 @@
 namespace kvsim {
 namespace {
 
-std::unique_ptr<CostModel> MakeModel(bool table) {
-  proto::ExperimentConfig config = *ResolveExperimentConfig(proto::ExperimentConfig(), "benchmark");
-  if (!table) return std::move(*CreateCostModel(config));
+// Model 0: roofline, 1: table, 2: fitted.
+const char* kModelNames[] = {"roofline", "table", "fitted"};
+
+std::unique_ptr<CostModel> MakeModel(int64_t which) {
+  proto::ExperimentConfig raw;
+  if (which == 2) raw.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_FITTED);
+  proto::ExperimentConfig config = *ResolveExperimentConfig(raw, "benchmark");
+  if (which != 1) return std::move(*CreateCostModel(config));
   absl::StatusOr<proto::CalibrationTable> t = SynthesizeTable(config, SynthOptions());
   KVSIM_CHECK(t.ok());
   return std::move(*TableCostModel::FromTable(config, *t, "synthetic"));
@@ -34,28 +39,28 @@ BatchShape Decodes(int n) {
 }
 
 void BM_Iteration(benchmark::State& state) {
-  const auto model = MakeModel(state.range(0) == 1);
+  const auto model = MakeModel(state.range(0));
   BatchShape batch = Decodes(state.range(1));
   SequenceWork chunk;
   chunk.context_tokens = 2048;
   chunk.new_tokens = 512;
   batch.sequences.push_back(chunk);
   for (auto _ : state) benchmark::DoNotOptimize(*model->IterationTimeNs(batch));
-  state.SetLabel(state.range(0) == 1 ? "table" : "roofline");
+  state.SetLabel(kModelNames[state.range(0)]);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_Iteration)->ArgsProduct({{0, 1}, {1, 32, 256}});
+BENCHMARK(BM_Iteration)->ArgsProduct({{0, 1, 2}, {1, 32, 256}});
 
 void BM_Recompute(benchmark::State& state) {
-  const auto model = MakeModel(state.range(0) == 1);
+  const auto model = MakeModel(state.range(0));
   int64_t position = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(*model->RecomputeTimeNs(position, 16));
     position = (position + 16) % 100000;
   }
-  state.SetLabel(state.range(0) == 1 ? "table" : "roofline");
+  state.SetLabel(kModelNames[state.range(0)]);
 }
-BENCHMARK(BM_Recompute)->Arg(0)->Arg(1);
+BENCHMARK(BM_Recompute)->Arg(0)->Arg(1)->Arg(2);
 
 }  // namespace
 }  // namespace kvsim

@@ -75,10 +75,40 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
   return p;
 }
 
+namespace {
+
+// The roofline's held-out error against the device's measurements, per kind the fit recorded it for.
+proto::CostModelAccuracy MeasuredRooflineError(const proto::ExperimentConfig& config) {
+  proto::CostModelAccuracy a;
+  const proto::FittedCostParams& f = config.device().fitted();
+  if (f.unfitted()) return a;
+  auto add = [&a](const char* kind, const proto::FitQuality& q) {
+    if (q.heldout_rows() == 0 || q.roofline_heldout_p95_error() <= 0) return;
+    proto::KernelKindAccuracy* k = a.add_kinds();
+    k->set_kind(kind);
+    k->set_fitted(true);
+    k->set_heldout_points(q.heldout_rows());
+    k->set_heldout_median_error(q.roofline_heldout_median_error());
+    k->set_heldout_p95_error(q.roofline_heldout_p95_error());
+  };
+  add("gemm", f.gemm().quality());
+  add("prefill_attention", f.prefill_attention().quality());
+  add("decode_attention", f.decode_attention().quality());
+  const int32_t tp = config.model().tensor_parallel_size();
+  for (const proto::AllReduceFit& ar : f.all_reduce()) {
+    if (tp > 1 && ar.num_gpus() == tp) add("all_reduce", ar.quality());
+  }
+  return a;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<RooflineCostModel>> RooflineCostModel::Create(
     const proto::ExperimentConfig& config) {
   KVSIM_ASSIGN_OR_RETURN(RooflineParams params, MakeRooflineParams(config));
-  return std::make_unique<RooflineCostModel>(params);
+  auto model = std::make_unique<RooflineCostModel>(params);
+  model->accuracy_ = MeasuredRooflineError(config);
+  return model;
 }
 
 RooflineCostModel::RooflineCostModel(const RooflineParams& params)

@@ -97,6 +97,9 @@ class RooflineCostModel final : public CostModel {
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
   // As the base class defines it, computed without building a batch (the block manager asks often).
   absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const override;
+  // Not calibrated; lists the roofline's held-out error per kernel kind against the device's bundled
+  // measurements when its preset was fitted (FitQuality.roofline_heldout_*), else nothing.
+  proto::CostModelAccuracy Accuracy() const override { return accuracy_; }
 
   // Per-operation times in seconds, for one layer where it applies (the table model uses them as its
   // prior and to scale measured points).
@@ -122,6 +125,7 @@ class RooflineCostModel final : public CostModel {
   int64_t AllReduceNs(int64_t layer_tokens) const;
 
   RooflineParams p_;
+  proto::CostModelAccuracy accuracy_;  // set by Create
   AttentionKernel attention_;          // p_'s attention constants, for the per-piece loop
   std::vector<int64_t> linear_ns_;     // by layer tokens, no projection tokens: LinearNs
   std::vector<int64_t> lm_head_ns_;    // by sampled tokens: LmHeadNs

@@ -270,5 +270,25 @@ TEST(RooflineTest, SharedPrefixInL2IsReadFromHbmOnce) {
             model->IterationBreakdown(Batch({Piece(21000, 1), Piece(21000, 1)}))->attention_ns);
 }
 
+TEST(RooflineTest, AccuracyIsUncalibratedButCitesItsErrorAgainstTheDevicesMeasurements) {
+  // The default H200 preset was fitted to a measured table: the roofline lists its own held-out error
+  // there (as the fit recorded it), per kind, and stays "not calibrated"; a single GPU lists no all-reduce.
+  const proto::ExperimentConfig config = Config();
+  const proto::CostModelAccuracy a = Model(config)->Accuracy();
+  EXPECT_FALSE(a.calibrated());
+  ASSERT_EQ(a.kinds_size(), 3);
+  EXPECT_EQ(a.kinds(0).kind(), "gemm");
+  EXPECT_EQ(a.kinds(0).heldout_median_error(),
+            config.device().fitted().gemm().quality().roofline_heldout_median_error());
+  EXPECT_GT(a.kinds(1).heldout_p95_error(), 0.5);  // prefill attention: the roofline is far off
+  for (const proto::KernelKindAccuracy& k : a.kinds()) EXPECT_NE(k.kind(), "all_reduce");
+  // A datasheet-only preset has nothing to cite.
+  proto::ExperimentConfig l40s;
+  l40s.set_device_preset("l40s");
+  absl::StatusOr<proto::ExperimentConfig> resolved = ResolveExperimentConfig(l40s, "test");
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(Model(*resolved)->Accuracy().kinds_size(), 0);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -56,7 +56,11 @@ absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(
   a.set_calibrated(true);
   a.set_synthetic_table(h.synthetic_from_datasheet());
   for (const ErrorStats& s : report.held_out) {
-    if (s.kind != "all") continue;
+    if (s.kind != "all") {
+      model->heldout_by_kind_[s.kind] = {s.median, s.p95};
+      model->heldout_points_by_kind_[s.kind] = s.count;
+      continue;
+    }
     a.set_heldout_points(s.count);
     a.set_heldout_median_error(s.median);
     a.set_heldout_p95_error(s.p95);
@@ -81,19 +85,50 @@ proto::CostModelAccuracy TableCostModel::Accuracy() const {
   a.set_kernel_predictions(num_predictions());
   a.set_extrapolated_predictions(num_extrapolated());
   a.set_unmeasured_predictions(num_unmeasured());
+  double total = 0, extrapolated = 0;
+  for (int k = 0; k < kNumKinds; ++k) {
+    total += time_ns_[k].load(std::memory_order_relaxed);
+    extrapolated += extrapolated_ns_[k].load(std::memory_order_relaxed);
+  }
+  if (total <= 0) return a;
+  double median = 0, p95 = 0;
+  for (int k = 0; k < kNumKinds; ++k) {
+    const double t = time_ns_[k].load(std::memory_order_relaxed);
+    if (t <= 0) continue;
+    const std::string name = KernelKindName(static_cast<proto::KernelKind>(k));
+    proto::KernelKindAccuracy* kind = a.add_kinds();
+    kind->set_kind(name);
+    kind->set_time_fraction(t / total);
+    auto it = heldout_by_kind_.find(name);
+    kind->set_fitted(it != heldout_by_kind_.end());
+    if (it == heldout_by_kind_.end()) continue;
+    kind->set_heldout_points(heldout_points_by_kind_.at(name));
+    kind->set_heldout_median_error(it->second.first);
+    kind->set_heldout_p95_error(it->second.second);
+    median += t / total * it->second.first;
+    p95 += t / total * it->second.second;
+  }
+  a.set_time_weighted_median_error(median);
+  a.set_time_weighted_p95_error(p95);
+  a.set_extrapolated_time_fraction(extrapolated / total);
   return a;
 }
 
-double TableCostModel::Kernel(const KernelQuery& q) const {
+double TableCostModel::Kernel(const KernelQuery& q, Tally* tally, double weight) const {
   const KernelTable::Prediction p = table_.Predict(q);
   predictions_.fetch_add(1, std::memory_order_relaxed);
   if (p.extrapolated) extrapolated_.fetch_add(1, std::memory_order_relaxed);
   if (!p.measured) unmeasured_.fetch_add(1, std::memory_order_relaxed);
+  const int k = static_cast<int>(q.kind);
+  if (tally != nullptr && k >= 0 && k < kNumKinds) {
+    tally->seconds[k] += weight * p.seconds;
+    if (p.extrapolated || !p.measured) tally->extrapolated[k] += weight * p.seconds;
+  }
   return p.seconds;
 }
 
-double TableCostModel::Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features,
-                            int64_t in_features) const {
+double TableCostModel::Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features,
+                            Tally* tally, double weight) const {
   if (tokens <= 0) return 0;
   KernelQuery q;
   q.kind = kind;
@@ -101,10 +136,11 @@ double TableCostModel::Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_
   q.query_tokens = tokens;
   q.in_features = in_features;
   q.out_features = out_features;
-  return Kernel(q);
+  return Kernel(q, tally, weight);
 }
 
-double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece) const {
+double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece, Tally* tally,
+                                 double weight) const {
   KernelQuery q;
   q.kind = kind;
   q.format = p_.kv;
@@ -115,7 +151,7 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
   q.num_heads = p_.heads;
   q.num_kv_heads = p_.kv_heads;
   q.head_dim = p_.head_dim;
-  if (q.num_segments == 1 || table_.HasSeries(q)) return Kernel(q);
+  if (q.num_segments == 1 || table_.HasSeries(q)) return Kernel(q, tally, weight);
   // Measured segment counts around this one (powers of two): interpolate between them in log-log.
   int64_t lower = 0, upper = 0;
   for (int64_t k = 1; k <= 4096; k *= 2) {
@@ -130,7 +166,8 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
     a.num_segments = lower;
     b.num_segments = upper;
     const double w = std::log(static_cast<double>(q.num_segments) / lower) / std::log(static_cast<double>(upper) / lower);
-    return std::exp((1 - w) * std::log(Kernel(a)) + w * std::log(Kernel(b)));
+    return std::exp((1 - w) * std::log(Kernel(a, tally, (1 - w) * weight)) +
+                    w * std::log(Kernel(b, tally, w * weight)));
   }
   // No series around it: single-segment attention plus the merge of the partial states.
   KernelQuery merge;
@@ -140,10 +177,11 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
   merge.num_heads = p_.heads;
   merge.head_dim = p_.head_dim;
   q.num_segments = 1;
-  return Kernel(q) + Kernel(merge);
+  return Kernel(q, tally, weight) + Kernel(merge, tally, weight);
 }
 
-double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recompute) const {
+double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recompute, Tally* tally,
+                                       double weight) const {
   int64_t decodes = 0;
   for (const SequenceWork& s : batch.sequences) {
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) ++decodes;
@@ -156,7 +194,7 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) {
       // Decode is memory-bound: KV already in L2 costs what a shorter context would.
       if (!l2.empty()) s.context_tokens -= l2[i];
-      seconds += Attention(proto::KERNEL_KIND_DECODE_ATTENTION, decodes, s) / decodes;
+      seconds += Attention(proto::KERNEL_KIND_DECODE_ATTENTION, decodes, s, tally, weight / decodes) / decodes;
     }
   }
   return seconds;
@@ -165,8 +203,10 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
 absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShape& batch) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
+  const double layers = p_.num_layers;
+  Tally tally;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
-  double attention_s = DecodeAttention(batch, kv_projection);
+  double attention_s = DecodeAttention(batch, kv_projection, &tally, layers);
   for (const SequenceWork& s : batch.sequences) {
     if (s.recompute && kv_projection) {
       projection_tokens += s.new_tokens;
@@ -174,14 +214,14 @@ absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShap
     }
     layer_tokens += s.new_tokens;
     if (s.samples_token && !s.recompute) ++sampling;
-    if (s.new_tokens > 1) attention_s += Attention(proto::KERNEL_KIND_PREFILL_ATTENTION, 1, s);
+    if (s.new_tokens > 1) attention_s += Attention(proto::KERNEL_KIND_PREFILL_ATTENTION, 1, s, &tally, layers);
   }
   const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim, h = p_.hidden;
-  const double linear_s = Gemm(proto::KERNEL_KIND_LINEAR_GEMM, layer_tokens, q + 2 * kv, h) +
-                          Gemm(proto::KERNEL_KIND_LINEAR_GEMM, layer_tokens, h, q) +
-                          Gemm(proto::KERNEL_KIND_MLP_GEMM, layer_tokens, 2 * p_.intermediate, h) +
-                          Gemm(proto::KERNEL_KIND_MLP_GEMM, layer_tokens, h, p_.intermediate) +
-                          Gemm(proto::KERNEL_KIND_KV_PROJECTION, projection_tokens, 2 * kv, h);
+  const double linear_s = Gemm(proto::KERNEL_KIND_LINEAR_GEMM, layer_tokens, q + 2 * kv, h, &tally, layers) +
+                          Gemm(proto::KERNEL_KIND_LINEAR_GEMM, layer_tokens, h, q, &tally, layers) +
+                          Gemm(proto::KERNEL_KIND_MLP_GEMM, layer_tokens, 2 * p_.intermediate, h, &tally, layers) +
+                          Gemm(proto::KERNEL_KIND_MLP_GEMM, layer_tokens, h, p_.intermediate, &tally, layers) +
+                          Gemm(proto::KERNEL_KIND_KV_PROJECTION, projection_tokens, 2 * kv, h, &tally, layers);
   double allreduce_s = 0;
   if (p_.tp > 1 && layer_tokens > 0) {
     KernelQuery ar;
@@ -189,12 +229,17 @@ absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShap
     ar.format = KvFormat();
     ar.bytes = layer_tokens * h * 2;
     ar.num_gpus = p_.tp;
-    allreduce_s = 2 * Kernel(ar);
+    allreduce_s = 2 * Kernel(ar, &tally, 2 * layers);
   }
-  const double layers = p_.num_layers;
   CostBreakdown b;
   b.linear_ns = ToNs(layers * linear_s);
-  b.lm_head_ns = ToNs(Gemm(proto::KERNEL_KIND_LINEAR_GEMM, sampling, p_.vocab, h));
+  b.lm_head_ns = ToNs(Gemm(proto::KERNEL_KIND_LINEAR_GEMM, sampling, p_.vocab, h, &tally, 1));
+  for (int k = 0; k < kNumKinds; ++k) {
+    if (tally.seconds[k] > 0) time_ns_[k].fetch_add(ToNs(tally.seconds[k]), std::memory_order_relaxed);
+    if (tally.extrapolated[k] > 0) {
+      extrapolated_ns_[k].fetch_add(ToNs(tally.extrapolated[k]), std::memory_order_relaxed);
+    }
+  }
   b.attention_ns = ToNs(layers * attention_s);
   b.allreduce_ns = ToNs(layers * allreduce_s);
   b.overhead_ns = p_.overhead_ns;
@@ -214,7 +259,7 @@ int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& t
   copy.kind = proto::KERNEL_KIND_HOST_DEVICE_COPY;
   copy.bytes = bytes;
   if (tier.kind() == proto::TIER_KIND_HOST && table_.HasSeries(copy)) {
-    return tier.latency_ns() + ToNs(Kernel(copy));
+    return tier.latency_ns() + ToNs(Kernel(copy, nullptr, 0));
   }
   const double bandwidth =
       tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;

@@ -29,7 +29,10 @@
 //
 // Kernels predicted outside the table's range, or with no series, are counted; Accuracy() reports the
 // counts with the table's held-out error (cost_models/validation.h, held-out split, computed at
-// creation), printed by the replay next to its results ("cost model error"). Thread-safe (counters are atomic).
+// creation), printed by the replay next to its results ("cost model error"), and, per kernel kind this
+// run used, the share of predicted time it contributed with that kind's held-out error, their
+// time-weighted sum, and the share of predicted time that was extrapolated (or had no series).
+// Thread-safe (counters are atomic).
 //
 // Example:
 //   config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
@@ -38,8 +41,10 @@
 #ifndef KVSIM_COST_MODELS_TABLE_MODEL_H_
 #define KVSIM_COST_MODELS_TABLE_MODEL_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -80,16 +85,31 @@ class TableCostModel final : public CostModel {
   TableCostModel(const RooflineParams& params, KernelTable table, std::string description)
       : p_(params), table_(std::move(table)), description_(std::move(description)) {}
 
-  double Kernel(const KernelQuery& q) const;  // seconds, counted
-  double Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features) const;
-  double Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece) const;
-  double DecodeAttention(const BatchShape& batch, bool skip_recompute) const;
+  // Predicted seconds of one iteration by kernel kind (indexed by proto::KernelKind), as charged: each
+  // kernel's time x how often the composition charges it (layers, 1 / decodes, interpolation weight).
+  static constexpr int kNumKinds = 9;
+  struct Tally {
+    std::array<double, kNumKinds> seconds{};
+    std::array<double, kNumKinds> extrapolated{};
+  };
+
+  // Seconds, counted; `weight` x seconds goes to `tally`.
+  double Kernel(const KernelQuery& q, Tally* tally, double weight) const;
+  double Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features, Tally* tally,
+              double weight) const;
+  double Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece, Tally* tally,
+                   double weight) const;
+  double DecodeAttention(const BatchShape& batch, bool skip_recompute, Tally* tally, double weight) const;
 
   RooflineParams p_;
   KernelTable table_;
   std::string description_;
   std::string weight_dtype_;
   proto::CostModelAccuracy heldout_;  // prediction counters unset
+  std::map<std::string, std::pair<double, double>> heldout_by_kind_;  // kind name -> held-out median, p95
+  std::map<std::string, int64_t> heldout_points_by_kind_;
+  mutable std::array<std::atomic<int64_t>, kNumKinds> time_ns_{};
+  mutable std::array<std::atomic<int64_t>, kNumKinds> extrapolated_ns_{};
   mutable std::atomic<int64_t> predictions_{0};
   mutable std::atomic<int64_t> extrapolated_{0};
   mutable std::atomic<int64_t> unmeasured_{0};

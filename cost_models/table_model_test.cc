@@ -177,6 +177,27 @@ TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
   EXPECT_TRUE(Model(TableConfig())->Accuracy().synthetic_table());
 }
 
+TEST(TableModelTest, PerKindErrorIsWeightedByTheTimeThisRunSpentInEachKind) {
+  auto model = Model(TableConfig());
+  const BatchShape batch = Batch({Piece(4096, 1), Piece(0, 512)});
+  absl::StatusOr<CostBreakdown> b = model->IterationBreakdown(batch);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const proto::CostModelAccuracy a = model->Accuracy();
+  // One GPU: GEMMs and attention, never an all-reduce (whose error must not colour a TP-1 run).
+  double fractions = 0, median = 0, attention = 0;
+  for (const proto::KernelKindAccuracy& k : a.kinds()) {
+    EXPECT_NE(k.kind(), "all_reduce");
+    fractions += k.time_fraction();
+    median += k.time_fraction() * k.heldout_median_error();
+    if (k.kind() == "decode_attention" || k.kind() == "prefill_attention") attention += k.time_fraction();
+  }
+  EXPECT_NEAR(fractions, 1, 1e-12);
+  EXPECT_NEAR(a.time_weighted_median_error(), median, 1e-12);
+  // The shares are the breakdown's: attention's share of the kernel time (all but the fixed overhead).
+  EXPECT_NEAR(attention, static_cast<double>(b->attention_ns) / (b->total_ns - b->overhead_ns), 1e-3);
+  EXPECT_FALSE(a.per_kind_only());
+}
+
 TEST(TableModelTest, FourBitKvDecodeIsNotJustFewerBytes) {
   proto::ExperimentConfig config = TableConfig();
   auto bf16 = Model(config);

@@ -1,5 +1,6 @@
 #include "cost_models/vidur_import.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -157,14 +158,27 @@ proto::CalibrationPoint* AddPoint(proto::CalibrationTable* table, proto::KernelK
   return p;
 }
 
-void NoteUnusedTimeColumns(const std::map<std::string, size_t>& columns, const std::vector<std::string>& used,
-                           absl::string_view source, VidurImportReport* report) {
+// Lists every column of the file outside `used`, in the file's column order.
+void NoteUnusedColumns(const std::map<std::string, size_t>& columns, const std::vector<std::string>& used,
+                       absl::string_view source, VidurImportReport* report) {
+  std::vector<std::pair<size_t, std::string>> unused;
   for (const auto& [name, index] : columns) {
-    if (!absl::StartsWith(name, "time_stats.") || !absl::EndsWith(name, ".median")) continue;
-    if (std::find(used.begin(), used.end(), name) == used.end()) {
-      report->unused.push_back(absl::StrCat(source, ": ", name));
-    }
+    if (std::find(used.begin(), used.end(), name) == used.end()) unused.emplace_back(index, name);
   }
+  std::sort(unused.begin(), unused.end());
+  for (const auto& [index, name] : unused) {
+    report->unused.push_back(absl::StrCat(source, ": ", name.empty() ? "(unnamed index column)" : name));
+  }
+}
+
+// A time cell: a number >= 0 (negative is refused naming the line and column).
+absl::StatusOr<double> TimeMs(const Row& row, const std::string& column) {
+  KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(column));
+  if (ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(row.where(), ": column ", column, ": expected a time >= 0 ms, got ", ms));
+  }
+  return ms;
 }
 
 }  // namespace
@@ -173,6 +187,8 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
                                      proto::CalibrationTable* table, VidurImportReport* report) {
   const std::string prefill_col = "time_stats.attn_prefill.median", decode_col = "time_stats.attn_decode.median";
   std::map<std::string, size_t> columns;
+  const int64_t rows_before = report->rows;
+  int64_t used_rows = 0;
   KVSIM_RETURN_IF_ERROR(ForEachRow(
       text, source,
       {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "batch_size", "kv_cache_size",
@@ -184,7 +200,7 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
           report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
           return absl::OkStatus();
         }
-        KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(time_col));
+        KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, time_col));
         KVSIM_ASSIGN_OR_RETURN(int64_t embd, row.Integer("n_embd"));
         KVSIM_ASSIGN_OR_RETURN(int64_t heads, row.Integer("n_q_head"));
         KVSIM_ASSIGN_OR_RETURN(int64_t kv_heads, row.Integer("n_kv_head"));
@@ -200,10 +216,21 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
           return absl::InvalidArgumentError(absl::StrCat(row.where(), ": n_kv_head must divide n_q_head (", heads,
                                                          "), got ", kv_heads, ", and batch_size be >= 1, got ", batch));
         }
-        if (ms <= 0) {
-          report->skipped.push_back(absl::StrCat(row.where(), ": non-positive time"));
+        // Vidur's semantics: a prefill row is one chunk of prefill_chunk_size new tokens after
+        // kv_cache_size cached ones; a decode row has no chunk.
+        if (prefill && chunk < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": column prefill_chunk_size: a prefill row "
+                                                         "needs a chunk of >= 1 new tokens, got ", chunk));
+        }
+        if (!prefill && chunk != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": column prefill_chunk_size: a decode row "
+                                                         "must have 0, got ", chunk));
+        }
+        if (ms == 0) {
+          report->skipped.push_back(absl::StrCat(row.where(), ": zero time (below the 1 us resolution)"));
           return absl::OkStatus();
         }
+        ++used_rows;
         proto::CalibrationPoint* p = AddPoint(
             table, prefill ? proto::KERNEL_KIND_PREFILL_ATTENTION : proto::KERNEL_KIND_DECODE_ATTENTION, ms, report);
         proto::KernelShape* s = p->mutable_shape();
@@ -220,7 +247,13 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
         }
         return ValidateCalibrationPoint(*p, row.where());
       }));
-  NoteUnusedTimeColumns(columns, {prefill_col, decode_col}, source, report);
+  NoteUnusedColumns(columns,
+                    {prefill_col, decode_col, "n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers",
+                     "batch_size", "kv_cache_size", "prefill_chunk_size", "is_prefill", "block_size"},
+                    source, report);
+  report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before,
+                                           " rows used (prefill: chunk after kv_cache_size cached tokens; "
+                                           "decode: batch_size sequences)"));
   return absl::OkStatus();
 }
 
@@ -235,6 +268,8 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
                                {"time_stats.mlp_up_proj.median", proto::KERNEL_KIND_MLP_GEMM},
                                {"time_stats.mlp_down_proj.median", proto::KERNEL_KIND_MLP_GEMM}};
   std::map<std::string, size_t> columns;
+  const int64_t rows_before = report->rows;
+  int64_t used_rows = 0;
   KVSIM_RETURN_IF_ERROR(ForEachRow(
       text, source,
       {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp", "num_tensor_parallel_workers",
@@ -253,6 +288,7 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
                            "divide n_embd"));
         }
         const int64_t head_dim = embd / heads;
+        bool any = false;
         const int64_t in_out[4][2] = {{embd, (heads / tp + 2 * std::max<int64_t>(1, kv_heads / tp)) * head_dim},
                                       {heads / tp * head_dim, embd},
                                       {embd, (gated ? 2 : 1) * expanded / tp},
@@ -263,11 +299,12 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
             report->skipped.push_back(absl::StrCat(row.where(), ": no ", ops[i].column));
             continue;
           }
-          KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(ops[i].column));
-          if (ms <= 0) {
-            report->skipped.push_back(absl::StrCat(row.where(), ": non-positive ", ops[i].column));
+          KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, ops[i].column));
+          if (ms == 0) {
+            report->skipped.push_back(absl::StrCat(row.where(), ": zero ", ops[i].column));
             continue;
           }
+          any = true;
           proto::CalibrationPoint* p = AddPoint(table, ops[i].kind, ms, report);
           p->mutable_shape()->set_query_tokens(tokens);
           p->mutable_shape()->set_in_features(in_out[i][0]);
@@ -275,52 +312,129 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
           FillCalibrationDefaults(p);
           KVSIM_RETURN_IF_ERROR(ValidateCalibrationPoint(*p, row.where()));
         }
+        used_rows += any;
         return absl::OkStatus();
       }));
-  std::vector<std::string> used;
+  std::vector<std::string> used = {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp",
+                                   "num_tensor_parallel_workers", "num_tokens"};
   for (const Op& op : ops) used.push_back(op.column);
-  NoteUnusedTimeColumns(columns, used, source, report);
+  NoteUnusedColumns(columns, used, source, report);
+  report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before,
+                                           " rows used (4 GEMMs each: QKV, O, gate+up, down)"));
   return absl::OkStatus();
 }
 
 absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report) {
+                                     proto::CalibrationTable* table, VidurImportReport* report,
+                                     const VidurImportOptions& options) {
   const std::string time_col = "time_stats.all_reduce.median";
+  const bool single_node = options.all_reduce_scope == AllReduceScope::kSingleNode;
   std::map<std::string, size_t> columns;
-  return ForEachRow(text, source, {"num_workers", "size", "collective"}, report, &columns,
-                    [&](const Row& row) -> absl::Status {
-                      if (row.Text("collective") != "all_reduce") {
-                        report->skipped.push_back(
-                            absl::StrCat(row.where(), ": collective '", row.Text("collective"), "' not modelled"));
-                        return absl::OkStatus();
-                      }
-                      if (row.Empty(time_col)) {
-                        report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
-                        return absl::OkStatus();
-                      }
-                      KVSIM_ASSIGN_OR_RETURN(double ms, row.Number(time_col));
-                      KVSIM_ASSIGN_OR_RETURN(int64_t workers, row.Integer("num_workers"));
-                      KVSIM_ASSIGN_OR_RETURN(int64_t bytes, row.Integer("size"));
-                      if (ms <= 0 || workers < 2 || bytes < 1) {
-                        report->skipped.push_back(absl::StrCat(row.where(), ": needs time > 0, num_workers >= 2 "
-                                                               "and size >= 1"));
-                        return absl::OkStatus();
-                      }
-                      proto::CalibrationPoint* p = AddPoint(table, proto::KERNEL_KIND_ALL_REDUCE, ms, report);
-                      p->mutable_shape()->set_bytes(bytes);
-                      p->mutable_shape()->set_num_gpus(workers);
-                      FillCalibrationDefaults(p);
-                      return ValidateCalibrationPoint(*p, row.where());
-                    });
+  const int64_t rows_before = report->rows;
+  int64_t used_rows = 0, other_scope = 0;
+  bool has_devices_per_node = false;
+  KVSIM_RETURN_IF_ERROR(ForEachRow(
+      text, source, {"num_workers", "size", "collective", time_col}, report, &columns,
+      [&](const Row& row) -> absl::Status {
+        has_devices_per_node = row.Has("devices_per_node");
+        if (row.Text("collective") != "all_reduce") {
+          report->skipped.push_back(
+              absl::StrCat(row.where(), ": collective '", row.Text("collective"), "' not modelled"));
+          return absl::OkStatus();
+        }
+        if (row.Empty(time_col)) {
+          report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
+          return absl::OkStatus();
+        }
+        KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, time_col));
+        KVSIM_ASSIGN_OR_RETURN(int64_t workers, row.Integer("num_workers"));
+        KVSIM_ASSIGN_OR_RETURN(int64_t bytes, row.Integer("size"));
+        if (workers < 2 || bytes < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": an all-reduce needs num_workers >= 2 and "
+                                                         "size >= 1 byte, got ", workers, " and ", bytes));
+        }
+        bool cross_node = false;
+        if (has_devices_per_node) {
+          KVSIM_ASSIGN_OR_RETURN(int64_t per_node, row.Integer("devices_per_node"));
+          if (per_node < 1) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(row.where(), ": column devices_per_node: expected >= 1, got ", per_node));
+          }
+          cross_node = per_node < workers;
+        }
+        if (cross_node == single_node) {  // the other scope: a different kernel, not this table's
+          ++other_scope;
+          return absl::OkStatus();
+        }
+        if (ms == 0) {
+          report->skipped.push_back(absl::StrCat(row.where(), ": zero time (below the 1 us resolution)"));
+          return absl::OkStatus();
+        }
+        ++used_rows;
+        proto::CalibrationPoint* p = AddPoint(table, proto::KERNEL_KIND_ALL_REDUCE, ms, report);
+        p->mutable_shape()->set_bytes(bytes);
+        p->mutable_shape()->set_num_gpus(workers);
+        FillCalibrationDefaults(p);
+        return ValidateCalibrationPoint(*p, row.where());
+      }));
+  NoteUnusedColumns(columns, {"num_workers", "size", "collective", time_col, "devices_per_node"}, source, report);
+  std::string why = single_node ? "single-node rows: devices_per_node >= num_workers"
+                                : "cross-node rows: devices_per_node < num_workers";
+  if (!has_devices_per_node) why = "no devices_per_node column: every row taken as single-node";
+  report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before,
+                                           " rows used (", why, "); ", other_scope, " rows of the other scope left out"));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report) {
+absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view source,
+                                       std::vector<VidurElementwiseRow>* rows, VidurImportReport* report) {
+  // Column, times counted per layer.
+  const std::pair<const char*, int> ops[] = {{"time_stats.input_layernorm.median", 1},
+                                             {"time_stats.post_attention_layernorm.median", 1},
+                                             {"time_stats.attn_rope.median", 1},
+                                             {"time_stats.mlp_act.median", 1},
+                                             {"time_stats.add.median", 2}};
+  std::map<std::string, size_t> columns;
+  std::vector<std::string> required = {"n_embd", "num_tensor_parallel_workers", "num_tokens"};
+  for (const auto& [column, times] : ops) required.push_back(column);
+  return ForEachRow(text, source, required, report, &columns, [&](const Row& row) -> absl::Status {
+    VidurElementwiseRow r;
+    KVSIM_ASSIGN_OR_RETURN(r.tokens, row.Integer("num_tokens"));
+    KVSIM_ASSIGN_OR_RETURN(r.hidden, row.Integer("n_embd"));
+    KVSIM_ASSIGN_OR_RETURN(r.tensor_parallel, row.Integer("num_tensor_parallel_workers"));
+    if (r.tokens < 1 || r.hidden < 1 || r.tensor_parallel < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(row.where(), ": num_tokens, n_embd and "
+                                                     "num_tensor_parallel_workers must be >= 1"));
+    }
+    for (const auto& [column, times] : ops) {
+      if (row.Empty(column)) {
+        report->skipped.push_back(absl::StrCat(row.where(), ": no ", column));
+        return absl::OkStatus();
+      }
+      KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, column));
+      r.median_ms += times * ms;
+    }
+    if (r.median_ms <= 0) {
+      report->skipped.push_back(absl::StrCat(row.where(), ": zero element-wise time"));
+      return absl::OkStatus();
+    }
+    r.where = row.where();
+    rows->push_back(std::move(r));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report,
+                                                            const VidurImportOptions& options) {
   proto::CalibrationTable table;
-  using Importer = absl::Status (*)(absl::string_view, absl::string_view, proto::CalibrationTable*,
-                                    VidurImportReport*);
+  using Importer = std::function<absl::Status(absl::string_view, absl::string_view, proto::CalibrationTable*,
+                                              VidurImportReport*)>;
+  auto all_reduce = [&options](absl::string_view text, absl::string_view source, proto::CalibrationTable* t,
+                               VidurImportReport* r) { return ImportVidurAllReduceCsv(text, source, t, r, options); };
   const std::pair<const char*, Importer> files[] = {{"attention.csv", ImportVidurAttentionCsv},
+                                                    {"attention_sample.csv", ImportVidurAttentionCsv},
                                                     {"mlp.csv", ImportVidurMlpCsv},
-                                                    {"all_reduce.csv", ImportVidurAllReduceCsv}};
+                                                    {"all_reduce.csv", all_reduce}};
   int found = 0;
   for (const auto& [name, importer] : files) {
     const std::string path = absl::StrCat(dir, "/", name);
@@ -333,7 +447,8 @@ absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& d
     KVSIM_RETURN_IF_ERROR(importer(*text, path, &table, report));
   }
   if (found == 0) {
-    return absl::NotFoundError(absl::StrCat(dir, ": none of attention.csv, mlp.csv, all_reduce.csv found"));
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": none of attention.csv, attention_sample.csv, mlp.csv, all_reduce.csv found"));
   }
   if (table.points_size() == 0) {  // a table of no points cannot be read back
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the profiles hold no usable rows (", report->rows,

@@ -14,7 +14,18 @@
 //     in/out features. Vidur's element-wise ops (norms, activation, RoPE, add) have no counterpart in the
 //     kvsim composition and are reported as not imported.
 //   - all_reduce.csv (vidur/profiling/collectives): columns num_workers, size (bytes), collective,
-//     time_stats.all_reduce.median (ms); rows of other collectives are reported as skipped.
+//     time_stats.all_reduce.median (ms) and, optionally, devices_per_node. A row with devices_per_node <
+//     num_workers spans nodes (NCCL over the network, not NVLink); single-node and cross-node rows of the
+//     same GPU count are different kernels, so only the scope VidurImportOptions names is imported
+//     (single-node by default) and the others are counted as skipped by scope. Without a
+//     devices_per_node column every row is taken as single-node (said in the report). Rows of other
+//     collectives are reported as skipped.
+// Prefill rows (is_prefill True): query_tokens = prefill_chunk_size (>= 1: the chunk's new tokens) and
+// context_tokens = kv_cache_size (the prefix already cached before the chunk, not including it). Decode
+// rows: batch_size sequences of one new token over kv_cache_size cached tokens each; prefill_chunk_size
+// must be 0 there. Anything else is refused.
+// A negative time is refused (file:line, column); a zero time (below the 1 us resolution) is skipped
+// and reported.
 // Vidur profiles fp16 and records no percentiles or repetition counts, so dtype is "fp16" and p10/p90 and
 // repetitions are 0 (unknown). Nothing is dropped silently: skipped rows and unused columns are listed in
 // the report. Errors name file:line and the column.
@@ -40,7 +51,20 @@ struct VidurImportReport {
   int64_t rows = 0;                      // data rows read
   int64_t points = 0;                    // calibration points written
   std::vector<std::string> skipped;      // "file:line: reason", one per skipped row
-  std::vector<std::string> unused;       // "file: column" of time columns not imported
+  // "file: column" of every column of the file that the import does not read (statistics other than the
+  // median, element-wise ops without a kvsim counterpart, bookkeeping columns).
+  std::vector<std::string> unused;
+  // "file: N of M rows used (why)", one per file: which rows went into the table.
+  std::vector<std::string> used_rows;
+};
+
+enum class AllReduceScope {
+  kSingleNode,  // devices_per_node >= num_workers: all GPUs on one node (NVLink)
+  kCrossNode,   // devices_per_node < num_workers: the group spans nodes
+};
+
+struct VidurImportOptions {
+  AllReduceScope all_reduce_scope = AllReduceScope::kSingleNode;
 };
 
 // Each parses one file's text (`source` names it in errors) and appends points to `table`.
@@ -49,10 +73,27 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
 absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
                                VidurImportReport* report);
 absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report);
+                                     proto::CalibrationTable* table, VidurImportReport* report,
+                                     const VidurImportOptions& options = {});
 
-// Reads whichever of attention.csv, mlp.csv and all_reduce.csv exist in `dir` (NotFound if none).
-absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report);
+// The element-wise ops of one layer that mlp.csv times (columns time_stats.<op>.median, ms): input and
+// post-attention RMS norm, RoPE (attn_rope), activation (mlp_act) and the residual add, counted twice (a
+// Llama layer has two residual adds). For the fitted model's element-wise curve (cost_fit.h).
+struct VidurElementwiseRow {
+  int64_t tokens = 0;
+  int64_t hidden = 0;          // n_embd
+  int64_t tensor_parallel = 1;
+  double median_ms = 0;        // the sum above
+  std::string where;           // file:line
+};
+// Appends one row per mlp.csv row that has all five columns; errors as the other importers.
+absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view source,
+                                       std::vector<VidurElementwiseRow>* rows, VidurImportReport* report);
+
+// Reads whichever of attention.csv (or attention_sample.csv), mlp.csv and all_reduce.csv exist in `dir`
+// (NotFound if none).
+absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report,
+                                                            const VidurImportOptions& options = {});
 
 }  // namespace kvsim
 

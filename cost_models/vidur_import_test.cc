@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "util/file.h"
@@ -52,9 +53,14 @@ TEST(VidurImportTest, AttentionRowsBecomeDecodeAndPrefillPoints) {
   // The third row has no prefill time: reported, not dropped silently.
   ASSERT_EQ(report.skipped.size(), 1u);
   EXPECT_EQ(report.skipped[0], "attention.csv:4: no time_stats.attn_prefill.median");
-  ASSERT_EQ(report.unused.size(), 1u);
-  EXPECT_EQ(report.unused[0], "attention.csv: time_stats.attn_kv_cache_save.median");
+  // Every column the import does not read, in file order (not only the time medians).
+  const std::vector<std::string> unused = {"attention.csv: max_model_len", "attention.csv: attention_backend",
+                                           "attention.csv: time_stats.attn_decode.min",
+                                           "attention.csv: time_stats.attn_kv_cache_save.median"};
+  EXPECT_EQ(report.unused, unused);
   EXPECT_EQ(report.rows, 3);
+  ASSERT_EQ(report.used_rows.size(), 1u);
+  EXPECT_NE(report.used_rows[0].find("attention.csv: 2 of 3 rows used"), std::string::npos) << report.used_rows[0];
 }
 
 TEST(VidurImportTest, MlpRowsBecomeFourGemmsWithPerGpuShapes) {
@@ -72,8 +78,8 @@ TEST(VidurImportTest, MlpRowsBecomeFourGemmsWithPerGpuShapes) {
   }
   EXPECT_EQ(table.points(2).kind(), proto::KERNEL_KIND_MLP_GEMM);
   EXPECT_DOUBLE_EQ(table.points(2).median_ns(), 60000);
-  ASSERT_EQ(report.unused.size(), 1u);
-  EXPECT_EQ(report.unused[0], "mlp.csv: time_stats.mlp_act.median");
+  const std::vector<std::string> unused = {"mlp.csv: time_stats.mlp_act.median", "mlp.csv: vocab_size"};
+  EXPECT_EQ(report.unused, unused);
 }
 
 TEST(VidurImportTest, AllReduceRowsAndOtherCollectivesReported) {
@@ -86,6 +92,89 @@ TEST(VidurImportTest, AllReduceRowsAndOtherCollectivesReported) {
   EXPECT_DOUBLE_EQ(table.points(0).median_ns(), 12000);
   ASSERT_EQ(report.skipped.size(), 1u);
   EXPECT_NE(report.skipped[0].find("all_reduce.csv:3: collective 'send_recv'"), std::string::npos);
+}
+
+// Vidur's DGX profiles hold single-node (devices_per_node == num_workers) and cross-node rows of the same GPU
+// count: different kernels (NVLink vs network), so one table must not mix them.
+constexpr char kScopes[] =
+    ",time_stats.all_reduce.median,rank,num_workers,size,collective,devices_per_node,max_devices_per_node\n"
+    "0,0.030,0,2,2048,all_reduce,2,8\n"    // single node
+    "1,0.043,0,2,2048,all_reduce,1,8\n"    // two nodes of one GPU each
+    "2,0.050,0,8,2048,all_reduce,8,8\n"    // single node
+    "3,0.120,0,8,2048,all_reduce,4,8\n";   // two nodes of four
+
+TEST(VidurImportTest, AllReduceKeepsSingleAndCrossNodeRowsApart) {
+  proto::CalibrationTable table;
+  VidurImportReport report;
+  ASSERT_TRUE(ImportVidurAllReduceCsv(kScopes, "ar.csv", &table, &report).ok());
+  ASSERT_EQ(table.points_size(), 2);
+  EXPECT_EQ(table.points(0).shape().num_gpus(), 2);
+  EXPECT_DOUBLE_EQ(table.points(0).median_ns(), 30000);
+  EXPECT_EQ(table.points(1).shape().num_gpus(), 8);
+  EXPECT_DOUBLE_EQ(table.points(1).median_ns(), 50000);
+  ASSERT_EQ(report.used_rows.size(), 1u);
+  EXPECT_NE(report.used_rows[0].find("ar.csv: 2 of 4 rows used (single-node rows"), std::string::npos)
+      << report.used_rows[0];
+  const std::vector<std::string> unused = {"ar.csv: (unnamed index column)", "ar.csv: rank",
+                                           "ar.csv: max_devices_per_node"};
+  EXPECT_EQ(report.unused, unused);
+
+  proto::CalibrationTable cross;
+  VidurImportReport cross_report;
+  VidurImportOptions options;
+  options.all_reduce_scope = AllReduceScope::kCrossNode;
+  ASSERT_TRUE(ImportVidurAllReduceCsv(kScopes, "ar.csv", &cross, &cross_report, options).ok());
+  ASSERT_EQ(cross.points_size(), 2);
+  EXPECT_DOUBLE_EQ(cross.points(0).median_ns(), 43000);
+  EXPECT_DOUBLE_EQ(cross.points(1).median_ns(), 120000);
+}
+
+TEST(VidurImportTest, PrefillRowsAreAChunkAfterACachedPrefix) {
+  // A 64-token chunk after 512 cached tokens, and a decode row with a chunk (refused).
+  const std::string header =
+      "time_stats.attn_prefill.median,time_stats.attn_decode.median,n_embd,n_q_head,n_kv_head,block_size,"
+      "num_tensor_parallel_workers,max_model_len,batch_size,prefill_chunk_size,kv_cache_size,is_prefill\n";
+  proto::CalibrationTable table;
+  VidurImportReport report;
+  ASSERT_TRUE(ImportVidurAttentionCsv(header + "0.045,,4096,32,8,16,1,16384,1,64,512,True\n", "a.csv", &table,
+                                      &report)
+                  .ok());
+  ASSERT_EQ(table.points_size(), 1);
+  EXPECT_EQ(table.points(0).shape().query_tokens(), 64);
+  EXPECT_EQ(table.points(0).shape().context_tokens(), 512);
+  absl::Status decode = ImportVidurAttentionCsv(header + ",0.02,4096,32,8,16,1,16384,4,64,512,False\n", "a.csv",
+                                                &table, &report);
+  EXPECT_NE(decode.message().find("a.csv:2: column prefill_chunk_size: a decode row must have 0, got 64"),
+            absl::string_view::npos)
+      << decode;
+  absl::Status no_chunk = ImportVidurAttentionCsv(header + "0.02,,4096,32,8,16,1,16384,1,0,512,True\n", "a.csv",
+                                                  &table, &report);
+  EXPECT_NE(no_chunk.message().find("a.csv:2: column prefill_chunk_size: a prefill row needs a chunk"),
+            absl::string_view::npos)
+      << no_chunk;
+}
+
+TEST(VidurImportTest, NegativeTimesAreRefusedNamingLineAndColumn) {
+  proto::CalibrationTable table;
+  VidurImportReport report;
+  std::string bad = kMlp;
+  bad.replace(bad.find("0.06,"), 5, "-0.06,");
+  absl::Status negative = ImportVidurMlpCsv(bad, "mlp.csv", &table, &report);
+  EXPECT_NE(negative.message().find("mlp.csv:2: column time_stats.mlp_up_proj.median: expected a time >= 0 ms"),
+            absl::string_view::npos)
+      << negative;
+  std::string word = kMlp;
+  word.replace(word.find("0.06,"), 5, "fast,");
+  absl::Status text = ImportVidurMlpCsv(word, "mlp.csv", &table, &report);
+  EXPECT_NE(text.message().find("mlp.csv:2: column time_stats.mlp_up_proj.median: expected a number, got 'fast'"),
+            absl::string_view::npos)
+      << text;
+  std::string ar = kScopes;
+  ar.replace(ar.find("0.050"), 5, "-0.05");
+  absl::Status ar_negative = ImportVidurAllReduceCsv(ar, "ar.csv", &table, &report);
+  EXPECT_NE(ar_negative.message().find("ar.csv:4: column time_stats.all_reduce.median: expected a time >= 0"),
+            absl::string_view::npos)
+      << ar_negative;
 }
 
 TEST(VidurImportTest, ErrorsNameFileLineAndColumn) {

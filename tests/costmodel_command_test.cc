@@ -4,9 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "cost_models/fitted_kernels.h"
+#include "proto/spec.pb.h"
 #include "tools/command.h"
 #include "util/file.h"
+#include "util/text_proto.h"
 
 namespace kvsim {
 namespace {
@@ -96,6 +101,60 @@ TEST(CostModelCommandTest, ImportsVidurProfiles) {
   absl::StatusOr<std::string> text = ReadFile(table);
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("all_reduce,fp16"), std::string::npos) << *text;
+  // Several directories go into one table, which names its GPU and what it was imported from.
+  const std::string second = Tmp("vidur2");
+  ASSERT_TRUE(MakeDirectories(second).ok());
+  ASSERT_TRUE(WriteFileAtomically(second + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n8,65536,all_reduce,0.03\n")
+                  .ok());
+  ASSERT_EQ(RunCli({"costmodel", "import-vidur", dir, second, table, "--costmodel_device=a100-80gb"}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("wrote 3 points"), std::string::npos) << out;
+  text = ReadFile(table);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("# gpu_name: A100-80GB"), std::string::npos) << *text;
+  EXPECT_NE(text->find("(single-node all-reduce)"), std::string::npos) << *text;
+}
+
+TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {
+  // 2 GPUs, single node (enough sizes for the 4-parameter curve): t = 20 us + B / 100 GB/s exactly (2 (g - 1) / g = 1), plus cross-node rows
+  // (devices_per_node 1) ten times slower that the fit must not see.
+  const std::string dir = Tmp("fit_vidur");
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  std::string csv = "num_workers,size,collective,devices_per_node,time_stats.all_reduce.median\n";
+  for (int64_t bytes = 4096; bytes <= (int64_t{1} << 26); bytes = bytes * 3 / 2) {  // 24 sizes
+    const double ms = (20e-6 + bytes / 100e9) * 1e3;
+    absl::StrAppend(&csv, "2,", bytes, ",all_reduce,2,", absl::StrFormat("%.9f", ms), "\n");
+    absl::StrAppend(&csv, "2,", bytes, ",all_reduce,1,", absl::StrFormat("%.9f", 10 * ms), "\n");
+  }
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv", csv).ok());
+  std::string out, err;
+  const std::string fitted = Tmp("fitted.textproto");
+  ASSERT_EQ(RunCli({"costmodel", "fit", dir, "--costmodel_device=a100-80gb", "--out=" + fitted}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("all_reduce/2"), std::string::npos) << out;
+  // No GEMM rows: the preset's previous GEMM parameters are kept, and the report says so.
+  EXPECT_NE(out.find("too few rows (0 training < 20): previous parameters kept"), std::string::npos) << out;
+  proto::DeviceSpec device;
+  ASSERT_TRUE(ParseTextProtoFile(fitted, &device).ok());
+  ASSERT_EQ(device.fitted().all_reduce_size(), 3);  // 2 fitted here; 4 and 8 kept from the preset
+  const proto::AllReduceFit& two = device.fitted().all_reduce(0);
+  EXPECT_EQ(two.num_gpus(), 2);
+  // The fitted curve reproduces the generating one (20 us + B / 100 GB/s), not the cross-node rows.
+  for (double bytes : {4096.0, 1048576.0, 67108864.0}) {
+    const double want = 20e-6 + bytes / 100e9;
+    EXPECT_NEAR(FittedAllReduceSeconds(two, bytes, 2), want, want * 1e-3) << bytes;
+  }
+  EXPECT_TRUE(device.fitted().gemm().quality().fitted() == false);
+  EXPECT_GT(device.fitted().gemm().compute_efficiency(), 0);
+  // A bad cell is refused with its file, line and column.
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv", "num_workers,size,collective,time_stats.all_reduce.median\n"
+                                                           "2,4096,all_reduce,-1\n")
+                  .ok());
+  EXPECT_EQ(RunCli({"costmodel", "fit", dir, "--costmodel_device=a100-80gb"}, &out, &err), 2);
+  EXPECT_NE(err.find("all_reduce.csv:2: column time_stats.all_reduce.median: expected a time >= 0 ms"),
+            std::string::npos)
+      << err;
 }
 
 // The number after `prefix` in `text`, or -1.

@@ -14,6 +14,8 @@ for f in results.pb summary.json requests.csv timeseries.csv timeline.json; do
   [ -s "$tmp/out/$f" ] || fail "missing $f"
 done
 grep -q "cost model error *not calibrated" "$tmp/stdout" || fail "roofline accuracy line: $(cat "$tmp/stdout")"
+grep -q "not calibrated (analytic roofline); its held-out error against this GPU's measurements, median/p95: gemm" \
+  "$tmp/stdout" || fail "roofline accuracy line lacks its measured error: $(cat "$tmp/stdout")"
 # A table cost model reports its held-out error and this run's extrapolations next to the results.
 printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "%s" }\n' "$table" > "$tmp/table.textproto"
 "$kvsim" replay --config="$tmp/table.textproto" --trace="$trace" --out="$tmp/table_out" >"$tmp/table_stdout" 2>&1

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cost_models/calibration_table.h"
+#include "cost_models/cost_fit.h"
 #include "cost_models/cost_model.h"
 #include "cost_models/kernel_roofline.h"
 #include "cost_models/peak_memory.h"
@@ -18,6 +19,7 @@
 #include "tools/common_flags.h"
 #include "util/file.h"
 #include "util/status_macros.h"
+#include "util/text_proto.h"
 
 ABSL_FLAG(std::string, costmodel_device, "",
           "device preset or spec file for `synth` (e.g. h200); empty = the config's device");
@@ -28,7 +30,10 @@ ABSL_FLAG(double, costmodel_launch_ns, 2000,
 ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
 ABSL_FLAG(int32_t, costmodel_worst, 0,
-          "`validate`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
+          "`validate`, `fit`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
+ABSL_FLAG(bool, costmodel_cross_node, false,
+          "`import-vidur`: import the cross-node all-reduce rows (devices_per_node < num_workers) instead of the "
+          "single-node ones");
 ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
           "`memory`: resident KV tokens per GPU to size; 0 = the GPU KV capacity the serving replay uses");
 
@@ -83,19 +88,66 @@ absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.size() != 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR OUT");
+  if (args.size() < 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR... OUT");
   VidurImportReport report;
-  KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ImportVidurProfiles(args[0], &report));
-  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[1], table));
+  VidurImportOptions options;
+  if (absl::GetFlag(FLAGS_costmodel_cross_node)) options.all_reduce_scope = AllReduceScope::kCrossNode;
+  const std::string& out_path = args.back();
+  proto::CalibrationTable table;
+  std::vector<std::string> sources;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable part, ImportVidurProfiles(args[i], &report, options));
+    for (const proto::CalibrationPoint& p : part.points()) *table.add_points() = p;
+    sources.push_back(args[i]);
+  }
+  proto::CalibrationHeader* h = table.mutable_header();
+  h->set_synthetic_from_datasheet(false);
+  h->set_source(absl::StrCat("kvsim costmodel import-vidur of Vidur profiles in ", absl::StrJoin(sources, ", "),
+                             options.all_reduce_scope == AllReduceScope::kCrossNode ? " (cross-node all-reduce)"
+                                                                                    : " (single-node all-reduce)"));
+  if (!absl::GetFlag(FLAGS_costmodel_device).empty()) {
+    KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+    h->set_gpu_name(config.device().name());
+  }
+  KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(out_path, table));
   out << absl::StrFormat("read %d rows from %s\nwrote %d points to %s\n", report.rows,
-                         absl::StrJoin(report.files, ", "), report.points, args[1]);
+                         absl::StrJoin(report.files, ", "), report.points, out_path);
+  for (const std::string& s : report.used_rows) out << "  " << s << "\n";
   if (!report.skipped.empty()) {
     out << absl::StrFormat("skipped %d rows:\n", report.skipped.size());
     for (const std::string& s : report.skipped) out << "  " << s << "\n";
   }
   if (!report.unused.empty()) {
-    out << "time columns not imported (no counterpart in the kvsim composition):\n";
+    out << "columns not read (other statistics, ops without a kvsim counterpart, bookkeeping):\n";
     for (const std::string& s : report.unused) out << "  " << s << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fit(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) {
+    return absl::InvalidArgumentError(
+        "usage: kvsim costmodel fit PATH... --costmodel_device=DEVICE [--out=fitted.textproto]");
+  }
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
+  FitInput input;
+  for (const std::string& path : args) KVSIM_RETURN_IF_ERROR(AddMeasurements(path, &input));
+  KVSIM_ASSIGN_OR_RETURN(FitResult fit, FitDevice(input, config.device(), config.device().fitted()));
+  out << absl::StrFormat("fit of %s on %d measured rows from %s\n", config.device().name(), input.rows.size(),
+                         absl::StrJoin(input.sources, ", "));
+  for (const std::string& s : input.not_used) out << "  " << s << "\n";
+  out << FormatFitReport(fit);
+  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
+  if (worst > 0) out << FormatWorstFitRows(fit, worst);
+  proto::DeviceSpec fitted_only;
+  *fitted_only.mutable_fitted() = fit.params;
+  const std::string text = ToTextProto(fitted_only);
+  const std::string path = absl::GetFlag(FLAGS_out);
+  if (path.empty()) {
+    out << "# the device preset's fitted parameters:\n" << text;
+  } else {
+    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, text));
+    out << "wrote the fitted parameters (a DeviceSpec text proto with `fitted` only) to " << path << "\n";
   }
   return absl::OkStatus();
 }
@@ -120,8 +172,8 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CreateCostModel(config));
   out << "cost model: " << model->Describe() << "\n";
-  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear", "lm_head",
-                         "attention", "allreduce", "overhead");
+  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear",
+                         "lm_head", "attention", "allreduce", "overhead", "other");
   struct Example {
     std::string name;
     std::vector<SequenceWork> pieces;
@@ -146,9 +198,9 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
     BatchShape batch;
     batch.sequences = e.pieces;
     KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, model->IterationBreakdown(batch));
-    out << absl::StrFormat("%-34s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", e.name, b.total_ns / 1e3,
+    out << absl::StrFormat("%-34s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", e.name, b.total_ns / 1e3,
                            b.linear_ns / 1e3, b.lm_head_ns / 1e3, b.attention_ns / 1e3, b.allreduce_ns / 1e3,
-                           b.overhead_ns / 1e3);
+                           b.overhead_ns / 1e3, b.other_ns / 1e3);
   }
   KVSIM_ASSIGN_OR_RETURN(int64_t block_ns, model->RecomputeTimeNs(32768, 16));
   out << absl::StrFormat("recompute of 16 tokens at position 32K: %.1f us\n", block_ns / 1e3);
@@ -190,30 +242,41 @@ absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
 
 absl::Status RunCostModel(const std::vector<std::string>& args, std::ostream& out) {
   if (args.empty()) {
-    return absl::InvalidArgumentError("expected a verb: validate, import-vidur, synth, show or memory");
+    return absl::InvalidArgumentError("expected a verb: validate, import-vidur, fit, synth, show or memory");
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "validate") return Validate(rest, out);
   if (args[0] == "import-vidur") return ImportVidur(rest, out);
   if (args[0] == "synth") return Synth(rest, out);
+  if (args[0] == "fit") return Fit(rest, out);
   if (args[0] == "show") return Show(rest, out);
   if (args[0] == "memory") return Memory(rest, out);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown verb '", args[0], "'; expected validate, import-vidur, synth, show or memory"));
+      absl::StrCat("unknown verb '", args[0], "'; expected validate, import-vidur, fit, synth, show or memory"));
 }
 
 }  // namespace
 
 KVSIM_REGISTER_COMMAND(costmodel, {
     .name = "costmodel",
-    .summary = "calibration tables and cost models: validate, import-vidur, synth, show, memory",
-    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR OUT | synth OUT | show | memory",
+    .summary = "calibration tables and cost models: validate, import-vidur, fit, synth, show, memory",
+    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR... OUT | fit PATH... | synth OUT | "
+             "show | memory",
     .details =
         "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
         "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
         "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
-        "import-vidur DIR OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in DIR) into a\n"
-        "                    calibration table OUT (.csv, or .textproto); lists skipped rows.\n"
+        "import-vidur DIR... OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in each DIR) into\n"
+        "                    one calibration table OUT (.csv, or .textproto; --costmodel_device names its GPU);\n"
+        "                    says which rows it used, lists skipped\n"
+        "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
+        "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
+        "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: Levenberg-Marquardt\n"
+        "                    in log space, every 5th row per kind held out) to measurements on the device of\n"
+        "                    --costmodel_device (or the config's): Vidur profile directories and calibration\n"
+        "                    tables. Prints per-kind held-out errors next to the roofline's and the `fitted { }`\n"
+        "                    block for the device preset (--out=FILE writes it instead). Kinds with too few rows\n"
+        "                    or no converged fit keep the preset's previous parameters, and say so.\n"
         "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
         "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
         "show                the configured cost model's per-term times for a few typical iterations.\n"
@@ -221,7 +284,7 @@ KVSIM_REGISTER_COMMAND(costmodel, {
         "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
         "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
     .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
-              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens"},
+              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens", "costmodel_cross_node"},
     .run = RunCostModel,
 });
 

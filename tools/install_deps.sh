@@ -15,6 +15,7 @@ PACKAGES=(
   libeigen3-dev                                     # small linear algebra (quality path)
   libxgboost-dev                                    # gradient-boosted trees: per-prompt selection's predictors
   clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
+  jq                                                # replay summaries in tools/published_points.sh
 )
 
 missing=()

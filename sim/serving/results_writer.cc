@@ -85,8 +85,43 @@ absl::StatusOr<std::string> SummaryJson(const proto::Results& results) {
   return json;
 }
 
+// The error of this run's kernel mix (each kind's held-out error weighted by the predicted time it
+// contributed) and the share of predicted time outside the measurements; "" without per-kind figures.
+std::string TimeWeightedAccuracy(const proto::CostModelAccuracy& a) {
+  if (a.kinds_size() == 0) return "";
+  std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%% weighted by this run's kernel time (",
+                                    100 * a.time_weighted_median_error(), 100 * a.time_weighted_p95_error());
+  for (int i = 0; i < a.kinds_size(); ++i) {
+    const proto::KernelKindAccuracy& k = a.kinds(i);
+    absl::StrAppend(&out, i > 0 ? "; " : "", absl::StrFormat("%s %.0f%%: ", k.kind(), 100 * k.time_fraction()),
+                    k.fitted() ? absl::StrFormat("%.1f%%/%.1f%%", 100 * k.heldout_median_error(),
+                                                 100 * k.heldout_p95_error())
+                               : std::string("no held-out error"));
+  }
+  absl::StrAppend(&out, absl::StrFormat("); %.1f%% of predicted time extrapolated",
+                                        100 * a.extrapolated_time_fraction()));
+  return out;
+}
+
+std::string ExtrapolationWarning(const proto::CostModelAccuracy& a) {
+  if (a.extrapolated_time_fraction() <= 0.10) return "";
+  return absl::StrFormat("WARNING: %.1f%% of predicted kernel time extrapolated beyond the measurements; ",
+                         100 * a.extrapolated_time_fraction());
+}
+
 std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
-  if (!a.calibrated()) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+  if (a.per_kind_only()) return ExtrapolationWarning(a) + TimeWeightedAccuracy(a);
+  if (!a.calibrated()) {
+    if (a.kinds_size() == 0) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+    std::string out = "not calibrated (analytic roofline); its held-out error against this GPU's measurements, "
+                      "median/p95:";
+    for (int i = 0; i < a.kinds_size(); ++i) {
+      absl::StrAppend(&out, i > 0 ? "," : "", absl::StrFormat(" %s %.1f%%/%.1f%%", a.kinds(i).kind(),
+                                                              100 * a.kinds(i).heldout_median_error(),
+                                                              100 * a.kinds(i).heldout_p95_error()));
+    }
+    return out + " (cost_model.kind FITTED fits them)";
+  }
   std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
                                     100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
                                     100 * a.heldout_worst_error(), a.heldout_points(),
@@ -96,7 +131,8 @@ std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
   if (a.unmeasured_predictions() > 0) {
     absl::StrAppend(&out, absl::StrFormat(" (%d unmeasured)", a.unmeasured_predictions()));
   }
-  return out;
+  if (a.kinds_size() > 0) absl::StrAppend(&out, "; by kind: ", TimeWeightedAccuracy(a));
+  return ExtrapolationWarning(a) + out;
 }
 
 std::string SummaryTable(const proto::Results& results) {

@@ -1,0 +1,228 @@
+#include "cost_models/cost_fit.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "cost_models/fitted_kernels.h"
+#include "gtest/gtest.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+proto::DeviceSpec A100Like() {
+  proto::DeviceSpec d;
+  d.set_name("test-gpu");
+  d.set_peak_bf16_flops(312e12);
+  d.set_memory_bandwidth_bytes_per_s(2.039e12);
+  d.set_num_sms(108);
+  d.set_memory_bytes(int64_t{80} << 30);
+  d.set_pcie_bandwidth_bytes_per_s(32e9);
+  return d;
+}
+
+FitRow GemmRow(int64_t tokens, int64_t out, int64_t in, double seconds) {
+  FitRow r;
+  r.kind = "gemm";
+  r.query.kind = proto::KERNEL_KIND_LINEAR_GEMM;
+  r.query.query_tokens = tokens;
+  r.query.out_features = out;
+  r.query.in_features = in;
+  r.query.format.bits = 16;
+  r.measured_s = seconds;
+  r.where = "synthetic";
+  return r;
+}
+
+// Rows generated from known parameters: the fit must recover them (an independent expectation: the
+// generating values), and predict its held-out rows exactly.
+TEST(CostFitTest, RecoversGemmAndAllReduceParametersFromSyntheticRows) {
+  const proto::DeviceSpec device = A100Like();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  proto::GemmFit truth;
+  truth.set_launch_ns(4000);
+  truth.set_compute_efficiency(0.7);
+  truth.set_memory_efficiency(0.8);
+  truth.set_ridge_exponent(3);
+  truth.set_wave_weight(0.4);
+  FitInput input;
+  for (int64_t tokens = 1; tokens <= 16384; tokens = tokens * 3 / 2 + 1) {
+    for (auto [out, in] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}) {
+      input.rows.push_back(
+          GemmRow(tokens, out, in, FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, out, in)));
+    }
+  }
+  proto::AllReduceFit ar_truth;
+  ar_truth.set_latency_ns(25000);
+  ar_truth.set_bus_bandwidth_bytes_per_s(150e9);
+  int64_t largest = 0;
+  for (int64_t bytes = 2048; bytes <= (int64_t{64} << 20); bytes = bytes * 3 / 2) {  // 26 sizes
+    largest = bytes;
+    FitRow r;
+    r.kind = "all_reduce";
+    r.query.kind = proto::KERNEL_KIND_ALL_REDUCE;
+    r.query.bytes = bytes;
+    r.query.num_gpus = 4;
+    r.measured_s = FittedAllReduceSeconds(ar_truth, bytes, 4);
+    input.rows.push_back(r);
+  }
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, proto::FittedCostParams());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const proto::GemmFit& g = fit->params.gemm();
+  EXPECT_TRUE(g.quality().fitted()) << g.quality().note();
+  EXPECT_NEAR(g.launch_ns(), 4000, 40);
+  EXPECT_NEAR(g.compute_efficiency(), 0.7, 0.007);
+  EXPECT_NEAR(g.memory_efficiency(), 0.8, 0.008);
+  EXPECT_NEAR(g.ridge_exponent(), 3, 0.03);
+  EXPECT_NEAR(g.wave_weight(), 0.4, 0.004);
+  EXPECT_LT(g.quality().heldout_worst_error(), 1e-3);
+  EXPECT_EQ(g.quality().heldout_rows() + g.quality().train_rows(), 4 * 22);
+  EXPECT_EQ(g.quality().heldout_rows(), 18);  // every 5th of the 88 rows, from the 3rd: indices 2, 7, ..., 87
+  ASSERT_EQ(fit->params.all_reduce_size(), 1);
+  const proto::AllReduceFit& ar = fit->params.all_reduce(0);
+  EXPECT_EQ(ar.num_gpus(), 4);
+  // One protocol generated the rows: whichever of the two fitted lines wins, the curve is the truth's.
+  for (double bytes : {2048.0, 65536.0, 1048576.0, 67108864.0}) {
+    const double want = FittedAllReduceSeconds(ar_truth, bytes, 4);
+    EXPECT_NEAR(FittedAllReduceSeconds(ar, bytes, 4), want, want * 1e-3) << bytes;
+  }
+  EXPECT_LT(ar.quality().heldout_worst_error(), 1e-3);
+  ASSERT_EQ(ar.quality().feature_min_size(), 1);
+  EXPECT_EQ(ar.quality().feature_min(0), 2048);
+  EXPECT_EQ(ar.quality().feature_max(0), largest);
+
+  // Deterministic: the same rows give the same parameters bit for bit, in any input order.
+  FitInput reversed = input;
+  std::reverse(reversed.rows.begin(), reversed.rows.end());
+  absl::StatusOr<FitResult> again = FitDevice(reversed, device, proto::FittedCostParams());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->params.SerializeAsString(), fit->params.SerializeAsString());
+}
+
+TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
+  const proto::DeviceSpec device = A100Like();
+  proto::FittedCostParams previous;
+  previous.mutable_gemm()->set_launch_ns(1234);
+  previous.mutable_gemm()->set_compute_efficiency(0.6);
+  previous.mutable_gemm()->set_memory_efficiency(0.7);
+  previous.mutable_gemm()->set_ridge_exponent(5);
+  previous.mutable_gemm()->set_wave_weight(0.1);
+  previous.mutable_prefill_attention()->set_launch_ns(777);
+  previous.mutable_prefill_attention()->set_compute_efficiency(0.55);
+  previous.mutable_prefill_attention()->set_half_efficiency_tokens(64);
+  previous.mutable_prefill_attention()->set_causal_pair_cost(1.5);
+  previous.mutable_prefill_attention()->set_memory_efficiency(0.9);
+  FitInput input;
+  for (int i = 1; i <= 6; ++i) input.rows.push_back(GemmRow(i * 100, 4096, 4096, 1e-5 * i));
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, previous);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const proto::GemmFit& g = fit->params.gemm();
+  EXPECT_FALSE(g.quality().fitted());
+  EXPECT_NE(g.quality().note().find("too few rows (5 training < 20): previous parameters kept"), std::string::npos)
+      << g.quality().note();
+  EXPECT_EQ(g.launch_ns(), 1234);
+  EXPECT_EQ(g.compute_efficiency(), 0.6);
+  // A kind with no rows at all keeps its previous values too, never zeros.
+  EXPECT_EQ(fit->params.prefill_attention().launch_ns(), 777);
+  EXPECT_EQ(fit->params.prefill_attention().causal_pair_cost(), 1.5);
+  EXPECT_FALSE(fit->params.prefill_attention().quality().fitted());
+  // Without previous parameters: the documented roofline-equivalent starting values, not zeros.
+  absl::StatusOr<FitResult> fresh = FitDevice(input, device, proto::FittedCostParams());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->params.gemm().compute_efficiency(), 0.7);
+  EXPECT_EQ(fresh->params.gemm().memory_efficiency(), 0.8);
+  EXPECT_NE(fresh->params.gemm().quality().note().find("roofline-equivalent starting values kept"),
+            std::string::npos);
+  EXPECT_EQ(FitDevice(FitInput(), device, previous).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CostFitTest, AFitThatDoesNotConvergeKeepsThePreviousParametersAndSaysSo) {
+  const proto::DeviceSpec device = A100Like();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  proto::GemmFit truth;
+  truth.set_launch_ns(4000);
+  truth.set_compute_efficiency(0.7);
+  truth.set_memory_efficiency(0.8);
+  truth.set_ridge_exponent(3);
+  truth.set_wave_weight(0.4);
+  FitInput input;
+  for (int64_t tokens = 1; tokens <= 16384; tokens *= 2) {
+    input.rows.push_back(GemmRow(tokens, 4096, 4096,
+                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 4096, 4096)));
+    input.rows.push_back(GemmRow(tokens, 28672, 4096,
+                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 28672, 4096)));
+  }
+  proto::FittedCostParams previous;
+  previous.mutable_gemm()->set_launch_ns(1234);
+  previous.mutable_gemm()->set_compute_efficiency(0.6);
+  previous.mutable_gemm()->set_memory_efficiency(0.7);
+  previous.mutable_gemm()->set_ridge_exponent(5);
+  previous.mutable_gemm()->set_wave_weight(0.1);
+  FitOptions one;
+  one.max_iterations = 1;  // far too few for these starts to converge
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, previous, one);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const proto::GemmFit& g = fit->params.gemm();
+  EXPECT_FALSE(g.quality().fitted());
+  EXPECT_NE(g.quality().note().find("no start converged within 1 iterations: previous parameters kept"),
+            std::string::npos)
+      << g.quality().note();
+  EXPECT_EQ(g.launch_ns(), 1234);
+  EXPECT_EQ(g.ridge_exponent(), 5);
+  // The same rows with the default budget converge.
+  absl::StatusOr<FitResult> full = FitDevice(input, device, previous);
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->params.gemm().quality().fitted()) << full->params.gemm().quality().note();
+  EXPECT_EQ(FitDevice(input, device, previous, FitOptions{.max_iterations = 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+std::string TmpDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  EXPECT_TRUE(MakeDirectories(dir).ok());
+  return dir;
+}
+
+TEST(CostFitTest, BadMeasurementFilesAreRefusedNamingFileLineAndColumn) {
+  FitInput input;
+  const std::string dir = TmpDir("bad_vidur");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median,size\n"
+                                  "2,2048,all_reduce,0.01,2048\n")
+                  .ok());
+  absl::Status twice = AddMeasurements(dir, &input);
+  EXPECT_NE(twice.message().find("all_reduce.csv:1: column 'size' appears twice"), std::string::npos) << twice;
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n"
+                                  "2,2048,all_reduce,0.01\n2,4096,all_reduce,-0.02\n")
+                  .ok());
+  absl::Status negative = AddMeasurements(dir, &input);
+  EXPECT_NE(negative.message().find("all_reduce.csv:3: column time_stats.all_reduce.median: expected a time >= 0"),
+            std::string::npos)
+      << negative;
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n2,big,all_reduce,0.01\n")
+                  .ok());
+  absl::Status text = AddMeasurements(dir, &input);
+  EXPECT_NE(text.message().find("all_reduce.csv:2: column size: expected a number, got 'big'"), std::string::npos)
+      << text;
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv", "num_workers,size,collective\n2,2048,all_reduce\n").ok());
+  absl::Status missing = AddMeasurements(dir, &input);
+  EXPECT_NE(missing.message().find("all_reduce.csv:1: missing column 'time_stats.all_reduce.median'"),
+            std::string::npos)
+      << missing;
+  // A calibration table with a negative time: ReadCalibrationTable's error, with the file and line.
+  const std::string table = TmpDir("bad_table") + "/t.csv";
+  ASSERT_TRUE(WriteFileAtomically(table, "kind,in_features,out_features,query_tokens,median_ns\n"
+                                         "linear_gemm,4096,4096,16,1000\nlinear_gemm,4096,4096,32,-5\n")
+                  .ok());
+  absl::Status bad_table = AddMeasurements(table, &input);
+  EXPECT_FALSE(bad_table.ok());
+  EXPECT_NE(bad_table.message().find("t.csv:3"), std::string::npos) << bad_table;
+  EXPECT_NE(bad_table.message().find("median_ns"), std::string::npos) << bad_table;
+}
+
+}  // namespace
+}  // namespace kvsim

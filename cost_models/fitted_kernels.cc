@@ -1,0 +1,116 @@
+#include "cost_models/fitted_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cost_models/kernel_roofline.h"
+
+namespace kvsim {
+namespace {
+
+constexpr double kActivationBytes = 2;  // bf16/fp16
+constexpr double kGemmTile = 128;       // output tile edge of the wave model
+
+// Blends the wave efficiency W into a slowdown factor: 1 / (1 - w + w W).
+double WaveSlowdown(double wave_weight, double wave_efficiency) {
+  const double w = std::clamp(wave_weight, 0.0, 1.0);
+  return 1.0 / (1.0 - w + w * wave_efficiency);
+}
+
+}  // namespace
+
+DevicePeaks MakeDevicePeaks(const proto::DeviceSpec& d) {
+  DevicePeaks p;
+  p.bf16_flops_per_s = d.peak_bf16_flops();
+  p.fp8_flops_per_s = d.peak_fp8_flops() > 0 ? d.peak_fp8_flops() : d.peak_bf16_flops();
+  p.int8_ops_per_s = d.peak_int8_ops() > 0 ? d.peak_int8_ops() : d.peak_bf16_flops();
+  p.memory_bytes_per_s = d.memory_bandwidth_bytes_per_s();
+  p.num_sms = d.num_sms();
+  return p;
+}
+
+double SmoothMax(double a, double b, double p) {
+  const double hi = std::max(a, b);
+  if (hi <= 0) return 0;
+  const double lo = std::min(a, b);
+  return hi * std::pow(1.0 + std::pow(lo / hi, p), 1.0 / p);
+}
+
+double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, double peak_flops_per_s,
+                         double weight_bytes_per_element, double tokens, double out_features,
+                         double in_features) {
+  if (tokens <= 0) return 0;
+  const double m = tokens, n = out_features, k = in_features;
+  const double tiles = std::ceil(m / kGemmTile) * std::ceil(n / kGemmTile);
+  const double compute = 2 * m * n * k / (peak_flops_per_s * fit.compute_efficiency()) *
+                         WaveSlowdown(fit.wave_weight(), WaveEfficiency(tiles, peaks.num_sms));
+  const double bytes = n * k * weight_bytes_per_element + m * (n + k) * kActivationBytes;
+  const double memory = bytes / (peaks.memory_bytes_per_s * fit.memory_efficiency());
+  return fit.launch_ns() * 1e-9 + SmoothMax(compute, memory, std::max(1.0, fit.ridge_exponent()));
+}
+
+double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                            double new_tokens, double context_tokens, double heads, double head_dim,
+                            double kv_bytes_per_token) {
+  if (new_tokens <= 0 || batch <= 0) return 0;
+  const double n = new_tokens, c = context_tokens;
+  const double pairs = n * c + fit.causal_pair_cost() * n * (n + 1) / 2;
+  const double efficiency = fit.compute_efficiency() * n / (n + std::max(0.0, fit.half_efficiency_tokens()));
+  const double compute = batch * 4 * heads * head_dim * pairs / (peaks.bf16_flops_per_s * efficiency);
+  const double bytes = batch * ((c + 2 * n) * kv_bytes_per_token + 2 * n * heads * head_dim * kActivationBytes);
+  const double memory = bytes / (peaks.memory_bytes_per_s * fit.memory_efficiency());
+  return fit.launch_ns() * 1e-9 + std::max(compute, memory);
+}
+
+double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                           double total_context_tokens, double kv_heads, double kv_bytes_per_token) {
+  if (batch <= 0) return 0;
+  double items = batch * std::max(1.0, kv_heads);
+  if (peaks.num_sms > 0 && items < peaks.num_sms) items *= std::ceil(peaks.num_sms / items);  // split-KV
+  const double memory = total_context_tokens * kv_bytes_per_token /
+                        (peaks.memory_bytes_per_s * fit.memory_efficiency()) *
+                        WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, peaks.num_sms));
+  return (fit.launch_ns() + batch * fit.per_sequence_ns()) * 1e-9 + memory;
+}
+
+double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden) {
+  if (tokens <= 0) return 0;
+  return (fit.launch_ns() + fit.ns_per_token_element() * tokens * hidden) * 1e-9;
+}
+
+double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, double gpus) {
+  if (gpus <= 1 || bytes <= 0) return 0;
+  const double algorithm_bytes = 2 * (gpus - 1) / gpus * bytes;
+  const double small = fit.latency_ns() * 1e-9 + algorithm_bytes / fit.bus_bandwidth_bytes_per_s();
+  if (fit.large_bus_bandwidth_bytes_per_s() <= 0) return small;
+  return std::min(small, fit.large_latency_ns() * 1e-9 + algorithm_bytes / fit.large_bus_bandwidth_bytes_per_s());
+}
+
+const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& params, int32_t gpus, bool* exact) {
+  const proto::AllReduceFit* best = nullptr;
+  *exact = false;
+  for (const proto::AllReduceFit& f : params.all_reduce()) {
+    if (f.num_gpus() == gpus) {
+      *exact = true;
+      return &f;
+    }
+  }
+  // The nearest larger count (a conservative stand-in), else the largest.
+  const proto::AllReduceFit* largest = nullptr;
+  for (const proto::AllReduceFit& f : params.all_reduce()) {
+    if (f.num_gpus() > gpus && (best == nullptr || f.num_gpus() < best->num_gpus())) best = &f;
+    if (largest == nullptr || f.num_gpus() > largest->num_gpus()) largest = &f;
+  }
+  if (best == nullptr) best = largest;
+  return best;
+}
+
+bool InsideFitRange(const proto::FitQuality& quality, const double* features, int num_features) {
+  const int n = std::min({num_features, quality.feature_min_size(), quality.feature_max_size()});
+  for (int i = 0; i < n; ++i) {
+    if (features[i] < quality.feature_min(i) || features[i] > quality.feature_max(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,69 @@
+// File: cost_models/fitted_kernels.h
+//
+// Kernel times of the fitted cost model: per-op efficiency curves over the device's datasheet peaks, with
+// parameters fitted to measured kernel times (cost_models/cost_fit.h) and kept in the device preset
+// (proto/spec.proto, FittedCostParams: every formula and unit is documented on its message). One GPU, one
+// layer, seconds. Each function takes the curve's parameters explicitly so that the fit can evaluate
+// candidate parameters with the same code the cost model runs.
+//
+// Stateless functions over immutable values; thread-safe.
+//
+// Example:
+//   const DevicePeaks peaks = MakeDevicePeaks(config.device());
+//   double s = FittedGemmSeconds(config.device().fitted().gemm(), peaks, peaks.bf16_flops_per_s, 2.0,
+//                                /*tokens=*/256, /*out=*/6144, /*in=*/4096);
+#ifndef KVSIM_COST_MODELS_FITTED_KERNELS_H_
+#define KVSIM_COST_MODELS_FITTED_KERNELS_H_
+
+#include <cstdint>
+
+#include "proto/spec.pb.h"
+
+namespace kvsim {
+
+// Datasheet peaks, without any efficiency factor (the fitted curves carry the efficiencies).
+struct DevicePeaks {
+  double bf16_flops_per_s = 0;
+  double fp8_flops_per_s = 0;   // bf16 when the device has none
+  double int8_ops_per_s = 0;    // bf16 when the device has none
+  double memory_bytes_per_s = 0;
+  int32_t num_sms = 0;          // 0 = no wave quantisation
+};
+
+DevicePeaks MakeDevicePeaks(const proto::DeviceSpec& device);
+
+// (a^p + b^p)^(1/p) for a, b >= 0 and p >= 1, computed without overflow.
+double SmoothMax(double a, double b, double p);
+
+// GEMM of `tokens` rows, in_features -> out_features, weights of `weight_bytes_per_element`, at the
+// tensor-core peak `peak_flops_per_s` (GemmFit in proto/spec.proto). 0 for tokens <= 0.
+double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, double peak_flops_per_s,
+                         double weight_bytes_per_element, double tokens, double out_features,
+                         double in_features);
+
+// `batch` chunks of `new_tokens` after `context_tokens` cached ones each; `kv_bytes_per_token` is the
+// KV of one token of one layer on this GPU (2 x kv_heads x head_dim x element bytes).
+double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                            double new_tokens, double context_tokens, double heads, double head_dim,
+                            double kv_bytes_per_token);
+
+// `batch` decodes over `total_context_tokens` cached tokens together, `kv_heads` KV heads per GPU.
+double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                           double total_context_tokens, double kv_heads, double kv_bytes_per_token);
+
+// The element-wise ops of one layer over `tokens` tokens of hidden size `hidden`.
+double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden);
+
+// One all-reduce of `bytes` over `gpus` GPUs with the curve of `fit` (its own num_gpus is not checked).
+double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, double gpus);
+
+// The all-reduce curve for `gpus` GPUs: the one fitted for that count, else the nearest larger count,
+// else the largest (`*exact` false then). nullptr when `params` has none.
+const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& params, int32_t gpus, bool* exact);
+
+// Whether `features` lie inside the measured range of `quality` (true when it records no range).
+bool InsideFitRange(const proto::FitQuality& quality, const double* features, int num_features);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_COST_MODELS_FITTED_KERNELS_H_

@@ -1,0 +1,130 @@
+#include "cost_models/fitted_kernels.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+DevicePeaks Peaks(int32_t sms) {
+  DevicePeaks p;
+  p.bf16_flops_per_s = 1e15;
+  p.fp8_flops_per_s = 2e15;
+  p.int8_ops_per_s = 2e15;
+  p.memory_bytes_per_s = 1e12;
+  p.num_sms = sms;
+  return p;
+}
+
+TEST(FittedKernelsTest, SmoothMaxIsAPNorm) {
+  EXPECT_DOUBLE_EQ(SmoothMax(3, 4, 2), 5);
+  EXPECT_DOUBLE_EQ(SmoothMax(3, 4, 1), 7);
+  EXPECT_DOUBLE_EQ(SmoothMax(7, 0, 3), 7);
+  EXPECT_NEAR(SmoothMax(3, 4, 200), 4, 1e-9);
+  EXPECT_EQ(SmoothMax(0, 0, 2), 0);
+  EXPECT_TRUE(std::isfinite(SmoothMax(1e-300, 1e300, 50)));
+}
+
+TEST(FittedKernelsTest, GemmIsLaunchPlusRidgeOfComputeAndMemory) {
+  proto::GemmFit fit;
+  fit.set_launch_ns(1000);
+  fit.set_compute_efficiency(0.5);
+  fit.set_memory_efficiency(0.5);
+  fit.set_ridge_exponent(1);  // the plain sum of the two terms
+  fit.set_wave_weight(0);
+  // M 128, N 1024, K 1024: compute 2 x 128 x 1024 x 1024 / 5e14 = 0.536870912 us; memory (1024 x 1024 x 2
+  // + 128 x 2048 x 2) bytes / 5e11 = 5.24288 us; plus 1 us launch.
+  const double s = FittedGemmSeconds(fit, Peaks(0), 1e15, 2, 128, 1024, 1024);
+  EXPECT_NEAR(s, 1e-6 + 0.536870912e-6 + 5.24288e-6, 1e-15);
+  EXPECT_EQ(FittedGemmSeconds(fit, Peaks(0), 1e15, 2, 0, 1024, 1024), 0);
+}
+
+TEST(FittedKernelsTest, GemmWaveQuantisationSlowsPartialWaves) {
+  proto::GemmFit fit;
+  fit.set_compute_efficiency(1);
+  fit.set_memory_efficiency(1);
+  fit.set_ridge_exponent(1000);  // effectively max()
+  fit.set_wave_weight(1);
+  // Bandwidth so high that the memory term (83 MB) is negligible next to compute.
+  DevicePeaks four = Peaks(4), three = Peaks(3);
+  four.memory_bytes_per_s = three.memory_bytes_per_s = 1e17;
+  // 4096 x 640 x 8192: ceil(4096/128) x ceil(640/128) = 160 tiles: 40 full waves on 4 SMs (no loss),
+  // 54 waves of 162 slots on 3 SMs.
+  const double full = FittedGemmSeconds(fit, four, 1e15, 2, 4096, 640, 8192);
+  const double compute = 2.0 * 4096 * 640 * 8192 / 1e15;
+  EXPECT_NEAR(full, compute, compute * 1e-9);
+  const double partial = FittedGemmSeconds(fit, three, 1e15, 2, 4096, 640, 8192);
+  EXPECT_NEAR(partial, compute * 162.0 / 160.0, compute * 1e-9);
+  fit.set_wave_weight(0.5);
+  const double half = FittedGemmSeconds(fit, three, 1e15, 2, 4096, 640, 8192);
+  EXPECT_NEAR(half, compute / (0.5 + 0.5 * 160.0 / 162.0), compute * 1e-9);
+}
+
+TEST(FittedKernelsTest, PrefillEfficiencyGrowsWithChunkAndCausalPairsCostMore) {
+  proto::PrefillAttentionFit fit;
+  fit.set_launch_ns(0);
+  fit.set_compute_efficiency(0.5);
+  fit.set_half_efficiency_tokens(100);
+  fit.set_causal_pair_cost(2);
+  fit.set_memory_efficiency(1);
+  // n 100, c 1000, 32 heads x 128: pairs 100 x 1000 + 2 x 100 x 101 / 2 = 110100; FLOPs 4 x 32 x 128 x
+  // pairs; efficiency 0.5 x 100 / 200 = 0.25 of 1e15. Memory: (1000 + 200) x 4096 bytes / 1e12, smaller.
+  const double flops = 4.0 * 32 * 128 * 110100;
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 1, 100, 1000, 32, 128, 4096), flops / 2.5e14, 1e-15);
+  // Twice the batch, twice the time (launch 0).
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 2, 100, 1000, 32, 128, 4096), 2 * flops / 2.5e14, 1e-15);
+}
+
+TEST(FittedKernelsTest, DecodeSplitKvFillsTheSmsUntilTheFirstFullWave) {
+  proto::DecodeAttentionFit fit;
+  fit.set_launch_ns(2000);
+  fit.set_per_sequence_ns(100);
+  fit.set_memory_efficiency(0.5);
+  fit.set_wave_weight(1);
+  const double kv = 4096;  // bytes per token
+  // 13 sequences x 8 KV heads = 104 items < 108 SMs: split in two, 208 items of 216 slots.
+  const double memory13 = 13 * 1000 * kv / 5e11;
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 13, 13 * 1000, 8, kv), 2000e-9 + 1300e-9 + memory13 / (208.0 / 216),
+              1e-15);
+  // 14 x 8 = 112 items: no split, two waves of 108 (the step Vidur's A100 profile shows at batch 14).
+  const double memory14 = 14 * 1000 * kv / 5e11;
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 14, 14 * 1000, 8, kv), 2000e-9 + 1400e-9 + memory14 / (112.0 / 216),
+              1e-15);
+}
+
+TEST(FittedKernelsTest, AllReduceCurveAndNearestCount) {
+  proto::FittedCostParams params;
+  for (int g : {2, 8}) {
+    proto::AllReduceFit* f = params.add_all_reduce();
+    f->set_num_gpus(g);
+    f->set_latency_ns(10000 * g);
+    f->set_bus_bandwidth_bytes_per_s(1e11);
+  }
+  bool exact = false;
+  const proto::AllReduceFit* two = FindAllReduceFit(params, 2, &exact);
+  ASSERT_NE(two, nullptr);
+  EXPECT_TRUE(exact);
+  // 2 GPUs, 1 MB: 20 us + 2 x 1/2 x 1e6 / 1e11 = 30 us.
+  EXPECT_NEAR(FittedAllReduceSeconds(*two, 1e6, 2), 30e-6, 1e-15);
+  const proto::AllReduceFit* four = FindAllReduceFit(params, 4, &exact);
+  ASSERT_NE(four, nullptr);
+  EXPECT_FALSE(exact);
+  EXPECT_EQ(four->num_gpus(), 8);  // the nearest larger count
+  EXPECT_EQ(FindAllReduceFit(params, 16, &exact)->num_gpus(), 8);  // else the largest
+  EXPECT_EQ(FindAllReduceFit(proto::FittedCostParams(), 2, &exact), nullptr);
+  EXPECT_EQ(FittedAllReduceSeconds(*two, 1e6, 1), 0);
+}
+
+TEST(FittedKernelsTest, FitRange) {
+  proto::FitQuality q;
+  q.add_feature_min(1);
+  q.add_feature_max(100);
+  const double inside[] = {50}, outside[] = {101};
+  EXPECT_TRUE(InsideFitRange(q, inside, 1));
+  EXPECT_FALSE(InsideFitRange(q, outside, 1));
+  EXPECT_TRUE(InsideFitRange(proto::FitQuality(), outside, 1));
+}
+
+}  // namespace
+}  // namespace kvsim

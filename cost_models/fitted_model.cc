@@ -1,0 +1,247 @@
+#include "cost_models/fitted_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "config/experiment_config.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+constexpr const char* kKindNames[] = {"gemm", "prefill_attention", "decode_attention", "elementwise",
+                                      "all_reduce"};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FittedCostModel>> FittedCostModel::Create(const proto::ExperimentConfig& config) {
+  const proto::DeviceSpec& d = config.device();
+  if (!d.has_fitted() || d.fitted().unfitted() || !d.fitted().has_gemm()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "fitted cost model: device '", d.name(), "' (preset '", config.device_preset(),
+        "') has no fitted parameters (datasheet figures only); fit them with `kvsim costmodel fit` or use the "
+        "roofline or table cost model"));
+  }
+  KVSIM_ASSIGN_OR_RETURN(RooflineParams params, MakeRooflineParams(config));
+  return std::unique_ptr<FittedCostModel>(new FittedCostModel(params, d));
+}
+
+FittedCostModel::FittedCostModel(const RooflineParams& params, const proto::DeviceSpec& device)
+    : p_(params), fit_(device.fitted()), peaks_(MakeDevicePeaks(device)), device_name_(device.name()) {
+  const double bits = p_.weight_bytes_per_element * 8;
+  gemm_peak_flops_per_s_ = peaks_.bf16_flops_per_s;
+  if (bits == 8) gemm_peak_flops_per_s_ = std::max(peaks_.fp8_flops_per_s, peaks_.int8_ops_per_s);
+  gemm_format_fitted_ = bits == 16;
+  for (auto& t : time_ns_) t.store(0);
+  for (auto& t : extrapolated_ns_) t.store(0);
+}
+
+std::string FittedCostModel::Describe() const {
+  return absl::StrFormat("fitted (%s, KV %s, TP %d; %s)", device_name_, p_.kv.Name(), p_.tp, fit_.source());
+}
+
+double FittedCostModel::Count(Kind kind, double seconds, bool inside) const {
+  const int64_t ns = ToNs(seconds * p_.num_layers);
+  time_ns_[kind].fetch_add(ns, std::memory_order_relaxed);
+  predictions_.fetch_add(1, std::memory_order_relaxed);
+  if (!inside) {
+    extrapolated_ns_[kind].fetch_add(ns, std::memory_order_relaxed);
+    extrapolated_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return seconds;
+}
+
+double FittedCostModel::Gemm(int64_t tokens, int64_t out_features, int64_t in_features) const {
+  if (tokens <= 0) return 0;
+  const double features[] = {static_cast<double>(tokens)};
+  const bool inside = gemm_format_fitted_ && fit_.gemm().quality().fitted() &&
+                      InsideFitRange(fit_.gemm().quality(), features, 1);
+  return Count(kGemm,
+               FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, tokens,
+                                 out_features, in_features),
+               inside);
+}
+
+double FittedCostModel::Prefill(const SequenceWork& piece) const {
+  const double kv_bytes = p_.kv_bytes_per_token_per_layer;
+  double seconds = FittedPrefillSeconds(fit_.prefill_attention(), peaks_, 1, piece.new_tokens, piece.context_tokens,
+                                        p_.heads, p_.head_dim, kv_bytes);
+  if (piece.num_segments > 1) {
+    seconds += SegmentMergeSeconds(p_.rates, piece.new_tokens, p_.heads, p_.head_dim, piece.num_segments);
+  }
+  const double features[] = {static_cast<double>(piece.new_tokens), static_cast<double>(piece.context_tokens)};
+  const bool inside = fit_.prefill_attention().quality().fitted() && piece.num_segments == 1 &&
+                      InsideFitRange(fit_.prefill_attention().quality(), features, 2);
+  return Count(kPrefill, seconds, inside);
+}
+
+double FittedCostModel::Decode(int64_t batch, int64_t total_context, int64_t max_context) const {
+  const double kv_bytes = p_.kv_bytes_per_token_per_layer;
+  const double seconds =
+      FittedDecodeSeconds(fit_.decode_attention(), peaks_, batch, total_context, p_.kv_heads, kv_bytes);
+  const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
+  const bool inside =
+      fit_.decode_attention().quality().fitted() && InsideFitRange(fit_.decode_attention().quality(), features, 2);
+  return Count(kDecode, seconds, inside);
+}
+
+absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchShape& batch) const {
+  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+  const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
+  const std::vector<int64_t> l2 =
+      L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
+  int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
+  int64_t decodes = 0, decode_context = 0, max_context = 0, merge_decodes = 0, max_segments = 1;
+  double attention_s = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceWork& s = batch.sequences[i];
+    if (s.recompute && kv_projection) {
+      projection_tokens += s.new_tokens;
+      continue;
+    }
+    layer_tokens += s.new_tokens;
+    if (s.samples_token && !s.recompute) ++sampling;
+    if (s.new_tokens == 1) {
+      ++decodes;
+      const int64_t context = s.context_tokens - (l2.empty() ? 0 : l2[i]);
+      decode_context += context;
+      max_context = std::max(max_context, s.context_tokens);
+      if (s.num_segments > 1) {
+        ++merge_decodes;
+        max_segments = std::max<int64_t>(max_segments, s.num_segments);
+      }
+    } else {
+      attention_s += Prefill(s);
+    }
+  }
+  if (decodes > 0) attention_s += Decode(decodes, decode_context, max_context);
+  if (merge_decodes > 0) {
+    attention_s += SegmentMergeSeconds(p_.rates, merge_decodes, p_.heads, p_.head_dim, max_segments);
+  }
+  const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim, h = p_.hidden;
+  const double linear_s = Gemm(layer_tokens, q + 2 * kv, h) + Gemm(layer_tokens, h, q) +
+                          Gemm(layer_tokens, 2 * p_.intermediate, h) + Gemm(layer_tokens, h, p_.intermediate) +
+                          Gemm(projection_tokens, 2 * kv, h);
+  double elementwise_s = 0;
+  if (layer_tokens > 0) {
+    const double features[] = {static_cast<double>(layer_tokens)};
+    const bool inside =
+        fit_.elementwise().quality().fitted() && InsideFitRange(fit_.elementwise().quality(), features, 1);
+    elementwise_s = Count(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside);
+  }
+  double allreduce_s = 0;
+  if (p_.tp > 1 && layer_tokens > 0) {
+    bool exact = false;
+    const proto::AllReduceFit* f = FindAllReduceFit(fit_, static_cast<int32_t>(p_.tp), &exact);
+    const double bytes = static_cast<double>(layer_tokens) * h * 2;
+    if (f != nullptr) {
+      const double features[] = {bytes};
+      const bool inside = exact && f->quality().fitted() && InsideFitRange(f->quality(), features, 1);
+      allreduce_s = 2 * Count(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside);
+    } else {
+      // No all-reduce measured on this GPU: the roofline's ring formula, counted as extrapolated.
+      allreduce_s = 2 * Count(kAllReduce, AllReduceSeconds(p_.rates, bytes, p_.tp), false);
+    }
+  }
+  const double layers = p_.num_layers;
+  CostBreakdown b;
+  b.linear_ns = ToNs(layers * linear_s);
+  // The LM head is one GEMM per iteration, not per layer: count it with its own weight.
+  double lm_head_s = 0;
+  if (sampling > 0) {
+    const double features[] = {static_cast<double>(sampling)};
+    const bool inside = gemm_format_fitted_ && fit_.gemm().quality().fitted() &&
+                        InsideFitRange(fit_.gemm().quality(), features, 1);
+    lm_head_s = FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, sampling,
+                                  p_.vocab, h);
+    const int64_t ns = ToNs(lm_head_s);
+    time_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
+    predictions_.fetch_add(1, std::memory_order_relaxed);
+    if (!inside) {
+      extrapolated_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
+      extrapolated_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  b.lm_head_ns = ToNs(lm_head_s);
+  b.attention_ns = ToNs(layers * attention_s);
+  b.allreduce_ns = ToNs(layers * allreduce_s);
+  b.other_ns = ToNs(layers * elementwise_s);
+  b.overhead_ns = p_.overhead_ns + fit_.iteration_overhead_ns();
+  b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.other_ns + b.overhead_ns;
+  return b;
+}
+
+absl::StatusOr<int64_t> FittedCostModel::IterationTimeNs(const BatchShape& batch) const {
+  KVSIM_ASSIGN_OR_RETURN(CostBreakdown b, IterationBreakdown(batch));
+  return b.total_ns;
+}
+
+int64_t FittedCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+  if (bytes <= 0) return 0;
+  const double bandwidth =
+      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
+  return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
+}
+
+proto::CostModelAccuracy FittedCostModel::Accuracy() const {
+  proto::CostModelAccuracy a;
+  a.set_calibrated(true);
+  a.set_per_kind_only(true);
+  a.set_kernel_predictions(predictions_.load(std::memory_order_relaxed));
+  a.set_extrapolated_predictions(extrapolated_.load(std::memory_order_relaxed));
+  const proto::FitQuality* quality[kNumKinds] = {&fit_.gemm().quality(), &fit_.prefill_attention().quality(),
+                                                 &fit_.decode_attention().quality(), &fit_.elementwise().quality(),
+                                                 nullptr};
+  bool exact = false;
+  const proto::AllReduceFit* ar = p_.tp > 1 ? FindAllReduceFit(fit_, static_cast<int32_t>(p_.tp), &exact) : nullptr;
+  if (ar != nullptr) quality[kAllReduce] = &ar->quality();
+  double total = 0, extrapolated = 0;
+  for (int k = 0; k < kNumKinds; ++k) {
+    total += time_ns_[k].load(std::memory_order_relaxed);
+    extrapolated += extrapolated_ns_[k].load(std::memory_order_relaxed);
+  }
+  if (total <= 0) return a;
+  double median = 0, p95 = 0;
+  int64_t points = 0;
+  for (int k = 0; k < kNumKinds; ++k) {
+    const double t = time_ns_[k].load(std::memory_order_relaxed);
+    if (t <= 0) continue;
+    proto::KernelKindAccuracy* kind = a.add_kinds();
+    kind->set_kind(kKindNames[k]);
+    kind->set_time_fraction(t / total);
+    const bool fitted = quality[k] != nullptr && quality[k]->fitted() && (k != kAllReduce || exact);
+    kind->set_fitted(fitted);
+    if (fitted) {
+      kind->set_heldout_points(quality[k]->heldout_rows());
+      kind->set_heldout_median_error(quality[k]->heldout_median_error());
+      kind->set_heldout_p95_error(quality[k]->heldout_p95_error());
+      median += t / total * quality[k]->heldout_median_error();
+      p95 += t / total * quality[k]->heldout_p95_error();
+      points += quality[k]->heldout_rows();
+    }
+  }
+  a.set_heldout_points(points);
+  a.set_time_weighted_median_error(median);
+  a.set_time_weighted_p95_error(p95);
+  a.set_heldout_median_error(median);
+  a.set_heldout_p95_error(p95);
+  a.set_extrapolated_time_fraction(extrapolated / total);
+  return a;
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<CostModel>> CreateFitted(const proto::ExperimentConfig& config) {
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<FittedCostModel> model, FittedCostModel::Create(config));
+  return std::unique_ptr<CostModel>(std::move(model));
+}
+
+}  // namespace
+
+KVSIM_REGISTER_COST_MODEL("fitted", fitted, CreateFitted);
+
+}  // namespace kvsim

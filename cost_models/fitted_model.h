@@ -1,0 +1,89 @@
+// File: cost_models/fitted_model.h
+//
+// FittedCostModel ("fitted", cost_model.kind COST_MODEL_KIND_FITTED): iteration times from per-op
+// efficiency curves fitted to measured kernel times (cost_models/cost_fit.h), whose parameters the device
+// preset carries (DeviceSpec.fitted; formulas and units on the messages in proto/spec.proto, code in
+// cost_models/fitted_kernels.h). Composed like the roofline and the table model:
+//
+//   iteration = iteration_overhead_ns (cost_model config) + fitted.iteration_overhead_ns
+//             + layers x [ GEMM(QKV) + GEMM(O) + GEMM(gate+up) + GEMM(down)      over N tokens
+//                        + GEMM(K/V projection)                                  over R recompute tokens
+//                        + decode attention of the B decodes (one kernel)
+//                        + prefill attention of each chunk or recompute piece
+//                        + element-wise ops (norms, RoPE, activation, residual adds) over N tokens
+//                        + 2 x all-reduce(N x hidden x 2 bytes)                  if tensor_parallel_size > 1 ]
+//             + GEMM(LM head) over the pieces that sample a token
+//
+// The terms go to CostBreakdown as: GEMMs -> linear_ns, LM head -> lm_head_ns, attention -> attention_ns,
+// all-reduce -> allreduce_ns, the two fixed overheads -> overhead_ns, element-wise ops -> other_ns.
+// Weights of 8 bits use the fp8 or int8 peak, 4 bits and below the bf16 peak (W4A16); the curves were
+// fitted on 16-bit GEMMs, so other formats keep the fitted efficiencies (an extrapolation, counted).
+// Compressed KV scales the attention bytes; multi-segment pieces add the roofline's segment merge.
+// Shared-prefix decodes read L2-resident prefix tokens for free (L2ResidentTokens, cost_model.h).
+//
+// Accuracy(): per kernel kind used in this run, its share of the predicted kernel time and the held-out
+// error the fit recorded (FitQuality), their time-weighted sum, and the share of predicted time that
+// fell outside the measured ranges or in a kind that was not fitted (extrapolated_time_fraction).
+// Create() refuses a device whose preset is unfitted (L40S, B200) naming it. Thread-safe (atomic
+// counters).
+//
+// Example:
+//   config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_FITTED);
+//   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CreateCostModel(config));
+#ifndef KVSIM_COST_MODELS_FITTED_MODEL_H_
+#define KVSIM_COST_MODELS_FITTED_MODEL_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cost_models/cost_model.h"
+#include "cost_models/fitted_kernels.h"
+#include "cost_models/roofline.h"
+#include "proto/config.pb.h"
+
+namespace kvsim {
+
+class FittedCostModel final : public CostModel {
+ public:
+  // FailedPrecondition naming the device when its preset has no fitted parameters; errors of
+  // MakeRooflineParams for specs it cannot use.
+  static absl::StatusOr<std::unique_ptr<FittedCostModel>> Create(const proto::ExperimentConfig& config);
+
+  std::string Describe() const override;
+  absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override;
+  absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const override;
+  int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
+  proto::CostModelAccuracy Accuracy() const override;
+
+  // Kernel kinds as counted for Accuracy(), in FitQuality order.
+  enum Kind { kGemm = 0, kPrefill, kDecode, kElementwise, kAllReduce, kNumKinds };
+
+ private:
+  FittedCostModel(const RooflineParams& params, const proto::DeviceSpec& device);
+
+  // Seconds of one kernel, counted against `kind` (and as extrapolated when `inside` is false).
+  double Count(Kind kind, double seconds, bool inside) const;
+  double Gemm(int64_t tokens, int64_t out_features, int64_t in_features) const;
+  double Prefill(const SequenceWork& piece) const;
+  double Decode(int64_t batch, int64_t total_context, int64_t max_context) const;
+
+  RooflineParams p_;
+  proto::FittedCostParams fit_;
+  DevicePeaks peaks_;
+  double gemm_peak_flops_per_s_ = 0;
+  bool gemm_format_fitted_ = true;  // 16-bit weights (the fitted format)
+  std::string device_name_;
+  // Predicted ns (x layers, as charged) per kind, and of them outside the measured range.
+  mutable std::array<std::atomic<int64_t>, kNumKinds> time_ns_{};
+  mutable std::array<std::atomic<int64_t>, kNumKinds> extrapolated_ns_{};
+  mutable std::atomic<int64_t> predictions_{0};
+  mutable std::atomic<int64_t> extrapolated_{0};
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_COST_MODELS_FITTED_MODEL_H_

@@ -1,0 +1,136 @@
+#include "cost_models/fitted_model.h"
+
+#include <cmath>
+
+#include "cost_models/fitted_kernels.h"
+#include "gtest/gtest.h"
+#include "config/experiment_config.h"
+
+namespace kvsim {
+namespace {
+
+proto::ExperimentConfig Config(const std::string& device, int tp = 1) {
+  proto::ExperimentConfig config;
+  config.set_model_preset(tp == 1 ? "llama-3.1-8b" : "llama-3.1-70b-tp4");
+  config.set_device_preset(device);
+  config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_FITTED);
+  absl::StatusOr<proto::ExperimentConfig> resolved = ResolveExperimentConfig(config, "test");
+  EXPECT_TRUE(resolved.ok()) << resolved.status();
+  return *resolved;
+}
+
+int64_t Ns(double seconds) { return std::llround(seconds * 1e9); }
+
+// One decode at context 1000 on the A100 preset, composed by hand from the fitted kernel curves of the
+// preset (cost_models/fitted_kernels.h) and Llama-3.1-8B's shapes.
+TEST(FittedModelTest, DecodeIterationIsTheSumOfItsFittedKernels) {
+  const proto::ExperimentConfig config = Config("a100-80gb");
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(config);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const proto::FittedCostParams& f = config.device().fitted();
+  ASSERT_TRUE(f.gemm().quality().fitted());
+  const DevicePeaks peaks = MakeDevicePeaks(config.device());
+  const double bf16 = peaks.bf16_flops_per_s;
+  auto gemm = [&](double m, double n, double k) { return FittedGemmSeconds(f.gemm(), peaks, bf16, 2, m, n, k); };
+  // QKV 4096 -> (32 + 2 x 8) x 128, O 4096 -> 4096, gate+up 4096 -> 28672, down 14336 -> 4096.
+  const double linear = gemm(1, 6144, 4096) + gemm(1, 4096, 4096) + gemm(1, 28672, 4096) + gemm(1, 4096, 14336);
+  const double attention = FittedDecodeSeconds(f.decode_attention(), peaks, 1, 1000, 8, 2.0 * 8 * 128 * 2);
+  const double elementwise = FittedElementwiseSeconds(f.elementwise(), 1, 4096);
+  const double lm_head = gemm(1, 128256, 4096);
+  BatchShape batch;
+  batch.sequences.push_back({.context_tokens = 1000, .new_tokens = 1});
+  absl::StatusOr<CostBreakdown> b = (*model)->IterationBreakdown(batch);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->linear_ns, Ns(32 * linear));
+  EXPECT_EQ(b->attention_ns, Ns(32 * attention));
+  EXPECT_EQ(b->other_ns, Ns(32 * elementwise));
+  EXPECT_EQ(b->lm_head_ns, Ns(lm_head));
+  EXPECT_EQ(b->allreduce_ns, 0);
+  EXPECT_EQ(b->total_ns, b->linear_ns + b->attention_ns + b->other_ns + b->lm_head_ns + b->overhead_ns);
+  absl::StatusOr<int64_t> total = (*model)->IterationTimeNs(batch);
+  ASSERT_TRUE(total.ok());
+  EXPECT_EQ(*total, b->total_ns);
+}
+
+TEST(FittedModelTest, AccuracyIsWeightedByTheKindsThisRunUsed) {
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config("a100-80gb"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  BatchShape decode;
+  decode.sequences.push_back({.context_tokens = 1000, .new_tokens = 1});
+  ASSERT_TRUE((*model)->IterationTimeNs(decode).ok());
+  proto::CostModelAccuracy a = (*model)->Accuracy();
+  EXPECT_TRUE(a.calibrated());
+  // A single-GPU decode: GEMMs, decode attention, element-wise ops; no prefill, no all-reduce.
+  ASSERT_EQ(a.kinds_size(), 3);
+  double fractions = 0, median = 0;
+  for (const proto::KernelKindAccuracy& k : a.kinds()) {
+    EXPECT_NE(k.kind(), "all_reduce");
+    EXPECT_NE(k.kind(), "prefill_attention");
+    EXPECT_TRUE(k.fitted()) << k.kind();
+    fractions += k.time_fraction();
+    median += k.time_fraction() * k.heldout_median_error();
+  }
+  EXPECT_NEAR(fractions, 1, 1e-12);
+  EXPECT_NEAR(a.time_weighted_median_error(), median, 1e-12);
+  EXPECT_EQ(a.kinds(0).kind(), "gemm");
+  EXPECT_GT(a.kinds(0).time_fraction(), 0.5);  // weight reads dominate a batch-1 decode
+  EXPECT_EQ(a.extrapolated_time_fraction(), 0);  // context 1000, 1 token: inside the measurements
+
+  // A 100K-token context lies beyond the measured decode contexts (16K): that share is extrapolated.
+  BatchShape long_decode;
+  long_decode.sequences.push_back({.context_tokens = 100000, .new_tokens = 1});
+  ASSERT_TRUE((*model)->IterationTimeNs(long_decode).ok());
+  a = (*model)->Accuracy();
+  EXPECT_GT(a.extrapolated_time_fraction(), 0.01);
+  EXPECT_LT(a.extrapolated_time_fraction(), 0.5);
+}
+
+TEST(FittedModelTest, TensorParallelRunsChargeTheFittedAllReduce) {
+  const proto::ExperimentConfig config = Config("h100-sxm", 4);
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(config);
+  ASSERT_TRUE(model.ok()) << model.status();
+  BatchShape batch;
+  batch.sequences.push_back({.context_tokens = 1000, .new_tokens = 1});
+  absl::StatusOr<CostBreakdown> b = (*model)->IterationBreakdown(batch);
+  ASSERT_TRUE(b.ok());
+  bool exact = false;
+  const proto::AllReduceFit* ar = FindAllReduceFit(config.device().fitted(), 4, &exact);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_TRUE(exact);
+  // 80 layers x 2 all-reduces of 8192 x 2 bytes over 4 GPUs: the latency floor, not ~0.
+  EXPECT_EQ(b->allreduce_ns, Ns(80 * 2 * FittedAllReduceSeconds(*ar, 8192 * 2, 4)));
+  EXPECT_GT(b->allreduce_ns, 80 * 2 * 10000);  // > 10 us each
+  // H100 has no bundled attention measurements: that kind is reported as not fitted.
+  proto::CostModelAccuracy a = (*model)->Accuracy();
+  bool saw_decode = false;
+  for (const proto::KernelKindAccuracy& k : a.kinds()) {
+    if (k.kind() == "decode_attention") {
+      saw_decode = true;
+      EXPECT_FALSE(k.fitted());
+    }
+  }
+  EXPECT_TRUE(saw_decode);
+  EXPECT_GT(a.extrapolated_time_fraction(), 0);
+}
+
+TEST(FittedModelTest, UnfittedPresetsAreRefusedByName) {
+  for (const char* device : {"l40s", "b200"}) {
+    absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config(device));
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition) << device;
+    EXPECT_NE(model.status().message().find(absl::StrCat("preset '", device, "') has no fitted parameters")),
+              absl::string_view::npos)
+        << model.status();
+  }
+}
+
+TEST(FittedModelTest, BadBatchesAreInvalidArgument) {
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config("h200"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->IterationTimeNs(BatchShape()).status().code(), absl::StatusCode::kInvalidArgument);
+  BatchShape bad;
+  bad.sequences.push_back({.context_tokens = 0, .new_tokens = 0});
+  EXPECT_EQ((*model)->IterationTimeNs(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvsim

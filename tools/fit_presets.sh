@@ -1,0 +1,28 @@
+#!/bin/bash
+# Re-fits the fitted cost model's parameters of the device presets from the bundled measurements and
+# rewrites the `fitted { }` block at the end of each preset (presets/devices/*.textproto). Deterministic:
+# the same measurements give byte-identical presets. Run from the repository root after
+# `bazel build //tools:kvsim`; rebuild afterwards (the presets are compiled into the binary).
+set -euo pipefail
+K=${KVSIM:-bazel-bin/tools/kvsim}
+V=cost_models/data/vidur
+fit() {  # preset, measurement paths...
+  local preset=$1
+  shift
+  local file=presets/devices/$preset.textproto tmp
+  tmp=$(mktemp)
+  "$K" costmodel fit "$@" --costmodel_device="$preset" --out="$tmp.fit"
+  # Keep everything above the generated block, then append the new one.
+  sed '/^# Fitted cost model parameters/,$d' "$file" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' > "$tmp"
+  {
+    cat "$tmp"
+    echo
+    echo "# Fitted cost model parameters (cost_model.kind FITTED; formulas in proto/spec.proto, FittedCostParams), written by"
+    echo "# \`kvsim costmodel fit\` (cost_models/README.md, \"Fitted cost model\"); regenerate with tools/fit_presets.sh."
+    cat "$tmp.fit"
+  } > "$file"
+  rm -f "$tmp" "$tmp.fit"
+}
+fit a100-80gb $V/compute/a100/meta-llama/Meta-Llama-3-8B $V/compute/a100/meta-llama/Llama-2-7b-hf $V/network/a100_dgx
+fit h100-sxm $V/compute/h100/meta-llama/Llama-2-7b-hf $V/network/h100_dgx
+fit h200 cost_models/tables/h200_llama-3.1-8b_measured.csv
