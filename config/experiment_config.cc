@@ -23,8 +23,7 @@ constexpr double kMaxBlockTokens = 1 << 20;
 constexpr double kMaxCapacityBlocks = static_cast<double>(int64_t{1} << 40);
 constexpr double kMaxReplicas = 4096;
 
-absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view source,
-                          proto::CacheConfig* cache) {
+absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view source, proto::CacheConfig* cache) {
   for (int i = 0; i < cache->lower_tiers_size(); ++i) {
     proto::TierConfig* tier = cache->mutable_lower_tiers(i);
     const std::string field = absl::StrCat("cache.lower_tiers[", i, "]");
@@ -35,8 +34,7 @@ absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view sou
     if (tier->bandwidth_bytes_per_s() == 0) {
       tier->set_bandwidth_bytes_per_s(device.pcie_bandwidth_bytes_per_s());
     }
-    KVSIM_RETURN_IF_ERROR(
-        RequirePositive(source, field + ".bandwidth_bytes_per_s", tier->bandwidth_bytes_per_s()));
+    KVSIM_RETURN_IF_ERROR(RequirePositive(source, field + ".bandwidth_bytes_per_s", tier->bandwidth_bytes_per_s()));
     KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, field + ".latency_ns", tier->latency_ns()));
     const bool last = i + 1 == cache->lower_tiers_size();
     if (tier->evict_action() == proto::EVICT_ACTION_UNSPECIFIED) {
@@ -54,8 +52,7 @@ absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view sou
   return absl::OkStatus();
 }
 
-absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view source,
-                          proto::CacheConfig* cache) {
+absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view source, proto::CacheConfig* cache) {
   if (cache->block_tokens() == 0) cache->set_block_tokens(16);
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "cache.block_tokens", cache->block_tokens(), 1, kMaxBlockTokens));
   if (!proto::ReuseMode_IsValid(cache->reuse_mode())) {
@@ -65,8 +62,7 @@ absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view sou
     cache->set_reuse_mode(proto::REUSE_MODE_PREFIX);
   }
   if (cache->gpu_memory_utilization() == 0) cache->set_gpu_memory_utilization(0.9);
-  KVSIM_RETURN_IF_ERROR(
-      RequireFraction(source, "cache.gpu_memory_utilization", cache->gpu_memory_utilization()));
+  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "cache.gpu_memory_utilization", cache->gpu_memory_utilization()));
   if (cache->activation_reserve_bytes() == 0) {
     cache->set_activation_reserve_bytes(kGiB + device.memory_bytes() / 50);
   }
@@ -89,20 +85,18 @@ absl::Status ResolveCache(const proto::DeviceSpec& device, absl::string_view sou
 absl::Status ResolveScheduler(absl::string_view source, proto::SchedulerConfig* s) {
   if (s->max_num_batched_tokens() == 0) s->set_max_num_batched_tokens(8192);
   if (s->max_num_seqs() == 0) s->set_max_num_seqs(256);
-  KVSIM_RETURN_IF_ERROR(
-      RequirePositive(source, "scheduler.max_num_batched_tokens", s->max_num_batched_tokens()));
+  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "scheduler.max_num_batched_tokens", s->max_num_batched_tokens()));
   KVSIM_RETURN_IF_ERROR(RequirePositive(source, "scheduler.max_num_seqs", s->max_num_seqs()));
   if (s->chunking() == proto::CHUNKING_MODE_UNSPECIFIED) s->set_chunking(proto::CHUNKING_MODE_FIXED);
   if (s->chunk_tokens() == 0) s->set_chunk_tokens(s->max_num_batched_tokens());
   KVSIM_RETURN_IF_ERROR(RequirePositive(source, "scheduler.chunk_tokens", s->chunk_tokens()));
   if (s->chunk_tokens() > s->max_num_batched_tokens()) {
-    return FieldError(source, "scheduler.chunk_tokens",
-                      absl::StrCat("must be <= max_num_batched_tokens (", s->max_num_batched_tokens(),
-                                   "), got ", s->chunk_tokens()));
+    return FieldError(
+        source, "scheduler.chunk_tokens",
+        absl::StrCat("must be <= max_num_batched_tokens (", s->max_num_batched_tokens(), "), got ", s->chunk_tokens()));
   }
   if (s->target_iteration_ns() == 0) s->set_target_iteration_ns(50'000'000);
-  KVSIM_RETURN_IF_ERROR(
-      RequirePositive(source, "scheduler.target_iteration_ns", s->target_iteration_ns()));
+  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "scheduler.target_iteration_ns", s->target_iteration_ns()));
   if (s->preemption() == proto::PREEMPTION_MODE_UNSPECIFIED) {
     s->set_preemption(proto::PREEMPTION_MODE_RECOMPUTE);
   }
@@ -119,18 +113,17 @@ absl::StatusOr<int64_t> GpuCapacityBlocks(const proto::ExperimentConfig& config,
   if (cache.gpu_capacity_blocks() > 0) return cache.gpu_capacity_blocks();
   if (cache.gpu_capacity_tokens() > 0) return cache.gpu_capacity_tokens() / block_tokens;
   KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));
-  const double usable = static_cast<double>(config.device().memory_bytes()) *
-                        cache.gpu_memory_utilization();
+  const double usable = static_cast<double>(config.device().memory_bytes()) * cache.gpu_memory_utilization();
   const double free_bytes = usable - static_cast<double>(WeightBytesPerGpu(config.model())) -
                             static_cast<double>(cache.activation_reserve_bytes());
   const double block_bytes = KvBytesPerToken(config.model(), kv) * block_tokens;
   const int64_t blocks = free_bytes > 0 ? static_cast<int64_t>(free_bytes / block_bytes) : 0;
   if (blocks <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no GPU memory left for the KV cache: ", config.device().name(), " has ",
-        config.device().memory_bytes(), " bytes x utilization ", cache.gpu_memory_utilization(),
-        ", weights take ", WeightBytesPerGpu(config.model()), " bytes per GPU and the activation reserve ",
-        cache.activation_reserve_bytes(), " bytes; raise tensor_parallel_size or use a larger device"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no GPU memory left for the KV cache: ", config.device().name(), " has ",
+                     config.device().memory_bytes(), " bytes x utilization ", cache.gpu_memory_utilization(),
+                     ", weights take ", WeightBytesPerGpu(config.model()), " bytes per GPU and the activation reserve ",
+                     cache.activation_reserve_bytes(), " bytes; raise tensor_parallel_size or use a larger device"));
   }
   return blocks;
 }
@@ -143,8 +136,7 @@ absl::StatusOr<int64_t> GpuCapacityTokens(const proto::ExperimentConfig& config)
 
 absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::ExperimentConfig config,
                                                                 absl::string_view source) {
-  const std::string model_preset =
-      config.model_preset().empty() ? kDefaultModelPreset : config.model_preset();
+  const std::string model_preset = config.model_preset().empty() ? kDefaultModelPreset : config.model_preset();
   KVSIM_ASSIGN_OR_RETURN(proto::ModelSpec model, LoadModelPreset(model_preset));
   model.MergeFrom(config.model());
   FillModelDefaults(&model);
@@ -152,8 +144,7 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   config.set_model_preset(model_preset);
   *config.mutable_model() = model;
 
-  const std::string device_preset =
-      config.device_preset().empty() ? kDefaultDevicePreset : config.device_preset();
+  const std::string device_preset = config.device_preset().empty() ? kDefaultDevicePreset : config.device_preset();
   KVSIM_ASSIGN_OR_RETURN(proto::DeviceSpec device, LoadDevicePreset(device_preset));
   // A config's fitted cost-model parameters replace the preset's whole (merging would append their
   // repeated fields, and a resolved config would not reload unchanged).
@@ -172,8 +163,7 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   if (cost->kind() == proto::COST_MODEL_KIND_TABLE && cost->table_path().empty()) {
     return FieldError(source, "cost_model.table_path", "required for COST_MODEL_KIND_TABLE");
   }
-  KVSIM_RETURN_IF_ERROR(
-      RequireNonNegative(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns()));
   // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query.
   if (absl::Status kv = ResolveKvFormat(config.model(), *cost).status(); !kv.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", kv.message()));

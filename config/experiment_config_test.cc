@@ -118,9 +118,9 @@ TEST(ConfigTest, GpuCapacityFollowsTheQuantisedKvFormat) {
   absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(raw, "t");
   ASSERT_TRUE(config.ok()) << config.status();
   const double memory = static_cast<double>(config->device().memory_bytes());
-  const double free_bytes = memory * 0.9 - static_cast<double>(config->model().num_params()) * 2 -
-                            (static_cast<double>(int64_t{1} << 30) + static_cast<double>(
-                                                                          config->device().memory_bytes() / 50));
+  const double free_bytes =
+      memory * 0.9 - static_cast<double>(config->model().num_params()) * 2 -
+      (static_cast<double>(int64_t{1} << 30) + static_cast<double>(config->device().memory_bytes() / 50));
   const double block_bytes = 2.0 * 32 * 8 * 128 * 0.375 * 16;
   absl::StatusOr<int64_t> blocks = GpuCapacityBlocks(*config, 16);
   ASSERT_TRUE(blocks.ok()) << blocks.status();

@@ -25,8 +25,7 @@ absl::Status RequireNonNegative(absl::string_view source, absl::string_view fiel
   return absl::OkStatus();
 }
 
-absl::Status RequireRange(absl::string_view source, absl::string_view field, double value, double low,
-                          double high) {
+absl::Status RequireRange(absl::string_view source, absl::string_view field, double value, double low, double high) {
   if (!(value >= low && value <= high)) {
     return FieldError(source, field, absl::StrFormat("must be in [%.15g, %.15g], got %.15g", low, high, value));
   }

@@ -24,8 +24,7 @@ absl::Status RequirePositive(absl::string_view source, absl::string_view field, 
 // value >= 0 and finite.
 absl::Status RequireNonNegative(absl::string_view source, absl::string_view field, double value);
 // value in [low, high]: limits that keep derived quantities (tokens, nanoseconds) within int64.
-absl::Status RequireRange(absl::string_view source, absl::string_view field, double value, double low,
-                          double high);
+absl::Status RequireRange(absl::string_view source, absl::string_view field, double value, double low, double high);
 // value in (0, 1].
 absl::Status RequireFraction(absl::string_view source, absl::string_view field, double value);
 

@@ -31,8 +31,7 @@ double KvBytesPerToken(const proto::ModelSpec& model, const KvFormat& kv) {
   return model.num_layers() * KvBytesPerTokenPerLayer(KvHeadsPerGpu(model), model.head_dim(), kv);
 }
 
-absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model,
-                                         const proto::CostModelConfig& cost) {
+absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model, const proto::CostModelConfig& cost) {
   KvFormat kv;
   const int quant_bits = cost.kv_quant_bits();
   switch (quant_bits) {
@@ -49,8 +48,8 @@ absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model,
       kv.bits = 16;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cost_model.kv_quant_bits: must be 0, 2, 3, 4, 8 or 16, got ", quant_bits));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cost_model.kv_quant_bits: must be 0, 2, 3, 4, 8 or 16, got ", quant_bits));
   }
   if (quant_bits == 0) {
     switch (model.kv_dtype()) {
@@ -78,9 +77,9 @@ absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model,
     }
   }
   if (cost.kv_quant_group_size() < 0 || cost.kv_scale_bytes_per_group() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cost_model.kv_quant_group_size and kv_scale_bytes_per_group must be >= 0, got ",
-        cost.kv_quant_group_size(), " and ", cost.kv_scale_bytes_per_group()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost_model.kv_quant_group_size and kv_scale_bytes_per_group must be >= 0, got ",
+                     cost.kv_quant_group_size(), " and ", cost.kv_scale_bytes_per_group()));
   }
   if (kv.is_integer || (kv.is_fp8 && cost.kv_quant_group_size() > 0)) {
     kv.group_size = cost.kv_quant_group_size() > 0 ? cost.kv_quant_group_size() : model.head_dim();

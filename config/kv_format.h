@@ -58,8 +58,7 @@ double KvBytesPerTokenPerLayer(int64_t kv_heads, int64_t head_dim, const KvForma
 
 // The KV format of a resolved model and cost-model config (model.kv_dtype, overridden by
 // cost_model.kv_quant_bits). InvalidArgument naming the field for unsupported bits or group sizes.
-absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model,
-                                         const proto::CostModelConfig& cost);
+absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model, const proto::CostModelConfig& cost);
 
 }  // namespace kvsim
 

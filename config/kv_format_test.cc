@@ -41,8 +41,7 @@ TEST(KvFormatTest, RejectsUnsupportedBitsNamingTheField) {
   EXPECT_NE(kv.status().message().find("cost_model.kv_quant_bits"), absl::string_view::npos);
   cost.set_kv_quant_bits(4);
   cost.set_kv_quant_group_size(-1);
-  EXPECT_EQ(ResolveKvFormat(Model(proto::DTYPE_BF16), cost).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveKvFormat(Model(proto::DTYPE_BF16), cost).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ int DTypeBits(proto::DType dtype) {
 
 int64_t EstimateNumParams(const proto::ModelSpec& m) {
   const int64_t hidden = m.hidden_size();
-  const int64_t head_dim = m.head_dim() > 0 ? m.head_dim()
+  const int64_t head_dim = m.head_dim() > 0              ? m.head_dim()
                            : m.num_attention_heads() > 0 ? hidden / m.num_attention_heads()
                                                          : 0;
   const int64_t q = int64_t{m.num_attention_heads()} * head_dim;
@@ -74,17 +74,16 @@ absl::Status ValidateModelSpec(const proto::ModelSpec& m, absl::string_view sour
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.intermediate_size", m.intermediate_size(), 1, 1 << 24));
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.vocab_size", m.vocab_size(), 1, 1 << 24));
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.num_params", m.num_params(), 1, 1e15));
-  KVSIM_RETURN_IF_ERROR(
-      RequireRange(source, "model.tensor_parallel_size", m.tensor_parallel_size(), 1, 4096));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "model.tensor_parallel_size", m.tensor_parallel_size(), 1, 4096));
   if (m.num_attention_heads() % m.num_kv_heads() != 0) {
-    return FieldError(source, "model.num_kv_heads",
-                      absl::StrCat(m.num_kv_heads(), " does not divide num_attention_heads (",
-                                   m.num_attention_heads(), ")"));
+    return FieldError(
+        source, "model.num_kv_heads",
+        absl::StrCat(m.num_kv_heads(), " does not divide num_attention_heads (", m.num_attention_heads(), ")"));
   }
   if (m.num_attention_heads() % m.tensor_parallel_size() != 0) {
-    return FieldError(source, "model.tensor_parallel_size",
-                      absl::StrCat(m.tensor_parallel_size(), " does not divide num_attention_heads (",
-                                   m.num_attention_heads(), ")"));
+    return FieldError(
+        source, "model.tensor_parallel_size",
+        absl::StrCat(m.tensor_parallel_size(), " does not divide num_attention_heads (", m.num_attention_heads(), ")"));
   }
   if (DTypeBits(m.weight_dtype()) == 0) {
     return FieldError(source, "model.weight_dtype", "must be a known DType");
@@ -98,21 +97,19 @@ absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view so
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp32_flops", d.peak_fp32_flops()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp8_flops", d.peak_fp8_flops()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_int8_ops", d.peak_int8_ops()));
-  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bandwidth_bytes_per_s",
-                                     d.memory_bandwidth_bytes_per_s(), 1e6, 1e16));
+  KVSIM_RETURN_IF_ERROR(
+      RequireRange(source, "device.memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s(), 1e6, 1e16));
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bytes", d.memory_bytes(), 1 << 20, 1e15));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.l2_cache_bytes", d.l2_cache_bytes()));
   KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.num_sms", d.num_sms()));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.interconnect_bandwidth_bytes_per_s",
-                                           d.interconnect_bandwidth_bytes_per_s()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireNonNegative(source, "device.interconnect_bandwidth_bytes_per_s", d.interconnect_bandwidth_bytes_per_s()));
   KVSIM_RETURN_IF_ERROR(
       RequireRange(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s(), 1e6, 1e15));
   KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.compute_efficiency", d.compute_efficiency()));
   KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.memory_efficiency", d.memory_efficiency()));
-  KVSIM_RETURN_IF_ERROR(
-      RequireFraction(source, "device.interconnect_efficiency", d.interconnect_efficiency()));
-  KVSIM_RETURN_IF_ERROR(
-      RequireNonNegative(source, "device.interconnect_latency_ns", d.interconnect_latency_ns()));
+  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.interconnect_efficiency", d.interconnect_efficiency()));
+  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.interconnect_latency_ns", d.interconnect_latency_ns()));
   return absl::OkStatus();
 }
 

@@ -65,30 +65,31 @@ constexpr double MaxColumnInteger() {
   }
 }
 
-#define KVSIM_SHAPE_COLUMN(field, is_int)                                                                    \
-  Column {                                                                                                   \
-    #field, is_int, MaxColumnInteger<decltype(std::declval<proto::KernelShape>().field())>(),                 \
-        [](const proto::CalibrationPoint& p) { return double(p.shape().field()); },                          \
-        [](double v, proto::CalibrationPoint* p) { p->mutable_shape()->set_##field(v); }                     \
+#define KVSIM_SHAPE_COLUMN(field, is_int)                                                                            \
+  Column {                                                                                                           \
+#field, is_int, MaxColumnInteger < decltype(std::declval <proto::KernelShape>().field())>(),                     \
+        [](const proto::CalibrationPoint&                                                                            \
+               p) { return double(p.shape().field()); }, [](double v, proto::CalibrationPoint*                       \
+                                                                          p) { p->mutable_shape()->set_##field(v); } \
   }
-#define KVSIM_POINT_COLUMN(field, is_int)                                                                    \
-  Column {                                                                                                   \
-    #field, is_int, MaxColumnInteger<decltype(std::declval<proto::CalibrationPoint>().field())>(),            \
-        [](const proto::CalibrationPoint& p) { return double(p.field()); },                                  \
-        [](double v, proto::CalibrationPoint* p) { p->set_##field(v); }                                      \
+#define KVSIM_POINT_COLUMN(field, is_int)                                                                              \
+  Column {                                                                                                             \
+#field, is_int, MaxColumnInteger < decltype(std::declval <proto::CalibrationPoint>().field())>(),                  \
+        [](const proto::CalibrationPoint& p) { return double(p.field()); }, [](double v, proto::CalibrationPoint*      \
+                                                                                             p) { p->set_##field(v); } \
   }
 
 const std::vector<Column>& NumericColumns() {
-  static const auto* columns = new std::vector<Column>{
-      KVSIM_POINT_COLUMN(group_size, true),       KVSIM_SHAPE_COLUMN(batch, true),
-      KVSIM_SHAPE_COLUMN(query_tokens, true),     KVSIM_SHAPE_COLUMN(context_tokens, true),
-      KVSIM_SHAPE_COLUMN(num_segments, true),     KVSIM_SHAPE_COLUMN(num_heads, true),
-      KVSIM_SHAPE_COLUMN(num_kv_heads, true),     KVSIM_SHAPE_COLUMN(head_dim, true),
-      KVSIM_SHAPE_COLUMN(page_size, true),        KVSIM_SHAPE_COLUMN(in_features, true),
-      KVSIM_SHAPE_COLUMN(out_features, true),     KVSIM_SHAPE_COLUMN(bytes, true),
-      KVSIM_SHAPE_COLUMN(num_gpus, true),         KVSIM_POINT_COLUMN(median_ns, false),
-      KVSIM_POINT_COLUMN(p10_ns, false),          KVSIM_POINT_COLUMN(p90_ns, false),
-      KVSIM_POINT_COLUMN(repetitions, true)};
+  static const auto* columns =
+      new std::vector<Column>{KVSIM_POINT_COLUMN(group_size, true),   KVSIM_SHAPE_COLUMN(batch, true),
+                              KVSIM_SHAPE_COLUMN(query_tokens, true), KVSIM_SHAPE_COLUMN(context_tokens, true),
+                              KVSIM_SHAPE_COLUMN(num_segments, true), KVSIM_SHAPE_COLUMN(num_heads, true),
+                              KVSIM_SHAPE_COLUMN(num_kv_heads, true), KVSIM_SHAPE_COLUMN(head_dim, true),
+                              KVSIM_SHAPE_COLUMN(page_size, true),    KVSIM_SHAPE_COLUMN(in_features, true),
+                              KVSIM_SHAPE_COLUMN(out_features, true), KVSIM_SHAPE_COLUMN(bytes, true),
+                              KVSIM_SHAPE_COLUMN(num_gpus, true),     KVSIM_POINT_COLUMN(median_ns, false),
+                              KVSIM_POINT_COLUMN(p10_ns, false),      KVSIM_POINT_COLUMN(p90_ns, false),
+                              KVSIM_POINT_COLUMN(repetitions, true)};
   return *columns;
 }
 
@@ -96,8 +97,7 @@ const std::vector<Column>& NumericColumns() {
 #undef KVSIM_POINT_COLUMN
 
 bool IsTextProtoPath(absl::string_view path) {
-  return absl::EndsWith(path, ".textproto") || absl::EndsWith(path, ".txtpb") ||
-         absl::EndsWith(path, ".pbtxt");
+  return absl::EndsWith(path, ".textproto") || absl::EndsWith(path, ".txtpb") || absl::EndsWith(path, ".pbtxt");
 }
 
 absl::Status SetHeaderField(absl::string_view key, absl::string_view value, proto::CalibrationHeader* h,
@@ -147,15 +147,14 @@ absl::StatusOr<proto::KernelKind> ParseKernelKind(absl::string_view name) {
   for (int k = 1; k < kNumKinds; ++k) {
     if (n == kKindNames[k]) return static_cast<proto::KernelKind>(k);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown kernel kind '", name, "'; known: ",
-                   absl::StrJoin(std::vector<std::string>(kKindNames + 1, kKindNames + kNumKinds), ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown kernel kind '", name,
+      "'; known: ", absl::StrJoin(std::vector<std::string>(kKindNames + 1, kKindNames + kNumKinds), ", ")));
 }
 
 int CalibrationDTypeBits(absl::string_view dtype) {
   static const auto* bits = new std::map<std::string, int, std::less<>>{
-      {"fp32", 32}, {"bf16", 16}, {"fp16", 16}, {"fp8", 8},
-      {"int8", 8},  {"int4", 4},  {"int3", 3},  {"int2", 2}};
+      {"fp32", 32}, {"bf16", 16}, {"fp16", 16}, {"fp8", 8}, {"int8", 8}, {"int4", 4}, {"int3", 3}, {"int2", 2}};
   auto it = bits->find(dtype);
   return it == bits->end() ? 0 : it->second;
 }
@@ -193,9 +192,9 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& p, absl::st
                               p.median_ns(), ", ", p.p90_ns()));
   }
   const proto::KernelShape& s = p.shape();
-  if (s.batch() < 1 || s.query_tokens() < 0 || s.context_tokens() < 0 || s.num_segments() < 1 ||
-      s.num_heads() < 0 || s.num_kv_heads() < 0 || s.head_dim() < 0 || s.page_size() < 0 ||
-      s.in_features() < 0 || s.out_features() < 0 || s.bytes() < 0 || s.num_gpus() < 0) {
+  if (s.batch() < 1 || s.query_tokens() < 0 || s.context_tokens() < 0 || s.num_segments() < 1 || s.num_heads() < 0 ||
+      s.num_kv_heads() < 0 || s.head_dim() < 0 || s.page_size() < 0 || s.in_features() < 0 || s.out_features() < 0 ||
+      s.bytes() < 0 || s.num_gpus() < 0) {
     return error("shape fields must be >= 0 (batch and num_segments >= 1)");
   }
   switch (p.kind()) {
@@ -227,8 +226,7 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& p, absl::st
   return absl::OkStatus();
 }
 
-absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view text,
-                                                            absl::string_view source) {
+absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view text, absl::string_view source) {
   proto::CalibrationTable table;
   std::vector<std::string> header;
   int line_number = 0;
@@ -240,9 +238,8 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
     if (absl::ConsumePrefix(&line, "#")) {
       if (!header.empty()) continue;  // a comment among the rows
       std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits(':', 1));
-      KVSIM_RETURN_IF_ERROR(SetHeaderField(absl::StripAsciiWhitespace(kv.first),
-                                           absl::StripAsciiWhitespace(kv.second), table.mutable_header(),
-                                           where));
+      KVSIM_RETURN_IF_ERROR(SetHeaderField(absl::StripAsciiWhitespace(kv.first), absl::StripAsciiWhitespace(kv.second),
+                                           table.mutable_header(), where));
       continue;
     }
     std::vector<std::string> cells = absl::StrSplit(line, ',');
@@ -269,15 +266,16 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
       continue;
     }
     if (cells.size() != header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": expected ", header.size(),
-                                                     " comma-separated cells, got ", cells.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected ", header.size(), " comma-separated cells, got ", cells.size()));
     }
     proto::CalibrationPoint* point = table.add_points();
     for (size_t i = 0; i < cells.size(); ++i) {
       const std::string& name = header[i];
       if (name == "kind") {
         absl::StatusOr<proto::KernelKind> kind = ParseKernelKind(cells[i]);
-        if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": column kind: ", kind.status().message()));
+        if (!kind.ok())
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column kind: ", kind.status().message()));
         point->set_kind(*kind);
         continue;
       }
@@ -290,9 +288,8 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
         double value = 0;
         if (!cells[i].empty() && (!absl::SimpleAtod(cells[i], &value) || !std::isfinite(value) ||
                                   (c.is_int && value != std::floor(value)))) {
-          return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected ",
-                                                         c.is_int ? "an integer" : "a number", ", got '",
-                                                         cells[i], "'"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": column ", name, ": expected ", c.is_int ? "an integer" : "a number", ", got '", cells[i], "'"));
         }
         if (c.is_int && std::abs(value) > c.max_int) {  // beyond the proto field's range
           return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected an integer of at most ",

@@ -49,8 +49,7 @@ void FillCalibrationDefaults(proto::CalibrationPoint* point);
 absl::Status NormaliseCalibrationPoints(absl::string_view source, proto::CalibrationTable* table);
 
 // Parses the CSV form; `source` names it in errors ("table.csv:12: column median_ns: ...").
-absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view text,
-                                                            absl::string_view source);
+absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view text, absl::string_view source);
 std::string CalibrationTableToCsv(const proto::CalibrationTable& table);
 
 // By extension: text proto for .textproto/.txtpb/.pbtxt, CSV otherwise. Points are validated; defaults

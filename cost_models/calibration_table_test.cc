@@ -73,9 +73,10 @@ TEST(CalibrationTableTest, ErrorsNameFileLineAndColumn) {
            Case{"kind,batch,context_tokens,num_heads,num_kv_heads,head_dim,median_ns,p10_ns\n"
                 "decode_attention,8,4096,32,8,128,10,12\n",
                 "x.csv:2: decode_attention point: p10_ns <= median_ns <= p90_ns expected (0 = unknown), got 12, 10, 0"},
-           Case{"kind,batch,context_tokens,num_heads,num_kv_heads,head_dim,median_ns,p10_ns,p90_ns\n"
-                "decode_attention,8,4096,32,8,128,10,9,9.5\n",
-                "x.csv:2: decode_attention point: p10_ns <= median_ns <= p90_ns expected (0 = unknown), got 9, 10, 9.5"},
+           Case{
+               "kind,batch,context_tokens,num_heads,num_kv_heads,head_dim,median_ns,p10_ns,p90_ns\n"
+               "decode_attention,8,4096,32,8,128,10,9,9.5\n",
+               "x.csv:2: decode_attention point: p10_ns <= median_ns <= p90_ns expected (0 = unknown), got 9, 10, 9.5"},
            Case{"kind,median_ns,median_ns\n", "x.csv:1: column 'median_ns' appears twice"},
            Case{columns + "decode_attention,8,4096,4294967424,8,128,10\n",
                 "x.csv:2: column num_heads: expected an integer of at most 2147483647, got '4294967424'"},

@@ -154,11 +154,10 @@ std::vector<double> Features(const FitRow& row) {
 }
 
 // Sort key within a kind: the full shape, then the time (so the split does not depend on file order).
-std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, double> SortKey(
-    const FitRow& row) {
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, double> SortKey(const FitRow& row) {
   const KernelQuery& q = row.query;
-  return {q.num_gpus, q.in_features, q.out_features, q.num_heads, q.batch, q.query_tokens, q.context_tokens,
-          q.bytes, row.measured_s};
+  return {q.num_gpus,     q.in_features,    q.out_features, q.num_heads,   q.batch,
+          q.query_tokens, q.context_tokens, q.bytes,        row.measured_s};
 }
 
 // The measured kernels read bf16 KV.
@@ -416,8 +415,8 @@ void AddElementwiseRows(const std::vector<VidurElementwiseRow>& rows, const std:
 
 absl::Status AddMeasurements(const std::string& path, FitInput* input) {
   absl::StatusOr<std::string> mlp = ReadFile(path + "/mlp.csv");
-  const bool is_dir = mlp.ok() || ReadFile(path + "/all_reduce.csv").ok() ||
-                      ReadFile(path + "/attention.csv").ok() || ReadFile(path + "/attention_sample.csv").ok();
+  const bool is_dir = mlp.ok() || ReadFile(path + "/all_reduce.csv").ok() || ReadFile(path + "/attention.csv").ok() ||
+                      ReadFile(path + "/attention_sample.csv").ok();
   if (!is_dir) {
     KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ReadCalibrationTable(path));
     return AddCalibrationRows(table, path, input);
@@ -456,28 +455,28 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   proto::FittedCostParams& out = result.params;
   out.set_iteration_overhead_ns(base.iteration_overhead_ns());
 
-  Curve gemm{"gemm",
-             {Transform::kLog, Transform::kLogit, Transform::kLogit, Transform::kLogMinusOne, Transform::kLogit},
-             [&peaks](const std::vector<double>& v, const FitRow& r) {
-               proto::GemmFit f;
-               SetGemm(v, &f);
-               const KernelQuery& q = r.query;
-               return FittedGemmSeconds(f, peaks, peaks.bf16_flops_per_s, 2.0, q.query_tokens * q.batch,
-                                        q.out_features, q.in_features);
-             },
-             {{5000, 0.6, 0.8, 2, 0.5}, {5000, 0.85, 0.8, 2, 0.5}, {5000, 0.6, 0.8, 8, 0.5},
-              {5000, 0.85, 0.8, 8, 0.5}}};
-  Curve prefill{"prefill_attention",
-                {Transform::kLog, Transform::kLogit, Transform::kLog, Transform::kLog, Transform::kLogit},
-                [&peaks](const std::vector<double>& v, const FitRow& r) {
-                  proto::PrefillAttentionFit f;
-                  SetPrefill(v, &f);
-                  const KernelQuery& q = r.query;
-                  return FittedPrefillSeconds(f, peaks, q.batch, q.query_tokens, q.context_tokens, q.num_heads,
-                                              q.head_dim, KvBytesPerToken(q));
-                },
-                {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5},
-                 {10000, 0.5, 512, 2, 0.5}}};
+  Curve gemm{
+      "gemm",
+      {Transform::kLog, Transform::kLogit, Transform::kLogit, Transform::kLogMinusOne, Transform::kLogit},
+      [&peaks](const std::vector<double>& v, const FitRow& r) {
+        proto::GemmFit f;
+        SetGemm(v, &f);
+        const KernelQuery& q = r.query;
+        return FittedGemmSeconds(f, peaks, peaks.bf16_flops_per_s, 2.0, q.query_tokens * q.batch, q.out_features,
+                                 q.in_features);
+      },
+      {{5000, 0.6, 0.8, 2, 0.5}, {5000, 0.85, 0.8, 2, 0.5}, {5000, 0.6, 0.8, 8, 0.5}, {5000, 0.85, 0.8, 8, 0.5}}};
+  Curve prefill{
+      "prefill_attention",
+      {Transform::kLog, Transform::kLogit, Transform::kLog, Transform::kLog, Transform::kLogit},
+      [&peaks](const std::vector<double>& v, const FitRow& r) {
+        proto::PrefillAttentionFit f;
+        SetPrefill(v, &f);
+        const KernelQuery& q = r.query;
+        return FittedPrefillSeconds(f, peaks, q.batch, q.query_tokens, q.context_tokens, q.num_heads, q.head_dim,
+                                    KvBytesPerToken(q));
+      },
+      {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}}};
   Curve decode{"decode_attention",
                {Transform::kLog, Transform::kLog, Transform::kLogit, Transform::kLogit},
                [&peaks](const std::vector<double>& v, const FitRow& r) {
@@ -533,7 +532,9 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                   return FittedAllReduceSeconds(f, r.query.bytes, g);
                 },
                 // Two-protocol starts, and one-protocol ones (the second line never wins at first).
-                {{10000, 20e9, 40000, 150e9}, {20000, 50e9, 60000, 250e9}, {10000, 50e9, 1e9, 1e12},
+                {{10000, 20e9, 40000, 150e9},
+                 {20000, 50e9, 60000, 250e9},
+                 {10000, 50e9, 1e9, 1e12},
                  {30000, 200e9, 1e9, 1e12}}};
     std::vector<double> prev = {10000, 50e9, 0, 0};
     std::string prev_name = "documented starting values (10 us, 50 GB/s, one protocol)";
@@ -561,19 +562,18 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
 }
 
 std::string FormatFitReport(const FitResult& result) {
-  std::string out = absl::StrFormat("%-22s %6s %6s %6s %-6s | %-24s | %-24s | %s\n", "kind", "params", "train",
-                                    "held", "fitted", "fitted held-out med/p95/max", "roofline held-out med/p95/max",
-                                    "note");
+  std::string out = absl::StrFormat("%-22s %6s %6s %6s %-6s | %-24s | %-24s | %s\n", "kind", "params", "train", "held",
+                                    "fitted", "fitted held-out med/p95/max", "roofline held-out med/p95/max", "note");
   for (const KindFitReport& k : result.kinds) {
     const ErrorSummary f = SummariseErrors(k.heldout_errors), r = SummariseErrors(k.roofline_heldout_errors);
     const bool has_roofline = k.kind != "elementwise";
-    absl::StrAppend(&out, absl::StrFormat("%-22s %6d %6d %6d %-6s | %6.1f%% %6.1f%% %7.1f%% | %s | %s\n", k.kind,
-                                          k.num_parameters, k.train_rows, k.heldout_rows, k.fitted ? "yes" : "NO",
-                                          100 * f.median, 100 * f.p95, 100 * f.worst,
-                                          has_roofline ? absl::StrFormat("%6.1f%% %6.1f%% %7.1f%%", 100 * r.median,
-                                                                         100 * r.p95, 100 * r.worst)
-                                                       : std::string("   (not modelled)       "),
-                                          k.note));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "%-22s %6d %6d %6d %-6s | %6.1f%% %6.1f%% %7.1f%% | %s | %s\n", k.kind, k.num_parameters,
+                  k.train_rows, k.heldout_rows, k.fitted ? "yes" : "NO", 100 * f.median, 100 * f.p95, 100 * f.worst,
+                  has_roofline ? absl::StrFormat("%6.1f%% %6.1f%% %7.1f%%", 100 * r.median, 100 * r.p95, 100 * r.worst)
+                               : std::string("   (not modelled)       "),
+                  k.note));
   }
   return out;
 }
@@ -591,10 +591,10 @@ std::string FormatWorstFitRows(const FitResult& result, int count) {
   std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.error > b.error; });
   std::string out = absl::StrFormat("%d worst held-out rows of the fit:\n", std::min<int>(count, all.size()));
   for (int i = 0; i < count && i < static_cast<int>(all.size()); ++i) {
-    absl::StrAppend(&out, absl::StrFormat("  %6.1f%%  %-16s %-60s measured %10.1f us, predicted %10.1f us  (%s)\n",
-                                          100 * all[i].error, all[i].kind, all[i].row->shape,
-                                          all[i].row->measured_s * 1e6, all[i].row->predicted_s * 1e6,
-                                          all[i].row->where));
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %6.1f%%  %-16s %-60s measured %10.1f us, predicted %10.1f us  (%s)\n",
+                                    100 * all[i].error, all[i].kind, all[i].row->shape, all[i].row->measured_s * 1e6,
+                                    all[i].row->predicted_s * 1e6, all[i].row->where));
   }
   return out;
 }

@@ -48,10 +48,10 @@ inline constexpr const char* kFitKinds[] = {"gemm", "prefill_attention", "decode
 
 // One measured row, normalised.
 struct FitRow {
-  std::string kind;            // one of kFitKinds
-  KernelQuery query;           // shape (for elementwise: query_tokens = tokens, in_features = hidden)
+  std::string kind;   // one of kFitKinds
+  KernelQuery query;  // shape (for elementwise: query_tokens = tokens, in_features = hidden)
   double measured_s = 0;
-  std::string where;           // file (and point index) it came from
+  std::string where;  // file (and point index) it came from
 };
 
 struct FitInput {
@@ -69,11 +69,11 @@ void AddElementwiseRows(const std::vector<VidurElementwiseRow>& rows, const std:
 absl::Status AddMeasurements(const std::string& path, FitInput* input);
 
 struct KindFitReport {
-  std::string kind;            // kFitKinds entry, or "all_reduce/<g>"
+  std::string kind;  // kFitKinds entry, or "all_reduce/<g>"
   int num_parameters = 0;
   int64_t train_rows = 0, heldout_rows = 0;
-  bool fitted = false;         // false: previous parameters kept (`note` says why)
-  int iterations = 0;          // of the winning run
+  bool fitted = false;  // false: previous parameters kept (`note` says why)
+  int iterations = 0;   // of the winning run
   double train_rms_log_error = 0;
   std::string note;
   // Held-out relative errors of the final parameters, and of the roofline (kernel_roofline.h with the

@@ -132,8 +132,7 @@ TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ(fresh->params.gemm().compute_efficiency(), 0.7);
   EXPECT_EQ(fresh->params.gemm().memory_efficiency(), 0.8);
-  EXPECT_NE(fresh->params.gemm().quality().note().find("roofline-equivalent starting values kept"),
-            std::string::npos);
+  EXPECT_NE(fresh->params.gemm().quality().note().find("roofline-equivalent starting values kept"), std::string::npos);
   EXPECT_EQ(FitDevice(FitInput(), device, previous).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -148,10 +147,10 @@ TEST(CostFitTest, AFitThatDoesNotConvergeKeepsThePreviousParametersAndSaysSo) {
   truth.set_wave_weight(0.4);
   FitInput input;
   for (int64_t tokens = 1; tokens <= 16384; tokens *= 2) {
-    input.rows.push_back(GemmRow(tokens, 4096, 4096,
-                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 4096, 4096)));
-    input.rows.push_back(GemmRow(tokens, 28672, 4096,
-                                 FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 28672, 4096)));
+    input.rows.push_back(
+        GemmRow(tokens, 4096, 4096, FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 4096, 4096)));
+    input.rows.push_back(
+        GemmRow(tokens, 28672, 4096, FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, 28672, 4096)));
   }
   proto::FittedCostParams previous;
   previous.mutable_gemm()->set_launch_ns(1234);
@@ -215,8 +214,9 @@ TEST(CostFitTest, BadMeasurementFilesAreRefusedNamingFileLineAndColumn) {
       << missing;
   // A calibration table with a negative time: ReadCalibrationTable's error, with the file and line.
   const std::string table = TmpDir("bad_table") + "/t.csv";
-  ASSERT_TRUE(WriteFileAtomically(table, "kind,in_features,out_features,query_tokens,median_ns\n"
-                                         "linear_gemm,4096,4096,16,1000\nlinear_gemm,4096,4096,32,-5\n")
+  ASSERT_TRUE(WriteFileAtomically(table,
+                                  "kind,in_features,out_features,query_tokens,median_ns\n"
+                                  "linear_gemm,4096,4096,16,1000\nlinear_gemm,4096,4096,32,-5\n")
                   .ok());
   absl::Status bad_table = AddMeasurements(table, &input);
   EXPECT_FALSE(bad_table.ok());

@@ -37,8 +37,8 @@ absl::StatusOr<CostBreakdown> CostModel::IterationBreakdown(const BatchShape& ba
 
 absl::StatusOr<int64_t> CostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
   if (position < 0 || num_tokens <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("recompute needs position >= 0 and num_tokens > 0, got ",
-                                                   position, " and ", num_tokens));
+    return absl::InvalidArgumentError(
+        absl::StrCat("recompute needs position >= 0 and num_tokens > 0, got ", position, " and ", num_tokens));
   }
   BatchShape batch;
   SequenceWork piece;

@@ -45,16 +45,15 @@ struct SequenceWork {
   int64_t shared_prefix_tokens = 0;
 };
 
-
 // Where an iteration's time goes (each term already summed over layers and rounded to ns);
 // total_ns == the sum of the terms == IterationTimeNs of the same batch.
 struct CostBreakdown {
-  int64_t linear_ns = 0;      // QKV, O and MLP GEMMs (and K/V projections of recompute pieces)
-  int64_t lm_head_ns = 0;     // LM head GEMM of the pieces that sample a token
-  int64_t attention_ns = 0;   // prefill, decode and recompute attention, segment merges
-  int64_t allreduce_ns = 0;   // tensor-parallel all-reduces
-  int64_t overhead_ns = 0;    // CostModelConfig.iteration_overhead_ns
-  int64_t other_ns = 0;       // what a model does not attribute to the terms above
+  int64_t linear_ns = 0;     // QKV, O and MLP GEMMs (and K/V projections of recompute pieces)
+  int64_t lm_head_ns = 0;    // LM head GEMM of the pieces that sample a token
+  int64_t attention_ns = 0;  // prefill, decode and recompute attention, segment merges
+  int64_t allreduce_ns = 0;  // tensor-parallel all-reduces
+  int64_t overhead_ns = 0;   // CostModelConfig.iteration_overhead_ns
+  int64_t other_ns = 0;      // what a model does not attribute to the terms above
   int64_t total_ns = 0;
 };
 

@@ -4,11 +4,11 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/cost_model.h"
 #include "cost_models/synthetic_table.h"
 #include "cost_models/table_model.h"
-#include "config/experiment_config.h"
 #include "util/check.h"
 
 namespace kvsim {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/cost_fit.h"
 #include "cost_models/fitted_kernels.h"
@@ -23,7 +24,6 @@
 #include "cost_models/validation.h"
 #include "cost_models/vidur_import.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 #include "util/file.h"
 
 namespace kvsim {
@@ -127,8 +127,7 @@ TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
       }
       fitted[kind].insert(fitted[kind].end(), k.heldout_errors.begin(), k.heldout_errors.end());
       if (kind != "elementwise") {
-        roofline[kind].insert(roofline[kind].end(), k.roofline_heldout_errors.begin(),
-                              k.roofline_heldout_errors.end());
+        roofline[kind].insert(roofline[kind].end(), k.roofline_heldout_errors.begin(), k.roofline_heldout_errors.end());
       }
       all_fitted[kind] = all_fitted[kind] && k.fitted;
     }
@@ -220,9 +219,9 @@ TEST(FidelityTest, LayersComposedFromMeasuredOps) {
       q.out_features = out;
       roofline += KernelRooflineSeconds(q, rates, false);
     }
-    fitted += decode ? FittedDecodeSeconds(fit.decode_attention(), peaks, batch, static_cast<double>(batch) * c, 8,
-                                           kv_bytes)
-                     : FittedPrefillSeconds(fit.prefill_attention(), peaks, batch, n, c, 32, 128, kv_bytes);
+    fitted +=
+        decode ? FittedDecodeSeconds(fit.decode_attention(), peaks, batch, static_cast<double>(batch) * c, 8, kv_bytes)
+               : FittedPrefillSeconds(fit.prefill_attention(), peaks, batch, n, c, 32, 128, kv_bytes);
     roofline += KernelRooflineSeconds(KernelQueryFromPoint(p), rates, false);
     fitted_errors[cls].push_back(std::abs(fitted - measured) / measured);
     roofline_errors[cls].push_back(std::abs(roofline - measured) / measured);

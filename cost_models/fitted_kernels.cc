@@ -37,8 +37,7 @@ double SmoothMax(double a, double b, double p) {
 }
 
 double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, double peak_flops_per_s,
-                         double weight_bytes_per_element, double tokens, double out_features,
-                         double in_features) {
+                         double weight_bytes_per_element, double tokens, double out_features, double in_features) {
   if (tokens <= 0) return 0;
   const double m = tokens, n = out_features, k = in_features;
   const double tiles = std::ceil(m / kGemmTile) * std::ceil(n / kGemmTile);

@@ -24,10 +24,10 @@ namespace kvsim {
 // Datasheet peaks, without any efficiency factor (the fitted curves carry the efficiencies).
 struct DevicePeaks {
   double bf16_flops_per_s = 0;
-  double fp8_flops_per_s = 0;   // bf16 when the device has none
-  double int8_ops_per_s = 0;    // bf16 when the device has none
+  double fp8_flops_per_s = 0;  // bf16 when the device has none
+  double int8_ops_per_s = 0;   // bf16 when the device has none
   double memory_bytes_per_s = 0;
-  int32_t num_sms = 0;          // 0 = no wave quantisation
+  int32_t num_sms = 0;  // 0 = no wave quantisation
 };
 
 DevicePeaks MakeDevicePeaks(const proto::DeviceSpec& device);
@@ -38,8 +38,7 @@ double SmoothMax(double a, double b, double p);
 // GEMM of `tokens` rows, in_features -> out_features, weights of `weight_bytes_per_element`, at the
 // tensor-core peak `peak_flops_per_s` (GemmFit in proto/spec.proto). 0 for tokens <= 0.
 double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, double peak_flops_per_s,
-                         double weight_bytes_per_element, double tokens, double out_features,
-                         double in_features);
+                         double weight_bytes_per_element, double tokens, double out_features, double in_features);
 
 // `batch` chunks of `new_tokens` after `context_tokens` cached ones each; `kv_bytes_per_token` is the
 // KV of one token of one layer on this GPU (2 x kv_heads x head_dim x element bytes).

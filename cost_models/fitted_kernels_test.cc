@@ -110,7 +110,7 @@ TEST(FittedKernelsTest, AllReduceCurveAndNearestCount) {
   const proto::AllReduceFit* four = FindAllReduceFit(params, 4, &exact);
   ASSERT_NE(four, nullptr);
   EXPECT_FALSE(exact);
-  EXPECT_EQ(four->num_gpus(), 8);  // the nearest larger count
+  EXPECT_EQ(four->num_gpus(), 8);                                  // the nearest larger count
   EXPECT_EQ(FindAllReduceFit(params, 16, &exact)->num_gpus(), 8);  // else the largest
   EXPECT_EQ(FindAllReduceFit(proto::FittedCostParams(), 2, &exact), nullptr);
   EXPECT_EQ(FittedAllReduceSeconds(*two, 1e6, 1), 0);

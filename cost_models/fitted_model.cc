@@ -13,8 +13,7 @@ namespace {
 
 int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
-constexpr const char* kKindNames[] = {"gemm", "prefill_attention", "decode_attention", "elementwise",
-                                      "all_reduce"};
+constexpr const char* kKindNames[] = {"gemm", "prefill_attention", "decode_attention", "elementwise", "all_reduce"};
 
 }  // namespace
 
@@ -58,8 +57,8 @@ double FittedCostModel::Count(Kind kind, double seconds, bool inside) const {
 double FittedCostModel::Gemm(int64_t tokens, int64_t out_features, int64_t in_features) const {
   if (tokens <= 0) return 0;
   const double features[] = {static_cast<double>(tokens)};
-  const bool inside = gemm_format_fitted_ && fit_.gemm().quality().fitted() &&
-                      InsideFitRange(fit_.gemm().quality(), features, 1);
+  const bool inside =
+      gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
   return Count(kGemm,
                FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, tokens,
                                  out_features, in_features),
@@ -92,8 +91,7 @@ double FittedCostModel::Decode(int64_t batch, int64_t total_context, int64_t max
 absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchShape& batch) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
-  const std::vector<int64_t> l2 =
-      L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
+  const std::vector<int64_t> l2 = L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   int64_t decodes = 0, decode_context = 0, max_context = 0, merge_decodes = 0, max_segments = 1;
   double attention_s = 0;
@@ -154,8 +152,8 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
   double lm_head_s = 0;
   if (sampling > 0) {
     const double features[] = {static_cast<double>(sampling)};
-    const bool inside = gemm_format_fitted_ && fit_.gemm().quality().fitted() &&
-                        InsideFitRange(fit_.gemm().quality(), features, 1);
+    const bool inside =
+        gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
     lm_head_s = FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, sampling,
                                   p_.vocab, h);
     const int64_t ns = ToNs(lm_head_s);
@@ -182,8 +180,7 @@ absl::StatusOr<int64_t> FittedCostModel::IterationTimeNs(const BatchShape& batch
 
 int64_t FittedCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
-  const double bandwidth =
-      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
+  const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
 }
 

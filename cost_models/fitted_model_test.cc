@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "config/experiment_config.h"
 #include "cost_models/fitted_kernels.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 
 namespace kvsim {
 namespace {
@@ -73,7 +73,7 @@ TEST(FittedModelTest, AccuracyIsWeightedByTheKindsThisRunUsed) {
   EXPECT_NEAR(fractions, 1, 1e-12);
   EXPECT_NEAR(a.time_weighted_median_error(), median, 1e-12);
   EXPECT_EQ(a.kinds(0).kind(), "gemm");
-  EXPECT_GT(a.kinds(0).time_fraction(), 0.5);  // weight reads dominate a batch-1 decode
+  EXPECT_GT(a.kinds(0).time_fraction(), 0.5);    // weight reads dominate a batch-1 decode
   EXPECT_EQ(a.extrapolated_time_fraction(), 0);  // context 1000, 1 token: inside the measurements
 
   // A 100K-token context lies beyond the measured decode contexts (16K): that share is extrapolated.

@@ -46,8 +46,8 @@ double WaveEfficiency(double work_items, int32_t num_sms) {
   return work_items / (waves * num_sms);
 }
 
-double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_bytes_per_element,
-                   int64_t tokens, int64_t out_features, int64_t in_features, bool wave_quantisation) {
+double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_bytes_per_element, int64_t tokens,
+                   int64_t out_features, int64_t in_features, bool wave_quantisation) {
   if (tokens <= 0) return 0;
   const double m = tokens, n = out_features, k = in_features;
   double compute = 2 * m * n * k / flops_per_s;
@@ -58,8 +58,8 @@ double GemmSeconds(const DeviceRates& rates, double flops_per_s, double weight_b
   return std::max(compute, bytes / rates.memory_bytes_per_s);
 }
 
-AttentionKernel::AttentionKernel(const DeviceRates& rates, const KvFormat& kv, int64_t heads,
-                                 int64_t kv_heads, int64_t head_dim)
+AttentionKernel::AttentionKernel(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
+                                 int64_t head_dim)
     : heads(heads),
       head_dim(head_dim),
       kv_elements_per_token(2.0 * kv_heads * head_dim),
@@ -69,11 +69,9 @@ AttentionKernel::AttentionKernel(const DeviceRates& rates, const KvFormat& kv, i
       alu_ops_per_s(rates.alu_ops_per_s),
       memory_bytes_per_s(rates.memory_bytes_per_s) {}
 
-double AttentionSeconds(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads,
-                        int64_t head_dim, int64_t context_tokens, int64_t new_tokens,
-                        int64_t l2_resident_tokens) {
-  return AttentionKernel(rates, kv, heads, kv_heads, head_dim)
-      .Seconds(context_tokens, new_tokens, l2_resident_tokens);
+double AttentionSeconds(const DeviceRates& rates, const KvFormat& kv, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                        int64_t context_tokens, int64_t new_tokens, int64_t l2_resident_tokens) {
+  return AttentionKernel(rates, kv, heads, kv_heads, head_dim).Seconds(context_tokens, new_tokens, l2_resident_tokens);
 }
 
 double AllReduceSeconds(const DeviceRates& rates, double bytes, int64_t gpus) {
@@ -82,10 +80,9 @@ double AllReduceSeconds(const DeviceRates& rates, double bytes, int64_t gpus) {
   return 2 * (g - 1) * rates.link_step_s + 2 * (g - 1) / g * bytes / rates.link_bytes_per_s;
 }
 
-double SegmentMergeSeconds(const DeviceRates& rates, int64_t batch, int64_t heads, int64_t head_dim,
-                           int64_t segments) {
-  const double bytes = static_cast<double>(batch) * heads *
-                       (segments * (head_dim * 4.0 + 4.0) + head_dim * kActivationBytes);
+double SegmentMergeSeconds(const DeviceRates& rates, int64_t batch, int64_t heads, int64_t head_dim, int64_t segments) {
+  const double bytes =
+      static_cast<double>(batch) * heads * (segments * (head_dim * 4.0 + 4.0) + head_dim * kActivationBytes);
   return bytes / rates.memory_bytes_per_s;
 }
 
@@ -144,8 +141,8 @@ double KernelRooflineSeconds(const KernelQuery& q, const DeviceRates& rates, boo
       // No wave term for library GEMMs: cuBLASLt's split-K and stream-K kernels on Hopper largely hide
       // partial waves, and a 128 x 128 tile model would put steps into the prior that the measured
       // times do not have.
-      return GemmSeconds(rates, GemmFlopsPerSecond(rates, q.format.bits, q.format.is_fp8),
-                         q.format.bits / 8.0, q.query_tokens * q.batch, q.out_features, q.in_features,
+      return GemmSeconds(rates, GemmFlopsPerSecond(rates, q.format.bits, q.format.is_fp8), q.format.bits / 8.0,
+                         q.query_tokens * q.batch, q.out_features, q.in_features,
                          /*wave_quantisation=*/false);
     case proto::KERNEL_KIND_ALL_REDUCE:
       return AllReduceSeconds(rates, static_cast<double>(q.bytes), q.num_gpus);

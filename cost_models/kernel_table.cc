@@ -25,8 +25,8 @@ int64_t Round(double x) { return static_cast<int64_t>(std::llround(x)); }
 std::string KernelSeriesKey(const KernelQuery& q) {
   const std::string format = q.format.Name();
   if (IsAttention(q.kind)) {
-    return absl::StrCat(KernelKindName(q.kind), "|", format, "|h", q.num_heads, "|kv", q.num_kv_heads, "|d",
-                        q.head_dim, "|s", q.num_segments);
+    return absl::StrCat(KernelKindName(q.kind), "|", format, "|h", q.num_heads, "|kv", q.num_kv_heads, "|d", q.head_dim,
+                        "|s", q.num_segments);
   }
   if (IsGemm(q.kind)) return absl::StrCat("gemm|", format, "|", q.in_features, "->", q.out_features);
   switch (q.kind) {
@@ -111,9 +111,7 @@ double KernelTable::RooflineSeconds(const KernelQuery& query) const {
   return KernelRooflineSeconds(query, rates_, options_.wave_quantisation);
 }
 
-bool KernelTable::HasSeries(const KernelQuery& query) const {
-  return series_.count(KernelSeriesKey(query)) > 0;
-}
+bool KernelTable::HasSeries(const KernelQuery& query) const { return series_.count(KernelSeriesKey(query)) > 0; }
 
 KernelTable::Prediction KernelTable::PredictInSeries(const LogGridInterpolator& series,
                                                      const KernelQuery& query) const {

@@ -164,8 +164,7 @@ TEST(KernelTableTest, CompressedKvBorrowsBf16ScaledByTheRooflineRatio) {
   const KernelQuery int4 = Query(point);
   const KernelTable::Prediction p = table.Predict(int4);
   EXPECT_TRUE(p.extrapolated);
-  EXPECT_NEAR(p.seconds,
-              DecodeNs(64, 8192) * 1e-9 * table.RooflineSeconds(int4) / table.RooflineSeconds(bf16), 1e-15);
+  EXPECT_NEAR(p.seconds, DecodeNs(64, 8192) * 1e-9 * table.RooflineSeconds(int4) / table.RooflineSeconds(bf16), 1e-15);
   // int4 moves 0.53125 / 2 = 27% of bf16's bytes but its dequantisation and CUDA-core dot products make
   // it compute-bound: (3 x 16.8M + 134M) ops / 46.9e12 = 3.94 us vs 8.74 us of bf16 memory time per
   // sequence, a ratio of 0.45, not 0.27.

@@ -8,8 +8,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector<Point>& points,
-                                                               int num_features) {
+absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector<Point>& points, int num_features) {
   if (points.empty()) return absl::InvalidArgumentError("interpolator: no points");
   if (num_features < 1) return absl::InvalidArgumentError("interpolator: needs at least one feature");
   LogGridInterpolator interp;
@@ -18,8 +17,8 @@ absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
     if (static_cast<int>(p.features.size()) != num_features) {
-      return absl::InvalidArgumentError(absl::StrCat("interpolator: point ", i, " has ", p.features.size(),
-                                                     " features, expected ", num_features));
+      return absl::InvalidArgumentError(
+          absl::StrCat("interpolator: point ", i, " has ", p.features.size(), " features, expected ", num_features));
     }
     for (double f : p.features) {
       if (!(f >= 0) || !std::isfinite(f)) {
@@ -42,8 +41,8 @@ absl::StatusOr<LogGridInterpolator> LogGridInterpolator::Build(const std::vector
   return interp;
 }
 
-void LogGridInterpolator::Insert(Node* node, const std::vector<double>& features, int level,
-                                 double log_value, int num_features) {
+void LogGridInterpolator::Insert(Node* node, const std::vector<double>& features, int level, double log_value,
+                                 int num_features) {
   const double x = features[level];
   auto it = std::lower_bound(node->raw.begin(), node->raw.end(), x);
   const size_t index = it - node->raw.begin();
@@ -87,9 +86,8 @@ double LogGridInterpolator::ScaleMemo::LogAt(const std::vector<double>& at, cons
   return logs.back();
 }
 
-double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<double>* features,
-                                      const Prior& prior, const Prior& scale, ScaleMemo* memo,
-                                      bool* extrapolated) const {
+double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<double>* features, const Prior& prior,
+                                      const Prior& scale, ScaleMemo* memo, bool* extrapolated) const {
   const bool last = level + 1 == num_features_;
   auto value_at = [&](size_t i) {
     return last ? node.log_values[i]
@@ -163,7 +161,7 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
     }
     if (end - first < 3) return has_right ? secant(j) : secant(j - 1);  // two points: the line
     // Ends of the data: the three-point formula, limited so the curve neither turns nor overshoots.
-    const size_t a = has_right ? j : j - 2;      // the three points are a, a + 1, a + 2
+    const size_t a = has_right ? j : j - 2;  // the three points are a, a + 1, a + 2
     const double h0 = has_right ? h(a) : h(a + 1), h1 = has_right ? h(a + 1) : h(a);
     const double d0 = has_right ? secant(a) : secant(a + 1), d1 = has_right ? secant(a + 1) : secant(a);
     double d = ((2 * h0 + h1) * d0 - h0 * d1) / (h0 + h1);
@@ -176,12 +174,12 @@ double LogGridInterpolator::PredictAt(const Node& node, int level, std::vector<d
   };
   const double t = (query_key - k[lo - first]) / h(lo);
   const double t2 = t * t, t3 = t2 * t;
-  return (2 * t3 - 3 * t2 + 1) * val(lo) + (t3 - 2 * t2 + t) * h(lo) * slope(lo) +
-         (-2 * t3 + 3 * t2) * val(hi) + (t3 - t2) * h(lo) * slope(hi);
+  return (2 * t3 - 3 * t2 + 1) * val(lo) + (t3 - 2 * t2 + t) * h(lo) * slope(lo) + (-2 * t3 + 3 * t2) * val(hi) +
+         (t3 - t2) * h(lo) * slope(hi);
 }
 
-LogGridInterpolator::Result LogGridInterpolator::Predict(const std::vector<double>& features,
-                                                         const Prior& prior, const Prior& scale) const {
+LogGridInterpolator::Result LogGridInterpolator::Predict(const std::vector<double>& features, const Prior& prior,
+                                                         const Prior& scale) const {
   std::vector<double> f = features;
   thread_local ScaleMemo memo;  // per thread: Predict() stays const and thread-safe; storage is reused
   memo.features.clear();

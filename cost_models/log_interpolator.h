@@ -63,14 +63,13 @@ class LogGridInterpolator {
 
  private:
   struct Node {
-    std::vector<double> raw;       // measured values of this level's feature, ascending
-    std::vector<double> keys;      // log1p(raw)
-    std::vector<Node> children;    // one per key (inner levels)
+    std::vector<double> raw;         // measured values of this level's feature, ascending
+    std::vector<double> keys;        // log1p(raw)
+    std::vector<Node> children;      // one per key (inner levels)
     std::vector<double> log_values;  // one per key (last level): mean log value
     std::vector<int> counts;         // samples behind each log value (while building)
   };
-  static void Insert(Node* node, const std::vector<double>& features, int level, double log_value,
-                     int num_features);
+  static void Insert(Node* node, const std::vector<double>& features, int level, double log_value, int num_features);
   static void Finish(Node* node);
   // The logs of the scale at the feature vectors one Predict() has evaluated it at: the levels below
   // the first evaluate it at the same measured values for each bracketing neighbour, so most calls
@@ -81,8 +80,8 @@ class LogGridInterpolator {
     // log(scale(at)), computed at most once per Predict().
     double LogAt(const std::vector<double>& at, const Prior& scale);
   };
-  double PredictAt(const Node& node, int level, std::vector<double>* features, const Prior& prior,
-                   const Prior& scale, ScaleMemo* memo, bool* extrapolated) const;
+  double PredictAt(const Node& node, int level, std::vector<double>* features, const Prior& prior, const Prior& scale,
+                   ScaleMemo* memo, bool* extrapolated) const;
 
   int num_features_ = 0;
   size_t num_points_ = 0;

@@ -31,8 +31,8 @@ LogGridInterpolator DecodeGrid() {
 
 TEST(LogGridInterpolatorTest, ReproducesTablePointsExactly) {
   // A ragged grid: each batch has its own contexts, values not from any law.
-  std::vector<LogGridInterpolator::Point> points = {
-      {{1, 0}, 7.0}, {{1, 100}, 11.0}, {{1, 1000}, 13.0}, {{4, 50}, 17.0}, {{4, 5000}, 19.0}, {{16, 10}, 23.0}};
+  std::vector<LogGridInterpolator::Point> points = {{{1, 0}, 7.0},   {{1, 100}, 11.0},  {{1, 1000}, 13.0},
+                                                    {{4, 50}, 17.0}, {{4, 5000}, 19.0}, {{16, 10}, 23.0}};
   LogGridInterpolator interp = *LogGridInterpolator::Build(points, 2);
   for (const auto& p : points) {
     LogGridInterpolator::Result r = interp.Predict(p.features, Flat());
@@ -49,8 +49,7 @@ TEST(LogGridInterpolatorTest, TwoPointsInterpolateLinearlyInLogLog) {
   // value = exp((1 - w) ln 10 + w ln 90).
   LogGridInterpolator interp = *LogGridInterpolator::Build({{{1}, 10.0}, {{3}, 90.0}}, 1);
   const double w = (std::log(3.0) - std::log(2.0)) / (std::log(4.0) - std::log(2.0));
-  EXPECT_NEAR(interp.Predict({2}, Flat()).value, std::exp((1 - w) * std::log(10.0) + w * std::log(90.0)),
-              1e-9);
+  EXPECT_NEAR(interp.Predict({2}, Flat()).value, std::exp((1 - w) * std::log(10.0) + w * std::log(90.0)), 1e-9);
 }
 
 TEST(LogGridInterpolatorTest, MonotoneWhereTheDataIs) {
@@ -108,8 +107,8 @@ TEST(LogGridInterpolatorTest, ExtrapolationFollowsThePriorAndSaysSo) {
   // The prior is half the true law: anchored at the boundary, the ratio cancels the factor, so the
   // prediction beyond the grid equals the law itself.
   LogGridInterpolator::Prior prior = [](const std::vector<double>& f) { return 0.5 * DecodeLaw(f[0], f[1]); };
-  for (const std::vector<double>& q : std::vector<std::vector<double>>{
-           {512, 4096}, {64, 1 << 20}, {1024, 1 << 19}, {8, 16}}) {
+  for (const std::vector<double>& q :
+       std::vector<std::vector<double>>{{512, 4096}, {64, 1 << 20}, {1024, 1 << 19}, {8, 16}}) {
     const LogGridInterpolator::Result r = interp.Predict(q, prior);
     EXPECT_TRUE(r.extrapolated);
     EXPECT_NEAR(r.value, DecodeLaw(q[0], q[1]), 1e-9 * r.value);

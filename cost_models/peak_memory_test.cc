@@ -1,7 +1,7 @@
 #include "cost_models/peak_memory.h"
 
-#include "gtest/gtest.h"
 #include "config/experiment_config.h"
+#include "gtest/gtest.h"
 
 namespace kvsim {
 namespace {

@@ -63,8 +63,7 @@ absl::StatusOr<RooflineParams> MakeRooflineParams(const proto::ExperimentConfig&
   KVSIM_ASSIGN_OR_RETURN(p.kv, ResolveKvFormat(m, config.cost_model()));
   p.kv_bytes_per_token_per_layer = KvBytesPerTokenPerLayer(p.kv_heads, p.head_dim, p.kv);
   p.rates = MakeDeviceRates(d);
-  p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()),
-                                            m.weight_dtype() == proto::DTYPE_FP8);
+  p.linear_flops_per_s = GemmFlopsPerSecond(p.rates, DTypeBits(m.weight_dtype()), m.weight_dtype() == proto::DTYPE_FP8);
   p.overhead_ns = config.cost_model().iteration_overhead_ns();
   if (p.overhead_ns < 0) {
     return absl::InvalidArgumentError("cost_model.iteration_overhead_ns: must be >= 0");
@@ -103,8 +102,7 @@ proto::CostModelAccuracy MeasuredRooflineError(const proto::ExperimentConfig& co
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RooflineCostModel>> RooflineCostModel::Create(
-    const proto::ExperimentConfig& config) {
+absl::StatusOr<std::unique_ptr<RooflineCostModel>> RooflineCostModel::Create(const proto::ExperimentConfig& config) {
   KVSIM_ASSIGN_OR_RETURN(RooflineParams params, MakeRooflineParams(config));
   auto model = std::make_unique<RooflineCostModel>(params);
   model->accuracy_ = MeasuredRooflineError(config);
@@ -144,37 +142,31 @@ int64_t RooflineCostModel::AllReduceNs(int64_t layer_tokens) const {
 
 std::string RooflineCostModel::Describe() const {
   return absl::StrFormat("roofline (KV %s, TP %d, recompute %s)", p_.kv.Name(), p_.tp,
-                         p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION ? "kv-projection"
-                                                                                  : "full-layers");
+                         p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION ? "kv-projection" : "full-layers");
 }
 
 double RooflineCostModel::GemmSeconds(int64_t tokens, int64_t out_features, int64_t in_features) const {
-  return kvsim::GemmSeconds(p_.rates, p_.linear_flops_per_s, p_.weight_bytes_per_element, tokens,
-                            out_features, in_features, /*wave_quantisation=*/false);
+  return kvsim::GemmSeconds(p_.rates, p_.linear_flops_per_s, p_.weight_bytes_per_element, tokens, out_features,
+                            in_features, /*wave_quantisation=*/false);
 }
 
 double RooflineCostModel::LayerLinearSeconds(int64_t tokens) const {
   const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim;
   return GemmSeconds(tokens, q + 2 * kv, p_.hidden) + GemmSeconds(tokens, p_.hidden, q) +
-         GemmSeconds(tokens, 2 * p_.intermediate, p_.hidden) +
-         GemmSeconds(tokens, p_.hidden, p_.intermediate);
+         GemmSeconds(tokens, 2 * p_.intermediate, p_.hidden) + GemmSeconds(tokens, p_.hidden, p_.intermediate);
 }
 
 double RooflineCostModel::KvProjectionSeconds(int64_t tokens) const {
   return GemmSeconds(tokens, 2 * p_.kv_heads * p_.head_dim, p_.hidden);
 }
 
-double RooflineCostModel::LmHeadSeconds(int64_t tokens) const {
-  return GemmSeconds(tokens, p_.vocab, p_.hidden);
-}
+double RooflineCostModel::LmHeadSeconds(int64_t tokens) const { return GemmSeconds(tokens, p_.vocab, p_.hidden); }
 
 double RooflineCostModel::AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens) const {
   return attention_.Seconds(piece.context_tokens, piece.new_tokens, l2_resident_tokens);
 }
 
-double RooflineCostModel::KvBytesPerTokenPerLayer() const {
-  return p_.kv_bytes_per_token_per_layer;
-}
+double RooflineCostModel::KvBytesPerTokenPerLayer() const { return p_.kv_bytes_per_token_per_layer; }
 
 double RooflineCostModel::AllReduceSeconds(int64_t tokens) const {
   return kvsim::AllReduceSeconds(p_.rates, static_cast<double>(tokens) * p_.hidden * 2, p_.tp);
@@ -185,8 +177,7 @@ absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchS
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   double attention_s = 0;
-  const std::vector<int64_t> l2 =
-      L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
+  const std::vector<int64_t> l2 = L2ResidentTokens(batch, KvBytesPerTokenPerLayer(), p_.rates.l2_cache_bytes);
   // One pass: the checks of ValidateBatch (whose error it returns for a bad piece) and the sums.
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const SequenceWork& s = batch.sequences[i];
@@ -231,8 +222,7 @@ absl::StatusOr<int64_t> RooflineCostModel::RecomputeTimeNs(int64_t position, int
 
 int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
-  const double bandwidth =
-      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
+  const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
 }
 

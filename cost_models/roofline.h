@@ -54,9 +54,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/kv_format.h"
 #include "cost_models/cost_model.h"
 #include "cost_models/kernel_roofline.h"
-#include "config/kv_format.h"
 #include "proto/config.pb.h"
 
 namespace kvsim {
@@ -65,11 +65,11 @@ namespace kvsim {
 struct RooflineParams {
   int64_t num_layers = 0;
   int64_t hidden = 0;
-  int64_t heads = 0;            // query heads per GPU
-  int64_t kv_heads = 0;         // KV heads per GPU (at least 1)
+  int64_t heads = 0;     // query heads per GPU
+  int64_t kv_heads = 0;  // KV heads per GPU (at least 1)
   int64_t head_dim = 0;
-  int64_t intermediate = 0;     // per GPU
-  int64_t vocab = 0;            // per GPU
+  int64_t intermediate = 0;  // per GPU
+  int64_t vocab = 0;         // per GPU
   int64_t tp = 1;
   double weight_bytes_per_element = 2;
   KvFormat kv;
@@ -108,10 +108,10 @@ class RooflineCostModel final : public CostModel {
   double AttentionSeconds(const SequenceWork& piece, int64_t l2_resident_tokens = 0) const;
   // KV bytes per token per layer on this GPU (scales included).
   double KvBytesPerTokenPerLayer() const;
-  double AllReduceSeconds(int64_t tokens) const;              // one all-reduce; 0 without TP
+  double AllReduceSeconds(int64_t tokens) const;  // one all-reduce; 0 without TP
   // Linear layers of one layer over `tokens` tokens: QKV, O, gate+up and down GEMMs.
   double LayerLinearSeconds(int64_t tokens) const;
-  double KvProjectionSeconds(int64_t tokens) const;           // one layer
+  double KvProjectionSeconds(int64_t tokens) const;  // one layer
   double LmHeadSeconds(int64_t tokens) const;
 
   const RooflineParams& params() const { return p_; }

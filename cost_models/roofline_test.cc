@@ -3,8 +3,8 @@
 #include <cmath>
 #include <memory>
 
-#include "gtest/gtest.h"
 #include "config/experiment_config.h"
+#include "gtest/gtest.h"
 
 namespace kvsim {
 namespace {
@@ -54,7 +54,7 @@ TEST(RooflineTest, SingleDecodeOfLlama8bOnH200IsBoundByWeightBytes) {
   // Linear: every weight byte once (2 bytes each) plus bf16 activations in and out of each GEMM for one
   // token: (6144 + 4096 + 4096 + 4096 + 28672 + 4096 + 4096 + 14336) x 2 = 139,264 bytes per layer.
   const double linear_bytes = 32 * (kLayerParams * 2 + 139264);  // 13,963,100,160 bytes
-  EXPECT_NEAR(b->linear_ns, linear_bytes / kHbm * 1e9, 1.0);      // 3.636224 ms
+  EXPECT_NEAR(b->linear_ns, linear_bytes / kHbm * 1e9, 1.0);     // 3.636224 ms
   // LM head: 525,336,576 x 2 bytes + (128256 + 4096) x 2 activation bytes.
   EXPECT_NEAR(b->lm_head_ns, (kLmHeadParams * 2 + (128256 + 4096) * 2) / kHbm * 1e9, 1.0);
   // Attention per layer: KV of 1001 tokens read and 1 written, 2 x 8 x 128 = 2048 elements per token,
@@ -165,8 +165,7 @@ TEST(RooflineTest, MixedBatchIsLinearOverAllTokensPlusEachPiecesAttention) {
   // The LM head runs for the two decodes (the chunk is not the prompt's last).
   EXPECT_EQ(mixed.lm_head_ns, model->IterationBreakdown(Batch({Piece(0, 1), Piece(0, 1)}))->lm_head_ns);
   EXPECT_EQ(mixed.overhead_ns, 5000);
-  EXPECT_EQ(mixed.total_ns,
-            mixed.linear_ns + mixed.lm_head_ns + mixed.attention_ns + mixed.allreduce_ns + 5000);
+  EXPECT_EQ(mixed.total_ns, mixed.linear_ns + mixed.lm_head_ns + mixed.attention_ns + mixed.allreduce_ns + 5000);
 }
 
 TEST(RooflineTest, DecodeOverFourBitKvTurnsComputeBound) {
@@ -182,15 +181,14 @@ TEST(RooflineTest, DecodeOverFourBitKvTurnsComputeBound) {
   // bf16: 33.6 MB -> 8.74 us vs 2.86 us of ALU.  int8 (+4 B per 128): 17.3 MB -> 4.51 us vs
   // (2 x 16.8M + 134M) / 46.9e12 = 3.58 us.  int4: 8.9 MB -> 2.33 us vs (3 x 16.8M + 134M) = 3.94 us.
   // 2-bit: 5.2 MB -> 1.34 us vs 3.94 us.
-  for (const Case& c : {Case{16, 2.0, 0, false}, Case{8, 1.03125, 2, false}, Case{4, 0.53125, 3, true},
-                        Case{2, 0.28125, 3, true}}) {
+  for (const Case& c :
+       {Case{16, 2.0, 0, false}, Case{8, 1.03125, 2, false}, Case{4, 0.53125, 3, true}, Case{2, 0.28125, 3, true}}) {
     proto::ExperimentConfig config = Config();
     config.mutable_cost_model()->set_kv_quant_bits(c.bits);
     auto model = Model(config);
     const double memory_s = ((read + written) * c.bytes_per_element + qo) / kHbm;
     const double compute_s = (read * c.dequant_ops + dots) / kAlu;
-    EXPECT_NEAR(model->AttentionSeconds(Piece(8191, 1)), std::max(memory_s, compute_s), 1e-12)
-        << c.bits << " bits";
+    EXPECT_NEAR(model->AttentionSeconds(Piece(8191, 1)), std::max(memory_s, compute_s), 1e-12) << c.bits << " bits";
     EXPECT_EQ(compute_s > memory_s, c.compute_bound) << c.bits << " bits";
   }
 }

@@ -31,9 +31,8 @@ absl::StatusOr<proto::CalibrationTable> SynthesizeTable(const proto::ExperimentC
   h->set_gpu_name(config.device().name());
   h->set_synthetic_from_datasheet(true);
   h->set_tool_revision(absl::StrCat("kvsim ", kKvsimVersion));
-  h->set_source(absl::StrCat("kvsim costmodel synth: kernel roofline of ", config.model().name(),
-                             " shapes (TP ", p.tp, ") on ", config.device().source(), " figures, + ",
-                             options.launch_ns, " ns per kernel"));
+  h->set_source(absl::StrCat("kvsim costmodel synth: kernel roofline of ", config.model().name(), " shapes (TP ", p.tp,
+                             ") on ", config.device().source(), " figures, + ", options.launch_ns, " ns per kernel"));
   auto add = [&](proto::KernelKind kind, const std::string& dtype, auto set_shape) {
     proto::CalibrationPoint* point = table.add_points();
     point->set_kind(kind);
@@ -88,16 +87,16 @@ absl::StatusOr<proto::CalibrationTable> SynthesizeTable(const proto::ExperimentC
     proto::KernelKind kind;
     int64_t in, out;
   };
-  const std::string weights = p.weight_bytes_per_element == 2 ? "bf16"
+  const std::string weights = p.weight_bytes_per_element == 2   ? "bf16"
                               : p.weight_bytes_per_element == 1 ? "fp8"
                               : p.weight_bytes_per_element == 4 ? "fp32"
                                                                 : "int4";
-  for (const Gemm& g : {Gemm{proto::KERNEL_KIND_LINEAR_GEMM, hidden, q + 2 * kv},
-                        Gemm{proto::KERNEL_KIND_LINEAR_GEMM, q, hidden},
-                        Gemm{proto::KERNEL_KIND_MLP_GEMM, hidden, 2 * p.intermediate},
-                        Gemm{proto::KERNEL_KIND_MLP_GEMM, p.intermediate, hidden},
-                        Gemm{proto::KERNEL_KIND_KV_PROJECTION, hidden, 2 * kv},
-                        Gemm{proto::KERNEL_KIND_LINEAR_GEMM, hidden, p.vocab}}) {
+  for (const Gemm& g :
+       {Gemm{proto::KERNEL_KIND_LINEAR_GEMM, hidden, q + 2 * kv}, Gemm{proto::KERNEL_KIND_LINEAR_GEMM, q, hidden},
+        Gemm{proto::KERNEL_KIND_MLP_GEMM, hidden, 2 * p.intermediate},
+        Gemm{proto::KERNEL_KIND_MLP_GEMM, p.intermediate, hidden},
+        Gemm{proto::KERNEL_KIND_KV_PROJECTION, hidden, 2 * kv},
+        Gemm{proto::KERNEL_KIND_LINEAR_GEMM, hidden, p.vocab}}) {
     for (int64_t tokens : Powers(1, 16384)) {
       add(g.kind, weights, [&](proto::KernelShape* s) {
         s->set_query_tokens(tokens);

@@ -2,10 +2,10 @@
 
 #include <string>
 
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/kernel_roofline.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 #include "util/file.h"
 
 namespace kvsim {

@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/validation.h"
-#include "config/experiment_config.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -33,19 +33,18 @@ std::string WeightDTypeName(proto::DType dtype) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(
-    const proto::ExperimentConfig& config, const proto::CalibrationTable& table,
-    const std::string& table_name) {
+absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(const proto::ExperimentConfig& config,
+                                                                          const proto::CalibrationTable& table,
+                                                                          const std::string& table_name) {
   KVSIM_ASSIGN_OR_RETURN(RooflineParams params, MakeRooflineParams(config));
   KernelTableOptions options;
   const proto::CostModelConfig& cost = config.cost_model();
   options.anchor_extrapolation = !cost.has_table_anchor_extrapolation() || cost.table_anchor_extrapolation();
   KVSIM_ASSIGN_OR_RETURN(KernelTable kernels, KernelTable::Build(table, params.rates, options));
   const proto::CalibrationHeader& h = table.header();
-  std::string description =
-      absl::StrFormat("table %s (%d points, GPU %s%s)", table_name, table.points_size(),
-                      h.gpu_name().empty() ? "unknown" : h.gpu_name(),
-                      h.synthetic_from_datasheet() ? ", synthetic from datasheet" : ", measured");
+  std::string description = absl::StrFormat("table %s (%d points, GPU %s%s)", table_name, table.points_size(),
+                                            h.gpu_name().empty() ? "unknown" : h.gpu_name(),
+                                            h.synthetic_from_datasheet() ? ", synthetic from datasheet" : ", measured");
   auto* model = new TableCostModel(params, std::move(kernels), std::move(description));
   model->weight_dtype_ = WeightDTypeName(config.model().weight_dtype());
   ValidationOptions validation;
@@ -165,7 +164,8 @@ double TableCostModel::Attention(proto::KernelKind kind, int64_t batch, const Se
     KernelQuery a = q, b = q;
     a.num_segments = lower;
     b.num_segments = upper;
-    const double w = std::log(static_cast<double>(q.num_segments) / lower) / std::log(static_cast<double>(upper) / lower);
+    const double w =
+        std::log(static_cast<double>(q.num_segments) / lower) / std::log(static_cast<double>(upper) / lower);
     return std::exp((1 - w) * std::log(Kernel(a, tally, (1 - w) * weight)) +
                     w * std::log(Kernel(b, tally, w * weight)));
   }
@@ -187,8 +187,8 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) ++decodes;
   }
   double seconds = 0;
-  const std::vector<int64_t> l2 = L2ResidentTokens(
-      batch, 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement(), p_.rates.l2_cache_bytes);
+  const std::vector<int64_t> l2 =
+      L2ResidentTokens(batch, 2.0 * p_.kv_heads * p_.head_dim * p_.kv.BytesPerElement(), p_.rates.l2_cache_bytes);
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     SequenceWork s = batch.sequences[i];
     if (s.new_tokens == 1 && !(s.recompute && skip_recompute)) {
@@ -261,8 +261,7 @@ int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& t
   if (tier.kind() == proto::TIER_KIND_HOST && table_.HasSeries(copy)) {
     return tier.latency_ns() + ToNs(Kernel(copy, nullptr, 0));
   }
-  const double bandwidth =
-      tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
+  const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
 }
 

@@ -97,15 +97,14 @@ class TableCostModel final : public CostModel {
   double Kernel(const KernelQuery& q, Tally* tally, double weight) const;
   double Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features, Tally* tally,
               double weight) const;
-  double Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece, Tally* tally,
-                   double weight) const;
+  double Attention(proto::KernelKind kind, int64_t batch, const SequenceWork& piece, Tally* tally, double weight) const;
   double DecodeAttention(const BatchShape& batch, bool skip_recompute, Tally* tally, double weight) const;
 
   RooflineParams p_;
   KernelTable table_;
   std::string description_;
   std::string weight_dtype_;
-  proto::CostModelAccuracy heldout_;  // prediction counters unset
+  proto::CostModelAccuracy heldout_;                                  // prediction counters unset
   std::map<std::string, std::pair<double, double>> heldout_by_kind_;  // kind name -> held-out median, p95
   std::map<std::string, int64_t> heldout_points_by_kind_;
   mutable std::array<std::atomic<int64_t>, kNumKinds> time_ns_{};

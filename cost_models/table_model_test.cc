@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/synthetic_table.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 
 namespace kvsim {
 namespace {
@@ -112,8 +112,8 @@ TEST(TableModelTest, EachDecodePaysItsOwnContextNotTheMean) {
   auto model = Model(TableConfig());
   const CostBreakdown b = *model->IterationBreakdown(Batch({Piece(1000, 1), Piece(100000, 1)}));
   // 32 layers x (T(2, 1000) + T(2, 100000)) / 2.
-  const double expected = 32 * (model->table().Predict(Decode(2, 1000)).seconds +
-                                model->table().Predict(Decode(2, 100000)).seconds) / 2;
+  const double expected =
+      32 * (model->table().Predict(Decode(2, 1000)).seconds + model->table().Predict(Decode(2, 100000)).seconds) / 2;
   EXPECT_NEAR(b.attention_ns, expected * 1e9, 1.0);
 }
 
@@ -126,8 +126,8 @@ TEST(TableModelTest, SegmentsWithoutTheirOwnSeriesPayAttentionPlusMerge) {
   merge.num_segments = 4;
   merge.num_heads = 32;
   merge.head_dim = 128;
-  const double expected = 32 * (model->table().Predict(Decode(1, 8192)).seconds +
-                                model->table().Predict(merge).seconds);
+  const double expected =
+      32 * (model->table().Predict(Decode(1, 8192)).seconds + model->table().Predict(merge).seconds);
   EXPECT_NEAR(b.attention_ns, expected * 1e9, 1.0);
   EXPECT_GT(b.attention_ns, model->IterationBreakdown(Batch({Piece(8192, 1)}))->attention_ns);
 }
@@ -270,8 +270,8 @@ TEST(TableModelTest, SharedPrefixInL2CountsUniqueBytes) {
   SequenceWork a = Piece(5000, 1), b = Piece(5000, 1);
   a.prefix_id = b.prefix_id = 3;
   a.shared_prefix_tokens = b.shared_prefix_tokens = 4000;  // 16.4 MB per layer: fits in 50 MiB of L2
-  const double expected = 32 * (model->table().Predict(Decode(2, 5000)).seconds +
-                                model->table().Predict(Decode(2, 1000)).seconds) / 2;
+  const double expected =
+      32 * (model->table().Predict(Decode(2, 5000)).seconds + model->table().Predict(Decode(2, 1000)).seconds) / 2;
   EXPECT_NEAR(model->IterationBreakdown(Batch({a, b}))->attention_ns, expected * 1e9, 1.0);
 }
 

@@ -106,8 +106,8 @@ std::vector<ErrorStats> Summarise(const std::vector<Outcome>& outcomes) {
 }
 
 // Predicts `target` from `train` (same series) the way KernelTable does.
-Outcome PredictFrom(const std::vector<const SeriesPoint*>& train, const SeriesPoint& target,
-                    const DeviceRates& rates, bool wave, double* predicted_s) {
+Outcome PredictFrom(const std::vector<const SeriesPoint*>& train, const SeriesPoint& target, const DeviceRates& rates,
+                    bool wave, double* predicted_s) {
   Outcome o;
   o.kind = target.kind;
   auto prior = [&](const std::vector<double>& f) {
@@ -205,13 +205,13 @@ std::string FormatWorstHeldOut(const ValidationReport& report, int count) {
 std::string FormatValidationReport(const ValidationReport& report) {
   std::string out = absl::StrFormat("%d points in %d series; relative error of predicted vs measured time\n",
                                     report.num_points, report.num_series);
-  absl::StrAppend(&out, absl::StrFormat("%-18s %-13s %7s %8s %8s %8s %8s %8s\n", "kind", "method", "points",
-                                        "median", "p95", "worst", "extrap", "roofline"));
+  absl::StrAppend(&out, absl::StrFormat("%-18s %-13s %7s %8s %8s %8s %8s %8s\n", "kind", "method", "points", "median",
+                                        "p95", "worst", "extrap", "roofline"));
   auto rows = [&out](const std::vector<ErrorStats>& stats, const char* method) {
     for (const ErrorStats& s : stats) {
-      absl::StrAppend(&out, absl::StrFormat("%-18s %-13s %7d %7.2f%% %7.2f%% %7.2f%% %8d %8d\n", s.kind, method,
-                                            s.count, 100 * s.median, 100 * s.p95, 100 * s.worst,
-                                            s.extrapolated, s.roofline_only));
+      absl::StrAppend(&out,
+                      absl::StrFormat("%-18s %-13s %7d %7.2f%% %7.2f%% %7.2f%% %8d %8d\n", s.kind, method, s.count,
+                                      100 * s.median, 100 * s.p95, 100 * s.worst, s.extrapolated, s.roofline_only));
     }
   };
   rows(report.leave_one_out, "leave-one-out");
@@ -257,10 +257,14 @@ std::string ValidationPlotSvg(const ValidationReport& report, const std::string&
   auto escape = [](const std::string& s) {
     std::string e;
     for (char c : s) {
-      if (c == '<') e += "&lt;";
-      else if (c == '>') e += "&gt;";
-      else if (c == '&') e += "&amp;";
-      else e += c;
+      if (c == '<')
+        e += "&lt;";
+      else if (c == '>')
+        e += "&gt;";
+      else if (c == '&')
+        e += "&amp;";
+      else
+        e += c;
     }
     return e;
   };
@@ -272,10 +276,11 @@ std::string ValidationPlotSvg(const ValidationReport& report, const std::string&
       static_cast<int>(kW), static_cast<int>(kH), kLeft, escape(title));
   for (double d = d0; d <= d1; ++d) {
     const double v = std::pow(10.0, d);
-    absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-                                          x(v), kTop, x(v), kTop + ph),
-                    absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-                                    kLeft, y(v), kLeft + pw, y(v)),
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x(v),
+                                    kTop, x(v), kTop + ph),
+                    absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", kLeft,
+                                    y(v), kLeft + pw, y(v)),
                     absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">1e%d</text>\n", x(v),
                                     kTop + ph + 18, static_cast<int>(d)),
                     absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>\n", kLeft - 6,
@@ -283,12 +288,12 @@ std::string ValidationPlotSvg(const ValidationReport& report, const std::string&
   }
   absl::StrAppend(
       &svg,
-      absl::StrFormat("<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"black\"/>\n",
-                      kLeft, kTop, pw, ph),
+      absl::StrFormat("<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"black\"/>\n", kLeft,
+                      kTop, pw, ph),
       absl::StrFormat("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
                       kLeft, kTop + ph, kLeft + pw, kTop),
-      absl::StrFormat("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">measured time (ns)</text>\n",
-                      kLeft + pw / 2, kH - 15),
+      absl::StrFormat("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">measured time (ns)</text>\n", kLeft + pw / 2,
+                      kH - 15),
       absl::StrFormat("<text x=\"18\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 18 %g)\">"
                       "predicted time, leave-one-out (ns)</text>\n",
                       kTop + ph / 2, kTop + ph / 2));
@@ -306,10 +311,9 @@ std::string ValidationPlotSvg(const ValidationReport& report, const std::string&
   }
   double ly = kTop + 10;
   for (const auto& [kind, c] : colour) {
-    absl::StrAppend(&svg,
-                    absl::StrFormat("<circle cx=\"%g\" cy=\"%g\" r=\"4\" fill=\"%s\"/>\n", kLeft + pw + 15, ly,
-                                    kColours[c]),
-                    absl::StrFormat("<text x=\"%g\" y=\"%g\">%s</text>\n", kLeft + pw + 24, ly + 4, escape(kind)));
+    absl::StrAppend(
+        &svg, absl::StrFormat("<circle cx=\"%g\" cy=\"%g\" r=\"4\" fill=\"%s\"/>\n", kLeft + pw + 15, ly, kColours[c]),
+        absl::StrFormat("<text x=\"%g\" y=\"%g\">%s</text>\n", kLeft + pw + 24, ly + 4, escape(kind)));
     ly += 18;
   }
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"%g\" y=\"%g\">dashed: y = x</text>\n", kLeft + pw + 10, ly + 8),

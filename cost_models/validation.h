@@ -28,17 +28,17 @@
 namespace kvsim {
 
 struct ValidationOptions {
-  int holdout_every = 5;        // hold out 1 point in this many
-  int max_loo_points = 2000;    // per series
+  int holdout_every = 5;      // hold out 1 point in this many
+  int max_loo_points = 2000;  // per series
   bool wave_quantisation = true;
-  bool leave_one_out = true;    // false: only the held-out split (cheap; what a replay reports)
+  bool leave_one_out = true;  // false: only the held-out split (cheap; what a replay reports)
 };
 
 struct ErrorStats {
-  std::string kind;             // kernel kind name, or "all"
+  std::string kind;  // kernel kind name, or "all"
   int64_t count = 0;
-  int64_t extrapolated = 0;     // predictions outside the remaining points' range
-  int64_t roofline_only = 0;    // series too small to predict from
+  int64_t extrapolated = 0;               // predictions outside the remaining points' range
+  int64_t roofline_only = 0;              // series too small to predict from
   double median = 0, p95 = 0, worst = 0;  // relative errors
 };
 
@@ -61,7 +61,7 @@ struct HeldOutPoint {
 struct ValidationReport {
   std::vector<ErrorStats> leave_one_out;  // one per kind present, then "all"
   std::vector<ErrorStats> held_out;
-  std::vector<PredictedPoint> loo_points;  // for the plot
+  std::vector<PredictedPoint> loo_points;     // for the plot
   std::vector<HeldOutPoint> held_out_points;  // every held-out prediction, worst first
   int64_t num_points = 0;
   int64_t num_series = 0;

@@ -90,8 +90,7 @@ TEST(ValidationTest, SmoothLawValidatesWithinTwoPercentHeldOut) {
   const std::string text = FormatValidationReport(*report);
   EXPECT_NE(text.find("decode_attention"), std::string::npos) << text;
   EXPECT_NE(text.find("leave-one-out"), std::string::npos) << text;
-  EXPECT_NE(text.find("goal (held-out median <= 5%, p95 <= 15%, per kind): met for 2 of 2 kinds\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("goal (held-out median <= 5%, p95 <= 15%, per kind): met for 2 of 2 kinds\n"), std::string::npos)
       << text;
 }
 

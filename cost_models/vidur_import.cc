@@ -137,8 +137,8 @@ absl::Status ForEachRow(absl::string_view text, absl::string_view source, const 
       continue;
     }
     if (cells.size() != columns->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": expected ", columns->size(), " cells, got ",
-                                                     cells.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected ", columns->size(), " cells, got ", cells.size()));
     }
     ++report->rows;
     KVSIM_RETURN_IF_ERROR(on_row(Row(*columns, std::move(cells), where)));
@@ -183,8 +183,8 @@ absl::StatusOr<double> TimeMs(const Row& row, const std::string& column) {
 
 }  // namespace
 
-absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report) {
+absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                                     VidurImportReport* report) {
   const std::string prefill_col = "time_stats.attn_prefill.median", decode_col = "time_stats.attn_decode.median";
   std::map<std::string, size_t> columns;
   const int64_t rows_before = report->rows;
@@ -209,7 +209,8 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
         KVSIM_ASSIGN_OR_RETURN(int64_t kv_cache, row.Integer("kv_cache_size"));
         KVSIM_ASSIGN_OR_RETURN(int64_t chunk, row.Integer("prefill_chunk_size"));
         if (heads == 0 || tp == 0 || embd % heads != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": n_q_head and num_tensor_parallel_workers must "
+          return absl::InvalidArgumentError(absl::StrCat(row.where(),
+                                                         ": n_q_head and num_tensor_parallel_workers must "
                                                          "be > 0 and n_q_head must divide n_embd"));
         }
         if (kv_heads < 1 || kv_heads > heads || heads % kv_heads != 0 || batch < 1) {
@@ -219,12 +220,16 @@ absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view s
         // Vidur's semantics: a prefill row is one chunk of prefill_chunk_size new tokens after
         // kv_cache_size cached ones; a decode row has no chunk.
         if (prefill && chunk < 1) {
-          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": column prefill_chunk_size: a prefill row "
-                                                         "needs a chunk of >= 1 new tokens, got ", chunk));
+          return absl::InvalidArgumentError(absl::StrCat(row.where(),
+                                                         ": column prefill_chunk_size: a prefill row "
+                                                         "needs a chunk of >= 1 new tokens, got ",
+                                                         chunk));
         }
         if (!prefill && chunk != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": column prefill_chunk_size: a decode row "
-                                                         "must have 0, got ", chunk));
+          return absl::InvalidArgumentError(absl::StrCat(row.where(),
+                                                         ": column prefill_chunk_size: a decode row "
+                                                         "must have 0, got ",
+                                                         chunk));
         }
         if (ms == 0) {
           report->skipped.push_back(absl::StrCat(row.where(), ": zero time (below the 1 us resolution)"));
@@ -283,8 +288,9 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
         KVSIM_ASSIGN_OR_RETURN(int64_t tp, row.Integer("num_tensor_parallel_workers"));
         KVSIM_ASSIGN_OR_RETURN(int64_t tokens, row.Integer("num_tokens"));
         if (heads == 0 || tp == 0 || embd % heads != 0 || tokens == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              row.where(), ": n_head, num_tensor_parallel_workers and num_tokens must be > 0 and n_head must "
+          return absl::InvalidArgumentError(
+              absl::StrCat(row.where(),
+                           ": n_head, num_tensor_parallel_workers and num_tokens must be > 0 and n_head must "
                            "divide n_embd"));
         }
         const int64_t head_dim = embd / heads;
@@ -315,8 +321,8 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
         used_rows += any;
         return absl::OkStatus();
       }));
-  std::vector<std::string> used = {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp",
-                                   "num_tensor_parallel_workers", "num_tokens"};
+  std::vector<std::string> used = {
+      "n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp", "num_tensor_parallel_workers", "num_tokens"};
   for (const Op& op : ops) used.push_back(op.column);
   NoteUnusedColumns(columns, used, source, report);
   report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before,
@@ -324,65 +330,66 @@ absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source,
   return absl::OkStatus();
 }
 
-absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report,
-                                     const VidurImportOptions& options) {
+absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                                     VidurImportReport* report, const VidurImportOptions& options) {
   const std::string time_col = "time_stats.all_reduce.median";
   const bool single_node = options.all_reduce_scope == AllReduceScope::kSingleNode;
   std::map<std::string, size_t> columns;
   const int64_t rows_before = report->rows;
   int64_t used_rows = 0, other_scope = 0;
   bool has_devices_per_node = false;
-  KVSIM_RETURN_IF_ERROR(ForEachRow(
-      text, source, {"num_workers", "size", "collective", time_col}, report, &columns,
-      [&](const Row& row) -> absl::Status {
-        has_devices_per_node = row.Has("devices_per_node");
-        if (row.Text("collective") != "all_reduce") {
-          report->skipped.push_back(
-              absl::StrCat(row.where(), ": collective '", row.Text("collective"), "' not modelled"));
-          return absl::OkStatus();
-        }
-        if (row.Empty(time_col)) {
-          report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
-          return absl::OkStatus();
-        }
-        KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, time_col));
-        KVSIM_ASSIGN_OR_RETURN(int64_t workers, row.Integer("num_workers"));
-        KVSIM_ASSIGN_OR_RETURN(int64_t bytes, row.Integer("size"));
-        if (workers < 2 || bytes < 1) {
-          return absl::InvalidArgumentError(absl::StrCat(row.where(), ": an all-reduce needs num_workers >= 2 and "
-                                                         "size >= 1 byte, got ", workers, " and ", bytes));
-        }
-        bool cross_node = false;
-        if (has_devices_per_node) {
-          KVSIM_ASSIGN_OR_RETURN(int64_t per_node, row.Integer("devices_per_node"));
-          if (per_node < 1) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(row.where(), ": column devices_per_node: expected >= 1, got ", per_node));
-          }
-          cross_node = per_node < workers;
-        }
-        if (cross_node == single_node) {  // the other scope: a different kernel, not this table's
-          ++other_scope;
-          return absl::OkStatus();
-        }
-        if (ms == 0) {
-          report->skipped.push_back(absl::StrCat(row.where(), ": zero time (below the 1 us resolution)"));
-          return absl::OkStatus();
-        }
-        ++used_rows;
-        proto::CalibrationPoint* p = AddPoint(table, proto::KERNEL_KIND_ALL_REDUCE, ms, report);
-        p->mutable_shape()->set_bytes(bytes);
-        p->mutable_shape()->set_num_gpus(workers);
-        FillCalibrationDefaults(p);
-        return ValidateCalibrationPoint(*p, row.where());
-      }));
+  KVSIM_RETURN_IF_ERROR(
+      ForEachRow(text, source, {"num_workers", "size", "collective", time_col}, report, &columns,
+                 [&](const Row& row) -> absl::Status {
+                   has_devices_per_node = row.Has("devices_per_node");
+                   if (row.Text("collective") != "all_reduce") {
+                     report->skipped.push_back(
+                         absl::StrCat(row.where(), ": collective '", row.Text("collective"), "' not modelled"));
+                     return absl::OkStatus();
+                   }
+                   if (row.Empty(time_col)) {
+                     report->skipped.push_back(absl::StrCat(row.where(), ": no ", time_col));
+                     return absl::OkStatus();
+                   }
+                   KVSIM_ASSIGN_OR_RETURN(double ms, TimeMs(row, time_col));
+                   KVSIM_ASSIGN_OR_RETURN(int64_t workers, row.Integer("num_workers"));
+                   KVSIM_ASSIGN_OR_RETURN(int64_t bytes, row.Integer("size"));
+                   if (workers < 2 || bytes < 1) {
+                     return absl::InvalidArgumentError(absl::StrCat(row.where(),
+                                                                    ": an all-reduce needs num_workers >= 2 and "
+                                                                    "size >= 1 byte, got ",
+                                                                    workers, " and ", bytes));
+                   }
+                   bool cross_node = false;
+                   if (has_devices_per_node) {
+                     KVSIM_ASSIGN_OR_RETURN(int64_t per_node, row.Integer("devices_per_node"));
+                     if (per_node < 1) {
+                       return absl::InvalidArgumentError(
+                           absl::StrCat(row.where(), ": column devices_per_node: expected >= 1, got ", per_node));
+                     }
+                     cross_node = per_node < workers;
+                   }
+                   if (cross_node == single_node) {  // the other scope: a different kernel, not this table's
+                     ++other_scope;
+                     return absl::OkStatus();
+                   }
+                   if (ms == 0) {
+                     report->skipped.push_back(absl::StrCat(row.where(), ": zero time (below the 1 us resolution)"));
+                     return absl::OkStatus();
+                   }
+                   ++used_rows;
+                   proto::CalibrationPoint* p = AddPoint(table, proto::KERNEL_KIND_ALL_REDUCE, ms, report);
+                   p->mutable_shape()->set_bytes(bytes);
+                   p->mutable_shape()->set_num_gpus(workers);
+                   FillCalibrationDefaults(p);
+                   return ValidateCalibrationPoint(*p, row.where());
+                 }));
   NoteUnusedColumns(columns, {"num_workers", "size", "collective", time_col, "devices_per_node"}, source, report);
   std::string why = single_node ? "single-node rows: devices_per_node >= num_workers"
                                 : "cross-node rows: devices_per_node < num_workers";
   if (!has_devices_per_node) why = "no devices_per_node column: every row taken as single-node";
-  report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before,
-                                           " rows used (", why, "); ", other_scope, " rows of the other scope left out"));
+  report->used_rows.push_back(absl::StrCat(source, ": ", used_rows, " of ", report->rows - rows_before, " rows used (",
+                                           why, "); ", other_scope, " rows of the other scope left out"));
   return absl::OkStatus();
 }
 
@@ -403,7 +410,8 @@ absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view
     KVSIM_ASSIGN_OR_RETURN(r.hidden, row.Integer("n_embd"));
     KVSIM_ASSIGN_OR_RETURN(r.tensor_parallel, row.Integer("num_tensor_parallel_workers"));
     if (r.tokens < 1 || r.hidden < 1 || r.tensor_parallel < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(row.where(), ": num_tokens, n_embd and "
+      return absl::InvalidArgumentError(absl::StrCat(row.where(),
+                                                     ": num_tokens, n_embd and "
                                                      "num_tensor_parallel_workers must be >= 1"));
     }
     for (const auto& [column, times] : ops) {
@@ -427,8 +435,8 @@ absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view
 absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& dir, VidurImportReport* report,
                                                             const VidurImportOptions& options) {
   proto::CalibrationTable table;
-  using Importer = std::function<absl::Status(absl::string_view, absl::string_view, proto::CalibrationTable*,
-                                              VidurImportReport*)>;
+  using Importer =
+      std::function<absl::Status(absl::string_view, absl::string_view, proto::CalibrationTable*, VidurImportReport*)>;
   auto all_reduce = [&options](absl::string_view text, absl::string_view source, proto::CalibrationTable* t,
                                VidurImportReport* r) { return ImportVidurAllReduceCsv(text, source, t, r, options); };
   const std::pair<const char*, Importer> files[] = {{"attention.csv", ImportVidurAttentionCsv},
@@ -451,8 +459,8 @@ absl::StatusOr<proto::CalibrationTable> ImportVidurProfiles(const std::string& d
         absl::StrCat(dir, ": none of attention.csv, attention_sample.csv, mlp.csv, all_reduce.csv found"));
   }
   if (table.points_size() == 0) {  // a table of no points cannot be read back
-    return absl::InvalidArgumentError(absl::StrCat(dir, ": the profiles hold no usable rows (", report->rows,
-                                                   " read, ", report->skipped.size(), " skipped)"));
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the profiles hold no usable rows (", report->rows, " read, ",
+                                                   report->skipped.size(), " skipped)"));
   }
   proto::CalibrationHeader* h = table.mutable_header();
   h->set_synthetic_from_datasheet(false);

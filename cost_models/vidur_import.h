@@ -47,10 +47,10 @@
 namespace kvsim {
 
 struct VidurImportReport {
-  std::vector<std::string> files;        // the files read
-  int64_t rows = 0;                      // data rows read
-  int64_t points = 0;                    // calibration points written
-  std::vector<std::string> skipped;      // "file:line: reason", one per skipped row
+  std::vector<std::string> files;    // the files read
+  int64_t rows = 0;                  // data rows read
+  int64_t points = 0;                // calibration points written
+  std::vector<std::string> skipped;  // "file:line: reason", one per skipped row
   // "file: column" of every column of the file that the import does not read (statistics other than the
   // median, element-wise ops without a kvsim counterpart, bookkeeping columns).
   std::vector<std::string> unused;
@@ -68,23 +68,22 @@ struct VidurImportOptions {
 };
 
 // Each parses one file's text (`source` names it in errors) and appends points to `table`.
-absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report);
+absl::Status ImportVidurAttentionCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                                     VidurImportReport* report);
 absl::Status ImportVidurMlpCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
                                VidurImportReport* report);
-absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source,
-                                     proto::CalibrationTable* table, VidurImportReport* report,
-                                     const VidurImportOptions& options = {});
+absl::Status ImportVidurAllReduceCsv(absl::string_view text, absl::string_view source, proto::CalibrationTable* table,
+                                     VidurImportReport* report, const VidurImportOptions& options = {});
 
 // The element-wise ops of one layer that mlp.csv times (columns time_stats.<op>.median, ms): input and
 // post-attention RMS norm, RoPE (attn_rope), activation (mlp_act) and the residual add, counted twice (a
 // Llama layer has two residual adds). For the fitted model's element-wise curve (cost_fit.h).
 struct VidurElementwiseRow {
   int64_t tokens = 0;
-  int64_t hidden = 0;          // n_embd
+  int64_t hidden = 0;  // n_embd
   int64_t tensor_parallel = 1;
-  double median_ms = 0;        // the sum above
-  std::string where;           // file:line
+  double median_ms = 0;  // the sum above
+  std::string where;     // file:line
 };
 // Appends one row per mlp.csv row that has all five columns; errors as the other importers.
 absl::Status ImportVidurElementwiseCsv(absl::string_view text, absl::string_view source,

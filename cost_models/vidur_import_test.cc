@@ -48,7 +48,7 @@ TEST(VidurImportTest, AttentionRowsBecomeDecodeAndPrefillPoints) {
   EXPECT_EQ(prefill.kind(), proto::KERNEL_KIND_PREFILL_ATTENTION);
   EXPECT_EQ(prefill.shape().query_tokens(), 512);
   EXPECT_EQ(prefill.shape().context_tokens(), 2048);
-  EXPECT_EQ(prefill.shape().num_heads(), 16);   // 32 / TP 2
+  EXPECT_EQ(prefill.shape().num_heads(), 16);    // 32 / TP 2
   EXPECT_EQ(prefill.shape().num_kv_heads(), 4);  // 8 / TP 2
   // The third row has no prefill time: reported, not dropped silently.
   ASSERT_EQ(report.skipped.size(), 1u);
@@ -98,10 +98,10 @@ TEST(VidurImportTest, AllReduceRowsAndOtherCollectivesReported) {
 // count: different kernels (NVLink vs network), so one table must not mix them.
 constexpr char kScopes[] =
     ",time_stats.all_reduce.median,rank,num_workers,size,collective,devices_per_node,max_devices_per_node\n"
-    "0,0.030,0,2,2048,all_reduce,2,8\n"    // single node
-    "1,0.043,0,2,2048,all_reduce,1,8\n"    // two nodes of one GPU each
-    "2,0.050,0,8,2048,all_reduce,8,8\n"    // single node
-    "3,0.120,0,8,2048,all_reduce,4,8\n";   // two nodes of four
+    "0,0.030,0,2,2048,all_reduce,2,8\n"   // single node
+    "1,0.043,0,2,2048,all_reduce,1,8\n"   // two nodes of one GPU each
+    "2,0.050,0,8,2048,all_reduce,8,8\n"   // single node
+    "3,0.120,0,8,2048,all_reduce,4,8\n";  // two nodes of four
 
 TEST(VidurImportTest, AllReduceKeepsSingleAndCrossNodeRowsApart) {
   proto::CalibrationTable table;
@@ -136,19 +136,18 @@ TEST(VidurImportTest, PrefillRowsAreAChunkAfterACachedPrefix) {
       "num_tensor_parallel_workers,max_model_len,batch_size,prefill_chunk_size,kv_cache_size,is_prefill\n";
   proto::CalibrationTable table;
   VidurImportReport report;
-  ASSERT_TRUE(ImportVidurAttentionCsv(header + "0.045,,4096,32,8,16,1,16384,1,64,512,True\n", "a.csv", &table,
-                                      &report)
-                  .ok());
+  ASSERT_TRUE(
+      ImportVidurAttentionCsv(header + "0.045,,4096,32,8,16,1,16384,1,64,512,True\n", "a.csv", &table, &report).ok());
   ASSERT_EQ(table.points_size(), 1);
   EXPECT_EQ(table.points(0).shape().query_tokens(), 64);
   EXPECT_EQ(table.points(0).shape().context_tokens(), 512);
-  absl::Status decode = ImportVidurAttentionCsv(header + ",0.02,4096,32,8,16,1,16384,4,64,512,False\n", "a.csv",
-                                                &table, &report);
+  absl::Status decode =
+      ImportVidurAttentionCsv(header + ",0.02,4096,32,8,16,1,16384,4,64,512,False\n", "a.csv", &table, &report);
   EXPECT_NE(decode.message().find("a.csv:2: column prefill_chunk_size: a decode row must have 0, got 64"),
             absl::string_view::npos)
       << decode;
-  absl::Status no_chunk = ImportVidurAttentionCsv(header + "0.02,,4096,32,8,16,1,16384,1,0,512,True\n", "a.csv",
-                                                  &table, &report);
+  absl::Status no_chunk =
+      ImportVidurAttentionCsv(header + "0.02,,4096,32,8,16,1,16384,1,0,512,True\n", "a.csv", &table, &report);
   EXPECT_NE(no_chunk.message().find("a.csv:2: column prefill_chunk_size: a prefill row needs a chunk"),
             absl::string_view::npos)
       << no_chunk;
@@ -186,8 +185,7 @@ TEST(VidurImportTest, ErrorsNameFileLineAndColumn) {
   std::string bad = kAttention;
   bad.replace(bad.find("False"), 5, "Maybe");
   absl::Status bool_error = ImportVidurAttentionCsv(bad, "a.csv", &table, &report);
-  EXPECT_NE(bool_error.message().find("a.csv:2: column is_prefill: expected True or False"),
-            absl::string_view::npos)
+  EXPECT_NE(bool_error.message().find("a.csv:2: column is_prefill: expected True or False"), absl::string_view::npos)
       << bool_error;
   // Shapes no model has are refused, not bent into one.
   bad = kAttention;
@@ -201,8 +199,9 @@ TEST(VidurImportTest, ErrorsNameFileLineAndColumn) {
             absl::string_view::npos);
   bad = kAttention;
   bad.replace(bad.find("4096,32,8,16,1,4096,4"), 21, "4096,32,8,1e30,1,4096,4");
-  EXPECT_NE(ImportVidurAttentionCsv(bad, "a.csv", &table, &report).message().find("column block_size: expected a count"),
-            absl::string_view::npos);
+  EXPECT_NE(
+      ImportVidurAttentionCsv(bad, "a.csv", &table, &report).message().find("column block_size: expected a count"),
+      absl::string_view::npos);
   absl::Status twice = ImportVidurAttentionCsv("n_embd,n_embd\n", "a.csv", &table, &report);
   EXPECT_NE(twice.message().find("a.csv:1: column 'n_embd' appears twice"), absl::string_view::npos) << twice;
 }
@@ -225,7 +224,8 @@ TEST(VidurImportTest, DirectoryImportReadsTheFilesPresent) {
   // Header rows only: nothing to write.
   const std::string headers = dir + "/headers";
   ASSERT_TRUE(MakeDirectories(headers).ok());
-  ASSERT_TRUE(WriteFileAtomically(headers + "/mlp.csv", std::string(kMlp).substr(0, std::string(kMlp).find('\n') + 1)).ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(headers + "/mlp.csv", std::string(kMlp).substr(0, std::string(kMlp).find('\n') + 1)).ok());
   absl::Status none = ImportVidurProfiles(headers, &report).status();
   EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(none.message().find("the profiles hold no usable rows"), absl::string_view::npos) << none;

@@ -15,8 +15,8 @@ absl::Status CheckCommon(const PagedKvLayout& layout, int num_q_heads, double so
         absl::StrFormat("page_size must be a positive multiple of 16 (got %d)", layout.page_size));
   }
   if (layout.num_kv_heads <= 0 || num_q_heads % layout.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("num_q_heads (%d) must be a multiple of num_kv_heads (%d)",
-                                                      num_q_heads, layout.num_kv_heads));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("num_q_heads (%d) must be a multiple of num_kv_heads (%d)", num_q_heads, layout.num_kv_heads));
   }
   const int group = num_q_heads / layout.num_kv_heads;
   if (group != 1 && group != 2 && group != 4 && group != 8) {
@@ -44,9 +44,9 @@ absl::Status CheckDecodeArgs(const DecodeArgs& args) {
     return absl::InvalidArgumentError("decode: a device array the launch needs is null");
   }
   if (args.num_items < 0 || args.num_requests < 0 || (args.direct && args.num_items != args.num_requests)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "decode: %d items for %d requests (direct output needs one item per request)", args.num_items,
-        args.num_requests));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("decode: %d items for %d requests (direct output needs one item per request)", args.num_items,
+                        args.num_requests));
   }
   return absl::OkStatus();
 }

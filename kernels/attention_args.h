@@ -36,20 +36,20 @@ struct DecodeArgs {
   DecodeKernel kernel = DecodeKernel::kAuto;
   int num_q_heads = 32;
   KvDtype dtype = KvDtype::kBf16;
-  int group_size = 0;           // int4 / int2 only
-  double softmax_scale = 0;     // usually 1 / sqrt(head_dim)
-  const void* q = nullptr;      // bf16 [num_requests][num_q_heads][head_dim]
+  int group_size = 0;        // int4 / int2 only
+  double softmax_scale = 0;  // usually 1 / sqrt(head_dim)
+  const void* q = nullptr;   // bf16 [num_requests][num_q_heads][head_dim]
   DeviceKvPool k, v;
   const int32_t* page_table = nullptr;
   const DecodeWorkItem* items = nullptr;  // device copy of plan.items
   int num_items = 0;
-  const int32_t* item_begin = nullptr;    // device copy of plan.item_begin
+  const int32_t* item_begin = nullptr;  // device copy of plan.item_begin
   int num_requests = 0;
-  bool direct = false;                    // plan.direct: the decode kernel writes out_o / out_lse itself
-  float* partial_o = nullptr;             // [num_items][num_q_heads][head_dim]; unused when direct
-  float* partial_lse = nullptr;           // [num_items][num_q_heads] (log2); unused when direct
-  float* out_o = nullptr;                 // [num_requests][num_q_heads][head_dim]
-  float* out_lse = nullptr;               // [num_requests][num_q_heads]
+  bool direct = false;           // plan.direct: the decode kernel writes out_o / out_lse itself
+  float* partial_o = nullptr;    // [num_items][num_q_heads][head_dim]; unused when direct
+  float* partial_lse = nullptr;  // [num_items][num_q_heads] (log2); unused when direct
+  float* out_o = nullptr;        // [num_requests][num_q_heads][head_dim]
+  float* out_lse = nullptr;      // [num_requests][num_q_heads]
 };
 
 // InvalidArgument naming the field for shapes the decode kernels do not support: head_dim must be 128,
@@ -61,17 +61,17 @@ struct PrefillArgs {
   PagedKvLayout layout;
   int num_q_heads = 32;
   double softmax_scale = 0;
-  const void* q = nullptr;                 // bf16 [rows][num_q_heads][head_dim]
-  const void* k = nullptr;                 // bf16 pools
+  const void* q = nullptr;  // bf16 [rows][num_q_heads][head_dim]
+  const void* k = nullptr;  // bf16 pools
   const void* v = nullptr;
   const int32_t* page_table = nullptr;
   const KvSegment* segments = nullptr;     // device copy of table.segments
   const int32_t* segment_begin = nullptr;  // device copy of table.segment_begin
   const int32_t* query_begin = nullptr;    // [num_requests + 1] query rows per request (CSR)
   int num_requests = 0;
-  int max_queries = 0;                     // max over requests of its query count (sizes the grid)
-  float* out_o = nullptr;                  // [rows][num_q_heads][head_dim]
-  float* out_lse = nullptr;                // [rows][num_q_heads]
+  int max_queries = 0;       // max over requests of its query count (sizes the grid)
+  float* out_o = nullptr;    // [rows][num_q_heads][head_dim]
+  float* out_lse = nullptr;  // [rows][num_q_heads]
 };
 
 // As CheckDecodeArgs for prefill (bf16 KV only).

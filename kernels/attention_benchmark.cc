@@ -27,7 +27,7 @@ namespace {
 
 constexpr int kBatch = 64, kContext = 8192, kSegments = 4, kQHeads = 32, kKvHeads = 8, kHeadDim = 128;
 constexpr int kPageSize = 16, kCopies = 2;  // 2 copies of >= 0.5 GB each: far beyond the 60 MB L2
-constexpr int kDefaultMinCtas = 132 * 4;     // what kvsim calibrate plans with on an H200 (4 CTAs per SM)
+constexpr int kDefaultMinCtas = 132 * 4;    // what kvsim calibrate plans with on an H200 (4 CTAs per SM)
 
 double g_copy_bytes_per_second = 0;
 std::map<int, double> g_bf16_decode_seconds;  // by page size
@@ -100,12 +100,12 @@ void BM_Decode(benchmark::State& state, KvDtype dtype, int group_size, int page_
         return;
       }
       const uint64_t seed = 17 + c * 2 + kv;
-      absl::Status fill = dtype == KvDtype::kBf16
-                              ? DeviceFillRandom(data->get(), data_bytes, FillKind::kBf16, seed)
-                              : DeviceFillRandom(data->get(), data_bytes, FillKind::kBytes, seed,
-                                                 dtype == KvDtype::kFp8E4m3 ? 0xB7 : 0xff);
+      absl::Status fill = dtype == KvDtype::kBf16 ? DeviceFillRandom(data->get(), data_bytes, FillKind::kBf16, seed)
+                                                  : DeviceFillRandom(data->get(), data_bytes, FillKind::kBytes, seed,
+                                                                     dtype == KvDtype::kFp8E4m3 ? 0xB7 : 0xff);
       fill.Update(DeviceFillRandom(scale->get(), params * 4, FillKind::kFloat, seed + 100, 0xff, 0.002f, 0.02f));
-      if (has_zero) fill.Update(DeviceFillRandom(zero->get(), params * 4, FillKind::kFloat, seed + 200, 0xff, -0.1f, 0.f));
+      if (has_zero)
+        fill.Update(DeviceFillRandom(zero->get(), params * 4, FillKind::kFloat, seed + 200, 0xff, -0.1f, 0.f));
       if (!fill.ok()) {
         state.SkipWithError(fill.ToString().c_str());
         return;
@@ -264,10 +264,10 @@ void BM_KvProjection(benchmark::State& state) {
 BENCHMARK(BM_CopyBandwidth)->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 // Page 16 for the headline bf16 figure; page 128 where int4 g128 keys form whole 128-token groups (keys are
 // grouped per channel over min(group, page) tokens), with bf16 at page 128 for its speedup.
-#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page, min_ctas, kernel)                 \
-  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page, min_ctas, kernel)                  \
-      ->UseManualTime()                                                                     \
-      ->Iterations(50)                                                                      \
+#define KVSIM_DECODE_BENCHMARK(name, dtype, group, page, min_ctas, kernel) \
+  BENCHMARK_CAPTURE(BM_Decode, name, dtype, group, page, min_ctas, kernel) \
+      ->UseManualTime()                                                    \
+      ->Iterations(50)                                                     \
       ->Unit(benchmark::kMicrosecond)
 constexpr DecodeKernel kAuto = DecodeKernel::kAuto, kCudaCores = DecodeKernel::kCudaCores;
 KVSIM_DECODE_BENCHMARK(bf16_page16, KvDtype::kBf16, 0, 16, kDefaultMinCtas, kAuto);

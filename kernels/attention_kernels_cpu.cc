@@ -1,6 +1,5 @@
 // kernels/attention_kernels.h for builds without CUDA: arguments are still checked, then Unavailable.
 #include "kernels/attention_kernels.h"
-
 #include "util/status_macros.h"
 
 namespace kvsim {

@@ -113,8 +113,8 @@ TEST_P(DecodeKernelTest, MatchesReferenceSplitAndUnsplit) {
     absl::StatusOr<QuantizedKvPool> k = QuantizeKvPool(p.k, p.layout, c.dtype, c.group_size, true);
     absl::StatusOr<QuantizedKvPool> v = QuantizeKvPool(p.v, p.layout, c.dtype, c.group_size, false);
     ASSERT_TRUE(k.ok() && v.ok());
-    absl::StatusOr<AttentionOutput> ref = DecodeReference(p.layout, p.table, p.num_q_heads, p.q,
-                                                          DequantizeKvPool(*k), DequantizeKvPool(*v), scale);
+    absl::StatusOr<AttentionOutput> ref =
+        DecodeReference(p.layout, p.table, p.num_q_heads, p.q, DequantizeKvPool(*k), DequantizeKvPool(*v), scale);
     ASSERT_TRUE(ref.ok()) << ref.status();
     for (DecodeKernel kernel : kDecodeKernels) {
       for (int min_ctas : {1, 4096}) {  // no split (direct when one segment) / split to 256-token items
@@ -133,14 +133,15 @@ TEST_P(DecodeKernelTest, MatchesReferenceSplitAndUnsplit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, DecodeKernelTest,
-    ::testing::Values(DecodeCase{KvDtype::kBf16, 0, 4, 16}, DecodeCase{KvDtype::kBf16, 0, 1, 64},
-                      DecodeCase{KvDtype::kBf16, 0, 2, 16}, DecodeCase{KvDtype::kBf16, 0, 8, 32},
-                      DecodeCase{KvDtype::kFp8E4m3, 0, 4, 16}, DecodeCase{KvDtype::kInt8, 0, 8, 16},
-                      DecodeCase{KvDtype::kInt4, 32, 4, 16}, DecodeCase{KvDtype::kInt4, 64, 4, 64},
-                      DecodeCase{KvDtype::kInt4, 128, 4, 128}, DecodeCase{KvDtype::kInt4, 128, 8, 16},
-                      DecodeCase{KvDtype::kInt2, 32, 4, 32}));
+INSTANTIATE_TEST_SUITE_P(Formats, DecodeKernelTest,
+                         ::testing::Values(DecodeCase{KvDtype::kBf16, 0, 4, 16}, DecodeCase{KvDtype::kBf16, 0, 1, 64},
+                                           DecodeCase{KvDtype::kBf16, 0, 2, 16}, DecodeCase{KvDtype::kBf16, 0, 8, 32},
+                                           DecodeCase{KvDtype::kFp8E4m3, 0, 4, 16},
+                                           DecodeCase{KvDtype::kInt8, 0, 8, 16}, DecodeCase{KvDtype::kInt4, 32, 4, 16},
+                                           DecodeCase{KvDtype::kInt4, 64, 4, 64},
+                                           DecodeCase{KvDtype::kInt4, 128, 4, 128},
+                                           DecodeCase{KvDtype::kInt4, 128, 8, 16},
+                                           DecodeCase{KvDtype::kInt2, 32, 4, 32}));
 
 // A request whose segments are all empty gets lse = -inf and o = 0 (not NaN), split or not.
 TEST(DecodeKernelEdgeTest, AllEmptyRequestGivesTheEmptyState) {

@@ -57,17 +57,16 @@ absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> DeviceDecodeProblem::Create
   KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers k_buffers, UploadKvPool(k));
   KVSIM_ASSIGN_OR_RETURN(DeviceKvBuffers v_buffers, UploadKvPool(v));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<DeviceDecodeProblem> p,
-                         CreateWithDeviceKv(layout, table, num_q_heads, q, k.dtype, k.group_size,
-                                            k_buffers.View(), v_buffers.View(), softmax_scale, min_ctas));
+                         CreateWithDeviceKv(layout, table, num_q_heads, q, k.dtype, k.group_size, k_buffers.View(),
+                                            v_buffers.View(), softmax_scale, min_ctas));
   p->k_ = std::move(k_buffers);
   p->v_ = std::move(v_buffers);
   return p;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> DeviceDecodeProblem::CreateWithDeviceKv(
-    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
-    KvDtype dtype, int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale,
-    int min_ctas) {
+    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q, KvDtype dtype,
+    int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale, int min_ctas) {
   KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   const int64_t rows = int64_t{table.num_requests()} * num_q_heads;
   if (static_cast<int64_t>(q.size()) != rows * layout.head_dim) {
@@ -122,14 +121,11 @@ absl::Status DeviceDecodeProblem::LaunchDecodeChecked(bool partial, bool merge) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<HostAttentionResult> DeviceDecodeProblem::Download() const {
-  return DownloadOutputs(out_o_, out_lse_);
-}
+absl::StatusOr<HostAttentionResult> DeviceDecodeProblem::Download() const { return DownloadOutputs(out_o_, out_lse_); }
 
 absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::Create(
-    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
-    const std::vector<int32_t>& query_begin, const std::vector<float>& q, const QuantizedKvPool& k,
-    const QuantizedKvPool& v, double softmax_scale) {
+    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<int32_t>& query_begin,
+    const std::vector<float>& q, const QuantizedKvPool& k, const QuantizedKvPool& v, double softmax_scale) {
   if (k.dtype != KvDtype::kBf16 || v.dtype != KvDtype::kBf16) {
     return absl::InvalidArgumentError("prefill: K and V pools must be bf16");
   }
@@ -144,9 +140,8 @@ absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::Crea
 }
 
 absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::CreateWithDeviceKv(
-    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
-    const std::vector<int32_t>& query_begin, const std::vector<float>& q, const void* k, const void* v,
-    double softmax_scale) {
+    const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<int32_t>& query_begin,
+    const std::vector<float>& q, const void* k, const void* v, double softmax_scale) {
   KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   if (static_cast<int>(query_begin.size()) != table.num_requests() + 1 || query_begin[0] != 0) {
     return absl::InvalidArgumentError("prefill: query_begin must have num_requests + 1 entries from 0");
@@ -163,8 +158,8 @@ absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> DevicePrefillProblem::Crea
   std::unique_ptr<DevicePrefillProblem> p(new DevicePrefillProblem());
   p->rows_ = query_begin.back();
   if (static_cast<int64_t>(q.size()) != p->rows_ * num_q_heads * layout.head_dim) {
-    return absl::InvalidArgumentError(absl::StrFormat("prefill: q has %d values; expected %d", q.size(),
-                                                      p->rows_ * num_q_heads * layout.head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("prefill: q has %d values; expected %d", q.size(), p->rows_ * num_q_heads * layout.head_dim));
   }
   KVSIM_ASSIGN_OR_RETURN(p->q_, UploadBf16(q));
   KVSIM_ASSIGN_OR_RETURN(p->page_table_, Upload(table.page_table));
@@ -199,8 +194,6 @@ absl::Status DevicePrefillProblem::PoisonOutputs() {
 
 absl::Status DevicePrefillProblem::Run() { return LaunchPrefill(args_); }
 
-absl::StatusOr<HostAttentionResult> DevicePrefillProblem::Download() const {
-  return DownloadOutputs(out_o_, out_lse_);
-}
+absl::StatusOr<HostAttentionResult> DevicePrefillProblem::Download() const { return DownloadOutputs(out_o_, out_lse_); }
 
 }  // namespace kvsim

@@ -48,15 +48,16 @@ class DeviceDecodeProblem {
  public:
   // q = [num_requests][num_q_heads][head_dim] floats (rounded to bf16 on upload); k and v in the same
   // format and layout. The plan splits segments until items x num_kv_heads >= min_ctas.
-  static absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> Create(
-      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
-      const QuantizedKvPool& k, const QuantizedKvPool& v, double softmax_scale, int min_ctas);
+  static absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> Create(const PagedKvLayout& layout,
+                                                                     const SegmentTable& table, int num_q_heads,
+                                                                     const std::vector<float>& q,
+                                                                     const QuantizedKvPool& k, const QuantizedKvPool& v,
+                                                                     double softmax_scale, int min_ctas);
 
   // As Create, with K/V already on the device (`dtype`, `group_size` describe them; kept by the caller).
   static absl::StatusOr<std::unique_ptr<DeviceDecodeProblem>> CreateWithDeviceKv(
       const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<float>& q,
-      KvDtype dtype, int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale,
-      int min_ctas);
+      KvDtype dtype, int group_size, const DeviceKvPool& k, const DeviceKvPool& v, double softmax_scale, int min_ctas);
 
   // Fills outputs and partial states with 0xFF bytes (NaN) so that unwritten values cannot pass.
   absl::Status PoisonOutputs();
@@ -89,15 +90,13 @@ class DevicePrefillProblem {
  public:
   // Queries of request r are rows [query_begin[r], query_begin[r + 1]) of q; K/V are bf16 pools.
   static absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> Create(
-      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
-      const std::vector<int32_t>& query_begin, const std::vector<float>& q, const QuantizedKvPool& k,
-      const QuantizedKvPool& v, double softmax_scale);
+      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<int32_t>& query_begin,
+      const std::vector<float>& q, const QuantizedKvPool& k, const QuantizedKvPool& v, double softmax_scale);
 
   // As Create, with bf16 K/V already on the device (kept by the caller).
   static absl::StatusOr<std::unique_ptr<DevicePrefillProblem>> CreateWithDeviceKv(
-      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
-      const std::vector<int32_t>& query_begin, const std::vector<float>& q, const void* k, const void* v,
-      double softmax_scale);
+      const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, const std::vector<int32_t>& query_begin,
+      const std::vector<float>& q, const void* k, const void* v, double softmax_scale);
 
   absl::Status PoisonOutputs();
   absl::Status Run();

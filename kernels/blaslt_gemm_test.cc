@@ -17,7 +17,9 @@ TEST(BlasLtGemmTest, MatchesHostProduct) {
   ASSERT_TRUE(gemm.ok()) << gemm.status();
   std::mt19937_64 rng(31);
   std::normal_distribution<double> dist(0, 1);
-  struct Shape { int m, n, k; };
+  struct Shape {
+    int m, n, k;
+  };
   for (Shape s : {Shape{37, 96, 64}, Shape{128, 2048, 512}, Shape{1, 256, 4096}}) {
     std::vector<uint16_t> a(int64_t{s.m} * s.k), b(int64_t{s.k} * s.n);
     for (uint16_t& x : a) x = FloatToBf16(static_cast<float>(dist(rng)));

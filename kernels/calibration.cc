@@ -20,8 +20,8 @@
 #include "kernels/recompute_shapes.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/reference/kv_quant.h"
-#include "util/status_macros.h"
 #include "util/percentile.h"
+#include "util/status_macros.h"
 
 // Order of a run: the kernels are checked against the float64 reference before anything is timed (a
 // mismatch fails the run); then host-to-device copies, GEMMs, decode and prefill attention, prefill last
@@ -65,8 +65,8 @@ std::vector<float> RandomBf16Values(int64_t n, std::mt19937_64& rng) {
 
 // Splits `tokens` into `segments` page-aligned runs (the last takes the remainder) over distinct random
 // pages drawn from `pages` (a shuffled list consumed from `next`).
-void AddSegmentedRequest(int64_t tokens, int segments, int page_size, const std::vector<int32_t>& pages,
-                         int64_t* next, SegmentTable* table, int extra_tokens = 0) {
+void AddSegmentedRequest(int64_t tokens, int segments, int page_size, const std::vector<int32_t>& pages, int64_t* next,
+                         SegmentTable* table, int extra_tokens = 0) {
   std::vector<SegmentTable::SegmentSpec> specs;
   const int64_t per =
       segments > 0 ? std::max<int64_t>(page_size, tokens / segments / page_size * page_size) : 0;  // 0: no prefix
@@ -106,9 +106,9 @@ PoolBytes KvPoolBytes(const PagedKvLayout& l, KvDtype dtype, int group_size, boo
   const int64_t tokens = l.num_pages * l.page_size * l.num_kv_heads;
   if (dtype == KvDtype::kFp8E4m3 || dtype == KvDtype::kInt8) b.scale = tokens * 4;
   if (dtype == KvDtype::kInt4 || dtype == KvDtype::kInt2) {
-    const int64_t params = is_key ? l.num_pages * l.num_kv_heads * (l.page_size / KeyGroupTokens(group_size, l.page_size)) *
-                                        l.head_dim
-                                  : tokens * (l.head_dim / group_size);
+    const int64_t params =
+        is_key ? l.num_pages * l.num_kv_heads * (l.page_size / KeyGroupTokens(group_size, l.page_size)) * l.head_dim
+               : tokens * (l.head_dim / group_size);
     b.scale = b.zero = params * 4;
   }
   return b;
@@ -123,8 +123,8 @@ struct RotatedPool {
     v.data = static_cast<const char*>(data.get()) + copy * bytes.data;
     v.scale = bytes.scale ? reinterpret_cast<const float*>(static_cast<const char*>(scale.get()) + copy * bytes.scale)
                           : nullptr;
-    v.zero = bytes.zero ? reinterpret_cast<const float*>(static_cast<const char*>(zero.get()) + copy * bytes.zero)
-                        : nullptr;
+    v.zero =
+        bytes.zero ? reinterpret_cast<const float*>(static_cast<const char*>(zero.get()) + copy * bytes.zero) : nullptr;
     return v;
   }
 };
@@ -238,7 +238,10 @@ absl::Status CompareWithReference(const HostAttentionResult& gpu, const Attentio
 absl::Status ValidateKernels(uint64_t seed, std::vector<std::string>* notes) {
   std::mt19937_64 rng(seed);
   const double scale = 1.0 / std::sqrt(128.0);
-  struct Format { KvDtype dtype; int group; };
+  struct Format {
+    KvDtype dtype;
+    int group;
+  };
   for (Format f : {Format{KvDtype::kBf16, 0}, Format{KvDtype::kFp8E4m3, 0}, Format{KvDtype::kInt8, 0},
                    Format{KvDtype::kInt4, 32}, Format{KvDtype::kInt4, 128}, Format{KvDtype::kInt2, 32}}) {
     PagedKvLayout layout{0, f.dtype == KvDtype::kInt4 && f.group == 128 ? 128 : 16, 2, kHeadDim};
@@ -251,8 +254,8 @@ absl::Status ValidateKernels(uint64_t seed, std::vector<std::string>* notes) {
     const std::vector<float> q = RandomBf16Values(int64_t{4} * num_q_heads * kHeadDim, rng);
     KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool k,
                            QuantizeKvPool(RandomBf16Values(layout.NumElements(), rng), layout, f.dtype, f.group, true));
-    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool v,
-                           QuantizeKvPool(RandomBf16Values(layout.NumElements(), rng), layout, f.dtype, f.group, false));
+    KVSIM_ASSIGN_OR_RETURN(QuantizedKvPool v, QuantizeKvPool(RandomBf16Values(layout.NumElements(), rng), layout,
+                                                             f.dtype, f.group, false));
     KVSIM_ASSIGN_OR_RETURN(AttentionOutput ref, DecodeReference(layout, table, num_q_heads, q, DequantizeKvPool(k),
                                                                 DequantizeKvPool(v), scale));
     for (int min_ctas : {1, 4096}) {
@@ -287,8 +290,9 @@ absl::Status ValidateKernels(uint64_t seed, std::vector<std::string>* notes) {
     KVSIM_ASSIGN_OR_RETURN(HostAttentionResult out, problem->Download());
     KVSIM_RETURN_IF_ERROR(CompareWithReference(out, ref, 2e-2, "prefill"));
   }
-  notes->push_back("validation: decode (bf16, fp8, int8, int4 g32/g128, int2; split and unsplit) and prefill "
-                   "match the float64 reference");
+  notes->push_back(
+      "validation: decode (bf16, fp8, int8, int4 g32/g128, int2; split and unsplit) and prefill "
+      "match the float64 reference");
   return absl::OkStatus();
 }
 
@@ -313,15 +317,15 @@ absl::Status TimeDecode(const DecodePoint& pt, const CalibrationOptions& options
   const int num_q_heads = kKvHeads * pt.gqa;
   const std::vector<float> q = RandomBf16Values(int64_t{pt.batch} * num_q_heads * kHeadDim, rng);
   KVSIM_ASSIGN_OR_RETURN(auto problem, DeviceDecodeProblem::CreateWithDeviceKv(
-                                           layout, table, num_q_heads, q, pt.dtype, pt.group_size, k.View(0),
-                                           v.View(0), 1.0 / std::sqrt(128.0), props.num_sms * 4));
+                                           layout, table, num_q_heads, q, pt.dtype, pt.group_size, k.View(0), v.View(0),
+                                           1.0 / std::sqrt(128.0), props.num_sms * 4));
   KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int i) {
                            problem->UseKv(k.View(i % copies), v.View(i % copies));
                            return problem->Run();
                          }));
   proto::CalibrationPoint* point = result->table.add_points();
-  *point = AttentionPoint(proto::KERNEL_KIND_DECODE_ATTENTION, pt.dtype, pt.group_size, pt.batch, 1,
-                          pt.context_tokens, pt.num_segments, num_q_heads, pt.page_size);
+  *point = AttentionPoint(proto::KERNEL_KIND_DECODE_ATTENTION, pt.dtype, pt.group_size, pt.batch, 1, pt.context_tokens,
+                          pt.num_segments, num_q_heads, pt.page_size);
   SetTimes(ns, point);
   if (pt.dtype == KvDtype::kBf16 && !problem->plan().direct) {
     KVSIM_ASSIGN_OR_RETURN(std::vector<double> merge_ns,
@@ -340,8 +344,7 @@ absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& optio
                          std::mt19937_64& rng, CalibrationResult* result) {
   const int page_size = 16;
   PagedKvLayout layout{0, page_size, kKvHeads, kHeadDim};
-  const int64_t pages_per_request =
-      (pt.prefix_tokens + pt.chunk_tokens) / page_size + pt.prefix_segments + 2;
+  const int64_t pages_per_request = (pt.prefix_tokens + pt.chunk_tokens) / page_size + pt.prefix_segments + 2;
   layout.num_pages = pages_per_request * pt.batch;
   const std::vector<int32_t> pages = ShuffledPages(layout.num_pages, rng);
   SegmentTable table;
@@ -358,10 +361,9 @@ absl::Status TimePrefill(const PrefillPoint& pt, const CalibrationOptions& optio
   KVSIM_ASSIGN_OR_RETURN(RotatedPool v, MakeRotatedPool(layout, KvDtype::kBf16, 0, false, copies, rng()));
   const int num_q_heads = kKvHeads * pt.gqa;
   const std::vector<float> q = RandomBf16Values(int64_t{query_begin.back()} * num_q_heads * kHeadDim, rng);
-  KVSIM_ASSIGN_OR_RETURN(auto problem,
-                         DevicePrefillProblem::CreateWithDeviceKv(layout, table, num_q_heads, query_begin, q,
-                                                                  k.View(0).data, v.View(0).data,
-                                                                  1.0 / std::sqrt(128.0)));
+  KVSIM_ASSIGN_OR_RETURN(
+      auto problem, DevicePrefillProblem::CreateWithDeviceKv(layout, table, num_q_heads, query_begin, q, k.View(0).data,
+                                                             v.View(0).data, 1.0 / std::sqrt(128.0)));
   KVSIM_ASSIGN_OR_RETURN(std::vector<double> ns, TimeRuns(options.warmup, options.repetitions, [&](int i) {
                            problem->UseKv(k.View(i % copies).data, v.View(i % copies).data);
                            return problem->Run();
@@ -429,8 +431,7 @@ absl::Status TimeCopies(const std::vector<int64_t>& sizes, const CalibrationOpti
 }
 
 std::string ClockText(const DeviceProperties& p) {
-  return absl::StrFormat("sm %d MHz, mem %d MHz (peak, as reported)", p.sm_clock_khz / 1000,
-                         p.memory_clock_khz / 1000);
+  return absl::StrFormat("sm %d MHz, mem %d MHz (peak, as reported)", p.sm_clock_khz / 1000, p.memory_clock_khz / 1000);
 }
 
 std::string VersionText(int v) { return absl::StrFormat("%d.%d", v / 1000, (v % 1000) / 10); }
@@ -467,14 +468,18 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
   const int64_t max_tokens = full ? int64_t{1} << 23 : int64_t{1} << 21;
   // Coarse: steps of 4x in batch and 2x in context, so that interpolation between measured points stays
   // within a few percent (kvsim costmodel validate) in under two minutes of sweeping on an H200.
-  std::vector<int> batches = full ? std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256} : std::vector<int>{1, 4, 16, 64, 256};
-  std::vector<int> contexts = full ? std::vector<int>{256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
-                                                      16384, 24576, 32768, 49152, 65536, 131072}
+  std::vector<int> batches =
+      full ? std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256} : std::vector<int>{1, 4, 16, 64, 256};
+  std::vector<int> contexts = full ? std::vector<int>{256,  512,   1024,  1536,  2048,  3072,  4096,  6144,
+                                                      8192, 12288, 16384, 24576, 32768, 49152, 65536, 131072}
                                    : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
   std::vector<int> segments = full ? std::vector<int>{1, 2, 4, 8, 16, 64} : std::vector<int>{1, 4, 16};
-  struct Format { KvDtype dtype; int group; };
-  std::vector<Format> formats = {{KvDtype::kBf16, 0}, {KvDtype::kFp8E4m3, 0}, {KvDtype::kInt8, 0},
-                                 {KvDtype::kInt4, 32}, {KvDtype::kInt4, 128}};
+  struct Format {
+    KvDtype dtype;
+    int group;
+  };
+  std::vector<Format> formats = {
+      {KvDtype::kBf16, 0}, {KvDtype::kFp8E4m3, 0}, {KvDtype::kInt8, 0}, {KvDtype::kInt4, 32}, {KvDtype::kInt4, 128}};
   if (full) {
     formats.push_back({KvDtype::kInt4, 64});
     formats.push_back({KvDtype::kInt2, 32});
@@ -497,8 +502,8 @@ CalibrationGrid MakeCalibrationGrid(bool full) {
   // Chunks down to 16 tokens (recompute of a few missing blocks), prefixes up to 128K.
   std::vector<int> chunks = full ? std::vector<int>{16, 64, 256, 512, 1024, 2048, 4096, 8192}
                                  : std::vector<int>{16, 64, 128, 512, 2048, 8192};
-  std::vector<int> prefixes = full ? std::vector<int>{0, 1024, 4096, 16384, 65536, 131072}
-                                   : std::vector<int>{0, 2048, 8192, 32768, 131072};
+  std::vector<int> prefixes =
+      full ? std::vector<int>{0, 1024, 4096, 16384, 65536, 131072} : std::vector<int>{0, 2048, 8192, 32768, 131072};
   for (int batch : {1, 4}) {
     for (int c : chunks) {
       for (int p : prefixes) {
@@ -551,9 +556,8 @@ namespace {
 // and appends their table points to `result` in grid order. `time_point(point, &scratch)` appends a grid
 // point's table points to scratch.table; `describe(point)` names it in the progress log.
 template <typename Point, typename TimeFn, typename DescribeFn>
-absl::Status SweepKind(const std::string& kind, const std::vector<Point>& points, absl::Time deadline,
-                       absl::Time start, std::ostream* log, TimeFn time_point, DescribeFn describe,
-                       CalibrationResult* result) {
+absl::Status SweepKind(const std::string& kind, const std::vector<Point>& points, absl::Time deadline, absl::Time start,
+                       std::ostream* log, TimeFn time_point, DescribeFn describe, CalibrationResult* result) {
   std::vector<CalibrationResult> timed_points(points.size());
   int timed = 0;
   for (int i : CoverageOrder(static_cast<int>(points.size()))) {
@@ -578,8 +582,9 @@ absl::Status SweepKind(const std::string& kind, const std::vector<Point>& points
 
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options, std::ostream* log) {
   if (!CudaDeviceAvailable()) {
-    return absl::UnavailableError("kvsim calibrate needs a CUDA GPU: none is usable here (or this kvsim was "
-                                  "built without CUDA)");
+    return absl::UnavailableError(
+        "kvsim calibrate needs a CUDA GPU: none is usable here (or this kvsim was "
+        "built without CUDA)");
   }
   KVSIM_ASSIGN_OR_RETURN(DeviceProperties props, QueryDevice(0));
   CalibrationResult result;
@@ -605,8 +610,8 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   // With a budget, each kind gets the time left in proportion to its share of the points left, so that a
   // cut grid still covers every kind (unused time passes on to the next kind; prefill, whose points cost
   // the most, comes last).
-  const absl::Time end = options.budget_seconds > 0 ? start + absl::Seconds(options.budget_seconds)
-                                                    : absl::InfiniteFuture();
+  const absl::Time end =
+      options.budget_seconds > 0 ? start + absl::Seconds(options.budget_seconds) : absl::InfiniteFuture();
   size_t points_left = (Wanted(options, "gemm") ? grid.gemm.size() : 0) +
                        (Wanted(options, "prefill_attention") ? grid.prefill.size() : 0) +
                        (Wanted(options, "decode_attention") ? grid.decode.size() : 0);
@@ -633,8 +638,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
         [&](const DecodePoint& pt, CalibrationResult* out) { return TimeDecode(pt, options, props, rng, out); },
         [](const DecodePoint& pt) {
           return absl::StrFormat("decode %s g%d B=%d L=%d S=%d gqa=%d page=%d", CalibrationDtypeName(pt.dtype),
-                                 pt.group_size, pt.batch, pt.context_tokens, pt.num_segments, pt.gqa,
-                                 pt.page_size);
+                                 pt.group_size, pt.batch, pt.context_tokens, pt.num_segments, pt.gqa, pt.page_size);
         },
         &result));
   }
@@ -643,13 +647,13 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
         "prefill_attention", grid.prefill, deadline(grid.prefill.size()), start, log,
         [&](const PrefillPoint& pt, CalibrationResult* out) { return TimePrefill(pt, options, props, rng, out); },
         [](const PrefillPoint& pt) {
-          return absl::StrFormat("prefill B=%d chunk=%d prefix=%d S=%d", pt.batch, pt.chunk_tokens,
-                                 pt.prefix_tokens, pt.prefix_segments);
+          return absl::StrFormat("prefill B=%d chunk=%d prefix=%d S=%d", pt.batch, pt.chunk_tokens, pt.prefix_tokens,
+                                 pt.prefix_segments);
         },
         &result));
   }
-  result.notes.push_back(absl::StrFormat("%d rows in %.1f s", result.table.points_size(),
-                                         absl::ToDoubleSeconds(absl::Now() - start)));
+  result.notes.push_back(
+      absl::StrFormat("%d rows in %.1f s", result.table.points_size(), absl::ToDoubleSeconds(absl::Now() - start)));
   KVSIM_RETURN_IF_ERROR(NormaliseCalibrationPoints("kvsim calibrate", &result.table));
   return result;
 }

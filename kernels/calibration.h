@@ -55,7 +55,7 @@ struct PrefillPoint {
 
 struct GemmPoint {
   proto::KernelKind kind;  // KV projection, linear (QKV, O, LM head) or MLP GEMM
-  std::string name;  // e.g. "qkv_proj"
+  std::string name;        // e.g. "qkv_proj"
   int64_t tokens = 0, in_features = 0, out_features = 0;
 };
 

@@ -36,8 +36,8 @@ TEST(CalibrationTest, CoarseGridRespectsTheTokenCapAndCoversEveryFormat) {
   // The headline shape of the issue is in the grid: B = 64, L = 8192, 4 segments, bf16, GQA 4.
   bool headline = false;
   for (const DecodePoint& p : grid.decode) {
-    headline |= p.batch == 64 && p.context_tokens == 8192 && p.num_segments == 4 && p.dtype == KvDtype::kBf16 &&
-                p.gqa == 4;
+    headline |=
+        p.batch == 64 && p.context_tokens == 8192 && p.num_segments == 4 && p.dtype == KvDtype::kBf16 && p.gqa == 4;
   }
   EXPECT_TRUE(headline);
   EXPECT_LT(grid.decode.size(), 1500u);  // ~30 runs each: about a minute on an H200, inside the 5-minute budget

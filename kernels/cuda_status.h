@@ -20,17 +20,16 @@ inline absl::Status CudaStatus(cudaError_t error, const char* expr, const char* 
   if (error == cudaSuccess) return absl::OkStatus();
   const std::string message = std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +
                               cudaGetErrorName(error) + ": " + cudaGetErrorString(error);
-  return error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver
-             ? absl::UnavailableError(message)
-             : absl::InternalError(message);
+  return error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ? absl::UnavailableError(message)
+                                                                            : absl::InternalError(message);
 }
 
 }  // namespace kvsim
 
-#define KVSIM_CUDA_RETURN_IF_ERROR(expr)                                                   \
-  do {                                                                                     \
+#define KVSIM_CUDA_RETURN_IF_ERROR(expr)                                                        \
+  do {                                                                                          \
     ::absl::Status kvsim_cuda_status_ = ::kvsim::CudaStatus((expr), #expr, __FILE__, __LINE__); \
-    if (!kvsim_cuda_status_.ok()) return kvsim_cuda_status_;                               \
+    if (!kvsim_cuda_status_.ok()) return kvsim_cuda_status_;                                    \
   } while (0)
 
 #endif  // KVSIM_KERNELS_CUDA_STATUS_H_

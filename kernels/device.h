@@ -25,15 +25,15 @@ namespace kvsim {
 bool CudaDeviceAvailable();
 
 struct DeviceProperties {
-  std::string name;             // e.g. "NVIDIA H200"
-  int compute_capability = 0;   // major x 10 + minor, e.g. 90
+  std::string name;            // e.g. "NVIDIA H200"
+  int compute_capability = 0;  // major x 10 + minor, e.g. 90
   int num_sms = 0;
   int64_t l2_cache_bytes = 0;
   int64_t memory_bytes = 0;
-  int driver_version = 0;       // CUDA driver API version, e.g. 13000
-  int runtime_version = 0;      // CUDA runtime version this binary was built with
-  int sm_clock_khz = 0;         // peak SM clock as reported
-  int memory_clock_khz = 0;     // peak memory clock as reported
+  int driver_version = 0;         // CUDA driver API version, e.g. 13000
+  int runtime_version = 0;        // CUDA runtime version this binary was built with
+  int sm_clock_khz = 0;           // peak SM clock as reported
+  int memory_clock_khz = 0;       // peak memory clock as reported
   int64_t free_memory_bytes = 0;  // free device memory at the query
 };
 

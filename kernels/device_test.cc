@@ -11,8 +11,7 @@ namespace {
 TEST(DeviceTest, WithoutAGpuEverythingIsUnavailable) {
   if (CudaDeviceAvailable()) GTEST_SKIP() << "a GPU is available";
   EXPECT_EQ(QueryDevice(0).status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(DeviceCopyRoundTrip(std::vector<uint8_t>(64, 1)).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(DeviceCopyRoundTrip(std::vector<uint8_t>(64, 1)).status().code(), absl::StatusCode::kUnavailable);
 }
 
 // The copy kernel against the host copy, on random bytes into a poisoned buffer; sizes that leave a

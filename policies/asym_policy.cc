@@ -12,8 +12,7 @@ absl::Status AsymPolicy::Configure(const proto::EvictionPolicyConfig& config) {
   if (config.params_case() != proto::EvictionPolicyConfig::kAsym) return EvictionPolicy::Configure(config);
   const double h = config.asym().half_life_accesses();
   if (h != 0 && (!(h > 0) || !std::isfinite(h))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("eviction.asym.half_life_accesses must be > 0, got ", h));
+    return absl::InvalidArgumentError(absl::StrCat("eviction.asym.half_life_accesses must be > 0, got ", h));
   }
   half_life_ = h;
   return absl::OkStatus();
@@ -26,8 +25,8 @@ double AsymPolicy::HalfLife() const {
 
 void AsymPolicy::Touch(BlockId block, const AccessInfo& info, bool insert) {
   auto [it, inserted] = entries_.try_emplace(block, Entry{0, 0});
-  KVSIM_CHECK(inserted == insert) << "asym: " << (insert ? "insert of resident" : "access to non-resident")
-                                  << " block " << block;
+  KVSIM_CHECK(inserted == insert) << "asym: " << (insert ? "insert of resident" : "access to non-resident") << " block "
+                                  << block;
   Entry& e = it->second;
   if (!insert) order_.erase({e.key, e.last_use, block});
   e.last_use = uses_++;

@@ -22,7 +22,7 @@ TEST(AsymPolicyTest, KeepsCostlyBlocksLonger) {
   info.restore_ns = 1;
   asym.OnInsert(2, info);  // t = 1: K = 1
   info.restore_ns = 2;
-  asym.OnInsert(3, info);  // t = 2: K = 2 + 3 = 5
+  asym.OnInsert(3, info);                 // t = 2: K = 2 + 3 = 5
   EXPECT_EQ(asym.SelectVictim(all), 2u);  // LRU would pick 1
   asym.OnRemove(2);
   info.restore_ns = 1;

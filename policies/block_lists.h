@@ -32,8 +32,7 @@ constexpr int32_t kNoSlot = -1;
 
 class BlockLists {
  public:
-  explicit BlockLists(int num_lists) : heads_(num_lists, kNoSlot), tails_(num_lists, kNoSlot),
-                                       sizes_(num_lists, 0) {}
+  explicit BlockLists(int num_lists) : heads_(num_lists, kNoSlot), tails_(num_lists, kNoSlot), sizes_(num_lists, 0) {}
 
   // Preallocates room for `num_blocks` blocks, at most 2^24 (an optimisation only: a capacity far beyond
   // any trace's blocks must not allocate for it).
@@ -145,8 +144,14 @@ class BlockLists {
   void Unlink(int32_t s) {
     Slot& slot = slots_[s];
     const int list = slot.list;
-    if (slot.prev != kNoSlot) slots_[slot.prev].next = slot.next; else heads_[list] = slot.next;
-    if (slot.next != kNoSlot) slots_[slot.next].prev = slot.prev; else tails_[list] = slot.prev;
+    if (slot.prev != kNoSlot)
+      slots_[slot.prev].next = slot.next;
+    else
+      heads_[list] = slot.next;
+    if (slot.next != kNoSlot)
+      slots_[slot.next].prev = slot.prev;
+    else
+      tails_[list] = slot.prev;
     slot.prev = slot.next = kNoSlot;
     --sizes_[list];
   }

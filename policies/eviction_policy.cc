@@ -51,10 +51,9 @@ ForwardingPolicy::ForwardingPolicy(std::unique_ptr<EvictionPolicy> inner) : inne
 
 absl::Status EvictionPolicy::Configure(const proto::EvictionPolicyConfig& config) {
   if (config.params_case() != proto::EvictionPolicyConfig::PARAMS_NOT_SET) {
-    return absl::InvalidArgumentError(absl::StrCat("eviction policy '", Name(),
-                                                   "' takes no parameters; got eviction.",
-                                                   config.GetDescriptor()->FindFieldByNumber(
-                                                       config.params_case())->name()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("eviction policy '", Name(), "' takes no parameters; got eviction.",
+                     config.GetDescriptor()->FindFieldByNumber(config.params_case())->name()));
   }
   return absl::OkStatus();
 }

@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/functional/function_ref.h"
 #include "absl/types/optional.h"
 #include "proto/config.pb.h"
 #include "traces/request.h"
@@ -52,10 +52,10 @@ using BlockId = uint64_t;
 // last block was accessed), for policies that act per request (TTL pinning).
 struct RequestEndInfo {
   uint64_t request_id = 0;
-  int64_t session_id = -1;        // -1 = none
-  int64_t time_ns = 0;            // when it ended (cache replay: the request's arrival time)
-  bool ends_in_tool_call = false; // the request's output is a tool call; the session resumes after it
-  std::string tool_name;          // empty if unknown
+  int64_t session_id = -1;         // -1 = none
+  int64_t time_ns = 0;             // when it ended (cache replay: the request's arrival time)
+  bool ends_in_tool_call = false;  // the request's output is a tool call; the session resumes after it
+  std::string tool_name;           // empty if unknown
   // How long the tool actually ran, known only once it returns: at time_ns + tool_duration_ns. Policies
   // must not use it before then (the TTL wrapper adds it to its history at that time). -1 = unknown.
   int64_t tool_duration_ns = -1;
@@ -70,20 +70,20 @@ RequestEndInfo MakeRequestEndInfo(const Request& request, int64_t time_ns);
 struct AccessInfo {
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-  int64_t clock = 0;              // logical time: the index of this access in the cache's access stream
-  int64_t time_ns = 0;            // simulated time (cache-replay mode: the request's arrival time)
-  uint64_t request_id = 0;        // request that made the access
-  int64_t session_id = -1;        // its session, -1 = none
-  int32_t block_index = 0;        // the block's position in the request's prompt (0 = first block)
-  int64_t position_tokens = 0;    // tokens before this block in the prompt (block_index x block_tokens)
-  int64_t size_bytes = 0;         // the block's KV bytes (0 in cache-replay mode: all blocks equal)
+  int64_t clock = 0;            // logical time: the index of this access in the cache's access stream
+  int64_t time_ns = 0;          // simulated time (cache-replay mode: the request's arrival time)
+  uint64_t request_id = 0;      // request that made the access
+  int64_t session_id = -1;      // its session, -1 = none
+  int32_t block_index = 0;      // the block's position in the request's prompt (0 = first block)
+  int64_t position_tokens = 0;  // tokens before this block in the prompt (block_index x block_tokens)
+  int64_t size_bytes = 0;       // the block's KV bytes (0 in cache-replay mode: all blocks equal)
   // Estimated time to restore this block if evicted (recompute at its position, or reload, whichever
   // is cheaper), from the cost model; 0 = unknown or uniform.
   int64_t restore_ns = 0;
   // Oracle knowledge (cache replay with a pre-pass, or a simulator with future knowledge): the clock of
   // this block's next access, kNever if it is never used again. Unset (-1) when not known.
   int64_t next_access_clock = -1;
-  BlockId parent = 0;             // previous block of the same prompt; meaningful only if has_parent
+  BlockId parent = 0;  // previous block of the same prompt; meaningful only if has_parent
   bool has_parent = false;
 };
 
@@ -158,18 +158,14 @@ class ForwardingPolicy : public EvictionPolicy {
   void OnInsert(BlockId block, const AccessInfo& info) override { inner_->OnInsert(block, info); }
   void OnAccess(BlockId block, const AccessInfo& info) override { inner_->OnAccess(block, info); }
   void OnRemove(BlockId block) override { inner_->OnRemove(block); }
-  absl::Status Configure(const proto::EvictionPolicyConfig& config) override {
-    return inner_->Configure(config);
-  }
+  absl::Status Configure(const proto::EvictionPolicyConfig& config) override { return inner_->Configure(config); }
   void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
   void OnRequestEnd(const RequestEndInfo& end) override { inner_->OnRequestEnd(end); }
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override { return inner_->ShouldAdmit(block, info); }
   const ResidencyIndex* residency() const override { return inner_->residency(); }
 
  protected:
-  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override {
-    return inner_->TrySelectVictim(evictable);
-  }
+  absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override { return inner_->TrySelectVictim(evictable); }
   EvictionPolicy& inner() { return *inner_; }
   const EvictionPolicy& inner() const { return *inner_; }
 

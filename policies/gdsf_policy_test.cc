@@ -29,7 +29,7 @@ TEST(GdsfPolicyTest, CostOverSize) {
   info.size_bytes = 1;
   gdsf.OnInsert(2, info);  // H = 100
   EXPECT_EQ(gdsf.SelectVictim(all), 2u);
-  gdsf.OnRemove(2);        // L = 100
+  gdsf.OnRemove(2);  // L = 100
   EXPECT_DOUBLE_EQ(gdsf.inflation(), 100.0);
   info.restore_ns = 50;
   gdsf.OnInsert(3, info);  // H = 100 + 50 = 150 < 200

@@ -52,8 +52,8 @@ class LeafFirstPolicy : public ForwardingPolicy {
 
  private:
   std::string name_;
-  absl::flat_hash_map<BlockId, BlockId> parent_of_;       // resident blocks that have a parent
-  absl::flat_hash_map<BlockId, int32_t> child_count_;     // > 0 entries only
+  absl::flat_hash_map<BlockId, BlockId> parent_of_;    // resident blocks that have a parent
+  absl::flat_hash_map<BlockId, int32_t> child_count_;  // > 0 entries only
 };
 
 // "leaf_lru": LRU among the leaves of the prefix tree (SGLang's radix cache), O(log n) per operation.
@@ -71,11 +71,11 @@ class LeafLruPolicy final : public EvictionPolicy, public ResidencyIndex {
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   bool IsLeaf(BlockId block) const { return !child_count_.contains(block); }
 
-  absl::flat_hash_map<BlockId, int64_t> last_use_;        // resident blocks
-  absl::flat_hash_map<BlockId, BlockId> parent_of_;       // resident blocks that have a parent
-  absl::flat_hash_map<BlockId, int32_t> child_count_;     // > 0 entries only
-  absl::btree_set<std::pair<int64_t, BlockId>> leaves_;   // resident leaves by last use
-  absl::btree_set<std::pair<int64_t, BlockId>> all_;      // every resident block by last use (fallback)
+  absl::flat_hash_map<BlockId, int64_t> last_use_;       // resident blocks
+  absl::flat_hash_map<BlockId, BlockId> parent_of_;      // resident blocks that have a parent
+  absl::flat_hash_map<BlockId, int32_t> child_count_;    // > 0 entries only
+  absl::btree_set<std::pair<int64_t, BlockId>> leaves_;  // resident leaves by last use
+  absl::btree_set<std::pair<int64_t, BlockId>> all_;     // every resident block by last use (fallback)
   int64_t uses_ = 0;
 };
 

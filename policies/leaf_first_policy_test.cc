@@ -1,10 +1,10 @@
 #include "policies/leaf_first_policy.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policies/lru_policy.h"
 #include "policies/policy_test_util.h"
-#include "absl/container/flat_hash_set.h"
 
 namespace kvsim {
 namespace {
@@ -83,8 +83,8 @@ TEST(LeafFirstPolicyTest, LeafLruMatchesTheGenericWrapperOverLru) {
           auto all = [](BlockId) { return true; };
           victims[0].push_back(fast.SelectVictim(all));
           victims[1].push_back(generic.SelectVictim(all));
-          ASSERT_EQ(victims[0].back(), victims[1].back()) << "capacity " << capacity << " eviction "
-                                                          << victims[0].size();
+          ASSERT_EQ(victims[0].back(), victims[1].back())
+              << "capacity " << capacity << " eviction " << victims[0].size();
           resident.erase(victims[0].back());
           fast.OnRemove(victims[0].back());
           generic.OnRemove(victims[0].back());

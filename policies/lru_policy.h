@@ -42,8 +42,7 @@ class LruPolicy final : public EvictionPolicy, public ResidencyIndex {
   // The slot of resident `block` (REQUIRES: resident), reusing IsResident()'s lookup when it was for
   // the same block.
   int32_t SlotOf(BlockId block) const {
-    const int32_t s = looked_up_slot_ != kNoSlot && looked_up_block_ == block ? looked_up_slot_
-                                                                              : lists_.Find(block);
+    const int32_t s = looked_up_slot_ != kNoSlot && looked_up_block_ == block ? looked_up_slot_ : lists_.Find(block);
     KVSIM_CHECK(s != kNoSlot) << "lru: non-resident block " << block;
     return s;
   }

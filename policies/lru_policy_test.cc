@@ -41,7 +41,7 @@ TEST(LruPolicyTest, RememberedLookupDoesNotOutliveItsSlot) {
   lru.OnInsert(1, info);
   lru.OnInsert(2, info);
   ASSERT_TRUE(lru.IsResident(1));
-  lru.OnRemove(1);       // frees 1's slot
+  lru.OnRemove(1);        // frees 1's slot
   lru.OnInsert(3, info);  // takes that slot
   EXPECT_FALSE(lru.IsResident(1));
   ASSERT_TRUE(lru.IsResident(2));

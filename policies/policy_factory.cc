@@ -13,8 +13,7 @@ namespace kvsim {
 absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
     const proto::EvictionPolicyConfig& config) {
   const std::string name = config.name().empty() ? "lru" : config.name();
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<EvictionPolicy> policy,
-                         CreateConfiguredEvictionPolicy(name, config));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<EvictionPolicy> policy, CreateConfiguredEvictionPolicy(name, config));
   if (config.leaf_first()) policy = std::make_unique<LeafFirstPolicy>(std::move(policy));
   if (config.has_ttl_pin()) {
     KVSIM_RETURN_IF_ERROR(TtlPinPolicy::ValidateTtlPinParams(config.ttl_pin()));
@@ -23,8 +22,7 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
   return policy;
 }
 
-absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(
-    const proto::EvictionPolicyConfig& config) {
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(const proto::EvictionPolicyConfig& config) {
   if (PolicyNeedsOracle(config)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "eviction.name: '", config.name(), "' needs each block's next access, which only cache replay knows ",
@@ -46,8 +44,8 @@ absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view sp
     } else if (parts[i] == "ttl") {
       config.mutable_ttl_pin();
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("policy spec '", spec, "': unknown modifier '",
-                                                     parts[i], "'; known: leaf_first, ttl"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy spec '", spec, "': unknown modifier '", parts[i], "'; known: leaf_first, ttl"));
     }
   }
   return config;

@@ -31,8 +31,7 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
 // simulator: requests arrive, are scheduled and finish over time, so no block's next use is known when a
 // victim is chosen). Oracle policies (PolicyNeedsOracle: belady) are refused with InvalidArgument naming
 // the field and where they can run (cache replay: `kvsim cache`, `kvsim mrc`, `kvsim sweep --mode=cache`).
-absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(
-    const proto::EvictionPolicyConfig& config);
+absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(const proto::EvictionPolicyConfig& config);
 
 // "NAME[+leaf_first][+ttl]" -> config (ttl with default parameters). InvalidArgument for an empty name or
 // an unknown modifier. The name is checked by CreateEvictionPolicyFromConfig, not here.

@@ -24,8 +24,7 @@ struct PolicyRun {
 };
 
 // Each access has clock = its index; `next_use` (optional) gives next_access_clock per access.
-inline PolicyRun DrivePolicy(EvictionPolicy* policy, int64_t capacity_blocks,
-                             const std::vector<BlockId>& accesses,
+inline PolicyRun DrivePolicy(EvictionPolicy* policy, int64_t capacity_blocks, const std::vector<BlockId>& accesses,
                              const std::vector<int64_t>& next_use = {},
                              const std::function<bool(BlockId)>& evictable = nullptr) {
   policy->SetCapacity(capacity_blocks);

@@ -13,31 +13,28 @@ absl::Status S3FifoPolicy::Configure(const proto::EvictionPolicyConfig& config) 
   const proto::S3FifoParams& p = config.s3fifo();
   if (p.small_queue_ratio() != 0) {
     if (!(p.small_queue_ratio() > 0 && p.small_queue_ratio() < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "eviction.s3fifo.small_queue_ratio must be in (0, 1), got ", p.small_queue_ratio()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("eviction.s3fifo.small_queue_ratio must be in (0, 1), got ", p.small_queue_ratio()));
     }
     small_ratio_ = p.small_queue_ratio();
   }
   if (p.ghost_ratio() != 0) {
     if (!(p.ghost_ratio() > 0) || !std::isfinite(p.ghost_ratio())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("eviction.s3fifo.ghost_ratio must be > 0, got ", p.ghost_ratio()));
+      return absl::InvalidArgumentError(absl::StrCat("eviction.s3fifo.ghost_ratio must be > 0, got ", p.ghost_ratio()));
     }
     ghost_ratio_ = p.ghost_ratio();
   }
   if (p.move_to_main_threshold() != 0) {
     if (p.move_to_main_threshold() < 1 || p.move_to_main_threshold() > 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "eviction.s3fifo.move_to_main_threshold must be in 1..3, got ", p.move_to_main_threshold()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("eviction.s3fifo.move_to_main_threshold must be in 1..3, got ", p.move_to_main_threshold()));
     }
     move_threshold_ = p.move_to_main_threshold();
   }
   return absl::OkStatus();
 }
 
-int64_t S3FifoPolicy::SmallTarget() const {
-  return std::max<int64_t>(1, std::llround(small_ratio_ * capacity_));
-}
+int64_t S3FifoPolicy::SmallTarget() const { return std::max<int64_t>(1, std::llround(small_ratio_ * capacity_)); }
 int64_t S3FifoPolicy::GhostSize() const { return std::llround(ghost_ratio_ * capacity_); }
 
 void S3FifoPolicy::OnInsert(BlockId block, const AccessInfo& info) {

@@ -33,7 +33,7 @@ class SievePolicy final : public EvictionPolicy, public ResidencyIndex {
 
  private:
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
-  BlockLists lists_{1};   // front = newest; mark = visited bit
+  BlockLists lists_{1};     // front = newest; mark = visited bit
   int32_t hand_ = kNoSlot;  // kNoSlot = start at the oldest
 };
 

@@ -8,8 +8,8 @@
 namespace kvsim {
 namespace {
 
-constexpr int64_t kDefaultRestoreNs = 1'000'000;        // 1 ms
-constexpr int64_t kDefaultMaxTtlNs = 600'000'000'000;   // 600 s
+constexpr int64_t kDefaultRestoreNs = 1'000'000;       // 1 ms
+constexpr int64_t kDefaultMaxTtlNs = 600'000'000'000;  // 600 s
 
 }  // namespace
 
@@ -37,8 +37,7 @@ absl::Status TtlPinPolicy::ValidateTtlPinParams(const proto::TtlPinParams& param
   return absl::OkStatus();
 }
 
-int64_t TtlPinPolicy::ChooseTtl(const std::vector<int64_t>& sorted, double benefit_ns,
-                                int64_t max_ttl_ns) {
+int64_t TtlPinPolicy::ChooseTtl(const std::vector<int64_t>& sorted, double benefit_ns, int64_t max_ttl_ns) {
   const double n = static_cast<double>(sorted.size());
   int64_t best_tau = 0;
   double best_value = 0;  // tau = 0: P(D <= 0) x benefit; durations are > 0 in practice
@@ -114,8 +113,7 @@ void TtlPinPolicy::OnRequestEnd(const RequestEndInfo& end) {
     }
   }
   if (end.ends_in_tool_call && end.tool_duration_ns >= 0) {
-    pending_.push({end.time_ns + end.tool_duration_ns, pending_seq_++, end.tool_name,
-                   end.tool_duration_ns});
+    pending_.push({end.time_ns + end.tool_duration_ns, pending_seq_++, end.tool_name, end.tool_duration_ns});
   }
   if (blocks != request_blocks_.end()) request_blocks_.erase(blocks);
 }
@@ -127,8 +125,7 @@ bool TtlPinPolicy::IsPinned(BlockId block) const {
 
 absl::optional<BlockId> TtlPinPolicy::ChooseVictim(VictimFilter evictable) {
   if (!pins_.empty()) {
-    absl::optional<BlockId> unpinned =
-        inner().TrySelectVictim([&](BlockId b) { return !IsPinned(b) && evictable(b); });
+    absl::optional<BlockId> unpinned = inner().TrySelectVictim([&](BlockId b) { return !IsPinned(b) && evictable(b); });
     if (unpinned.has_value()) return unpinned;
   }
   return inner().TrySelectVictim(evictable);

@@ -51,8 +51,7 @@ class TtlPinPolicy final : public ForwardingPolicy {
   static absl::Status ValidateTtlPinParams(const proto::TtlPinParams& params);
 
   // tau* for `sorted_durations_ns` (ascending) and a benefit of `benefit_ns` (T x eta + C); 0 if empty.
-  static int64_t ChooseTtl(const std::vector<int64_t>& sorted_durations_ns, double benefit_ns,
-                           int64_t max_ttl_ns);
+  static int64_t ChooseTtl(const std::vector<int64_t>& sorted_durations_ns, double benefit_ns, int64_t max_ttl_ns);
 
   absl::string_view Name() const override { return name_; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
@@ -93,9 +92,8 @@ class TtlPinPolicy final : public ForwardingPolicy {
   // Blocks used by each session request still running: (block, restore_ns).
   absl::flat_hash_map<uint64_t, std::vector<std::pair<BlockId, int64_t>>> request_blocks_;
   absl::flat_hash_map<std::string, std::vector<int64_t>> durations_by_tool_;  // sorted
-  std::vector<int64_t> all_durations_;                                          // sorted
-  std::priority_queue<PendingDuration, std::vector<PendingDuration>, std::greater<PendingDuration>>
-      pending_;
+  std::vector<int64_t> all_durations_;                                        // sorted
+  std::priority_queue<PendingDuration, std::vector<PendingDuration>, std::greater<PendingDuration>> pending_;
   int64_t pending_seq_ = 0;
 };
 

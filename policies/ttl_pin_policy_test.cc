@@ -34,7 +34,10 @@ class TtlPinScenario : public ::testing::Test {
     info.request_id = request;
     info.session_id = session;
     info.time_ns = time_ns;
-    if (insert) policy_.OnInsert(block, info); else policy_.OnAccess(block, info);
+    if (insert)
+      policy_.OnInsert(block, info);
+    else
+      policy_.OnAccess(block, info);
   }
   void End(uint64_t request, int64_t session, int64_t time_ns, int64_t tool_ns) {
     RequestEndInfo end;

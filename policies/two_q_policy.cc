@@ -20,8 +20,7 @@ absl::Status TwoQPolicy::Configure(const proto::EvictionPolicyConfig& config) {
   }
   if (p.kout_ratio() != 0) {
     if (!(p.kout_ratio() > 0) || !std::isfinite(p.kout_ratio())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("eviction.two_q.kout_ratio must be > 0, got ", p.kout_ratio()));
+      return absl::InvalidArgumentError(absl::StrCat("eviction.two_q.kout_ratio must be > 0, got ", p.kout_ratio()));
     }
     kout_ratio_ = p.kout_ratio();
   }

@@ -30,9 +30,7 @@ std::vector<std::string> Names(absl::string_view kind) {
   return names;
 }
 
-bool IsPath(absl::string_view name) {
-  return absl::StrContains(name, '/') || absl::EndsWith(name, ".textproto");
-}
+bool IsPath(absl::string_view name) { return absl::StrContains(name, '/') || absl::EndsWith(name, ".textproto"); }
 
 template <typename Spec>
 absl::StatusOr<Spec> Load(absl::string_view kind, absl::string_view name) {
@@ -49,8 +47,8 @@ absl::StatusOr<Spec> Load(absl::string_view kind, absl::string_view name) {
       return spec;
     }
   }
-  return absl::NotFoundError(absl::StrCat("unknown ", kind == "models" ? "model" : "device", " preset '",
-                                          name, "'; known: ", absl::StrJoin(Names(kind), ", "),
+  return absl::NotFoundError(absl::StrCat("unknown ", kind == "models" ? "model" : "device", " preset '", name,
+                                          "'; known: ", absl::StrJoin(Names(kind), ", "),
                                           " (or give a path to a .textproto file)"));
 }
 

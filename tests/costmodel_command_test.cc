@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "gtest/gtest.h"
 #include "cost_models/fitted_kernels.h"
+#include "gtest/gtest.h"
 #include "proto/spec.pb.h"
 #include "tools/command.h"
 #include "util/file.h"
@@ -79,8 +79,10 @@ TEST(CostModelCommandTest, SynthThenShowWithTheTableModel) {
   ASSERT_EQ(RunCli({"costmodel", "synth", table, "--costmodel_device=l40s"}, &out, &err), 0) << err;
   EXPECT_NE(out.find("wrote 739 synthetic points (Llama-3.1-8B, L40S)"), std::string::npos) << out;
   const std::string config = Tmp("table.textproto");
-  ASSERT_TRUE(WriteFileAtomically(config, "device_preset: \"l40s\"\ncost_model { kind: COST_MODEL_KIND_TABLE "
-                                          "table_path: \"" + table + "\" }\n")
+  ASSERT_TRUE(WriteFileAtomically(config,
+                                  "device_preset: \"l40s\"\ncost_model { kind: COST_MODEL_KIND_TABLE "
+                                  "table_path: \"" +
+                                      table + "\" }\n")
                   .ok());
   ASSERT_EQ(RunCli({"costmodel", "show", "--config=" + config}, &out, &err), 0) << err;
   EXPECT_NE(out.find("cost model: table " + table), std::string::npos) << out;
@@ -117,8 +119,8 @@ TEST(CostModelCommandTest, ImportsVidurProfiles) {
 }
 
 TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {
-  // 2 GPUs, single node (enough sizes for the 4-parameter curve): t = 20 us + B / 100 GB/s exactly (2 (g - 1) / g = 1), plus cross-node rows
-  // (devices_per_node 1) ten times slower that the fit must not see.
+  // 2 GPUs, single node (enough sizes for the 4-parameter curve): t = 20 us + B / 100 GB/s exactly (2 (g - 1) / g = 1),
+  // plus cross-node rows (devices_per_node 1) ten times slower that the fit must not see.
   const std::string dir = Tmp("fit_vidur");
   ASSERT_TRUE(MakeDirectories(dir).ok());
   std::string csv = "num_workers,size,collective,devices_per_node,time_stats.all_reduce.median\n";
@@ -130,8 +132,7 @@ TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {
   ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv", csv).ok());
   std::string out, err;
   const std::string fitted = Tmp("fitted.textproto");
-  ASSERT_EQ(RunCli({"costmodel", "fit", dir, "--costmodel_device=a100-80gb", "--out=" + fitted}, &out, &err), 0)
-      << err;
+  ASSERT_EQ(RunCli({"costmodel", "fit", dir, "--costmodel_device=a100-80gb", "--out=" + fitted}, &out, &err), 0) << err;
   EXPECT_NE(out.find("all_reduce/2"), std::string::npos) << out;
   // No GEMM rows: the preset's previous GEMM parameters are kept, and the report says so.
   EXPECT_NE(out.find("too few rows (0 training < 20): previous parameters kept"), std::string::npos) << out;
@@ -148,8 +149,9 @@ TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {
   EXPECT_TRUE(device.fitted().gemm().quality().fitted() == false);
   EXPECT_GT(device.fitted().gemm().compute_efficiency(), 0);
   // A bad cell is refused with its file, line and column.
-  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv", "num_workers,size,collective,time_stats.all_reduce.median\n"
-                                                           "2,4096,all_reduce,-1\n")
+  ASSERT_TRUE(WriteFileAtomically(dir + "/all_reduce.csv",
+                                  "num_workers,size,collective,time_stats.all_reduce.median\n"
+                                  "2,4096,all_reduce,-1\n")
                   .ok());
   EXPECT_EQ(RunCli({"costmodel", "fit", dir, "--costmodel_device=a100-80gb"}, &out, &err), 2);
   EXPECT_NE(err.find("all_reduce.csv:2: column time_stats.all_reduce.median: expected a time >= 0 ms"),
@@ -217,13 +219,13 @@ TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
   EXPECT_NE(err.find("--costmodel_kv_tokens must be in [0, 2^40]"), std::string::npos) << err;
   EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=0"}, &out, &err), 0) << err;
   // A bad flag is refused before the report is printed.
-  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=-1"},
-                   &out, &err),
-            2);
+  EXPECT_EQ(
+      RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=-1"}, &out, &err),
+      2);
   EXPECT_TRUE(out.empty()) << out;
-  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=0"},
-                   &out, &err),
-            0)
+  EXPECT_EQ(
+      RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=0"}, &out, &err),
+      0)
       << err;
   EXPECT_EQ(RunCli({"costmodel", "synth", Tmp("inf.csv"), "--costmodel_launch_ns=inf"}, &out, &err), 2);
   EXPECT_NE(err.find("--costmodel_launch_ns must be in [0, 1e9]"), std::string::npos) << err;

@@ -18,8 +18,7 @@ namespace kvsim {
 namespace {
 
 const TraceOpener kOpenTrace = [](const std::string& path) { return OpenTrace(path, TraceOptions{}); };
-const TraceWriterOpener kOpenWriter = [](const std::string& path, const std::string& format,
-                                         int32_t block_tokens) {
+const TraceWriterOpener kOpenWriter = [](const std::string& path, const std::string& format, int32_t block_tokens) {
   TraceWriterOptions options;
   options.block_tokens = block_tokens;
   options.source_format = "generated";
@@ -36,7 +35,12 @@ proto::WorkloadSpec LoadPreset(const std::string& name) {
 std::vector<Request> GenerateInMemory(const proto::WorkloadSpec& spec, uint64_t seed) {
   std::vector<Request> out;
   const absl::Status status = GenerateWorkload(
-      spec, seed, [&](const Request& r) { out.push_back(r); return absl::OkStatus(); }, kOpenTrace);
+      spec, seed,
+      [&](const Request& r) {
+        out.push_back(r);
+        return absl::OkStatus();
+      },
+      kOpenTrace);
   EXPECT_TRUE(status.ok()) << status;
   return out;
 }
@@ -66,17 +70,18 @@ TEST_P(GenRoundTripTest, FilesReadBackAsGeneratedAndAreByteIdenticalAcrossRuns) 
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, GenRoundTripTest,
-                         ::testing::Values("poisson-fixed", "chat", "agent", "diurnal-mix"));
+INSTANTIATE_TEST_SUITE_P(Presets, GenRoundTripTest, ::testing::Values("poisson-fixed", "chat", "agent", "diurnal-mix"));
 
 // Replayed arrivals are the Mooncake trace's arrival times, in order (one single-turn request each), and
 // resampled input lengths are values of the Azure trace's ContextTokens.
 TEST(GenRealTraceTest, ReplayMooncakeArrivalsResampleAzureLengths) {
   proto::WorkloadSpec spec;
   ASSERT_TRUE(ParseTextProto(absl::StrCat(R"(
-      arrivals { replay { trace_path: ")", DataPath("mooncake_synthetic.jsonl"), R"(" } }
+      arrivals { replay { trace_path: ")",
+                                          DataPath("mooncake_synthetic.jsonl"), R"(" } }
       classes { single_turn {
-        input_tokens { resample { trace_path: ")", DataPath("azure_code_2023.csv"), R"("
+        input_tokens { resample { trace_path: ")",
+                                          DataPath("azure_code_2023.csv"), R"("
                                   field: FIELD_INPUT_TOKENS } }
         output_tokens { fixed { value: 1 } } } })"),
                              "test", &spec)

@@ -15,8 +15,7 @@ namespace {
 // iteration = 1000 + 10 per new token + 1 per context token.
 constexpr FakeCosts kCosts{.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_context_token = 1};
 
-proto::Results Replay(const proto::ExperimentConfig& config, std::vector<Request> requests,
-                      int32_t block_tokens = 0) {
+proto::Results Replay(const proto::ExperimentConfig& config, std::vector<Request> requests, int32_t block_tokens = 0) {
   FakeCostModel cost(kCosts);
   VectorTraceReader reader(std::move(requests), TraceInfo{"test", "vector", block_tokens});
   auto output = RunReplay(config, cost, &reader, ReplayOptions{});
@@ -68,8 +67,7 @@ TEST(ReplayHandComputedTest, PrefillFirstRunsWholePromptsBeforeDecodes) {
   proto::ExperimentConfig overrides;
   overrides.mutable_scheduler()->set_chunking(proto::CHUNKING_MODE_NONE);
   overrides.mutable_scheduler()->set_max_num_batched_tokens(32);
-  proto::Results results =
-      Replay(TestConfig(100, overrides), {MakeRequest(1, 0, 40, 2), MakeRequest(2, 100, 20, 1)});
+  proto::Results results = Replay(TestConfig(100, overrides), {MakeRequest(1, 0, 40, 2), MakeRequest(2, 100, 20, 1)});
   // t=0: request 1's whole prompt (40 > 32 tokens, allowed as the first): 1000 + 400 = 1400.
   // t=1400: request 2 waits (arrived at 100) -> prefill-first: 1000 + 200 = 1200 -> 2600 (done).
   // t=2600: decode of request 1 (context 40): 1000 + 10 + 40 = 1050 -> 3650.
@@ -135,8 +133,7 @@ TEST(ReplayHandComputedTest, FullyCachedPromptComputesItsLastToken) {
 
 TEST(ReplayHandComputedTest, ForcedPreemptionByRecompute) {
   // GPU of 4 blocks of 16 tokens. Requests A and B (16-token prompts, 40 output tokens) arrive together.
-  proto::Results results =
-      Replay(TestConfig(4), {MakeRequest(1, 0, 16, 40, {1}), MakeRequest(2, 0, 16, 40, {2})}, 16);
+  proto::Results results = Replay(TestConfig(4), {MakeRequest(1, 0, 16, 40, {1}), MakeRequest(2, 0, 16, 40, {2})}, 16);
   // t=0: both prefills in one iteration: 1000 + 10 x 32 = 1320; each has 1 prompt block.
   // Decode i (i = 1..16), both, contexts 16 + i - 1: 1000 + 20 + 2 (15 + i); each holds 1 tail block.
   // Decode 17: A needs a second tail block, the GPU is full (2 + 2): B, the newest, is preempted

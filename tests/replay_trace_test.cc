@@ -24,8 +24,8 @@ const char kMooncake[] = "traces/data/mooncake_synthetic.jsonl";
 const char kAzure[] = "traces/data/azure_code_2023.csv";
 
 // Roughly an 8B model on one GPU: 5 ms per iteration, 20 us per computed token, 2 ns per context token.
-constexpr FakeCosts kCosts{.fixed_ns = 5'000'000, .ns_per_new_token = 20'000, .ns_per_context_token = 2,
-                           .ns_per_byte = 0};
+constexpr FakeCosts kCosts{
+    .fixed_ns = 5'000'000, .ns_per_new_token = 20'000, .ns_per_context_token = 2, .ns_per_byte = 0};
 
 std::vector<Request> ReadAll(const std::string& path) {
   auto reader = OpenTrace(path, {});
@@ -230,8 +230,7 @@ TEST(TraceErrorsTest, BadHashCountNamesTheRequest) {
   auto output = RunReplay(TestConfig(100), cost, &reader, ReplayOptions{});
   ASSERT_FALSE(output.ok());
   EXPECT_EQ(output.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(output.status().message().find("bad.jsonl: request 0: 2 block hashes for 40 tokens"),
-            std::string::npos)
+  EXPECT_NE(output.status().message().find("bad.jsonl: request 0: 2 block hashes for 40 tokens"), std::string::npos)
       << output.status();
 }
 
@@ -241,8 +240,7 @@ TEST(TraceErrorsTest, ArrivalsGoingBackwardsAreAnError) {
   auto output = RunReplay(TestConfig(100), cost, &reader, ReplayOptions{});
   ASSERT_FALSE(output.ok());
   EXPECT_EQ(output.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(output.status().message().find("request 1: arrival 100 ns before"), std::string::npos)
-      << output.status();
+  EXPECT_NE(output.status().message().find("request 1: arrival 100 ns before"), std::string::npos) << output.status();
 }
 
 TEST(TraceErrorsTest, RequestThatCanNeverFitIsRejectedAndReported) {

@@ -5,12 +5,12 @@
 #include <memory>
 #include <string>
 
+#include "config/experiment_config.h"
 #include "cost_models/cost_model.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 #include "sim/serving/replay.h"
-#include "sim/sweep/sweep.h"
 #include "sim/sweep/serving_mode.h"
+#include "sim/sweep/sweep.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {

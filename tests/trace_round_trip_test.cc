@@ -10,8 +10,7 @@
 namespace kvsim {
 namespace {
 
-absl::Status Convert(const std::string& in, const std::string& out, const std::string& format,
-                     bool compress) {
+absl::Status Convert(const std::string& in, const std::string& out, const std::string& format, bool compress) {
   auto reader = OpenTrace(in, {});
   if (!reader.ok()) return reader.status();
   TraceWriterOptions options;

@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "policies/policy_factory.h"
-#include "sim/cache/cache_simulator.h"
 #include "sim/cache/cache_report.h"
+#include "sim/cache/cache_simulator.h"
 #include "sim/sweep/sweep.h"
+#include "tools/cache_flags.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
-#include "tools/cache_flags.h"
 #include "traces/trace_reader.h"
 #include "util/file.h"
 #include "util/status_macros.h"
@@ -38,7 +38,8 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) {
     KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
-    KVSIM_RETURN_IF_ERROR(WriteFilesAtomically({{dir + "/cache.csv", table.ToCsv()}, {dir + "/cache.json", table.ToJson()}}));
+    KVSIM_RETURN_IF_ERROR(
+        WriteFilesAtomically({{dir + "/cache.csv", table.ToCsv()}, {dir + "/cache.json", table.ToJson()}}));
   }
   out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText());
   return absl::OkStatus();
@@ -46,23 +47,25 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(cache, {
-    .name = "cache",
-    .summary = "cache replay (no timing): hit ratios of eviction policies at given capacities",
-    .usage = "kvsim cache --trace=T --policy=NAME[,NAME...] --capacity_blocks=N[,M...] [--block_tokens=16]\n"
-             "            [--restore_cost=uniform|position] [--threads=0] [--json] [--out=DIR]",
-    .details =
-        "Requests in trace order, each request's blocks accessed one after another; an access hits if the\n"
-        "block is resident at that moment, and after it the block is resident. Capacity in blocks.\n"
-        "Reports hits, prefix hits (the leading hits of each request), hit ratios by blocks and by tokens\n"
-        "(a request's last partial block counts its real tokens), evictions and Belady's bypasses, for every\n"
-        "policy x capacity. Policies: {eviction_policies},\n"
-        "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
-        "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
-        "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",
-    .flags = {"trace", "trace_format", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
-              "json", "out"},
-    .run = RunCache,
-});
+KVSIM_REGISTER_COMMAND(
+    cache,
+    {
+        .name = "cache",
+        .summary = "cache replay (no timing): hit ratios of eviction policies at given capacities",
+        .usage = "kvsim cache --trace=T --policy=NAME[,NAME...] --capacity_blocks=N[,M...] [--block_tokens=16]\n"
+                 "            [--restore_cost=uniform|position] [--threads=0] [--json] [--out=DIR]",
+        .details =
+            "Requests in trace order, each request's blocks accessed one after another; an access hits if the\n"
+            "block is resident at that moment, and after it the block is resident. Capacity in blocks.\n"
+            "Reports hits, prefix hits (the leading hits of each request), hit ratios by blocks and by tokens\n"
+            "(a request's last partial block counts its real tokens), evictions and Belady's bypasses, for every\n"
+            "policy x capacity. Policies: {eviction_policies},\n"
+            "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
+            "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
+            "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",
+        .flags = {"trace", "trace_format", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
+                  "json", "out"},
+        .run = RunCache,
+    });
 
 }  // namespace kvsim

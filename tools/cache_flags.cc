@@ -20,8 +20,7 @@ absl::StatusOr<CacheReplayOptions> CacheReplayOptionsFromFlags() {
   } else if (restore == "position") {
     options.restore_cost = RestoreCost::kPosition;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--restore_cost: '", restore, "' is not one of: uniform, position"));
+    return absl::InvalidArgumentError(absl::StrCat("--restore_cost: '", restore, "' is not one of: uniform, position"));
   }
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   return options;

@@ -52,9 +52,10 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
   if (!only.empty()) {
     for (absl::string_view kind : absl::StrSplit(only, ',')) {
       if (kind != "decode_attention" && kind != "prefill_attention" && kind != "gemm" && kind != "host_device_copy") {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "--calibrate_only: unknown kind '%s' (expected decode_attention, prefill_attention, gemm, "
-            "host_device_copy)", kind));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--calibrate_only: unknown kind '%s' (expected decode_attention, prefill_attention, gemm, "
+                            "host_device_copy)",
+                            kind));
       }
       options.only.emplace_back(kind);
     }
@@ -70,19 +71,21 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(calibrate, {
-    .name = "calibrate",
-    .summary = "time kvsim's kernels on this GPU and write the calibration table (CSV)",
-    .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]\n"
-             "                [--calibrate_budget_s=S] [--calibrate_validate=false]",
-    .details = "Checks every kernel against the float64 CPU reference on small shapes, then times decode\n"
-               "attention (batch x context x segments x KV format x GQA x page size), chunked prefill (chunk x\n"
-               "prefix x segments), the recompute GEMMs (cuBLASLt) and host-to-device copies, and writes\n"
-               "DIR/calibration.csv in the cost model's table format. Needs a CUDA GPU: fails with exit\n"
-               "status 2 (Unavailable) elsewhere.",
-    .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_budget_s",
-              "calibrate_validate", "calibrate_revision"},
-    .run = RunCalibrate,
-});
+KVSIM_REGISTER_COMMAND(
+    calibrate,
+    {
+        .name = "calibrate",
+        .summary = "time kvsim's kernels on this GPU and write the calibration table (CSV)",
+        .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]\n"
+                 "                [--calibrate_budget_s=S] [--calibrate_validate=false]",
+        .details = "Checks every kernel against the float64 CPU reference on small shapes, then times decode\n"
+                   "attention (batch x context x segments x KV format x GQA x page size), chunked prefill (chunk x\n"
+                   "prefix x segments), the recompute GEMMs (cuBLASLt) and host-to-device copies, and writes\n"
+                   "DIR/calibration.csv in the cost model's table format. Needs a CUDA GPU: fails with exit\n"
+                   "status 2 (Unavailable) elsewhere.",
+        .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_budget_s",
+                  "calibrate_validate", "calibrate_revision"},
+        .run = RunCalibrate,
+    });
 
 }  // namespace kvsim

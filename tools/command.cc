@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "util/registry.h"
 
 namespace kvsim {
@@ -20,9 +20,7 @@ Registry<Command>& CommandRegistry() {
   return *registry;
 }
 
-const Command* FindCommand(absl::string_view name) {
-  return CommandRegistry().Find(name);
-}
+const Command* FindCommand(absl::string_view name) { return CommandRegistry().Find(name); }
 
 std::string CommandNames() { return CommandRegistry().NameList(); }
 
@@ -69,8 +67,7 @@ void PrintCommandHelp(const Command& command, std::ostream& out) {
       continue;
     }
     const std::string def = flag->DefaultValue();
-    out << "  --" << name << "  " << flag->Help() << " (default: " << (def.empty() ? "\"\"" : def)
-        << ")\n";
+    out << "  --" << name << "  " << flag->Help() << " (default: " << (def.empty() ? "\"\"" : def) << ")\n";
   }
 }
 
@@ -108,11 +105,11 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
       }
     }
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown flag --", name, " for 'kvsim ", command.name, "'",
-          command.flags.empty() ? "; it takes no flags"
-                                : absl::StrCat("; it accepts --", absl::StrJoin(command.flags, ", --")),
-          " (see 'kvsim help ", command.name, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " for 'kvsim ", command.name, "'",
+                       command.flags.empty() ? "; it takes no flags"
+                                             : absl::StrCat("; it accepts --", absl::StrJoin(command.flags, ", --")),
+                       " (see 'kvsim help ", command.name, "')"));
     }
     if (!has_value) {
       if (flag->IsOfType<bool>()) {
@@ -125,8 +122,7 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
     }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad value '", value, "' for flag --", name, ": ", error));
+      return absl::InvalidArgumentError(absl::StrCat("bad value '", value, "' for flag --", name, ": ", error));
     }
   }
   return absl::OkStatus();
@@ -134,9 +130,7 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
 
 int ExitCode(const absl::Status& status) {
   if (status.ok()) return 0;
-  return status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown
-             ? 1
-             : 2;
+  return status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown ? 1 : 2;
 }
 
 }  // namespace

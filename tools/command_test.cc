@@ -33,9 +33,7 @@ absl::Status RunFail(const std::vector<std::string>&, std::ostream&) {
   return absl::InvalidArgumentError("trace.jsonl:3: field input_length:\nexpected an integer");
 }
 
-absl::Status RunBug(const std::vector<std::string>&, std::ostream&) {
-  return absl::InternalError("invariant broken");
-}
+absl::Status RunBug(const std::vector<std::string>&, std::ostream&) { return absl::InternalError("invariant broken"); }
 
 KVSIM_REGISTER_COMMAND(echo, {.name = "echo",
                               .summary = "test command",
@@ -43,10 +41,10 @@ KVSIM_REGISTER_COMMAND(echo, {.name = "echo",
                               .details = "",
                               .flags = {"test_capacity_blocks", "test_json"},
                               .run = RunEcho});
-KVSIM_REGISTER_COMMAND(fail, {.name = "fail", .summary = "fails", .usage = "kvsim fail", .details = "",
-                              .flags = {}, .run = RunFail});
-KVSIM_REGISTER_COMMAND(bug, {.name = "bug", .summary = "internal error", .usage = "kvsim bug",
-                             .details = "", .flags = {}, .run = RunBug});
+KVSIM_REGISTER_COMMAND(
+    fail, {.name = "fail", .summary = "fails", .usage = "kvsim fail", .details = "", .flags = {}, .run = RunFail});
+KVSIM_REGISTER_COMMAND(
+    bug, {.name = "bug", .summary = "internal error", .usage = "kvsim bug", .details = "", .flags = {}, .run = RunBug});
 
 struct Outcome {
   int code;
@@ -121,9 +119,7 @@ TEST(CommandTest, HelpListsCommandsAndFlagsWithDefaults) {
   EXPECT_NE(o.out.find("test command"), std::string::npos);
   o = RunCli({"help", "echo"});
   EXPECT_EQ(o.code, 0);
-  EXPECT_NE(o.out.find("--test_capacity_blocks  cache capacity in blocks (default: 100)"),
-            std::string::npos)
-      << o.out;
+  EXPECT_NE(o.out.find("--test_capacity_blocks  cache capacity in blocks (default: 100)"), std::string::npos) << o.out;
   EXPECT_EQ(RunCli({"help", "nope"}).code, 2);
   EXPECT_EQ(RunCli({"echo", "--help"}).code, 0);
   EXPECT_EQ(RunCli({}).code, 2);

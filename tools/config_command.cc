@@ -5,11 +5,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cost_models/cost_model.h"
-#include "policies/policy_factory.h"
 #include "config/experiment_config.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
+#include "cost_models/cost_model.h"
+#include "policies/policy_factory.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -20,8 +20,7 @@ namespace {
 
 absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
-  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config,
-                         LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
   int block_tokens = absl::GetFlag(FLAGS_block_tokens);
   if (block_tokens == 0) block_tokens = config.cache().block_tokens();
   if (block_tokens < 0) return absl::InvalidArgumentError("--block_tokens must be >= 0");
@@ -47,15 +46,16 @@ absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) 
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(config, {
-    .name = "config",
-    .summary = "check a config file and print it resolved, with derived capacities",
-    .usage = "kvsim config [--config=FILE] [--block_tokens=N]",
-    .details = "Loads the experiment config, resolves the model and device presets, fills every default\n"
-               "and validates it; prints the result as a text proto (which reloads unchanged) followed by\n"
-               "the KV bytes per token, the weight bytes and the GPU KV capacity it implies.",
-    .flags = {"config", "block_tokens"},
-    .run = RunConfig,
-});
+KVSIM_REGISTER_COMMAND(
+    config, {
+                .name = "config",
+                .summary = "check a config file and print it resolved, with derived capacities",
+                .usage = "kvsim config [--config=FILE] [--block_tokens=N]",
+                .details = "Loads the experiment config, resolves the model and device presets, fills every default\n"
+                           "and validates it; prints the result as a text proto (which reloads unchanged) followed by\n"
+                           "the KV bytes per token, the weight bytes and the GPU KV capacity it implies.",
+                .flags = {"config", "block_tokens"},
+                .run = RunConfig,
+            });
 
 }  // namespace kvsim

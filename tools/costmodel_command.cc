@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/cost_fit.h"
 #include "cost_models/cost_model.h"
@@ -14,7 +15,6 @@
 #include "cost_models/synthetic_table.h"
 #include "cost_models/validation.h"
 #include "cost_models/vidur_import.h"
-#include "config/experiment_config.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/file.h"
@@ -29,8 +29,9 @@ ABSL_FLAG(double, costmodel_launch_ns, 2000,
           "`synth`: nanoseconds added to every kernel's roofline time (launch and tail latency)");
 ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
-ABSL_FLAG(int32_t, costmodel_worst, 0,
-          "`validate`, `fit`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
+ABSL_FLAG(
+    int32_t, costmodel_worst, 0,
+    "`validate`, `fit`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
 ABSL_FLAG(bool, costmodel_cross_node, false,
           "`import-vidur`: import the cross-node all-reduce rows (devices_per_node < num_workers) instead of the "
           "single-node ones");
@@ -158,7 +159,8 @@ absl::Status Synth(const std::vector<std::string>& args, std::ostream& out) {
   SynthOptions options;
   options.launch_ns = absl::GetFlag(FLAGS_costmodel_launch_ns);
   if (!(options.launch_ns >= 0 && options.launch_ns <= 1e9)) {
-    return absl::InvalidArgumentError(absl::StrCat("--costmodel_launch_ns must be in [0, 1e9], got ", options.launch_ns));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--costmodel_launch_ns must be in [0, 1e9], got ", options.launch_ns));
   }
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, SynthesizeTable(config, options));
   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[0], table));
@@ -172,8 +174,8 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CreateCostModel(config));
   out << "cost model: " << model->Describe() << "\n";
-  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear",
-                         "lm_head", "attention", "allreduce", "overhead", "other");
+  out << absl::StrFormat("%-34s %10s %10s %10s %10s %10s %10s %10s\n", "iteration", "total_us", "linear", "lm_head",
+                         "attention", "allreduce", "overhead", "other");
   struct Example {
     std::string name;
     std::vector<SequenceWork> pieces;
@@ -257,35 +259,40 @@ absl::Status RunCostModel(const std::vector<std::string>& args, std::ostream& ou
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(costmodel, {
-    .name = "costmodel",
-    .summary = "calibration tables and cost models: validate, import-vidur, fit, synth, show, memory",
-    .usage = "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR... OUT | fit PATH... | synth OUT | "
-             "show | memory",
-    .details =
-        "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
-        "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
-        "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
-        "import-vidur DIR... OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in each DIR) into\n"
-        "                    one calibration table OUT (.csv, or .textproto; --costmodel_device names its GPU);\n"
-        "                    says which rows it used, lists skipped\n"
-        "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
-        "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
-        "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: Levenberg-Marquardt\n"
-        "                    in log space, every 5th row per kind held out) to measurements on the device of\n"
-        "                    --costmodel_device (or the config's): Vidur profile directories and calibration\n"
-        "                    tables. Prints per-kind held-out errors next to the roofline's and the `fitted { }`\n"
-        "                    block for the device preset (--out=FILE writes it instead). Kinds with too few rows\n"
-        "                    or no converged fit keep the preset's previous parameters, and say so.\n"
-        "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
-        "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
-        "show                the configured cost model's per-term times for a few typical iterations.\n"
-        "memory              peak GPU memory (weights, KV at its format, activations, workspace).\n"
-        "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
-        "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
-    .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
-              "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens", "costmodel_cross_node"},
-    .run = RunCostModel,
-});
+KVSIM_REGISTER_COMMAND(
+    costmodel,
+    {
+        .name = "costmodel",
+        .summary = "calibration tables and cost models: validate, import-vidur, fit, synth, show, memory",
+        .usage =
+            "kvsim costmodel validate TABLE [--out=plot.svg] | import-vidur DIR... OUT | fit PATH... | synth OUT | "
+            "show | memory",
+        .details =
+            "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
+            "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
+            "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
+            "import-vidur DIR... OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in each DIR) "
+            "into\n"
+            "                    one calibration table OUT (.csv, or .textproto; --costmodel_device names its GPU);\n"
+            "                    says which rows it used, lists skipped\n"
+            "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
+            "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
+            "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: "
+            "Levenberg-Marquardt\n"
+            "                    in log space, every 5th row per kind held out) to measurements on the device of\n"
+            "                    --costmodel_device (or the config's): Vidur profile directories and calibration\n"
+            "                    tables. Prints per-kind held-out errors next to the roofline's and the `fitted { }`\n"
+            "                    block for the device preset (--out=FILE writes it instead). Kinds with too few rows\n"
+            "                    or no converged fit keep the preset's previous parameters, and say so.\n"
+            "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
+            "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
+            "show                the configured cost model's per-term times for a few typical iterations.\n"
+            "memory              peak GPU memory (weights, KV at its format, activations, workspace).\n"
+            "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
+            "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
+        .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
+                  "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens", "costmodel_cross_node"},
+        .run = RunCostModel,
+    });
 
 }  // namespace kvsim

@@ -4,9 +4,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
-#include "traces/trace_convert.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "traces/trace_convert.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(std::string, import_out_format, "",
@@ -21,11 +21,9 @@ absl::Status RunImport(const std::vector<std::string>& args, std::ostream& out) 
   if (args.size() != 2) return absl::InvalidArgumentError("expected two arguments: IN OUT");
   TraceWriterOptions writer_options;
   writer_options.compress = absl::GetFlag(FLAGS_import_zstd);
-  KVSIM_ASSIGN_OR_RETURN(ConvertSummary summary,
-                         ConvertTrace(args[0], TraceOptionsFromFlags(), args[1],
-                                      absl::GetFlag(FLAGS_import_out_format), writer_options));
-  out << absl::StrFormat("imported %d requests from %s (%s", summary.num_requests, args[0],
-                         summary.source_format);
+  KVSIM_ASSIGN_OR_RETURN(ConvertSummary summary, ConvertTrace(args[0], TraceOptionsFromFlags(), args[1],
+                                                              absl::GetFlag(FLAGS_import_out_format), writer_options));
+  out << absl::StrFormat("imported %d requests from %s (%s", summary.num_requests, args[0], summary.source_format);
   if (summary.block_tokens > 0) out << absl::StrFormat(", %d-token blocks", summary.block_tokens);
   out << absl::StrFormat(") into %s\n", args[1]);
   for (const std::string& warning : summary.warnings) out << "warning: " << warning << "\n";
@@ -34,18 +32,20 @@ absl::Status RunImport(const std::vector<std::string>& args, std::ostream& out) 
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(import, {
-    .name = "import",
-    .summary = "convert a trace (Mooncake, Bailian, Azure, BurstGPT, Vidur, ...) to the native format",
-    .usage = "kvsim import IN OUT [--trace_format=NAME] [--chain_hashes] [--import_out_format=native|jsonl]",
-    .details = "Reads IN in any supported format (detected from its content unless --trace_format names\n"
-               "one), re-sorts out-of-order timestamps within --reorder_window records, and writes OUT as\n"
-               "a native binary trace (zstd frames, summary statistics in the header) or, for a .jsonl\n"
-               "OUT, as kvsim JSONL with every field. OUT appears only if the whole import succeeds.\n"
-               "Formats (--trace_format): {trace_formats}.",
-    .flags = {"trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
-              "import_out_format", "import_zstd"},
-    .run = RunImport,
-});
+KVSIM_REGISTER_COMMAND(
+    import,
+    {
+        .name = "import",
+        .summary = "convert a trace (Mooncake, Bailian, Azure, BurstGPT, Vidur, ...) to the native format",
+        .usage = "kvsim import IN OUT [--trace_format=NAME] [--chain_hashes] [--import_out_format=native|jsonl]",
+        .details = "Reads IN in any supported format (detected from its content unless --trace_format names\n"
+                   "one), re-sorts out-of-order timestamps within --reorder_window records, and writes OUT as\n"
+                   "a native binary trace (zstd frames, summary statistics in the header) or, for a .jsonl\n"
+                   "OUT, as kvsim JSONL with every field. OUT appears only if the whole import succeeds.\n"
+                   "Formats (--trace_format): {trace_formats}.",
+        .flags = {"trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "import_out_format",
+                  "import_zstd"},
+        .run = RunImport,
+    });
 
 }  // namespace kvsim

@@ -3,9 +3,9 @@
 #include <ostream>
 
 #include "absl/flags/flag.h"
-#include "traces/trace_stats.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "traces/trace_stats.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -21,18 +21,20 @@ absl::Status RunInspect(const std::vector<std::string>& args, std::ostream& out)
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(inspect, {
-    .name = "inspect",
-    .summary = "print a trace's facts: rates, token percentiles, sessions, block reuse, stack distances",
-    .usage = "kvsim inspect TRACE [--json] [--trace_format=NAME] [--chain_hashes]",
-    .details = "Streams TRACE (any supported format) once and prints: request count, duration, arrival\n"
-               "rate (mean and peak per minute), input/output tokens (mean, p50, p90, p99, max), sessions\n"
-               "and turns where known, block references, distinct blocks, the hit ratio of an unbounded\n"
-               "cache, the prefix-hit ratio, the fraction of blocks used twice or more, and LRU stack\n"
-               "distance quartiles (distinct blocks between reuses; a reuse hits in an LRU cache of\n"
-               "distance + 1 blocks). Definitions: traces/trace_stats.h. --json prints one JSON object.",
-    .flags = {"json", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens"},
-    .run = RunInspect,
-});
+KVSIM_REGISTER_COMMAND(
+    inspect,
+    {
+        .name = "inspect",
+        .summary = "print a trace's facts: rates, token percentiles, sessions, block reuse, stack distances",
+        .usage = "kvsim inspect TRACE [--json] [--trace_format=NAME] [--chain_hashes]",
+        .details = "Streams TRACE (any supported format) once and prints: request count, duration, arrival\n"
+                   "rate (mean and peak per minute), input/output tokens (mean, p50, p90, p99, max), sessions\n"
+                   "and turns where known, block references, distinct blocks, the hit ratio of an unbounded\n"
+                   "cache, the prefix-hit ratio, the fraction of blocks used twice or more, and LRU stack\n"
+                   "distance quartiles (distinct blocks between reuses; a reuse hits in an LRU cache of\n"
+                   "distance + 1 blocks). Definitions: traces/trace_stats.h. --json prints one JSON object.",
+        .flags = {"json", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens"},
+        .run = RunInspect,
+    });
 
 }  // namespace kvsim

@@ -8,12 +8,12 @@
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
 #include "sim/sweep/sweep.h"
-#include "util/table.h"
+#include "tools/cache_flags.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
-#include "tools/cache_flags.h"
 #include "util/file.h"
 #include "util/status_macros.h"
+#include "util/table.h"
 
 ABSL_FLAG(bool, prefix, false, "mrc: also the prefix-hit curve (leading hits of each request); exact only");
 ABSL_FLAG(double, sample_rate, 1.0,
@@ -101,21 +101,22 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(mrc, {
-    .name = "mrc",
-    .summary = "miss-ratio curves: LRU for every size in one pass, other policies per size in parallel",
-    .usage = "kvsim mrc --trace=T [--prefix] [--sample_rate=R] [--sizes=LIST] [--out=FILE.csv] [--json]\n"
-             "          [--policy=NAME[,NAME...] --sizes=LIST] [--block_tokens=16] [--threads=0]",
-    .details =
-        "LRU (the default --policy): stack distances from one pass (Fenwick tree, O(N log N)); without\n"
-        "--sizes the CSV has a row at every size where the curve changes (the curve is a step function),\n"
-        "with --sizes a row per listed size. --prefix adds the prefix-hit curve. --sample_rate=R < 1 uses\n"
-        "SHARDS spatial sampling (blocks whose hash falls below R; distances scaled by 1/R) for very long\n"
-        "traces. Other policies: one cache replay per size and policy, on --threads threads; results do not\n"
-        "depend on the thread count. --out here names the CSV file to write (atomically).",
-    .flags = {"trace", "trace_format", "policy", "prefix", "sample_rate", "sizes", "block_tokens", "restore_cost",
-              "threads", "out", "json"},
-    .run = RunMrc,
-});
+KVSIM_REGISTER_COMMAND(
+    mrc, {
+             .name = "mrc",
+             .summary = "miss-ratio curves: LRU for every size in one pass, other policies per size in parallel",
+             .usage = "kvsim mrc --trace=T [--prefix] [--sample_rate=R] [--sizes=LIST] [--out=FILE.csv] [--json]\n"
+                      "          [--policy=NAME[,NAME...] --sizes=LIST] [--block_tokens=16] [--threads=0]",
+             .details =
+                 "LRU (the default --policy): stack distances from one pass (Fenwick tree, O(N log N)); without\n"
+                 "--sizes the CSV has a row at every size where the curve changes (the curve is a step function),\n"
+                 "with --sizes a row per listed size. --prefix adds the prefix-hit curve. --sample_rate=R < 1 uses\n"
+                 "SHARDS spatial sampling (blocks whose hash falls below R; distances scaled by 1/R) for very long\n"
+                 "traces. Other policies: one cache replay per size and policy, on --threads threads; results do not\n"
+                 "depend on the thread count. --out here names the CSV file to write (atomically).",
+             .flags = {"trace", "trace_format", "policy", "prefix", "sample_rate", "sizes", "block_tokens",
+                       "restore_cost", "threads", "out", "json"},
+             .run = RunMrc,
+         });
 
 }  // namespace kvsim

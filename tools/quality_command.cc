@@ -62,8 +62,8 @@ absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* option
     const bool digits = !percent && item.find_first_not_of("+-0123456789") == absl::string_view::npos;
     if (digits) {
       if (!absl::SimpleAtoi(item, &tokens) || tokens < 1 || tokens > kMaxQualityBudgetTokens) {
-        return absl::InvalidArgumentError(absl::StrCat("--budgets: ", item, " tokens: must be in [1, ",
-                                                       kMaxQualityBudgetTokens, "]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--budgets: ", item, " tokens: must be in [1, ", kMaxQualityBudgetTokens, "]"));
       }
       budget_tokens.push_back(tokens);
     } else if (absl::SimpleAtod(item, &ratio)) {
@@ -74,8 +74,8 @@ absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* option
       }
       budget_ratios.push_back(ratio);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--budgets: '", item, "' is neither a token count (256) nor a ratio (0.25 or 25%)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--budgets: '", item, "' is neither a token count (256) nor a ratio (0.25 or 25%)"));
     }
   }
   options->budget_tokens = std::move(budget_tokens);
@@ -116,8 +116,8 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   }
   const QualityResults results = evaluator->Finish();
   if (results.num_decode_steps == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(trace, ": the ", count,
-                                                   " sample(s) evaluated have no decode steps: nothing to measure"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(trace, ": the ", count, " sample(s) evaluated have no decode steps: nothing to measure"));
   }
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) KVSIM_RETURN_IF_ERROR(WriteQualityReports(results, dir));
@@ -127,25 +127,27 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(quality, {
-    .name = "quality",
-    .summary = "attention-mass recall and output error of token-level KV policies over budgets",
-    .usage = "kvsim quality --trace=T.kvat --policies=a,b --budgets=64,256,0.25 [--threads=0] [--out=DIR] [--json]",
-    .details =
-        "Replays every decode step of an attention trace (tools/record_attention.py, or\n"
-        "'kvsim synth_attention'): recomputes each query's full attention row from the stored queries and\n"
-        "keys, asks each policy which tokens it keeps at each budget, and reports attention-mass recall,\n"
-        "relative output error ||o - o'||/||o|| and top-k overlap (mean, p10 tail, worst), tokens read,\n"
-        "per-layer and per-head means, and areas under the curves relative to oracle_select.\n"
-        "Policies: {token_policies};\n"
-        "wrappers: {token_policy_wrappers} (adakv+POLICY for score policies; kivi alone or as kivi4+POLICY);\n"
-        "with parameters: {token_policies_with_params} (kvp:model=FILE, learned by 'kvsim train').\n"
-        "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
-        "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
-        "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-    .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib", "threads",
-              "out", "json", "seed"},
-    .run = RunQuality,
-});
+KVSIM_REGISTER_COMMAND(
+    quality,
+    {
+        .name = "quality",
+        .summary = "attention-mass recall and output error of token-level KV policies over budgets",
+        .usage = "kvsim quality --trace=T.kvat --policies=a,b --budgets=64,256,0.25 [--threads=0] [--out=DIR] [--json]",
+        .details =
+            "Replays every decode step of an attention trace (tools/record_attention.py, or\n"
+            "'kvsim synth_attention'): recomputes each query's full attention row from the stored queries and\n"
+            "keys, asks each policy which tokens it keeps at each budget, and reports attention-mass recall,\n"
+            "relative output error ||o - o'||/||o|| and top-k overlap (mean, p10 tail, worst), tokens read,\n"
+            "per-layer and per-head means, and areas under the curves relative to oracle_select.\n"
+            "Policies: {token_policies};\n"
+            "wrappers: {token_policy_wrappers} (adakv+POLICY for score policies; kivi alone or as kivi4+POLICY);\n"
+            "with parameters: {token_policies_with_params} (kvp:model=FILE, learned by 'kvsim train').\n"
+            "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
+            "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
+            "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
+        .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib",
+                  "threads", "out", "json", "seed"},
+        .run = RunQuality,
+    });
 
 }  // namespace kvsim

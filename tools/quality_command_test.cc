@@ -53,8 +53,7 @@ TEST(QualityBudgetsTest, TokensRatiosAndPercentages) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'abc'"), std::string::npos);
   QualityOptions fresh;
-  EXPECT_NE(ParseQualityBudgets("0", &fresh).message().find("0 tokens: must be in [1, 2147483647]"),
-            std::string::npos);
+  EXPECT_NE(ParseQualityBudgets("0", &fresh).message().find("0 tokens: must be in [1, 2147483647]"), std::string::npos);
   // Beyond int32 positions, and beyond int64: a token count out of range, not a ratio.
   EXPECT_NE(ParseQualityBudgets("2147483648", &fresh).message().find("2147483648 tokens: must be in"),
             std::string::npos);
@@ -73,14 +72,14 @@ TEST(QualityCommandTest, SynthesiseThenEvaluate) {
   const std::string trace = dir + "/t.kvat";
   std::string out, err;
   ASSERT_EQ(RunCommand({"synth_attention", "--out=" + trace, "--synth_prompt_len=256", "--synth_decode_steps=4",
-                 "--synth_layers=1", "--synth_kv_heads=2", "--synth_zstd_level=3"},
-                &out, &err),
+                        "--synth_layers=1", "--synth_kv_heads=2", "--synth_zstd_level=3"},
+                       &out, &err),
             0)
       << err;
   EXPECT_NE(out.find("wrote synthetic attention trace"), std::string::npos);
   ASSERT_EQ(RunCommand({"quality", "--trace=" + trace, "--policies=h2o,snapkv,kivi4+h2o", "--budgets=32,0.5",
-                 "--out=" + dir + "/results"},
-                &out, &err),
+                        "--out=" + dir + "/results"},
+                       &out, &err),
             0)
       << err;
   EXPECT_NE(out.find("SYNTHETIC"), std::string::npos);
@@ -103,8 +102,8 @@ TEST(QualityCommandTest, ErrorsAreUsageErrors) {
   EXPECT_NE(err.find("--trace"), std::string::npos) << err;
   const std::string trace = dir + "/t.kvat";
   ASSERT_EQ(RunCommand({"synth_attention", "--out=" + trace, "--synth_prompt_len=64", "--synth_decode_steps=2",
-                 "--synth_layers=1", "--synth_kv_heads=1"},
-                &out, &err),
+                        "--synth_layers=1", "--synth_kv_heads=1"},
+                       &out, &err),
             0);
   EXPECT_EQ(RunCommand({"quality", "--trace=" + trace, "--policies=nope", "--budgets=8"}, &out, &err), 2);
   EXPECT_NE(err.find("unknown token policy 'nope'"), std::string::npos) << err;
@@ -122,8 +121,8 @@ TEST(QualityCommandTest, ErrorsAreUsageErrors) {
   // A trace without decode steps has nothing to measure.
   const std::string no_steps = dir + "/no_steps.kvat";
   ASSERT_EQ(RunCommand({"synth_attention", "--out=" + no_steps, "--synth_prompt_len=64", "--synth_decode_steps=0",
-                 "--synth_layers=1", "--synth_kv_heads=1"},
-                &out, &err),
+                        "--synth_layers=1", "--synth_kv_heads=1"},
+                       &out, &err),
             0)
       << err;
   EXPECT_EQ(RunCommand({"quality", "--trace=" + no_steps, "--policies=h2o", "--budgets=8"}, &out, &err), 2);

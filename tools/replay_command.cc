@@ -5,9 +5,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "config/experiment_config.h"
 #include "cost_models/cost_model.h"
 #include "sim/serving/clock.h"
-#include "config/experiment_config.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/results_writer.h"
 #include "tools/command.h"
@@ -38,7 +38,8 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   trace_options.format = absl::GetFlag(FLAGS_trace_format);
   if (trace_options.format.empty()) trace_options.format = config.workload().trace_format();
   const int64_t sample_ms = absl::GetFlag(FLAGS_replay_sample_ms);
-  if (sample_ms <= 0) return absl::InvalidArgumentError(absl::StrCat("--replay_sample_ms must be > 0, got ", sample_ms));
+  if (sample_ms <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("--replay_sample_ms must be > 0, got ", sample_ms));
   const std::string out_dir = absl::GetFlag(FLAGS_out);
   ReplayOptions options;
   options.timeseries_interval_ns = sample_ms * kNsPerMs;
@@ -75,19 +76,20 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(replay, {
-    .name = "replay",
-    .summary = "simulate serving a request trace (TTFT, TPOT, throughput, cache hits)",
-    .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json]",
-    .details =
-        "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
-        "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
-        "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
-        "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
-        "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).",
-    .flags = {"config", "trace", "trace_format", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
-              "replay_timeline_max_events"},
-    .run = RunReplayCommand,
-});
+KVSIM_REGISTER_COMMAND(
+    replay,
+    {
+        .name = "replay",
+        .summary = "simulate serving a request trace (TTFT, TPOT, throughput, cache hits)",
+        .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json]",
+        .details = "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
+                   "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
+                   "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
+                   "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
+                   "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).",
+        .flags = {"config", "trace", "trace_format", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
+                  "replay_timeline_max_events"},
+        .run = RunReplayCommand,
+    });
 
 }  // namespace kvsim

@@ -165,20 +165,21 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
     baseline = EvaluateGrid(table, base.predictions, latency_grid, memory_grid);
   }
 
-  const std::string source = synthetic > 0 ? absl::StrCat("SYNTHETIC table (planted correctness, seed ",
-                                                          absl::GetFlag(FLAGS_seed), ")")
-                                           : outcomes_path;
-  std::string report = absl::StrFormat("outcomes: %s: %d prompts x %d configurations; latency and peak memory %s\n",
-                                       source, table.num_prompts(), table.num_candidates(),
-                                       from_model ? absl::StrCat("from the roofline cost model (", config.model().name(),
-                                                                 " on ", config.device().name(), ")")
-                                                  : "as measured in the table");
+  const std::string source =
+      synthetic > 0 ? absl::StrCat("SYNTHETIC table (planted correctness, seed ", absl::GetFlag(FLAGS_seed), ")")
+                    : outcomes_path;
+  std::string report = absl::StrFormat(
+      "outcomes: %s: %d prompts x %d configurations; latency and peak memory %s\n", source, table.num_prompts(),
+      table.num_candidates(),
+      from_model
+          ? absl::StrCat("from the roofline cost model (", config.model().name(), " on ", config.device().name(), ")")
+          : "as measured in the table");
   absl::StrAppend(&report, absl::StrFormat("predictor: %s, %d-fold cross-validation by prompt (no prompt in both "
                                            "the training and the test folds)\n",
                                            PredictorKindName(kind), folds));
-  absl::StrAppend(&report, "selector's latency and memory: ",
-                  costs_by_model ? "the cost model's for each prompt's input and output tokens\n"
-                                 : "the learned predictors'\n");
+  absl::StrAppend(
+      &report, "selector's latency and memory: ",
+      costs_by_model ? "the cost model's for each prompt's input and output tokens\n" : "the learned predictors'\n");
   absl::StrAppend(&report, FormatCalibration(calibration), FormatFeatureImportance(table, cv.feature_importance));
   std::vector<std::pair<std::string, std::string>> files;
   if (latency > 0) {
@@ -197,8 +198,7 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) {
     KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
-    const std::string title =
-        absl::StrCat("CSR over (L, M): ", PredictorKindName(kind), " selector on ", source);
+    const std::string title = absl::StrCat("CSR over (L, M): ", PredictorKindName(kind), " selector on ", source);
     files.push_back({"csr_grid.csv", CsrGridCsv(table, surface)});
     files.push_back({"csr_grid.svg", CsrGridSvg(table, surface, title)});
     files.push_back({"calibration.csv", CalibrationCsv(calibration)});
@@ -213,30 +213,33 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(select, {
-    .name = "select",
-    .summary = "per-prompt choice of KV compression under latency and memory budgets (constrained success rate)",
-    .usage = "kvsim select (--outcomes=T.csv | --synthetic_prompts=N) [--configs=C.textproto] [--costs=table|model] "
-             "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] [--grid_points=8] "
-             "[--predictor=xgboost|logistic] [--predict_costs=auto|learned|model] [--folds=5] [--seed=S] [--out=DIR]",
-    .details =
-        "For each prompt, predicts every candidate configuration's P(correct), latency and peak memory from\n"
-        "the prompt's features (per-configuration models, cross-validated by prompt), picks the most likely\n"
-        "correct configuration predicted to fit the budget (none fits: the one closest to fitting), and\n"
-        "reports CSR = mean over prompts of 1[correct and latency <= L and peak memory <= M] against the best\n"
-        "static configuration and the oracle, at one budget and over a grid of budgets (mean and max gain).\n"
-        "Outcome table columns: prompt_id, config (a candidate's name), correct (0/1), latency_ms,\n"
-        "peak_memory_mb (MiB), input_tokens, output_tokens, and any other numeric column as a feature.\n"
-        "--costs=model fills latency and memory from the roofline cost model on --config's model and GPU\n"
-        "(sim/select/candidate_cost.h); the two columns may then be absent. The selector then uses the cost\n"
-        "model's figures as its latency and memory predictions (--predict_costs=auto; 'learned' uses the\n"
-        "trained predictors instead). With --predictor=xgboost the logistic baseline is reported beside.\n"
-        "--synthetic_prompts=N uses a SYNTHETIC table with planted correctness instead (demo and tests).\n"
-        "--out=DIR writes csr_grid.csv, csr_grid.svg, calibration.csv, feature_importance.csv, outcomes.csv,\n"
-        "summary.txt, and selections.csv for the single budget.",
-    .flags = {"outcomes", "configs", "costs", "config", "latency_ms", "memory_mb", "latency_grid", "memory_grid",
-              "grid_points", "predictor", "predict_costs", "folds", "synthetic_prompts", "seed", "out"},
-    .run = RunSelect,
-});
+KVSIM_REGISTER_COMMAND(
+    select,
+    {
+        .name = "select",
+        .summary = "per-prompt choice of KV compression under latency and memory budgets (constrained success rate)",
+        .usage =
+            "kvsim select (--outcomes=T.csv | --synthetic_prompts=N) [--configs=C.textproto] [--costs=table|model] "
+            "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] [--grid_points=8] "
+            "[--predictor=xgboost|logistic] [--predict_costs=auto|learned|model] [--folds=5] [--seed=S] [--out=DIR]",
+        .details =
+            "For each prompt, predicts every candidate configuration's P(correct), latency and peak memory from\n"
+            "the prompt's features (per-configuration models, cross-validated by prompt), picks the most likely\n"
+            "correct configuration predicted to fit the budget (none fits: the one closest to fitting), and\n"
+            "reports CSR = mean over prompts of 1[correct and latency <= L and peak memory <= M] against the best\n"
+            "static configuration and the oracle, at one budget and over a grid of budgets (mean and max gain).\n"
+            "Outcome table columns: prompt_id, config (a candidate's name), correct (0/1), latency_ms,\n"
+            "peak_memory_mb (MiB), input_tokens, output_tokens, and any other numeric column as a feature.\n"
+            "--costs=model fills latency and memory from the roofline cost model on --config's model and GPU\n"
+            "(sim/select/candidate_cost.h); the two columns may then be absent. The selector then uses the cost\n"
+            "model's figures as its latency and memory predictions (--predict_costs=auto; 'learned' uses the\n"
+            "trained predictors instead). With --predictor=xgboost the logistic baseline is reported beside.\n"
+            "--synthetic_prompts=N uses a SYNTHETIC table with planted correctness instead (demo and tests).\n"
+            "--out=DIR writes csr_grid.csv, csr_grid.svg, calibration.csv, feature_importance.csv, outcomes.csv,\n"
+            "summary.txt, and selections.csv for the single budget.",
+        .flags = {"outcomes", "configs", "costs", "config", "latency_ms", "memory_mb", "latency_grid", "memory_grid",
+                  "grid_points", "predictor", "predict_costs", "folds", "synthetic_prompts", "seed", "out"},
+        .run = RunSelect,
+    });
 
 }  // namespace kvsim

@@ -47,31 +47,31 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
       << " already done); " << options.out_dir << "/shard-" << shard.first << "-of-" << shard.second << ".csv\n";
   if (shard.second == 1) {
     KVSIM_ASSIGN_OR_RETURN(Table table, MergeSweep({options.out_dir}, options.out_dir));
-    out << "results: " << options.out_dir << "/results.csv and results.json (" << table.rows().size()
-        << " rows)\n";
+    out << "results: " << options.out_dir << "/results.csv and results.json (" << table.rows().size() << " rows)\n";
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(sweep, {
-    .name = "sweep",
-    .summary = "run a grid of policies x capacities x config fields; sharded, resumable, mergeable",
-    .usage = "kvsim sweep --trace=T --grid=\"AXIS=VALUES ...\" --out=DIR [--mode=cache] [--shard=i/N]\n"
-             "            [--config=FILE] [--threads=0]\n"
-             "kvsim sweep merge DIR... [--out=DIR]",
-    .details =
-        "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
-        "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
-        "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
-        "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"
-        "atomically to DIR/points/point-NNNNNNNN.pb and skipped on a rerun, so a killed shard resumes.\n"
-        "A shard writes DIR/shard-i-of-N.{csv,json}; with one shard, DIR/results.{csv,json} too. `merge`\n"
-        "collects the points of several shard directories into one table with the grid coordinates in\n"
-        "every row. The replay mode is provided by the serving simulator.",
-    .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out"},
-    .run = RunSweepCommand,
-});
+KVSIM_REGISTER_COMMAND(
+    sweep,
+    {
+        .name = "sweep",
+        .summary = "run a grid of policies x capacities x config fields; sharded, resumable, mergeable",
+        .usage = "kvsim sweep --trace=T --grid=\"AXIS=VALUES ...\" --out=DIR [--mode=cache] [--shard=i/N]\n"
+                 "            [--config=FILE] [--threads=0]\n"
+                 "kvsim sweep merge DIR... [--out=DIR]",
+        .details = "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
+                   "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
+                   "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
+                   "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"
+                   "atomically to DIR/points/point-NNNNNNNN.pb and skipped on a rerun, so a killed shard resumes.\n"
+                   "A shard writes DIR/shard-i-of-N.{csv,json}; with one shard, DIR/results.{csv,json} too. `merge`\n"
+                   "collects the points of several shard directories into one table with the grid coordinates in\n"
+                   "every row. The replay mode is provided by the serving simulator.",
+        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out"},
+        .run = RunSweepCommand,
+    });
 
 }  // namespace kvsim

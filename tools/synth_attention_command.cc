@@ -28,7 +28,7 @@ ABSL_FLAG(int32_t, synth_zstd_level, 0, "zstd level for tensor records, 0 = unco
 namespace kvsim {
 namespace {
 
-constexpr int64_t kMaxSyntheticTokens = 1 << 24;    // per sample
+constexpr int64_t kMaxSyntheticTokens = 1 << 24;  // per sample
 constexpr double kMaxSyntheticBytes = 16.0 * (1 << 30);
 constexpr int64_t kMaxColumnSumsPrompt = 16384;
 
@@ -54,9 +54,9 @@ absl::Status RunSynth(const std::vector<std::string>& args, std::ostream& out) {
   }
   // The whole trace is generated in memory before it is written: refuse sizes that cannot be, up front.
   if (o.prompt_len + o.decode_steps > kMaxSyntheticTokens) {
-    return absl::InvalidArgumentError(absl::StrCat("--synth_prompt_len + --synth_decode_steps = ",
-                                                   static_cast<double>(o.prompt_len) + o.decode_steps,
-                                                   " tokens: at most ", kMaxSyntheticTokens, " per sample"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--synth_prompt_len + --synth_decode_steps = ", static_cast<double>(o.prompt_len) + o.decode_steps,
+                     " tokens: at most ", kMaxSyntheticTokens, " per sample"));
   }
   const double bytes = 4.0 * o.num_samples * o.num_layers * o.num_kv_heads * (2.0 + o.group_size) *
                        static_cast<double>(o.prompt_len + o.decode_steps) * o.head_dim;
@@ -80,23 +80,25 @@ absl::Status RunSynth(const std::vector<std::string>& args, std::ostream& out) {
   for (const AttentionSample& sample : trace.samples) KVSIM_RETURN_IF_ERROR(writer->Append(sample));
   KVSIM_RETURN_IF_ERROR(writer->Finish());
   out << absl::StrCat("wrote synthetic attention trace ", path, ": ", o.num_samples, " samples of ", o.prompt_len,
-                      " + ", o.decode_steps, " tokens, ", o.num_layers, " layers x ", o.num_kv_heads,
-                      " KV heads x ", o.group_size, " query heads, head_dim ", o.head_dim, "\n");
+                      " + ", o.decode_steps, " tokens, ", o.num_layers, " layers x ", o.num_kv_heads, " KV heads x ",
+                      o.group_size, " query heads, head_dim ", o.head_dim, "\n");
   return absl::OkStatus();
 }
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(synth_attention, {
-    .name = "synth_attention",
-    .summary = "write a synthetic attention trace (planted sinks, windows, heavy hitters, needle)",
-    .usage = "kvsim synth_attention --out=FILE.kvat [--synth_prompt_len=N] [--seed=S] ...",
-    .details = "Generates queries, keys and values whose attention follows known patterns per KV head, in the\n"
-               "attention-trace format 'kvsim quality' reads. Results on it are synthetic.",
-    .flags = {"out", "seed", "synth_prompt_len", "synth_decode_steps", "synth_samples", "synth_layers",
-              "synth_kv_heads", "synth_group_size", "synth_head_dim", "synth_head_types", "synth_column_sums",
-              "synth_zstd_level"},
-    .run = RunSynth,
-});
+KVSIM_REGISTER_COMMAND(
+    synth_attention,
+    {
+        .name = "synth_attention",
+        .summary = "write a synthetic attention trace (planted sinks, windows, heavy hitters, needle)",
+        .usage = "kvsim synth_attention --out=FILE.kvat [--synth_prompt_len=N] [--seed=S] ...",
+        .details = "Generates queries, keys and values whose attention follows known patterns per KV head, in the\n"
+                   "attention-trace format 'kvsim quality' reads. Results on it are synthetic.",
+        .flags = {"out", "seed", "synth_prompt_len", "synth_decode_steps", "synth_samples", "synth_layers",
+                  "synth_kv_heads", "synth_group_size", "synth_head_dim", "synth_head_types", "synth_column_sums",
+                  "synth_zstd_level"},
+        .run = RunSynth,
+    });
 
 }  // namespace kvsim

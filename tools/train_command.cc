@@ -37,7 +37,8 @@ ABSL_FLAG(double, learning_rate, -1, "peak AdamW learning rate; -1 = the setting
 ABSL_FLAG(double, final_learning_rate, -1, "learning rate at the end of the cosine schedule; -1 = the setting's");
 ABSL_FLAG(int64_t, train_memory_mib, 16384,
           "bound on the training data held in memory (prompt keys, values and targets of every kept head), MiB");
-ABSL_FLAG(int32_t, max_tokens_per_step, -1, "tokens of a sample used per step (a seeded subset); 0 = all; -1 = the setting's");
+ABSL_FLAG(int32_t, max_tokens_per_step, -1,
+          "tokens of a sample used per step (a seeded subset); 0 = all; -1 = the setting's");
 
 namespace kvsim {
 namespace {
@@ -56,16 +57,17 @@ double PeakRssMib() {
 
 absl::StatusOr<KvpTrainOptions> OptionsFromFlags() {
   // -1 = the setting's value; anything else below 0 is a mistake, not a request for the default.
-  for (const auto& [name, value] : std::vector<std::pair<const char*, double>>{
-           {"steps", absl::GetFlag(FLAGS_steps)},
-           {"future_queries", absl::GetFlag(FLAGS_future_queries)},
-           {"samples_per_step", absl::GetFlag(FLAGS_samples_per_step)},
-           {"hidden", absl::GetFlag(FLAGS_hidden)},
-           {"learning_rate", absl::GetFlag(FLAGS_learning_rate)},
-           {"final_learning_rate", absl::GetFlag(FLAGS_final_learning_rate)},
-           {"max_tokens_per_step", absl::GetFlag(FLAGS_max_tokens_per_step)}}) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<const char*, double>>{{"steps", absl::GetFlag(FLAGS_steps)},
+                                                   {"future_queries", absl::GetFlag(FLAGS_future_queries)},
+                                                   {"samples_per_step", absl::GetFlag(FLAGS_samples_per_step)},
+                                                   {"hidden", absl::GetFlag(FLAGS_hidden)},
+                                                   {"learning_rate", absl::GetFlag(FLAGS_learning_rate)},
+                                                   {"final_learning_rate", absl::GetFlag(FLAGS_final_learning_rate)},
+                                                   {"max_tokens_per_step", absl::GetFlag(FLAGS_max_tokens_per_step)}}) {
     if (value < 0 && value != -1) {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": must be >= 0 (or -1 for the setting's)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", value, ": must be >= 0 (or -1 for the setting's)"));
     }
   }
   KvpTrainOptions o = absl::GetFlag(FLAGS_small_model) ? KvpSmallModelOptions() : KvpTrainOptions();
@@ -137,10 +139,10 @@ absl::Status RunTrain(const std::vector<std::string>& args, std::ostream& out) {
     if (agent.curve_size() > 0) final_train += agent.curve(agent.curve_size() - 1).train_reward();
   }
   const int agents = model.agents_size();
-  const int64_t params = model.agents_size() > 0 ? (model.agents(0).w1_size() + model.agents(0).b1_size() +
-                                                    model.agents(0).w2_size() + model.agents(0).b2_size() +
-                                                    model.agents(0).w3_size() + 1)
-                                                 : 0;
+  const int64_t params = model.agents_size() > 0
+                             ? (model.agents(0).w1_size() + model.agents(0).b1_size() + model.agents(0).w2_size() +
+                                model.agents(0).b2_size() + model.agents(0).w3_size() + 1)
+                             : 0;
   const int64_t steps_total = model.hyperparameters().steps() * agents;
   out << absl::StrFormat("wrote KVP model %s: %d agents (%d layers x %d KV heads), %d parameters each, %.1f KiB%s\n",
                          out_path, agents, model.layers_size(), model.kv_heads_size(), params, bytes.size() / 1024.0,
@@ -159,28 +161,30 @@ absl::Status RunTrain(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(train, {
-    .name = "train",
-    .summary = "train KVP's learned eviction rankers on attention traces (the kvp token policy's model)",
-    .usage = "kvsim train --traces=A.kvat[,B.kvat] --out=MODEL.kvpm [--small_model] [--steps=N] [--epochs=N]\n"
-             "            [--future_queries=F] [--samples_per_step=K] [--hidden=H] [--holdout=0.2] [--seed=S]\n"
-             "            [--threads=0] [--objective=reinforce|softsort]",
-    .details =
-        "KVP (arXiv 2602.10238): one MLP per (layer, KV head) scores each cached token from its key, value and\n"
-        "position; eviction keeps the top B. Target: the attention the next f queries pay each prompt token\n"
-        "(max over the GQA group). Policy: Plackett-Luce sampled by Gumbel-sort; reward: the importance kept at\n"
-        "every budget at once, normalised so the oracle ranking scores 1; REINFORCE with a leave-one-out\n"
-        "baseline over K permutations; AdamW with a cosine schedule.\n"
-        "Defaults are the paper's (256 hidden, 4,000 steps, lr 5e-5 to 1e-6); --small_model starts from a CPU\n"
-        "setting (32 hidden, 600 steps, lr 3e-3 to 1e-4, 1,024 tokens per step), which other flags override.\n"
-        "The model is byte-identical for the same traces, flags and --seed, whatever --threads (agents train in\n"
-        "parallel). Use it as kvsim quality --policies=kvp:model=MODEL.kvpm. Time, CPU and peak memory are\n"
-        "reported; the training data is bounded by --train_memory_mib; a progress line goes to stderr when it\n"
-        "is a terminal.",
-    .flags = {"traces", "out", "seed", "threads", "small_model", "steps", "epochs", "future_queries",
-              "samples_per_step", "hidden", "holdout", "objective", "learning_rate", "final_learning_rate",
-              "max_tokens_per_step", "train_memory_mib"},
-    .run = RunTrain,
-});
+KVSIM_REGISTER_COMMAND(
+    train,
+    {
+        .name = "train",
+        .summary = "train KVP's learned eviction rankers on attention traces (the kvp token policy's model)",
+        .usage = "kvsim train --traces=A.kvat[,B.kvat] --out=MODEL.kvpm [--small_model] [--steps=N] [--epochs=N]\n"
+                 "            [--future_queries=F] [--samples_per_step=K] [--hidden=H] [--holdout=0.2] [--seed=S]\n"
+                 "            [--threads=0] [--objective=reinforce|softsort]",
+        .details =
+            "KVP (arXiv 2602.10238): one MLP per (layer, KV head) scores each cached token from its key, value and\n"
+            "position; eviction keeps the top B. Target: the attention the next f queries pay each prompt token\n"
+            "(max over the GQA group). Policy: Plackett-Luce sampled by Gumbel-sort; reward: the importance kept at\n"
+            "every budget at once, normalised so the oracle ranking scores 1; REINFORCE with a leave-one-out\n"
+            "baseline over K permutations; AdamW with a cosine schedule.\n"
+            "Defaults are the paper's (256 hidden, 4,000 steps, lr 5e-5 to 1e-6); --small_model starts from a CPU\n"
+            "setting (32 hidden, 600 steps, lr 3e-3 to 1e-4, 1,024 tokens per step), which other flags override.\n"
+            "The model is byte-identical for the same traces, flags and --seed, whatever --threads (agents train in\n"
+            "parallel). Use it as kvsim quality --policies=kvp:model=MODEL.kvpm. Time, CPU and peak memory are\n"
+            "reported; the training data is bounded by --train_memory_mib; a progress line goes to stderr when it\n"
+            "is a terminal.",
+        .flags = {"traces", "out", "seed", "threads", "small_model", "steps", "epochs", "future_queries",
+                  "samples_per_step", "hidden", "holdout", "objective", "learning_rate", "final_learning_rate",
+                  "max_tokens_per_step", "train_memory_mib"},
+        .run = RunTrain,
+    });
 
 }  // namespace kvsim

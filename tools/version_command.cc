@@ -25,12 +25,12 @@ absl::Status RunVersion(const std::vector<std::string>& args, std::ostream& out)
 }  // namespace
 
 KVSIM_REGISTER_COMMAND(version, {
-    .name = "version",
-    .summary = "print the version and build facts",
-    .usage = "kvsim version",
-    .details = "",
-    .flags = {},
-    .run = RunVersion,
-});
+                                    .name = "version",
+                                    .summary = "print the version and build facts",
+                                    .usage = "kvsim version",
+                                    .details = "",
+                                    .flags = {},
+                                    .run = RunVersion,
+                                });
 
 }  // namespace kvsim

@@ -6,21 +6,20 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "traces/request.h"
-#include "util/status_macros.h"
 #include "util/file.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
 
 class JsonlWriter final : public TraceWriter {
  public:
-  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
-                                                           const TraceWriterOptions& options) {
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path, const TraceWriterOptions& options) {
     if (options.block_tokens < 0) {
       return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
     }
@@ -46,24 +45,22 @@ class JsonlWriter final : public TraceWriter {
 
   absl::Status Write(const Request& r) override {
     if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
-    if ((r.block_tokens != 0 && r.block_tokens != block_tokens_) ||
-        (r.block_tokens == 0 && !r.block_hashes.empty())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, ": record ", records_, ": block_tokens: expected 0 (no hashes) or the trace's ",
-          block_tokens_, ", got ", r.block_tokens));
+    if ((r.block_tokens != 0 && r.block_tokens != block_tokens_) || (r.block_tokens == 0 && !r.block_hashes.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", records_,
+                                                     ": block_tokens: expected 0 (no hashes) or the trace's ",
+                                                     block_tokens_, ", got ", r.block_tokens));
     }
     line_.clear();
     absl::StrAppend(&line_, "{\"request_id\": ", r.request_id, ", \"arrival_ns\": ", r.arrival_ns,
-                    ", \"session_id\": ", r.session_id, ", \"parent_id\": ", r.parent_id,
-                    ", \"turn\": ", r.turn, ", \"input_tokens\": ", r.input_tokens,
-                    ", \"output_tokens\": ", r.output_tokens, ", \"block_tokens\": ", r.block_tokens,
-                    ", \"block_hashes\": [");
+                    ", \"session_id\": ", r.session_id, ", \"parent_id\": ", r.parent_id, ", \"turn\": ", r.turn,
+                    ", \"input_tokens\": ", r.input_tokens, ", \"output_tokens\": ", r.output_tokens,
+                    ", \"block_tokens\": ", r.block_tokens, ", \"block_hashes\": [");
     for (size_t k = 0; k < r.block_hashes.size(); ++k) {
       if (k > 0) line_ += ", ";
       absl::StrAppend(&line_, r.block_hashes[k]);
     }
-    absl::StrAppend(&line_, "], \"type\": \"", proto::RequestType_Name(r.type), "\", \"failed\": ",
-                    r.failed ? "true" : "false", ", \"model\": ");
+    absl::StrAppend(&line_, "], \"type\": \"", proto::RequestType_Name(r.type),
+                    "\", \"failed\": ", r.failed ? "true" : "false", ", \"model\": ");
     AppendJsonString(r.model, &line_);
     line_ += ", \"tool_calls\": [";
     for (size_t k = 0; k < r.tool_calls.size(); ++k) {
@@ -108,11 +105,21 @@ void AppendJsonString(absl::string_view text, std::string* out) {
   out->push_back('"');
   for (char c : text) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           absl::StrAppend(out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));

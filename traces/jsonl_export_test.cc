@@ -48,10 +48,10 @@ TEST(JsonlExportTest, WritesEveryFieldInTheDocumentedForm) {
 }
 
 TEST(JsonlExportTest, HandWrittenMinimalRecordsGetDefaults) {
-  const std::string path = WriteTempFile(
-      "minimal.jsonl",
-      "{\"kvsim_trace\": 1}\n"
-      "{\"request_id\": 4, \"arrival_ns\": 10, \"input_tokens\": 3, \"output_tokens\": 2}\n");
+  const std::string path =
+      WriteTempFile("minimal.jsonl",
+                    "{\"kvsim_trace\": 1}\n"
+                    "{\"request_id\": 4, \"arrival_ns\": 10, \"input_tokens\": 3, \"output_tokens\": 2}\n");
   auto back = ReadAll(path, {});
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 1u);
@@ -86,23 +86,34 @@ TEST(JsonlExportTest, BadRecordsNameLineAndField) {
       {"noheader.jsonl", "{\"request_id\": 4, \"arrival_ns\": 10, \"input_tokens\": 3, \"output_tokens\": 2}\n",
        "noheader.jsonl:1: kvsim_trace: missing"},
       {"version.jsonl", "{\"kvsim_trace\": 2}\n", "version.jsonl:1: kvsim_trace: expected an integer in [1, 1]"},
-      {"blocks.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"block_tokens\": 512}\n",
+      {"blocks.jsonl",
+       "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, "
+       "\"output_tokens\": 2, \"block_tokens\": 512}\n",
        "blocks.jsonl:2: block_tokens: expected 0 or the header's 16, got 512"},
-      {"nohashbt.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"block_hashes\": [1]}\n",
+      {"nohashbt.jsonl",
+       "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, "
+       "\"output_tokens\": 2, \"block_hashes\": [1]}\n",
        "nohashbt.jsonl:2: block_hashes: given with block_tokens 0"},
-      {"type.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, \"type\": \"TEXT\"}\n",
+      {"type.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, "
+       "\"type\": \"TEXT\"}\n",
        "type.jsonl:2: type: expected a RequestType name"},
       {"missing.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"input_tokens\": 3, \"output_tokens\": 2}\n",
        "missing.jsonl:2: arrival_ns: missing"},
-      {"negative.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": -5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+      {"negative.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": -5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
        "negative.jsonl:2: arrival_ns: expected an integer in [0, "},
-      {"empty.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 0, \"output_tokens\": 2}\n",
+      {"empty.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 0, \"output_tokens\": 2}\n",
        "empty.jsonl:2: input_tokens: expected an integer in [1, "},
-      {"dup.jsonl", "{\"kvsim_trace\": 1}\n{\"request_id\": 7, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2}\n"
-                    "{\"request_id\": 7, \"arrival_ns\": 5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
+      {"dup.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 7, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2}\n"
+       "{\"request_id\": 7, \"arrival_ns\": 5, \"input_tokens\": 3, \"output_tokens\": 2}\n",
        "dup.jsonl:3: request_id: expected an id not used before, got 7 again"},
       // 24 tokens in blocks of 16 are 2 blocks (the last partial): 3 ids do not match them.
-      {"hashes.jsonl", "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 24, \"output_tokens\": 2, \"block_tokens\": 16, \"block_hashes\": [1, 2, 3]}\n",
+      {"hashes.jsonl",
+       "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 24, "
+       "\"output_tokens\": 2, \"block_tokens\": 16, \"block_hashes\": [1, 2, 3]}\n",
        "hashes.jsonl:2: block_hashes: 3 ids for 24 input tokens; expected 2 (blocks of 16 tokens)"},
   };
   for (const Case& c : cases) {

@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "traces/trace_format.h"
-#include "util/status_macros.h"
 #include "util/file.h"
+#include "util/status_macros.h"
 
 // Writer invariants: the file is built as PATH.tmp.PID, header block zeroed first; Close writes the real
 // header in place and only then renames (CommitTempFile), and a writer destroyed unclosed removes its
@@ -100,8 +100,8 @@ constexpr size_t kFramePaddingBytes = 16;
 // REQUIRES: kFramePaddingBytes readable bytes after `end`.
 class Decoder {
  public:
-  Decoder(const char* begin, const char* end) : p_(reinterpret_cast<const uint8_t*>(begin)),
-                                                end_(reinterpret_cast<const uint8_t*>(end)) {}
+  Decoder(const char* begin, const char* end)
+      : p_(reinterpret_cast<const uint8_t*>(begin)), end_(reinterpret_cast<const uint8_t*>(end)) {}
   // Varints of 2 to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
   // their length; longer ones take the byte loop.
   bool Varint(uint64_t* v) {
@@ -116,10 +116,10 @@ class Decoder {
 #endif
     const uint64_t stops = ~word & 0x8080808080808080ULL;  // the high bit of each final-byte candidate
     if (stops == 0) return LongVarint(v);
-    const uint64_t through_stop = stops ^ (stops - 1);      // ones up to and including the first stop bit
+    const uint64_t through_stop = stops ^ (stops - 1);  // ones up to and including the first stop bit
     const size_t length = (absl::countr_zero(stops) + 1) >> 3;
     if (length > static_cast<size_t>(end_ - p_)) return false;
-    uint64_t x = word & through_stop & 0x7f7f7f7f7f7f7f7fULL;  // the 7-bit groups, one per byte
+    uint64_t x = word & through_stop & 0x7f7f7f7f7f7f7f7fULL;              // the 7-bit groups, one per byte
     x = (x & 0x007f007f007f007fULL) | ((x & 0x7f007f007f007f00ULL) >> 1);  // 14 bits per 16
     x = (x & 0x00003fff00003fffULL) | ((x & 0x3fff00003fff0000ULL) >> 2);  // 28 bits per 32
     x = (x & 0x000000000fffffffULL) | ((x & 0x0fffffff00000000ULL) >> 4);  // 56 bits
@@ -375,14 +375,14 @@ absl::Status OpenError(const std::string& path, const char* verb) {
 // Parses and checks the 4096-byte header block.
 absl::StatusOr<proto::TraceHeader> ParseHeader(const std::string& path, const std::string& block) {
   if (block.size() < kNativeHeaderBytes || std::memcmp(block.data(), kNativeMagic, 8) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a native kvsim trace (expected the magic \"KVSIMTRC\" and a ",
-                     kNativeHeaderBytes, "-byte header)"));
+    return absl::InvalidArgumentError(absl::StrCat(path,
+                                                   ": not a native kvsim trace (expected the magic \"KVSIMTRC\" and a ",
+                                                   kNativeHeaderBytes, "-byte header)"));
   }
   const uint32_t version = GetFixed32(block.data() + 8);
   if (version != kNativeVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": native trace version ", version,
-                                                   "; this build reads version ", kNativeVersion));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": native trace version ", version, "; this build reads version ", kNativeVersion));
   }
   const uint32_t length = GetFixed32(block.data() + 12);
   if (length > kNativeHeaderBytes - 24) {
@@ -404,18 +404,17 @@ absl::StatusOr<proto::TraceHeader> ParseHeader(const std::string& path, const st
 
 class NativeWriter final : public TraceWriter {
  public:
-  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
-                                                           const TraceWriterOptions& options) {
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path, const TraceWriterOptions& options) {
     if (options.block_tokens < 0) {
       return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
     }
     if (options.frame_bytes < 64 || options.frame_bytes > kNativeMaxFrameBytes / 2) {
-      return absl::InvalidArgumentError(absl::StrCat("frame_bytes: expected 64 .. ",
-                                                     kNativeMaxFrameBytes / 2, ", got ", options.frame_bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("frame_bytes: expected 64 .. ", kNativeMaxFrameBytes / 2, ", got ", options.frame_bytes));
     }
     if (options.compress && (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel())) {
-      return absl::InvalidArgumentError(absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(),
-                                                     ", got ", options.zstd_level));
+      return absl::InvalidArgumentError(
+          absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(), ", got ", options.zstd_level));
     }
     const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
     std::FILE* file = std::fopen(tmp.c_str(), "wb");
@@ -438,13 +437,13 @@ class NativeWriter final : public TraceWriter {
   absl::Status Write(const Request& r) override {
     if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
     if (r.block_tokens != 0 && r.block_tokens != options_.block_tokens) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, ": record ", header_.num_requests(), ": block_tokens: expected 0 or the trace's ",
-          options_.block_tokens, ", got ", r.block_tokens));
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", header_.num_requests(),
+                                                     ": block_tokens: expected 0 or the trace's ",
+                                                     options_.block_tokens, ", got ", r.block_tokens));
     }
     if (r.block_tokens == 0 && !r.block_hashes.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
     }
     if (frame_records_ == 0) frame_first_record_ = header_.num_requests();
     EncodeRecord(r, options_.block_tokens, &delta_, &frame_);
@@ -480,8 +479,7 @@ class NativeWriter final : public TraceWriter {
       : path_(std::move(path)), tmp_(std::move(tmp)), file_(file), options_(options) {
     header_.set_source_format(options.source_format);
     header_.set_block_tokens(options.block_tokens);
-    header_.set_compression(options.compress ? proto::TRACE_COMPRESSION_ZSTD
-                                             : proto::TRACE_COMPRESSION_NONE);
+    header_.set_compression(options.compress ? proto::TRACE_COMPRESSION_ZSTD : proto::TRACE_COMPRESSION_NONE);
   }
 
   absl::Status StartCompression() {
@@ -529,8 +527,7 @@ class NativeWriter final : public TraceWriter {
     absl::string_view stored = frame_;
     if (options_.compress) {
       compressed_.resize(ZSTD_compressBound(frame_.size()));
-      const size_t size = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), frame_.data(),
-                                         frame_.size());
+      const size_t size = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), frame_.data(), frame_.size());
       if (ZSTD_isError(size)) {
         return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(size)));
       }
@@ -608,8 +605,7 @@ class NativeReader final : public TraceReader {
   const TraceInfo& info() const override { return info_; }
 
  private:
-  NativeReader(std::string path, int fd)
-      : fd_(fd), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {}
+  NativeReader(std::string path, int fd) : fd_(fd), info_{std::move(path), "native", 0}, decoder_(nullptr, nullptr) {}
 
   // Reads up to `n` bytes (fewer only at the end of the file) straight into `out`: frames are large, so
   // a stdio buffer would only add a copy. Sets status_ on a read error.
@@ -622,8 +618,8 @@ class NativeReader final : public TraceReader {
       } else if (got == 0) {
         break;
       } else if (errno != EINTR) {
-        status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ",
-                                                   frame_offset_, "): cannot read: ", std::strerror(errno)));
+        status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ", frame_offset_,
+                                                   "): cannot read: ", std::strerror(errno)));
         break;
       }
     }
@@ -631,8 +627,8 @@ class NativeReader final : public TraceReader {
   }
 
   bool Corrupt(absl::string_view what) {
-    status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ",
-                                               frame_offset_, "): corrupt or truncated trace: ", what));
+    status_ = absl::DataLossError(absl::StrCat(info_.path, ": record ", record_, " (frame at byte ", frame_offset_,
+                                               "): corrupt or truncated trace: ", what));
     return false;
   }
 
@@ -648,8 +644,8 @@ class NativeReader final : public TraceReader {
       return Corrupt("data after the last record the header announces");
     }
     if (got < sizeof(head)) {
-      return Corrupt(absl::StrCat("file ends after ", record_, " of the header's ",
-                                  header_.num_requests(), " records"));
+      return Corrupt(
+          absl::StrCat("file ends after ", record_, " of the header's ", header_.num_requests(), " records"));
     }
     const uint32_t records = GetFixed32(head + 4);
     const uint32_t encoded = GetFixed32(head + 8);
@@ -671,8 +667,8 @@ class NativeReader final : public TraceReader {
     if (zstd) {
       if (dctx_ == nullptr) dctx_ = DecompressionContexts::Acquire();
       if (dctx_ == nullptr) {
-        status_ = absl::ResourceExhaustedError(
-            absl::StrCat(info_.path, ": zstd: cannot allocate a decompression context"));
+        status_ =
+            absl::ResourceExhaustedError(absl::StrCat(info_.path, ": zstd: cannot allocate a decompression context"));
         return false;
       }
       const size_t size = ZSTD_decompressDCtx(dctx_, frame_.data(), encoded, compressed_.data(), stored);
@@ -719,8 +715,7 @@ uint64_t NativeChecksum(absl::string_view data) {
   return h ^ (h >> 32);
 }
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path,
-                                                             const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path, const TraceOptions& options) {
   return NativeReader::Open(path);
 }
 
@@ -738,16 +733,15 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> OpenNativeTraceWriter(const std::st
   return NativeWriter::Open(path, options);
 }
 
-bool LooksLikeNative(absl::string_view head) {
-  return absl::StartsWith(head, absl::string_view(kNativeMagic, 8));
-}
+bool LooksLikeNative(absl::string_view head) { return absl::StartsWith(head, absl::string_view(kNativeMagic, 8)); }
 
-KVSIM_REGISTER_TRACE_FORMAT(native, {
-    .name = "native",
-    .description = "kvsim native binary trace (magic KVSIMTRC; varint records in zstd frames)",
-    .detect_order = 0,
-    .detect = LooksLikeNative,
-    .open = OpenNativeTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    native, {
+                .name = "native",
+                .description = "kvsim native binary trace (magic KVSIMTRC; varint records in zstd frames)",
+                .detect_order = 0,
+                .detect = LooksLikeNative,
+                .open = OpenNativeTrace,
+            });
 
 }  // namespace kvsim

@@ -74,14 +74,13 @@ inline constexpr uint32_t kHasSession = 1u << 0;
 inline constexpr uint32_t kHasParent = 1u << 1;
 inline constexpr uint32_t kHasTurn = 1u << 2;
 inline constexpr uint32_t kHasType = 1u << 3;
-inline constexpr uint32_t kHasHashes = 1u << 4;      // block_tokens = header's; count follows
+inline constexpr uint32_t kHasHashes = 1u << 4;  // block_tokens = header's; count follows
 inline constexpr uint32_t kModelChanged = 1u << 5;
 inline constexpr uint32_t kHasToolCalls = 1u << 6;
 inline constexpr uint32_t kFailed = 1u << 7;
 inline constexpr uint32_t kKnownFlags = (1u << 8) - 1;
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path,
-                                                             const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path, const TraceOptions& options);
 
 // The header of a native trace (its summary statistics) without reading the records.
 absl::StatusOr<proto::TraceHeader> ReadNativeHeader(const std::string& path);

@@ -24,9 +24,9 @@ std::vector<Request> EdgeRequests() {
   a.input_tokens = 1000;
   a.output_tokens = 7;
   a.block_tokens = 16;
-  a.block_hashes = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-                    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48,
-                    49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67};  // 63
+  a.block_hashes = {5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46,
+                    47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67};  // 63
   out.push_back(a);
   Request b;  // a session turn with a parent, a model, tool calls, huge hashes
   b.request_id = 17;
@@ -71,8 +71,7 @@ std::vector<Request> EdgeRequests() {
   return out;
 }
 
-absl::Status WriteNative(const std::string& path, const std::vector<Request>& requests,
-                         TraceWriterOptions options) {
+absl::Status WriteNative(const std::string& path, const std::vector<Request>& requests, TraceWriterOptions options) {
   auto writer = OpenNativeTraceWriter(path, options);
   if (!writer.ok()) return writer.status();
   for (const Request& r : requests) {
@@ -150,7 +149,7 @@ std::vector<Request> VarintLengthRequests() {
 TEST(NativeFormatTest, VarintsOfEveryLengthAndRunsOfEveryLengthRoundTrip) {
   const std::vector<Request> requests = VarintLengthRequests();
   ASSERT_EQ(requests.size(), 18u);
-  EXPECT_EQ(requests[1].input_tokens, 64);             // zigzag 128: the first 2-byte varint
+  EXPECT_EQ(requests[1].input_tokens, 64);                 // zigzag 128: the first 2-byte varint
   EXPECT_EQ(requests[17].input_tokens, int64_t{1} << 62);  // zigzag 2^63: a 10-byte varint
   for (bool compress : {false, true}) {
     for (int64_t frame_bytes : {64, 65536}) {  // 64: records end at frame ends (the padding's edge)
@@ -246,8 +245,7 @@ TEST(NativeFormatTest, CorruptionAndTruncationNameTheRecord) {
   // The records of the intact frames come out; the error names the first record of the cut frame.
   EXPECT_GE(records, 1u);
   EXPECT_LT(records, 5u);
-  EXPECT_NE(truncated.message().find(absl::StrCat("record ", records, " (frame at byte")),
-            absl::string_view::npos)
+  EXPECT_NE(truncated.message().find(absl::StrCat("record ", records, " (frame at byte")), absl::string_view::npos)
       << truncated;
   EXPECT_NE(truncated.message().find("file ends inside a frame"), absl::string_view::npos) << truncated;
 
@@ -256,8 +254,9 @@ TEST(NativeFormatTest, CorruptionAndTruncationNameTheRecord) {
   flipped[kNativeHeaderBytes + kNativeFrameHeaderBytes + 5] ^= 0x40;
   absl::Status corrupt = ReadBack(path, flipped, &records);
   EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(corrupt.message().find("record 0 (frame at byte 4096): corrupt or truncated trace: frame checksum mismatch"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      corrupt.message().find("record 0 (frame at byte 4096): corrupt or truncated trace: frame checksum mismatch"),
+      absl::string_view::npos)
       << corrupt;
 
   // Extra bytes after the last frame.

@@ -24,18 +24,18 @@ struct ToolCall {
 };
 
 struct Request {
-  uint64_t request_id = 0;      // unique in the trace (0-based record index when the source has none)
-  int64_t arrival_ns = 0;       // since the trace's first arrival
-  int64_t session_id = -1;      // -1 = no session
-  int64_t parent_id = -1;       // request_id of the previous call in the session; -1 = first
-  int32_t turn = 0;             // 1-based turn in the session; 0 = unknown
+  uint64_t request_id = 0;  // unique in the trace (0-based record index when the source has none)
+  int64_t arrival_ns = 0;   // since the trace's first arrival
+  int64_t session_id = -1;  // -1 = no session
+  int64_t parent_id = -1;   // request_id of the previous call in the session; -1 = first
+  int32_t turn = 0;         // 1-based turn in the session; 0 = unknown
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  int32_t block_tokens = 0;     // tokens per hash block; 0 = no hashes
+  int32_t block_tokens = 0;  // tokens per hash block; 0 = no hashes
   std::vector<uint64_t> block_hashes;
   proto::RequestType type = proto::REQUEST_TYPE_UNSPECIFIED;
-  bool failed = false;          // the source marks it failed (e.g. BurstGPT 0 response tokens)
-  std::string model;            // model named by the source; empty if none
+  bool failed = false;  // the source marks it failed (e.g. BurstGPT 0 response tokens)
+  std::string model;    // model named by the source; empty if none
   std::vector<ToolCall> tool_calls;
 
   // Resets every field to its default, keeping the vectors' capacity.
@@ -44,9 +44,7 @@ struct Request {
 
 // Blocks of `block_tokens` tokens needed for `tokens` tokens (the last one partial): ceil(tokens / bt).
 // REQUIRES: block_tokens > 0, tokens >= 0.
-inline int64_t NumBlocks(int64_t tokens, int64_t block_tokens) {
-  return (tokens + block_tokens - 1) / block_tokens;
-}
+inline int64_t NumBlocks(int64_t tokens, int64_t block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
 
 // Fills `request->block_hashes` with NumBlocks(input_tokens, block_tokens) ids unique to this request
 // (a mix of request_id and block index with the top bit set, so they never equal a trace's small

@@ -33,9 +33,7 @@ absl::StatusOr<std::vector<Request>> ReadAll(const std::string& path, const Trac
 }
 
 std::string RequestDifference(const Request& a, const Request& b) {
-  auto field = [](const char* name, const auto& x, const auto& y) {
-    return absl::StrCat(name, ": ", x, " vs ", y);
-  };
+  auto field = [](const char* name, const auto& x, const auto& y) { return absl::StrCat(name, ": ", x, " vs ", y); };
   if (a.request_id != b.request_id) return field("request_id", a.request_id, b.request_id);
   if (a.arrival_ns != b.arrival_ns) return field("arrival_ns", a.arrival_ns, b.arrival_ns);
   if (a.session_id != b.session_id) return field("session_id", a.session_id, b.session_id);

@@ -14,10 +14,8 @@ absl::StatusOr<ConvertSummary> ConvertTrace(const std::string& in, const TraceOp
   summary.block_tokens = reader->info().block_tokens;
   writer_options.block_tokens = summary.block_tokens;
   writer_options.source_format = summary.source_format;
-  const std::string format =
-      !out_format.empty() ? out_format : (absl::EndsWith(out, ".jsonl") ? "jsonl" : "native");
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                         OpenTraceWriter(out, format, writer_options));
+  const std::string format = !out_format.empty() ? out_format : (absl::EndsWith(out, ".jsonl") ? "jsonl" : "native");
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, OpenTraceWriter(out, format, writer_options));
   Request request;
   while (reader->Next(&request)) {
     KVSIM_RETURN_IF_ERROR(writer->Write(request));

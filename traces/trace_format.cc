@@ -23,9 +23,8 @@ const TraceFormat* FindTraceFormat(absl::string_view name) { return TraceFormatR
 std::vector<const TraceFormat*> TraceFormats() {
   std::vector<const TraceFormat*> formats;
   for (const auto& [name, format] : TraceFormatRegistry().entries()) formats.push_back(&format);
-  std::stable_sort(formats.begin(), formats.end(), [](const TraceFormat* a, const TraceFormat* b) {
-    return a->detect_order < b->detect_order;
-  });
+  std::stable_sort(formats.begin(), formats.end(),
+                   [](const TraceFormat* a, const TraceFormat* b) { return a->detect_order < b->detect_order; });
   return formats;
 }
 

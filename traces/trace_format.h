@@ -38,8 +38,7 @@ struct TraceFormat {
   std::function<bool(absl::string_view head)> detect;
   // Opens `path` in this format. NotFound if missing; InvalidArgument (with file and line) if the content
   // does not fit the format. REQUIRES: thread-compatible; each call returns an independent reader.
-  std::function<absl::StatusOr<std::unique_ptr<TraceReader>>(const std::string& path,
-                                                             const TraceOptions& options)>
+  std::function<absl::StatusOr<std::unique_ptr<TraceReader>>(const std::string& path, const TraceOptions& options)>
       open;
 };
 

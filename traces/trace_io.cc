@@ -41,16 +41,14 @@ absl::StatusOr<std::string> DetectTraceFormat(const std::string& path) {
   for (const TraceFormat* format : TraceFormats()) {
     if (format->detect(head)) return format->name;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": content matches no known trace format (", TraceFormatNames(),
-                   "); name one with --trace_format"));
+  return absl::InvalidArgumentError(absl::StrCat(path, ": content matches no known trace format (", TraceFormatNames(),
+                                                 "); name one with --trace_format"));
 }
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path,
-                                                       const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path, const TraceOptions& options) {
   if (options.reorder_window < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "reorder window: expected at least 1 record, got ", options.reorder_window));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reorder window: expected at least 1 record, got ", options.reorder_window));
   }
   std::string name = options.format;
   if (name.empty()) {
@@ -58,23 +56,20 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path,
   }
   const TraceFormat* format = FindTraceFormat(name);
   if (format == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown trace format '", name,
-                                                   "'; known formats: ", TraceFormatNames()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown trace format '", name, "'; known formats: ", TraceFormatNames()));
   }
   return format->open(path, options);
 }
 
-absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
-                                                             const std::string& format,
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,
                                                              const TraceWriterOptions& options) {
   if (format == "native") return OpenNativeTraceWriter(path, options);
   if (format == "jsonl") return OpenJsonlTraceWriter(path, options);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown trace writer format '", format, "'; known: native, jsonl"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown trace writer format '", format, "'; known: native, jsonl"));
 }
 
-absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
-                                                             const std::string& format,
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,
                                                              int32_t block_tokens) {
   TraceWriterOptions options;
   options.block_tokens = block_tokens;

@@ -16,10 +16,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>

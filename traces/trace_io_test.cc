@@ -49,8 +49,7 @@ TEST(TraceIoTest, ErrorsSayWhatIsWrong) {
   const std::string unknown = WriteTempFile("unknown.txt", "hello world\n");
   auto unknown_open = OpenTrace(unknown, {});
   EXPECT_EQ(unknown_open.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown_open.status().message().find("matches no known trace format (azure"),
-            absl::string_view::npos)
+  EXPECT_NE(unknown_open.status().message().find("matches no known trace format (azure"), absl::string_view::npos)
       << unknown_open.status();
 
   TraceOptions bad_name;
@@ -66,7 +65,8 @@ TEST(TraceIoTest, ErrorsSayWhatIsWrong) {
   as_azure.format = "azure";
   auto wrong = ReadAll(DataPath("mooncake_synthetic.jsonl"), as_azure);
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(wrong.status().message().find("mooncake_synthetic.jsonl:1: expected ',' or end of line after a closing quote, found ':' (while reading the CSV header line)"),
+  EXPECT_NE(wrong.status().message().find("mooncake_synthetic.jsonl:1: expected ',' or end of line after a closing "
+                                          "quote, found ':' (while reading the CSV header line)"),
             absl::string_view::npos)
       << wrong.status();
 

@@ -67,8 +67,7 @@ struct TraceOptions {
 
 // Opens `path` with the named importer (or the detected one). InvalidArgument naming the known formats
 // when the name is unknown or the content matches none; NotFound when the file is missing.
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path,
-                                                       const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path, const TraceOptions& options);
 
 // A reader over requests held in memory; for tests and generated workloads.
 class VectorTraceReader final : public TraceReader {

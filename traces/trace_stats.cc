@@ -123,9 +123,9 @@ absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
   if (!reader.status().ok()) return reader.status();
   stats.warnings = reader.warnings();
   stats.duration_ns = last_arrival - first_arrival;
-  stats.mean_requests_per_minute =
-      stats.duration_ns > 0 ? stats.num_requests / (static_cast<double>(stats.duration_ns) / kMinuteNs)
-                            : static_cast<double>(stats.num_requests);
+  stats.mean_requests_per_minute = stats.duration_ns > 0
+                                       ? stats.num_requests / (static_cast<double>(stats.duration_ns) / kMinuteNs)
+                                       : static_cast<double>(stats.num_requests);
   for (const auto& [minute, count] : minute_counts) {
     stats.peak_requests_per_minute = std::max(stats.peak_requests_per_minute, count);
   }
@@ -164,8 +164,8 @@ std::string FormatTraceStats(const TraceStats& s) {
   line("trace", absl::StrCat(s.path, " (", s.format, ")"));
   line("requests", absl::StrCat(s.num_requests));
   line("duration", absl::StrFormat("%.3f s", s.duration_ns / 1e9));
-  line("arrival rate per minute", absl::StrFormat("mean %.2f  peak %d", s.mean_requests_per_minute,
-                                                  s.peak_requests_per_minute));
+  line("arrival rate per minute",
+       absl::StrFormat("mean %.2f  peak %d", s.mean_requests_per_minute, s.peak_requests_per_minute));
   line("input tokens", dist(s.input_tokens));
   line("output tokens", dist(s.output_tokens));
   if (s.num_failed > 0) line("failed requests", absl::StrCat(s.num_failed));
@@ -184,9 +184,9 @@ std::string FormatTraceStats(const TraceStats& s) {
     line("unbounded-cache hit ratio", absl::StrFormat("%.3f", s.unbounded_hit_ratio));
     line("prefix-hit ratio", absl::StrFormat("%.3f", s.prefix_hit_ratio));
     line("blocks used twice or more", absl::StrFormat("%.3f", s.reused_block_fraction));
-    line("LRU stack distance (blocks)", absl::StrFormat("p25 %d  p50 %d  p75 %d  (%d reuses; hit at +1)",
-                                                        s.stack_distance_p25, s.stack_distance_p50,
-                                                        s.stack_distance_p75, s.num_reuses));
+    line("LRU stack distance (blocks)",
+         absl::StrFormat("p25 %d  p50 %d  p75 %d  (%d reuses; hit at +1)", s.stack_distance_p25, s.stack_distance_p50,
+                         s.stack_distance_p75, s.num_reuses));
   }
   for (const std::string& w : s.warnings) line("warning", w);
   return out;
@@ -194,8 +194,8 @@ std::string FormatTraceStats(const TraceStats& s) {
 
 std::string FormatTraceStatsJson(const TraceStats& s) {
   auto dist = [](const Distribution& d) {
-    return absl::StrFormat("{\"mean\": %.6g, \"p50\": %d, \"p90\": %d, \"p99\": %d, \"max\": %d}", d.mean,
-                           d.p50, d.p90, d.p99, d.max);
+    return absl::StrFormat("{\"mean\": %.6g, \"p50\": %d, \"p90\": %d, \"p99\": %d, \"max\": %d}", d.mean, d.p50, d.p90,
+                           d.p99, d.max);
   };
   std::string path, format;
   AppendJsonString(s.path, &path);
@@ -215,10 +215,10 @@ std::string FormatTraceStatsJson(const TraceStats& s) {
       "\"reused_block_fraction\": %.6g, \"reuses\": %d, \"stack_distance\": {\"p25\": %d, \"p50\": %d, "
       "\"p75\": %d}, \"warnings\": %s}\n",
       path, format, s.block_tokens, s.num_requests, s.duration_ns, s.mean_requests_per_minute,
-      s.peak_requests_per_minute, dist(s.input_tokens), dist(s.output_tokens), s.num_failed,
-      s.num_sessions, s.requests_in_sessions, s.mean_requests_per_session, s.max_turn, s.block_references,
-      s.distinct_blocks, s.unbounded_hit_ratio, s.prefix_hit_ratio, s.reused_block_fraction, s.num_reuses,
-      s.stack_distance_p25, s.stack_distance_p50, s.stack_distance_p75, warnings);
+      s.peak_requests_per_minute, dist(s.input_tokens), dist(s.output_tokens), s.num_failed, s.num_sessions,
+      s.requests_in_sessions, s.mean_requests_per_session, s.max_turn, s.block_references, s.distinct_blocks,
+      s.unbounded_hit_ratio, s.prefix_hit_ratio, s.reused_block_fraction, s.num_reuses, s.stack_distance_p25,
+      s.stack_distance_p50, s.stack_distance_p75, warnings);
 }
 
 }  // namespace kvsim

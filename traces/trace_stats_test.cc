@@ -14,8 +14,8 @@
 namespace kvsim {
 namespace {
 
-Request Make(int64_t arrival_s, int64_t input, int64_t output, std::vector<uint64_t> blocks,
-             int64_t session = -1, int32_t turn = 0) {
+Request Make(int64_t arrival_s, int64_t input, int64_t output, std::vector<uint64_t> blocks, int64_t session = -1,
+             int32_t turn = 0) {
   Request r;
   r.arrival_ns = arrival_s * 1'000'000'000;
   r.input_tokens = input;
@@ -35,8 +35,8 @@ TEST(TraceStatsTest, HandComputedSmallTrace) {
   // req4 0 -> prefix 4/9. Used twice or more: A B C (3 of 5) = 0.6.
   // Distances sorted: 2 2 3 3 -> nearest-rank p25 = sorted[ceil(1)-1] = 2, p50 = sorted[1] = 2,
   // p75 = sorted[2] = 3.
-  VectorTraceReader reader({Make(0, 10, 1, {1, 2, 3}, 7, 1), Make(30, 20, 5, {1, 2, 4}, 7, 2),
-                            Make(70, 30, 2, {3, 1}), Make(130, 40, 9, {5}, 8, 1)},
+  VectorTraceReader reader({Make(0, 10, 1, {1, 2, 3}, 7, 1), Make(30, 20, 5, {1, 2, 4}, 7, 2), Make(70, 30, 2, {3, 1}),
+                            Make(130, 40, 9, {5}, 8, 1)},
                            {"mem", "test", 4});
   auto stats = ComputeTraceStats(reader);
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -128,7 +128,6 @@ TEST(TraceStatsTest, TraceWithoutHashesHasNoBlockFacts) {
   const std::string json = FormatTraceStatsJson(*stats);
   EXPECT_NE(json.find("\"requests\": 8819"), std::string::npos) << json;
 }
-
 
 }  // namespace
 }  // namespace kvsim

@@ -35,10 +35,10 @@ class TraceWriter {
 
 // Options of OpenTraceWriter. Every field has a safe default.
 struct TraceWriterOptions {
-  int32_t block_tokens = 0;    // tokens per hash block of the requests written (0 = no hashes)
-  std::string source_format;   // native: recorded in the header (the importer that read the source)
-  bool compress = true;        // native: zstd-compress each frame
-  int zstd_level = 3;          // native: zstd level, 1 (fastest) .. 19
+  int32_t block_tokens = 0;   // tokens per hash block of the requests written (0 = no hashes)
+  std::string source_format;  // native: recorded in the header (the importer that read the source)
+  bool compress = true;       // native: zstd-compress each frame
+  int zstd_level = 3;         // native: zstd level, 1 (fastest) .. 19
   // native: Huffman-code the literals of zstd frames. Off by default: on Mooncake-like traces that makes
   // files ~7% larger but frames decompress ~2x faster. Readers accept either.
   bool zstd_compress_literals = false;
@@ -48,11 +48,9 @@ struct TraceWriterOptions {
 // `format`: "native" (binary, see traces/native_format.h) or "jsonl" (one JSON object per record with
 // every field; traces/jsonl_export.h). `block_tokens`: tokens per hash block of the requests written
 // (0 = no hashes). InvalidArgument for an unknown format.
-absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
-                                                             const std::string& format,
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,
                                                              int32_t block_tokens);
-absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
-                                                             const std::string& format,
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,
                                                              const TraceWriterOptions& options);
 
 }  // namespace kvsim

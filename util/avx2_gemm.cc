@@ -11,10 +11,10 @@
 namespace kvsim {
 namespace {
 
-constexpr int kMr = 6;        // AVX2: rows of A per micro-tile
-constexpr int kNr = 16;       // AVX2: columns of C per micro-tile (two 8-float registers)
-constexpr int kMr512 = 12;    // AVX-512: rows of A per micro-tile
-constexpr int kNr512 = 32;    // AVX-512: columns of C per micro-tile (two 16-float registers)
+constexpr int kMr = 6;      // AVX2: rows of A per micro-tile
+constexpr int kNr = 16;     // AVX2: columns of C per micro-tile (two 8-float registers)
+constexpr int kMr512 = 12;  // AVX-512: rows of A per micro-tile
+constexpr int kNr512 = 32;  // AVX-512: columns of C per micro-tile (two 16-float registers)
 constexpr int kMaxMr = 12;
 constexpr int kMaxNr = 32;
 constexpr int64_t kNc = 256;  // GemmABt: rows of B packed at a time (a multiple of every kNr)
@@ -44,10 +44,9 @@ KVSIM_AVX2 void WriteTile(const float (*tile)[kMaxNr], float* c, int64_t ldc, in
 // The AVX2 kernel: 6 x 16.
 KVSIM_AVX2 void MicroKernel(const float* const* a, const float* panel, int64_t pstride, int64_t k, float* c,
                             int64_t ldc, int mr, int nr, bool accumulate) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
-         c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
-         c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
-         c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps(),
+         c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(),
+         c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
   for (int64_t t = 0; t < k; ++t) {
     const __m256 b0 = _mm256_loadu_ps(panel + t * pstride);
@@ -182,8 +181,8 @@ KVSIM_AVX2 float HorizontalSum(__m256 v) {
 }
 
 // C = A B^T with an mr_max x nr_max micro-kernel.
-KVSIM_AVX2 void GemmABtWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda,
-                            const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+KVSIM_AVX2 void GemmABtWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda, const float* b,
+                            int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
   // B's rows [j0, j0 + kNc) are packed transposed in panels of nr_max (zero-padded): panel p holds
   // packed[p * k * nr_max + t * nr_max + jj] = b[(j0 + nr_max p + jj) * ldb + t].
   float* packed = new float[kNc * k];
@@ -216,8 +215,8 @@ KVSIM_AVX2 void GemmABtWith(MicroKernelFn kernel, int mr_max, int nr_max, const 
 }
 
 // C = A B with an mr_max x nr_max micro-kernel.
-KVSIM_AVX2 void GemmABWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda,
-                           const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+KVSIM_AVX2 void GemmABWith(MicroKernelFn kernel, int mr_max, int nr_max, const float* a, int64_t lda, const float* b,
+                           int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
   // Full panels are read from B in place; the last partial one is copied, zero-padded.
   const int64_t full = n / nr_max;
   const int nr_last = static_cast<int>(n - full * nr_max);
@@ -253,13 +252,13 @@ KVSIM_AVX2 void GemmABWith(MicroKernelFn kernel, int mr_max, int nr_max, const f
 
 }  // namespace
 
-KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
-                            int64_t k, float* c, int64_t ldc) {
+KVSIM_AVX2 void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                            float* c, int64_t ldc) {
   GemmABtWith(MicroKernel, kMr, kNr, a, lda, b, ldb, m, n, k, c, ldc);
 }
 
-KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
-                           int64_t k, float* c, int64_t ldc) {
+KVSIM_AVX2 void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+                           float* c, int64_t ldc) {
   GemmABWith(MicroKernel, kMr, kNr, a, lda, b, ldb, m, n, k, c, ldc);
 }
 
@@ -279,9 +278,8 @@ KVSIM_AVX2 void Avx2MatVec(const float* a, int64_t lda, const float* x, int64_t 
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) {
     const float *r0 = a + i * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
-    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(),
-           s11 = _mm256_setzero_ps(), s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(),
-           s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
+    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(), s11 = _mm256_setzero_ps(),
+           s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(), s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
     for (int64_t t = 0; t < k16; t += 16) {
       const __m256 x0 = _mm256_loadu_ps(x + t), x1 = _mm256_loadu_ps(x + t + 8);
       s00 = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + t), x0, s00);
@@ -346,8 +344,8 @@ KVSIM_AVX2 __m256 Exp8(__m256 x) {
   const __m256i e = _mm256_cvtps_epi32(m);
   const __m256i half = _mm256_srai_epi32(e, 1);
   const __m256 two_half = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
-  const __m256 two_rest = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
+  const __m256 two_rest =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, two_half), two_rest);
 }
 
@@ -456,8 +454,8 @@ KVSIM_AVX512 __m512 Exp16(__m512 x) {
   const __m512i e = _mm512_cvtps_epi32(m);
   const __m512i half = _mm512_srai_epi32(e, 1);
   const __m512 two_half = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(127)), 23));
-  const __m512 two_rest = _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(e, half), _mm512_set1_epi32(127)), 23));
+  const __m512 two_rest =
+      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(e, half), _mm512_set1_epi32(127)), 23));
   return _mm512_mul_ps(_mm512_mul_ps(p, two_half), two_rest);
 }
 
@@ -573,8 +571,8 @@ KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_
   const __m256 threshold = _mm256_set1_ps(t);
   int64_t count = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
-    unsigned mask = static_cast<unsigned>(
-        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), threshold, _CMP_GE_OQ)));
+    unsigned mask =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), threshold, _CMP_GE_OQ)));
     while (mask != 0) {
       index[count++] = static_cast<int32_t>(i + __builtin_ctz(mask));
       mask &= mask - 1;
@@ -587,14 +585,13 @@ KVSIM_AVX2 int64_t Avx2IndicesAtLeast(const float* x, int64_t n, float t, int32_
 }
 
 // AVX2 without FMA: the compiler may not contract the multiplications and additions.
-__attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks,
-                                                        const float* w, int64_t stride, float* out, int64_t ldo) {
+__attribute__((target("avx2"))) void Avx2WeightedSums4(const float* x, int64_t size, int64_t chunks, const float* w,
+                                                       int64_t stride, float* out, int64_t ldo) {
   const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride;
   for (int64_t c = 0; c < chunks; ++c) {
     const float* base = x + c * size * kNr;
-    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(),
-           s11 = _mm256_setzero_ps(), s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(),
-           s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
+    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(), s11 = _mm256_setzero_ps(),
+           s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps(), s30 = _mm256_setzero_ps(), s31 = _mm256_setzero_ps();
     for (int64_t n = 0; n < size; ++n) {
       const __m256 x0 = _mm256_loadu_ps(base + n * kNr), x1 = _mm256_loadu_ps(base + n * kNr + 8);
       __m256 v = _mm256_broadcast_ss(w0 + n);

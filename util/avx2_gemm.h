@@ -24,21 +24,21 @@ namespace kvsim {
 
 // c[i * ldc + j] = sum over t < k of a[i * lda + t] * b[j * ldb + t], for i < m, j < n (C = A B^T, all
 // row-major). REQUIRES: AVX2+FMA; k >= 1; c does not overlap a or b.
-void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
-                 float* c, int64_t ldc);
+void Avx2GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
+                 int64_t ldc);
 
 // c[i * ldc + j] = sum over t < k of a[i * lda + t] * b[t * ldb + j], for i < m, j < n (C = A B, all
 // row-major). REQUIRES: AVX2+FMA; k >= 1; c does not overlap a or b.
-void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
-                float* c, int64_t ldc);
+void Avx2GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
+                int64_t ldc);
 
 // The same two products with AVX-512 micro-kernels (12 x 32 tiles instead of 6 x 16): every element is
 // computed by the same operations in the same order as by Avx2GemmABt / Avx2GemmAB, so the results are
 // bit-identical to theirs. REQUIRES: AVX-512F (CpuHasAvx512()); as above otherwise.
-void Avx512GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
-                   float* c, int64_t ldc);
-void Avx512GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
-                  float* c, int64_t ldc);
+void Avx512GemmABt(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
+                   int64_t ldc);
+void Avx512GemmAB(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c,
+                  int64_t ldc);
 
 // y[i] = sum over t < k of a[i * lda + t] * x[t], for i < m (matrix-vector, row-major).
 // REQUIRES: AVX2+FMA; k >= 1.

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "util/float_test_util.h"
 #include "util/cpu_features.h"
+#include "util/float_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -63,8 +63,8 @@ TEST(Avx2GemmTest, Avx512ProductsEqualAvx2Bits) {
       avx512(c512.data());
       for (int64_t i = 0; i < s.m; ++i) {
         for (int64_t j = 0; j < ldc; ++j) {
-          ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j]) << name << " " << s.m << "x" << s.n << "x" << s.k << " at "
-                                                        << i << "," << j;
+          ASSERT_EQ(c512[i * ldc + j], c2[i * ldc + j])
+              << name << " " << s.m << "x" << s.n << "x" << s.k << " at " << i << "," << j;
           if (j >= s.n) continue;
           double ref = 0, abs_sum = 0;
           for (int64_t t = 0; t < s.k; ++t) {
@@ -132,8 +132,8 @@ TEST(Avx2GemmTest, Avx512WeightedRowSumsMatchScalarOrder) {
     for (int rows = 1; rows <= 4; ++rows) {
       std::vector<float> out(4 * ldo, 7.0f);
       Avx512WeightedRowSums(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(), ldo);
-      ASSERT_EQ(WeightedRowSumsMismatch(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(),
-                                        4, ldo, 7.0f),
+      ASSERT_EQ(WeightedRowSumsMismatch(pointers.data(), pointers.size(), w.data(), stride, rows, cols, out.data(), 4,
+                                        ldo, 7.0f),
                 "")
           << cols << " cols, " << rows << " rows";
     }
@@ -172,7 +172,7 @@ TEST(Avx2GemmTest, ExpScaledMatchesDoubleExp) {
   std::vector<float> tiny = {-87.0f, -88.0f, -90.0f, -200.0f, 0.0f};
   Avx2ExpScaled(tiny.data(), tiny.size(), 1.0f, 0.0f);
   EXPECT_NEAR(tiny[0], std::exp(-87.0), 1e-6 * std::exp(-87.0));  // still a normal float (FLT_MIN ~ e^-87.3)
-  EXPECT_LE(tiny[2], 1.2e-38f);  // below FLT_MIN: denormal-sized or 0, never garbage
+  EXPECT_LE(tiny[2], 1.2e-38f);                                   // below FLT_MIN: denormal-sized or 0, never garbage
   EXPECT_LE(tiny[3], 1.2e-38f);
   EXPECT_GE(tiny[3], 0.0f);
   EXPECT_EQ(tiny[4], 1.0f);

@@ -33,9 +33,7 @@ struct Voidify {
 }  // namespace internal
 }  // namespace kvsim
 
-#define KVSIM_CHECK(cond)                        \
-  (cond) ? (void)0                               \
-         : ::kvsim::internal::Voidify() &        \
-               ::kvsim::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
+#define KVSIM_CHECK(cond) \
+  (cond) ? (void)0 : ::kvsim::internal::Voidify() & ::kvsim::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
 #endif  // KVSIM_UTIL_CHECK_H_

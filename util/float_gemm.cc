@@ -181,8 +181,7 @@ void GatheredWeightedSums(const float* const* rows, int64_t size, const float* w
     const int64_t chunks = cols / kWidth;
     const float* buffer = GatherChunkMajor<kWidth>(rows, size, chunks, staging);
     WeightedChunkSums<G, L>(
-        size, w, stride, [&](int64_t c, int64_t n) { return buffer + (c * size + n) * kWidth; }, chunks, 0, out,
-        ldo);
+        size, w, stride, [&](int64_t c, int64_t n) { return buffer + (c * size + n) * kWidth; }, chunks, 0, out, ldo);
     t0 = chunks * kWidth;
   }
   const int64_t small_chunks = (cols - t0) / 4;
@@ -193,8 +192,8 @@ void GatheredWeightedSums(const float* const* rows, int64_t size, const float* w
 
 }  // namespace
 
-void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
-                     int64_t cols, float* out, int64_t ldo, std::vector<float>* staging) {
+void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows, int64_t cols,
+                     float* out, int64_t ldo, std::vector<float>* staging) {
   if (UseAvx512()) {  // the rows read in place
     const int64_t c16 = cols - cols % 16;
     for (int r = 0; r < num_rows; r += 4) {

@@ -50,8 +50,8 @@ double ExpScaledLaneSum(float* x, int64_t n, float scale, float offset);
 // t < cols, each term a float multiplication then an addition, from 0: the same bits on every path.
 // AVX-512 reads the rows in place (Avx512WeightedRowSums); the other paths gather them chunk-major into
 // *staging first (grown as needed and kept by the caller between calls; null: a buffer per call).
-void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows,
-                     int64_t cols, float* out, int64_t ldo, std::vector<float>* staging = nullptr);
+void WeightedRowSums(const float* const* rows, int64_t size, const float* w, int64_t stride, int num_rows, int64_t cols,
+                     float* out, int64_t ldo, std::vector<float>* staging = nullptr);
 
 // sums[i] += x[i] for i < n: each float converted exactly to double and added once, so every path gives
 // the same bits (AVX-512: eight additions per instruction).

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -49,7 +49,8 @@ TEST(FloatGemmTest, ABtMatchesDoubleReference) {
     const std::vector<float> a = RandomFloats(s.m * lda, 1), b = RandomFloats(s.n * ldb, 2);
     std::vector<float> c(s.m * ldc, 7.0f);
     GemmABt(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
-    ExpectProductNear(s, a, lda, [&](int64_t t, int64_t j) { return b[j * ldb + t]; }, c, ldc);
+    ExpectProductNear(
+        s, a, lda, [&](int64_t t, int64_t j) { return b[j * ldb + t]; }, c, ldc);
   }
 }
 
@@ -59,7 +60,8 @@ TEST(FloatGemmTest, ABMatchesDoubleReference) {
     const std::vector<float> a = RandomFloats(s.m * lda, 3), b = RandomFloats(s.k * ldb, 4);
     std::vector<float> c(s.m * ldc, 7.0f);
     GemmAB(a.data(), lda, b.data(), ldb, s.m, s.n, s.k, c.data(), ldc);
-    ExpectProductNear(s, a, lda, [&](int64_t t, int64_t j) { return b[t * ldb + j]; }, c, ldc);
+    ExpectProductNear(
+        s, a, lda, [&](int64_t t, int64_t j) { return b[t * ldb + j]; }, c, ldc);
   }
 }
 

@@ -14,8 +14,8 @@ TEST(NearestRankTest, HandComputedRanks) {
   EXPECT_EQ(NearestRank(v, 0.21), 2);  // ceil(1.05) -> 2nd
   EXPECT_EQ(NearestRank(v, 0.50), 3);  // ceil(2.5) -> 3rd
   EXPECT_EQ(NearestRank(v, 1.00), 5);
-  EXPECT_EQ(NearestRank(v, 0.0), 1);   // below the first rank: the smallest
-  EXPECT_EQ(NearestRank(v, 2.0), 5);   // beyond the last: the largest
+  EXPECT_EQ(NearestRank(v, 0.0), 1);  // below the first rank: the smallest
+  EXPECT_EQ(NearestRank(v, 2.0), 5);  // beyond the last: the largest
   const std::vector<double> four = {10, 20, 30, 40};
   EXPECT_EQ(NearestRank(four, 0.50), 20);
   EXPECT_EQ(NearestRank(four, 0.90), 40);

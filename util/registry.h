@@ -94,7 +94,7 @@ class Registry {
 
 // Registers `value` under `name` in `registry` (an expression giving a Registry<T>&) at static
 // initialisation. One line at namespace scope of the component's .cc.
-#define KVSIM_REGISTER(registry, name, value)                                        \
+#define KVSIM_REGISTER(registry, name, value)                                              \
   [[maybe_unused]] static const bool KVSIM_REGISTRY_CONCAT_(kvsim_registered_, __LINE__) = \
       (registry).Register(name, value)
 

@@ -22,17 +22,17 @@
 #define KVSIM_STATUS_CONCAT_INNER_(a, b) a##b
 #define KVSIM_STATUS_CONCAT_(a, b) KVSIM_STATUS_CONCAT_INNER_(a, b)
 
-#define KVSIM_RETURN_IF_ERROR(expr)                                   \
-  do {                                                                \
-    ::absl::Status kvsim_status_ = (expr);                            \
-    if (!kvsim_status_.ok()) return kvsim_status_;                    \
+#define KVSIM_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status kvsim_status_ = (expr);         \
+    if (!kvsim_status_.ok()) return kvsim_status_; \
   } while (0)
 
 #define KVSIM_ASSIGN_OR_RETURN(lhs, expr) \
   KVSIM_ASSIGN_OR_RETURN_IMPL_(KVSIM_STATUS_CONCAT_(kvsim_statusor_, __LINE__), lhs, expr)
 
-#define KVSIM_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                 \
+#define KVSIM_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)  \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -13,8 +13,7 @@ namespace {
 // Keeps the first error with its position; protobuf reports 0-based lines and columns.
 class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
     if (!has_error_) {
       has_error_ = true;
       line_ = line + 1;
@@ -27,8 +26,7 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   bool has_error() const { return has_error_; }
   std::string Describe(absl::string_view source) const {
     // Keep the error on one line whatever protobuf put in the message.
-    return absl::StrCat(source, ":", line_, ":", column_, ": ",
-                        absl::StrReplaceAll(message_, {{"\n", " "}}));
+    return absl::StrCat(source, ":", line_, ":", column_, ": ", absl::StrReplaceAll(message_, {{"\n", " "}}));
   }
 
  private:
@@ -40,8 +38,7 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
 
 }  // namespace
 
-absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name,
-                            google::protobuf::Message* message) {
+absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name, google::protobuf::Message* message) {
   message->Clear();
   FirstErrorCollector errors;
   google::protobuf::TextFormat::Parser parser;

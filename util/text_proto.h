@@ -5,7 +5,8 @@
 // Example:
 //   proto::ExperimentConfig config;
 //   KVSIM_RETURN_IF_ERROR(ParseTextProtoFile("exp.textproto", &config));
-//   // on a typo: INVALID_ARGUMENT "exp.textproto:3:5: Message type "kvsim.proto.Cache" has no field named "blok_tokens"."
+//   // on a typo: INVALID_ARGUMENT "exp.textproto:3:5: Message type "kvsim.proto.Cache" has no field named
+//   "blok_tokens"."
 #ifndef KVSIM_UTIL_TEXT_PROTO_H_
 #define KVSIM_UTIL_TEXT_PROTO_H_
 
@@ -20,8 +21,7 @@ namespace kvsim {
 // Parses `text` into `message` (cleared first). `source_name` prefixes error positions
 // ("source:line:column: what"); lines and columns count from 1. The first error is returned as
 // InvalidArgument with a one-line message.
-absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name,
-                            google::protobuf::Message* message);
+absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name, google::protobuf::Message* message);
 
 // Reads `path` and parses it as above (after a UTF-8 byte-order mark, if any). NotFound if the file is
 // missing.

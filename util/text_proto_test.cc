@@ -37,8 +37,7 @@ TEST(TextProtoTest, WrongValueTypeIsAnError) {
 
 TEST(TextProtoTest, TruncatedMessageIsAnError) {
   proto::ModelSpec spec;
-  EXPECT_EQ(ParseTextProto("name: \"unterminated", "x", &spec).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseTextProto("name: \"unterminated", "x", &spec).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TextProtoTest, FileRoundTrip) {

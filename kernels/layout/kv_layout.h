@@ -88,8 +88,8 @@ struct SegmentTable {
 absl::Status ValidateSegmentTable(const SegmentTable& table, const PagedKvLayout& layout);
 
 // Page and slot of token `t` (0-based) of `segment`.
-inline void LocateToken(const SegmentTable& table, const KvSegment& segment, int t, int page_size,
-                        int32_t* page, int* slot) {
+inline void LocateToken(const SegmentTable& table, const KvSegment& segment, int t, int page_size, int32_t* page,
+                        int* slot) {
   *page = table.page_table[segment.page_table_offset + t / page_size];
   *slot = t % page_size;
 }
@@ -102,9 +102,7 @@ std::string KvDtypeName(KvDtype dtype);
 int KvDtypeBits(KvDtype dtype);
 
 // Tokens sharing one key (scale, zero) per channel in kInt4/kInt2: the group, capped at one page.
-inline int KeyGroupTokens(int group_size, int page_size) {
-  return group_size < page_size ? group_size : page_size;
-}
+inline int KeyGroupTokens(int group_size, int page_size) { return group_size < page_size ? group_size : page_size; }
 
 // Ok if `group_size` suits `dtype` and `layout`: for kInt4/kInt2 one of 32, 64, 128 dividing head_dim,
 // and page_size a multiple of KeyGroupTokens; ignored (any value) for the other formats.

@@ -12,8 +12,8 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-absl::Status CheckShapes(const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
-                         int64_t rows, const std::vector<float>& q, const std::vector<float>& k_pool,
+absl::Status CheckShapes(const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, int64_t rows,
+                         const std::vector<float>& q, const std::vector<float>& k_pool,
                          const std::vector<float>& v_pool) {
   KVSIM_RETURN_IF_ERROR(ValidateSegmentTable(table, layout));
   if (num_q_heads <= 0 || num_q_heads % layout.num_kv_heads != 0) {
@@ -21,13 +21,13 @@ absl::Status CheckShapes(const PagedKvLayout& layout, const SegmentTable& table,
         "num_q_heads (%d) must be a positive multiple of num_kv_heads (%d)", num_q_heads, layout.num_kv_heads));
   }
   if (static_cast<int64_t>(q.size()) != rows * num_q_heads * layout.head_dim) {
-    return absl::InvalidArgumentError(absl::StrFormat("q has %d values; expected %d rows x %d heads x %d",
-                                                      q.size(), rows, num_q_heads, layout.head_dim));
+    return absl::InvalidArgumentError(absl::StrFormat("q has %d values; expected %d rows x %d heads x %d", q.size(),
+                                                      rows, num_q_heads, layout.head_dim));
   }
   if (static_cast<int64_t>(k_pool.size()) != layout.NumElements() ||
       static_cast<int64_t>(v_pool.size()) != layout.NumElements()) {
-    return absl::InvalidArgumentError(absl::StrFormat("K/V pools have %d/%d values; the layout needs %d",
-                                                      k_pool.size(), v_pool.size(), layout.NumElements()));
+    return absl::InvalidArgumentError(absl::StrFormat("K/V pools have %d/%d values; the layout needs %d", k_pool.size(),
+                                                      v_pool.size(), layout.NumElements()));
   }
   return absl::OkStatus();
 }
@@ -36,8 +36,7 @@ absl::Status CheckShapes(const PagedKvLayout& layout, const SegmentTable& table,
 // context tokens the query may see.
 AttentionState AttendRequest(const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads, int r,
                              const std::vector<float>& q, int64_t row, int h, int64_t visible_end,
-                             const std::vector<float>& k_pool, const std::vector<float>& v_pool,
-                             double scale) {
+                             const std::vector<float>& k_pool, const std::vector<float>& v_pool, double scale) {
   const int d = layout.head_dim;
   std::vector<double> qd(d);
   for (int i = 0; i < d; ++i) qd[i] = q[(row * num_q_heads + h) * d + i];
@@ -47,8 +46,8 @@ AttentionState AttendRequest(const PagedKvLayout& layout, const SegmentTable& ta
   for (int s = table.segment_begin[r]; s < table.segment_begin[r + 1]; ++s) {
     const KvSegment& seg = table.segments[s];
     const int64_t visible = std::max<int64_t>(0, std::min<int64_t>(seg.num_tokens, visible_end - position));
-    states.push_back(AttendSegment(qd.data(), table, seg, layout, k_pool, v_pool, kv_head, scale,
-                                   static_cast<int>(visible)));
+    states.push_back(
+        AttendSegment(qd.data(), table, seg, layout, k_pool, v_pool, kv_head, scale, static_cast<int>(visible)));
     position += seg.num_tokens;
   }
   return MergeStates(states, d);
@@ -109,9 +108,8 @@ AttentionState MergeStates(const std::vector<AttentionState>& states, int head_d
   return merged;
 }
 
-absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, const SegmentTable& table,
-                                                int num_q_heads, const std::vector<float>& q,
-                                                const std::vector<float>& k_pool,
+absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
+                                                const std::vector<float>& q, const std::vector<float>& k_pool,
                                                 const std::vector<float>& v_pool, double scale) {
   const int num_requests = table.num_requests();
   KVSIM_RETURN_IF_ERROR(CheckShapes(layout, table, num_q_heads, num_requests, q, k_pool, v_pool));
@@ -121,8 +119,8 @@ absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, con
   for (int r = 0; r < num_requests; ++r) {
     const int64_t tokens = table.RequestTokens(r);
     for (int h = 0; h < num_q_heads; ++h) {
-      Store(AttendRequest(layout, table, num_q_heads, r, q, r, h, tokens, k_pool, v_pool, scale), r, h,
-            num_q_heads, d, &out);
+      Store(AttendRequest(layout, table, num_q_heads, r, q, r, h, tokens, k_pool, v_pool, scale), r, h, num_q_heads, d,
+            &out);
     }
   }
   return out;
@@ -130,20 +128,19 @@ absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, con
 
 absl::StatusOr<AttentionOutput> PrefillReference(const PagedKvLayout& layout, const SegmentTable& table,
                                                  int num_q_heads, const std::vector<int32_t>& query_begin,
-                                                 const std::vector<float>& q,
-                                                 const std::vector<float>& k_pool,
+                                                 const std::vector<float>& q, const std::vector<float>& k_pool,
                                                  const std::vector<float>& v_pool, double scale) {
   const int num_requests = table.num_requests();
   if (static_cast<int>(query_begin.size()) != num_requests + 1 || query_begin[0] != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "query_begin must have num_requests + 1 = %d entries starting at 0", num_requests + 1));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("query_begin must have num_requests + 1 = %d entries starting at 0", num_requests + 1));
   }
   for (int r = 0; r < num_requests; ++r) {
     const int64_t n = query_begin[r + 1] - query_begin[r];
     if (n < 0 || n > table.RequestTokens(r)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "request %d: %d queries but %d context tokens (the chunk must be in the context)", r, n,
-          table.RequestTokens(r)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("request %d: %d queries but %d context tokens (the chunk must be in the context)", r, n,
+                          table.RequestTokens(r)));
     }
   }
   const int64_t rows = query_begin[num_requests];
@@ -155,8 +152,8 @@ absl::StatusOr<AttentionOutput> PrefillReference(const PagedKvLayout& layout, co
     for (int64_t row = query_begin[r]; row < query_begin[r + 1]; ++row) {
       const int64_t visible_end = prefix + (row - query_begin[r]) + 1;
       for (int h = 0; h < num_q_heads; ++h) {
-        Store(AttendRequest(layout, table, num_q_heads, r, q, row, h, visible_end, k_pool, v_pool, scale), row,
-              h, num_q_heads, d, &out);
+        Store(AttendRequest(layout, table, num_q_heads, r, q, row, h, visible_end, k_pool, v_pool, scale), row, h,
+              num_q_heads, d, &out);
       }
     }
   }

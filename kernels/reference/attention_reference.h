@@ -54,9 +54,8 @@ struct AttentionOutput {
 // Decode: one query per request, q = [num_requests][num_q_heads][head_dim]; attends every token of the
 // request's segments. InvalidArgument on a bad table, head counts (num_q_heads a positive multiple of
 // num_kv_heads) or array sizes.
-absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, const SegmentTable& table,
-                                                int num_q_heads, const std::vector<float>& q,
-                                                const std::vector<float>& k_pool,
+absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, const SegmentTable& table, int num_q_heads,
+                                                const std::vector<float>& q, const std::vector<float>& k_pool,
                                                 const std::vector<float>& v_pool, double scale);
 
 // Chunked prefill: request r has query rows [query_begin[r], query_begin[r + 1]) of
@@ -65,8 +64,7 @@ absl::StatusOr<AttentionOutput> DecodeReference(const PagedKvLayout& layout, con
 // positions 0 .. P_r + i: the prefix without a mask, causal within the chunk. REQUIRES n_r <= tokens.
 absl::StatusOr<AttentionOutput> PrefillReference(const PagedKvLayout& layout, const SegmentTable& table,
                                                  int num_q_heads, const std::vector<int32_t>& query_begin,
-                                                 const std::vector<float>& q,
-                                                 const std::vector<float>& k_pool,
+                                                 const std::vector<float>& q, const std::vector<float>& k_pool,
                                                  const std::vector<float>& v_pool, double scale);
 
 }  // namespace kvsim

@@ -203,9 +203,9 @@ TEST(AttentionReferenceTest, EmptySegmentsWeighNothingAndAllEmptyGivesTheEmptySt
   Problem p = RandomProblem(1, 1, 0, rng);  // one empty segment
   p.layout.num_pages = 3;
   p.table = SegmentTable();
-  p.table.AddRequest({{{}, 0}, {{}, 0}});            // request 0: all empty
+  p.table.AddRequest({{{}, 0}, {{}, 0}});               // request 0: all empty
   p.table.AddRequest({{{}, 0}, {{2, 0}, 7}, {{}, 0}});  // request 1: empties around 7 tokens
-  p.table.AddRequest({{{2, 0}, 7}});                  // request 2: the 7 tokens alone
+  p.table.AddRequest({{{2, 0}, 7}});                    // request 2: the 7 tokens alone
   p.k = RandomValues(p.layout.NumElements(), 1.0, rng);
   p.v = RandomValues(p.layout.NumElements(), 1.0, rng);
   std::vector<float> q1 = RandomValues(int64_t{p.num_q_heads} * p.layout.head_dim, 1.0, rng);
@@ -267,7 +267,7 @@ TEST(AttentionReferenceTest, FirstQueryOfAFreshChunkSeesOneToken) {
   table.AddRequest({{{1, 0}, 3}});
   const std::vector<float> k = {9, 9, 9, 9, 2, 3, 5, 5};  // page 1 holds tokens 0 (2, 3) and 1
   const std::vector<float> v = {9, 9, 9, 9, -1, 4, 7, 7};
-  const std::vector<float> q = {1, 1, 1, 1, 1, 1};       // 3 queries
+  const std::vector<float> q = {1, 1, 1, 1, 1, 1};  // 3 queries
   absl::StatusOr<AttentionOutput> out = PrefillReference(layout, table, 1, {0, 3}, q, k, v, 0.5);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_DOUBLE_EQ(out->o[0], -1.0);
@@ -282,8 +282,7 @@ TEST(AttentionReferenceTest, RejectsBadTablesAndShapes) {
   table.AddRequest({{{0, 5}, 3}});  // page 5 is outside the pool
   absl::StatusOr<AttentionOutput> out = DecodeReference(layout, table, 1, {1, 1}, kv, kv, 1.0);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("page 5 is outside the pool of 2 pages"), std::string::npos)
-      << out.status();
+  EXPECT_NE(out.status().message().find("page 5 is outside the pool of 2 pages"), std::string::npos) << out.status();
 
   SegmentTable short_pages;
   short_pages.AddRequest({{{0}, 3}});  // 3 tokens need 2 pages

@@ -66,9 +66,9 @@ void QuantizeScaled(const std::vector<float>& pool, QuantizedKvPool& out) {
         out.scale[TokenScaleIndex(l, p, h, slot)] = s;
         for (int c = 0; c < l.head_dim; ++c) {
           const double x = static_cast<double>(pool[row + c]) / s;
-          out.data[row + c] = fp8 ? DoubleToFp8E4m3(x)
-                                  : static_cast<uint8_t>(static_cast<int8_t>(
-                                        std::min(127.0, std::max(-127.0, std::nearbyint(x)))));
+          out.data[row + c] =
+              fp8 ? DoubleToFp8E4m3(x)
+                  : static_cast<uint8_t>(static_cast<int8_t>(std::min(127.0, std::max(-127.0, std::nearbyint(x)))));
         }
       }
     }
@@ -94,8 +94,8 @@ void QuantizeKeysPerChannel(const std::vector<float>& pool, QuantizedKvPool& out
           const int64_t param = ((p * l.num_kv_heads + h) * groups + g) * l.head_dim + c;
           AsymmetricParams(lo, hi, levels, &out.scale[param], &out.zero[param]);
           for (int slot = g * gt; slot < (g + 1) * gt; ++slot) {
-            const int code = AsymmetricCode(pool[l.RowOffset(p, slot, h) + c], out.scale[param], out.zero[param],
-                                            levels);
+            const int code =
+                AsymmetricCode(pool[l.RowOffset(p, slot, h) + c], out.scale[param], out.zero[param], levels);
             PutCode(out.data, (l.RowOffset(p, slot, h) / l.head_dim) * row_bytes, c, bits, code);
           }
         }
@@ -150,8 +150,8 @@ float Bf16ToFloat(uint16_t b) {
 double Fp8E4m3ToDouble(uint8_t bits) {
   const int sign = bits >> 7, exponent = (bits >> 3) & 0xf, mantissa = bits & 7;
   if (exponent == 15 && mantissa == 7) return std::nan("");
-  const double magnitude = exponent == 0 ? std::ldexp(mantissa / 8.0, -6)
-                                         : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
+  const double magnitude =
+      exponent == 0 ? std::ldexp(mantissa / 8.0, -6) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
   return sign ? -magnitude : magnitude;
 }
 

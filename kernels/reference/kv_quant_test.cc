@@ -19,15 +19,15 @@ TEST(KvQuantTest, Bf16RoundsToNearestEven) {
 }
 
 TEST(KvQuantTest, Fp8E4m3KnownCodes) {
-  EXPECT_EQ(Fp8E4m3ToDouble(0x38), 1.0);                 // exponent 7 (bias 7), mantissa 0
-  EXPECT_EQ(Fp8E4m3ToDouble(0x7e), 448.0);               // 1.75 * 2^8, the largest finite value
+  EXPECT_EQ(Fp8E4m3ToDouble(0x38), 1.0);                  // exponent 7 (bias 7), mantissa 0
+  EXPECT_EQ(Fp8E4m3ToDouble(0x7e), 448.0);                // 1.75 * 2^8, the largest finite value
   EXPECT_EQ(Fp8E4m3ToDouble(0x08), std::ldexp(1.0, -6));  // smallest normal
   EXPECT_EQ(Fp8E4m3ToDouble(0x01), std::ldexp(1.0, -9));  // smallest subnormal: 1/8 * 2^-6
   EXPECT_EQ(Fp8E4m3ToDouble(0xb8), -1.0);
   EXPECT_TRUE(std::isnan(Fp8E4m3ToDouble(0x7f)));
-  EXPECT_EQ(DoubleToFp8E4m3(1.0625), 0x38);   // midway between 1 (0x38) and 1.125 (0x39): to even
-  EXPECT_EQ(DoubleToFp8E4m3(1.1875), 0x3a);   // midway between 1.125 (0x39) and 1.25 (0x3a): to even
-  EXPECT_EQ(DoubleToFp8E4m3(1000.0), 0x7e);   // saturates
+  EXPECT_EQ(DoubleToFp8E4m3(1.0625), 0x38);  // midway between 1 (0x38) and 1.125 (0x39): to even
+  EXPECT_EQ(DoubleToFp8E4m3(1.1875), 0x3a);  // midway between 1.125 (0x39) and 1.25 (0x3a): to even
+  EXPECT_EQ(DoubleToFp8E4m3(1000.0), 0x7e);  // saturates
   EXPECT_EQ(DoubleToFp8E4m3(-1000.0), 0xfe);
   for (int code = 0; code < 256; ++code) {
     if ((code & 0x7f) == 0x7f) continue;
@@ -88,11 +88,15 @@ TEST_P(KvQuantRoundTripTest, ErrorWithinTheStatedBound) {
           const int64_t token_param = (p * l.num_kv_heads + h) * l.page_size + slot;
           double bound = 0;
           switch (c.dtype) {
-            case KvDtype::kBf16: bound = std::ldexp(std::fabs(x), -8); break;
+            case KvDtype::kBf16:
+              bound = std::ldexp(std::fabs(x), -8);
+              break;
             case KvDtype::kFp8E4m3:
               bound = std::max(std::ldexp(std::fabs(x), -4), std::ldexp(double{q->scale[token_param]}, -10));
               break;
-            case KvDtype::kInt8: bound = q->scale[token_param] / 2.0; break;
+            case KvDtype::kInt8:
+              bound = q->scale[token_param] / 2.0;
+              break;
             default: {
               int64_t param;
               if (c.is_key) {
@@ -114,14 +118,13 @@ TEST_P(KvQuantRoundTripTest, ErrorWithinTheStatedBound) {
   EXPECT_GT(worst_ratio, 0.5) << "the bound is far from tight: wrong scale indexing?";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, KvQuantRoundTripTest,
-    ::testing::Values(Case{KvDtype::kBf16, 0, true, 16}, Case{KvDtype::kFp8E4m3, 0, true, 16},
-                      Case{KvDtype::kInt8, 0, false, 16}, Case{KvDtype::kInt4, 32, true, 16},
-                      Case{KvDtype::kInt4, 32, true, 64}, Case{KvDtype::kInt4, 64, true, 64},
-                      Case{KvDtype::kInt4, 128, true, 128}, Case{KvDtype::kInt4, 32, false, 16},
-                      Case{KvDtype::kInt4, 64, false, 16}, Case{KvDtype::kInt4, 128, false, 16},
-                      Case{KvDtype::kInt2, 32, true, 32}, Case{KvDtype::kInt2, 128, false, 16}));
+INSTANTIATE_TEST_SUITE_P(Formats, KvQuantRoundTripTest,
+                         ::testing::Values(Case{KvDtype::kBf16, 0, true, 16}, Case{KvDtype::kFp8E4m3, 0, true, 16},
+                                           Case{KvDtype::kInt8, 0, false, 16}, Case{KvDtype::kInt4, 32, true, 16},
+                                           Case{KvDtype::kInt4, 32, true, 64}, Case{KvDtype::kInt4, 64, true, 64},
+                                           Case{KvDtype::kInt4, 128, true, 128}, Case{KvDtype::kInt4, 32, false, 16},
+                                           Case{KvDtype::kInt4, 64, false, 16}, Case{KvDtype::kInt4, 128, false, 16},
+                                           Case{KvDtype::kInt2, 32, true, 32}, Case{KvDtype::kInt2, 128, false, 16}));
 
 // Values -1, 2, 0.5, ... in one 32-channel group: zero = -1, step = 3 / 15 = 0.2 rounded up to float
 // (0.200000003); 0.5 is (0.5 + 1) / 0.200000003 = 7.4999999 steps up, so code 7: back to -1 + 1.4 = 0.4,

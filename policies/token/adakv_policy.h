@@ -24,8 +24,7 @@ class AdaKvPolicy final : public PromptScorePolicy {
   std::vector<double> ScorePrompt(absl::Span<const HeadContext> heads, int h) override {
     return inner_->ScorePrompt(heads, h);
   }
-  std::vector<int64_t> HeadBudgets(absl::Span<const HeadContext> heads,
-                                   const std::vector<std::vector<double>>& scores,
+  std::vector<int64_t> HeadBudgets(absl::Span<const HeadContext> heads, const std::vector<std::vector<double>>& scores,
                                    int64_t budget_tokens) override;
 
  private:

@@ -1,7 +1,7 @@
 #include "policies/token/adakv_policy.h"
-#include "policies/token/internal/adakv_budgets.h"
 
 #include "gtest/gtest.h"
+#include "policies/token/internal/adakv_budgets.h"
 #include "policies/token/testing/token_policy_testing.h"
 
 namespace kvsim {

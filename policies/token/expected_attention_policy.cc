@@ -13,7 +13,7 @@ double Theta(const RopeConfig& rope, int c, int d) { return std::pow(rope.base, 
 
 double ScaledPosition(const RopeConfig& rope, int64_t position) {
   return rope.scaling == RopeScaling::kLinear && rope.scaling_factor > 0 ? position / rope.scaling_factor
-                                                                        : static_cast<double>(position);
+                                                                         : static_cast<double>(position);
 }
 
 }  // namespace
@@ -92,8 +92,7 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
       scratch_.resize(chunk, factors.rows());  // reused from head to head
       for (int64_t first = 0; first < n; first += chunk) {
         const int64_t rows = std::min(chunk, n - first);
-        GemmABt(keys.row(first).data(), d, factors.data(), d, rows, factors.rows(), d, scratch_.data(),
-                factors.rows());
+        GemmABt(keys.row(first).data(), d, factors.data(), d, rows, factors.rows(), d, scratch_.data(), factors.rows());
         for (int j = 0; j < g; ++j) {
           quad.col(j).segment(first, rows) = scratch_.topRows(rows).middleCols(j * m, m).rowwise().squaredNorm();
           linear.col(j).segment(first, rows) = scratch_.col(g * m + j).head(rows);

@@ -25,8 +25,8 @@ class H2oPolicy final : public TokenPolicy {
 
  private:
   struct HeadState {
-    std::vector<double> hh;       // seq_len scores
-    std::vector<int32_t> cache;   // resident positions, any order
+    std::vector<double> hh;      // seq_len scores
+    std::vector<int32_t> cache;  // resident positions, any order
     int group_size = 1;
   };
   int64_t budget_ = 0;

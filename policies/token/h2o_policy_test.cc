@@ -12,11 +12,12 @@ TEST(H2oPolicyTest, HandComputedEvictions) {
   // Prompt 0..3 with prefill column sums hh = (0.5, 0.1, 0.3, 0.2); decode steps at 4, 5, 6; B = 3, so the
   // recent window is B_r = 1 and two heavy hitters.
   const double l2 = std::log(2.0), l8 = std::log(8.0);
-  TestHead head = TestHead::FromLogits(4, 4, {{
-      {0, 0, 0, 0, l8},          // t = 4: over the cache {0, 2, 4}: (1, 1, 8) / 10
-      {0, 0, 0, 0, 0, l2},       // t = 5: over {0, 4, 5}: (1, 1, 2) / 4
-      {0, 0, 0, 0, 0, 0, 0},     // t = 6
-  }});
+  TestHead head = TestHead::FromLogits(4, 4,
+                                       {{
+                                           {0, 0, 0, 0, l8},       // t = 4: over the cache {0, 2, 4}: (1, 1, 8) / 10
+                                           {0, 0, 0, 0, 0, l2},    // t = 5: over {0, 4, 5}: (1, 1, 2) / 4
+                                           {0, 0, 0, 0, 0, 0, 0},  // t = 6
+                                       }});
   head.column_sums = {0.5, 0.1, 0.3, 0.2};
   H2oPolicy policy({});
   auto kept = RunPolicy(policy, {&head}, 3);

@@ -62,8 +62,8 @@ TEST(KiviQuantizeTest, EveryPathMatchesTheScalarRuleBitForBit) {
   std::normal_distribution<float> normal(0.0f, 1.5f);
   std::vector<float> x(tokens * dim);
   for (float& v : x) v = normal(rng);
-  for (int64_t i = 0; i < tokens; ++i) x[i * dim + 5] = 0.75f;                 // constant key channel
-  for (int c = 32; c < 64; ++c) x[9 * dim + c] = -2.0f;                         // constant value group
+  for (int64_t i = 0; i < tokens; ++i) x[i * dim + 5] = 0.75f;  // constant key channel
+  for (int c = 32; c < 64; ++c) x[9 * dim + c] = -2.0f;         // constant value group
   for (int bits : {2, 4, 8}) {
     const float levels = static_cast<float>((1 << bits) - 1);
     const std::vector<float> keys = QuantizeKeysPerChannel(x.data(), tokens, dim, group, bits);

@@ -23,8 +23,8 @@ absl::Status Decode(const google::protobuf::RepeatedField<float>& values, int64_
   }
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(values[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": field ", field, "[", i, "] = ", values[i],
-                                                     " is not finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": field ", field, "[", i, "] = ", values[i], " is not finite"));
     }
   }
   std::memcpy(out->data(), values.data(), n * sizeof(float));
@@ -141,7 +141,8 @@ absl::StatusOr<KvpModel> ParseKvpModel(const std::string& bytes, const std::stri
   }
   KvpModel model;
   if (!model.meta.ParseFromArray(bytes.data() + kKvpMagicBytes, static_cast<int>(bytes.size() - kKvpMagicBytes))) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the KVP model message does not parse (truncated or corrupt)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the KVP model message does not parse (truncated or corrupt)"));
   }
   const proto::KvpModel& m = model.meta;
   if (m.format_version() != kKvpFormatVersion) {
@@ -185,22 +186,22 @@ absl::Status SaveKvpModel(const std::string& path, const proto::KvpModel& model)
 absl::Status CheckKvpLayout(const KvpModel& model, const std::string& model_path, const AttentionTraceHeader& header,
                             const std::string& trace_name) {
   const proto::KvpModel& m = model.meta;
-  const std::string trained =
-      Layout(m.model(), m.num_layers(), m.num_query_heads(), m.num_kv_heads(), m.head_dim());
+  const std::string trained = Layout(m.model(), m.num_layers(), m.num_query_heads(), m.num_kv_heads(), m.head_dim());
   const std::string traced =
       Layout(header.model, header.num_layers, header.num_query_heads, header.num_kv_heads, header.head_dim);
   if (m.num_layers() != header.num_layers || m.num_query_heads() != header.num_query_heads ||
       m.num_kv_heads() != header.num_kv_heads || m.head_dim() != header.head_dim) {
     return absl::InvalidArgumentError(absl::StrCat("KVP model ", model_path, " was trained for ", trained,
-                                                   "; the trace", trace_name.empty() ? "" : " ", trace_name, " has ", traced));
+                                                   "; the trace", trace_name.empty() ? "" : " ", trace_name, " has ",
+                                                   traced));
   }
   for (int32_t layer : header.kept_layers) {
     for (int32_t kv_head : header.kept_kv_heads) {
       if (model.Agent(layer, kv_head) == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "KVP model ", model_path, " has no agent for layer ", layer, ", KV head ", kv_head, " of the trace",
-            trace_name.empty() ? "" : " ", trace_name, " (the model's layers: ", absl::StrJoin(m.layers(), ","), "; KV heads: ",
-            absl::StrJoin(m.kv_heads(), ","), ")"));
+            trace_name.empty() ? "" : " ", trace_name, " (the model's layers: ", absl::StrJoin(m.layers(), ","),
+            "; KV heads: ", absl::StrJoin(m.kv_heads(), ","), ")"));
       }
     }
   }

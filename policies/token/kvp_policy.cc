@@ -45,7 +45,8 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> KvpPolicy::Create(const TokenPolicy
     path = value;
   }
   if (path.empty()) {
-    return absl::InvalidArgumentError("token policy kvp needs its model file: kvp:model=FILE (`kvsim train` writes one)");
+    return absl::InvalidArgumentError(
+        "token policy kvp needs its model file: kvp:model=FILE (`kvsim train` writes one)");
   }
   KVSIM_ASSIGN_OR_RETURN(std::shared_ptr<const KvpModel> model, SharedModel(path));
   return std::unique_ptr<TokenPolicy>(new KvpPolicy(std::move(model), path));

@@ -54,8 +54,8 @@ class KvpPolicy final : public TokenPolicy {
   std::string model_path_;
   KvpMatrix features_;  // reused between heads
   int64_t prompt_len_ = 0, budget_ = 0;
-  std::vector<int32_t> protected_;             // in priority order
-  std::vector<std::vector<int32_t>> ranked_;   // per head: its best unprotected prompt tokens, best first
+  std::vector<int32_t> protected_;            // in priority order
+  std::vector<std::vector<int32_t>> ranked_;  // per head: its best unprotected prompt tokens, best first
 };
 
 // The agent's raw scores of tokens 0..n-1 of a cache holding `keys`/`values` (n x head_dim), in double.

@@ -35,8 +35,7 @@ class PromptScorePolicy : public TokenPolicy {
 
   // Per-head budgets for this layer given every head's scores. Default: `budget_tokens` for each.
   virtual std::vector<int64_t> HeadBudgets(absl::Span<const HeadContext> heads,
-                                           const std::vector<std::vector<double>>& scores,
-                                           int64_t budget_tokens);
+                                           const std::vector<std::vector<double>>& scores, int64_t budget_tokens);
 
   // The budgets chosen for the current layer (after BeginLayer).
   const std::vector<int64_t>& budgets() const { return budgets_; }

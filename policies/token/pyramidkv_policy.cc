@@ -5,8 +5,7 @@
 
 namespace kvsim {
 
-int64_t PyramidLayerBudget(int64_t target, int64_t prompt_len, int64_t window, int layer, int num_layers,
-                           double beta) {
+int64_t PyramidLayerBudget(int64_t target, int64_t prompt_len, int64_t window, int layer, int num_layers, double beta) {
   const double t = static_cast<double>(target), n = static_cast<double>(prompt_len);
   const double w = static_cast<double>(window);
   double min_num = t / beta;
@@ -25,8 +24,8 @@ std::vector<int64_t> PyramidKvPolicy::HeadBudgets(absl::Span<const HeadContext> 
                                                   int64_t budget_tokens) {
   const HeadContext& h = heads[0];
   const int64_t window = std::min<int64_t>(kWindow, h.prompt_len - h.query_start);
-  return std::vector<int64_t>(heads.size(), PyramidLayerBudget(budget_tokens, h.prompt_len, window, h.layer,
-                                                               h.num_model_layers, kBeta));
+  return std::vector<int64_t>(
+      heads.size(), PyramidLayerBudget(budget_tokens, h.prompt_len, window, h.layer, h.num_model_layers, kBeta));
 }
 
 KVSIM_REGISTER_TOKEN_POLICY("pyramidkv", PyramidKvPolicy);

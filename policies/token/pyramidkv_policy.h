@@ -19,14 +19,12 @@ class PyramidKvPolicy final : public SnapKvPolicy {
   static constexpr double kBeta = 20.0;
   explicit PyramidKvPolicy(const TokenPolicyOptions& options) : SnapKvPolicy(options) {}
   std::string Name() const override { return "pyramidkv"; }
-  std::vector<int64_t> HeadBudgets(absl::Span<const HeadContext> heads,
-                                   const std::vector<std::vector<double>>& scores,
+  std::vector<int64_t> HeadBudgets(absl::Span<const HeadContext> heads, const std::vector<std::vector<double>>& scores,
                                    int64_t budget_tokens) override;
 };
 
 // B_l of the formula above.
-int64_t PyramidLayerBudget(int64_t target, int64_t prompt_len, int64_t window, int layer, int num_layers,
-                           double beta);
+int64_t PyramidLayerBudget(int64_t target, int64_t prompt_len, int64_t window, int layer, int num_layers, double beta);
 
 }  // namespace kvsim
 

@@ -49,10 +49,10 @@ class RocketKvPolicy final : public TokenPolicy {
   // Extends head h's extrema to chunks [0, complete) of size s (recomputed when s changes).
   void UpdateExtrema(size_t h, int64_t s, int64_t complete, const std::vector<int32_t>& cache);
   int64_t budget_ = 0;
-  RowMatrixXf logits_;               // Step() scratch: group_size x chunks
-  std::vector<const float*> rows_;   // Step() scratch: the selected channels' extrema rows
-  std::vector<float> weights_;       // Step() scratch: group_size x channels query entries
-  std::vector<float> staging_;       // Step() scratch of WeightedRowSums
+  RowMatrixXf logits_;              // Step() scratch: group_size x chunks
+  std::vector<const float*> rows_;  // Step() scratch: the selected channels' extrema rows
+  std::vector<float> weights_;      // Step() scratch: group_size x channels query entries
+  std::vector<float> staging_;      // Step() scratch of WeightedRowSums
 };
 
 // Stage-1 scores of one head (prompt_len values; the window is +infinity).

@@ -31,8 +31,8 @@ class ScissorhandsPolicy final : public TokenPolicy {
  private:
   struct HeadState {
     std::vector<int32_t> cache;
-    std::vector<int32_t> counts;                    // per position
-    std::deque<std::vector<int32_t>> history;       // per recorded step: the positions found unimportant
+    std::vector<int32_t> counts;               // per position
+    std::deque<std::vector<int32_t>> history;  // per recorded step: the positions found unimportant
     int group_size = 1;
   };
   // Records one step: each cached token's attention from `rows` (num_rows group members' rows, indexed

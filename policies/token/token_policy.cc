@@ -22,8 +22,8 @@ absl::StatusOr<TokenPolicyParams> ParseParams(absl::string_view spec, absl::stri
     std::string key(entry.substr(0, eq));
     for (const auto& [k, v] : params) {
       if (k == key) {
-        return absl::InvalidArgumentError(absl::StrCat("token policy '", spec, "': parameter '", key,
-                                                       "' is given twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("token policy '", spec, "': parameter '", key, "' is given twice"));
       }
     }
     params.emplace_back(std::move(key), std::string(entry.substr(eq + 1)));
@@ -75,8 +75,8 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
       return (*factory)(options, params);
     }
     if (TokenPolicyRegistry().Find(head) != nullptr || TokenPolicyWrapperRegistry().Find(head) != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("token policy '", head, "' takes no parameters (got '",
-                                                     spec, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token policy '", head, "' takes no parameters (got '", spec, "')"));
     }
   }
   if (const TokenPolicyParamFactory* factory = TokenPolicyParamRegistry().Find(head);

@@ -160,13 +160,13 @@ class TokenPolicy {
 const char* TokenPolicyKindName(TokenPolicy::Kind kind);
 
 using TokenPolicyFactory = std::function<std::unique_ptr<TokenPolicy>(const TokenPolicyOptions&)>;
-using TokenPolicyWrapperFactory = std::function<std::unique_ptr<TokenPolicy>(
-    const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner)>;
+using TokenPolicyWrapperFactory =
+    std::function<std::unique_ptr<TokenPolicy>(const TokenPolicyOptions&, std::unique_ptr<TokenPolicy> inner)>;
 
 // The key=value parameters of a spec "name:key=value:...", in the order given.
 using TokenPolicyParams = std::vector<std::pair<std::string, std::string>>;
-using TokenPolicyParamFactory = std::function<absl::StatusOr<std::unique_ptr<TokenPolicy>>(
-    const TokenPolicyOptions&, const TokenPolicyParams&)>;
+using TokenPolicyParamFactory =
+    std::function<absl::StatusOr<std::unique_ptr<TokenPolicy>>(const TokenPolicyOptions&, const TokenPolicyParams&)>;
 
 // The registries (util/registry.h) that KVSIM_REGISTER_TOKEN_POLICY, ..._WRAPPER and ..._WITH_PARAMS add to.
 Registry<TokenPolicyFactory>& TokenPolicyRegistry();
@@ -184,9 +184,9 @@ std::vector<std::string> TokenPolicyNames();
 
 }  // namespace kvsim
 
-#define KVSIM_REGISTER_TOKEN_POLICY(name, Class)                                         \
+#define KVSIM_REGISTER_TOKEN_POLICY(name, Class)                                                        \
   KVSIM_REGISTER(::kvsim::TokenPolicyRegistry(), name, [](const ::kvsim::TokenPolicyOptions& options) { \
-    return std::unique_ptr<::kvsim::TokenPolicy>(new Class(options));                            \
+    return std::unique_ptr<::kvsim::TokenPolicy>(new Class(options));                                   \
   })
 
 #define KVSIM_REGISTER_TOKEN_POLICY_WITH_PARAMS(name, factory) \

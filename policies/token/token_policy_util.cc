@@ -55,8 +55,7 @@ inline uint32_t OrderKey(float x) {
 
 // KthLargest for larger k: one histogram pass over the top bits of the keys, then a selection among the
 // values of the bucket that holds the k-th largest only; `above` from the bucket counts.
-float KthLargestByHistogram(const float* values, int64_t n, int64_t k, std::vector<float>* scratch,
-                            int64_t* above) {
+float KthLargestByHistogram(const float* values, int64_t n, int64_t k, std::vector<float>* scratch, int64_t* above) {
   constexpr int kShift = 21;  // 2^11 buckets
   uint32_t counts[1u << (32 - kShift)] = {};
   for (int64_t i = 0; i < n; ++i) ++counts[OrderKey(values[i]) >> kShift];
@@ -165,8 +164,7 @@ void SoftmaxRows(int64_t first, int64_t count, int d, RowMatrixXf* probs, int64_
 }
 
 // Rows for member j at prompt positions first..first+count-1 (all stored): causal softmax over the prompt.
-void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs,
-                   int64_t row0) {
+void AttentionRows(const HeadContext& head, int j, int64_t first, int64_t count, RowMatrixXf* probs, int64_t row0) {
   const int64_t n = head.prompt_len;
   const int d = head.head_dim;
   Eigen::Map<const RowMatrixXf> keys(head.keys, n, d);

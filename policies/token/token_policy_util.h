@@ -28,8 +28,8 @@ using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::
 // never change once filled, until Reset()).
 struct PromptAttentionCache {
   static constexpr int64_t kMaxWindow = 128;  // larger windows are computed without the cache
-  std::mutex window_mutex;                     // guards window and probs
-  int64_t window = 0;                          // 0 = empty
+  std::mutex window_mutex;                    // guards window and probs
+  int64_t window = 0;                         // 0 = empty
   RowMatrixXf probs;
   // Prompt scores derived from the window, by rule and parameters (e.g. "snapkv/64/5"), for the policies
   // that apply the same rule to the same head (SnapKV, PyramidKV, AdaKV around either). Held while an

@@ -61,10 +61,17 @@ TEST(TopKSetTest, MatchesSortedReference) {
     std::vector<float> values(n);
     for (float& v : values) {
       switch (trial % 4) {
-        case 0: v = static_cast<float>(small(rng)); break;
-        case 1: v = normal(rng); break;
-        case 2: v = std::exp(normal(rng) * 10); break;          // probabilities of many magnitudes
-        default: v = small(rng) == 0 ? -0.0f : (small(rng) > 0 ? 0.0f : 1e-30f);  // signed zeros
+        case 0:
+          v = static_cast<float>(small(rng));
+          break;
+        case 1:
+          v = normal(rng);
+          break;
+        case 2:
+          v = std::exp(normal(rng) * 10);
+          break;  // probabilities of many magnitudes
+        default:
+          v = small(rng) == 0 ? -0.0f : (small(rng) > 0 ? 0.0f : 1e-30f);  // signed zeros
       }
     }
     if (trial % 5 == 4) {  // the sampled positions (multiples of 32) hold the largest values
@@ -73,9 +80,8 @@ TEST(TopKSetTest, MatchesSortedReference) {
     for (int64_t k : {int64_t{0}, int64_t{1}, n / 50, n / 20, n / 9, n / 3, n - 1, n, n + 5}) {
       std::vector<int32_t> index(n);
       for (int64_t i = 0; i < n; ++i) index[i] = static_cast<int32_t>(i);
-      std::sort(index.begin(), index.end(), [&](int32_t a, int32_t b) {
-        return values[a] > values[b] || (values[a] == values[b] && a < b);
-      });
+      std::sort(index.begin(), index.end(),
+                [&](int32_t a, int32_t b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
       std::vector<int32_t> expected(index.begin(), index.begin() + std::max<int64_t>(0, std::min(k, n)));
       std::sort(expected.begin(), expected.end());
       TopKSet(values.data(), n, k, &scratch, &out);
@@ -86,8 +92,8 @@ TEST(TopKSetTest, MatchesSortedReference) {
 
 TEST(ColumnSumsTest, SumsTheChosenRows) {
   RowMatrixXf m(4, 3);
-  m << 1, 2, 3,  //
-      10, 20, 30,  //
+  m << 1, 2, 3,       //
+      10, 20, 30,     //
       100, 200, 300,  //
       0.5, 0.25, -1;
   EXPECT_EQ(ColumnSums(m.row(1).data(), 2, 3), Eigen::Vector3f(110, 220, 330));
@@ -98,8 +104,7 @@ TEST(ColumnSumsTest, SumsTheChosenRows) {
 TEST(PromptWindowAttentionTest, MatchesDirectSoftmax) {
   // Prompt of 4, queries stored from position 2; member 0 at position 2 has logits (ln 2, 0, ln 5):
   // softmax = (2, 1, 5) / 8 and 0 for position 3 (causal).
-  TestHead head = TestHead::FromLogits(4, 2, {{{std::log(2.0), 0.0, std::log(5.0), 9.0},
-                                               {0.0, 0.0, 0.0, 0.0}}});
+  TestHead head = TestHead::FromLogits(4, 2, {{{std::log(2.0), 0.0, std::log(5.0), 9.0}, {0.0, 0.0, 0.0, 0.0}}});
   RowMatrixXf a = PromptWindowAttention(head.context(), 8);
   ASSERT_EQ(a.rows(), 2);
   ASSERT_EQ(a.cols(), 4);

@@ -9,13 +9,14 @@ namespace kvsim {
 namespace {
 
 TEST(TovaPolicyTest, HandComputedEvictionsAveragedOverHeads) {
-  const double l2 = std::log(2.0), l3 = std::log(3.0), l4 = std::log(4.0), l5 = std::log(5.0),
-               l6 = std::log(6.0);
+  const double l2 = std::log(2.0), l3 = std::log(3.0), l4 = std::log(4.0), l5 = std::log(5.0), l6 = std::log(6.0);
   // Prompt 0..3, the last prompt query (t = 3) stored; decode at 4, 5, 6; a group of two query heads.
-  TestHead head = TestHead::FromLogits(4, 3, {
-      {{l4, 0, l2, 0}, {l3, 0, 0, 0, l2}, {0, 0, 0, 0, l5, l2}, {0, 0, 0, 0, 0, 0, 0}},
-      {{0, 0, l6, 0}, {0, 0, 0, 0, l4}, {0, 0, 0, 0, l5, l2}, {0, 0, 0, 0, 0, 0, 0}},
-  });
+  TestHead head =
+      TestHead::FromLogits(4, 3,
+                           {
+                               {{l4, 0, l2, 0}, {l3, 0, 0, 0, l2}, {0, 0, 0, 0, l5, l2}, {0, 0, 0, 0, 0, 0, 0}},
+                               {{0, 0, l6, 0}, {0, 0, 0, 0, l4}, {0, 0, 0, 0, l5, l2}, {0, 0, 0, 0, 0, 0, 0}},
+                           });
   TovaPolicy policy({});
   auto kept = RunPolicy(policy, {&head}, 3);
   // Prefill keeps B - 1 = 2 by the last prompt query: member 0 (4, 1, 2, 1) / 8, member 1 (1, 1, 6, 1) / 9;

@@ -28,12 +28,21 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result) {
 Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing) {
   std::vector<std::string> columns = leading;
   std::vector<bool> numeric(leading.size(), false);
-  const std::vector<std::pair<const char*, bool>> stats = {
-      {"policy", false},         {"capacity_blocks", true},   {"requests", true},
-      {"accesses", true},        {"hits", true},              {"hit_ratio", true},
-      {"prefix_hits", true},     {"prefix_hit_ratio", true},  {"tokens", true},
-      {"hit_tokens", true},      {"token_hit_ratio", true},   {"prefix_hit_tokens", true},
-      {"prefix_token_hit_ratio", true}, {"evictions", true},  {"bypasses", true}};
+  const std::vector<std::pair<const char*, bool>> stats = {{"policy", false},
+                                                           {"capacity_blocks", true},
+                                                           {"requests", true},
+                                                           {"accesses", true},
+                                                           {"hits", true},
+                                                           {"hit_ratio", true},
+                                                           {"prefix_hits", true},
+                                                           {"prefix_hit_ratio", true},
+                                                           {"tokens", true},
+                                                           {"hit_tokens", true},
+                                                           {"token_hit_ratio", true},
+                                                           {"prefix_hit_tokens", true},
+                                                           {"prefix_token_hit_ratio", true},
+                                                           {"evictions", true},
+                                                           {"bypasses", true}};
   for (const auto& [name, is_numeric] : stats) {
     columns.push_back(name);
     numeric.push_back(is_numeric);
@@ -49,10 +58,10 @@ void AddCacheStatsRow(const proto::CacheRunStats& s, const std::vector<std::stri
   std::vector<std::string> row = leading;
   auto i = [](int64_t v) { return absl::StrCat(v); };
   for (std::string cell :
-       {s.policy(), i(s.capacity_blocks()), i(s.requests()), i(s.accesses()), i(s.hits()),
-        FormatDouble(s.hit_ratio()), i(s.prefix_hits()), FormatDouble(s.prefix_hit_ratio()), i(s.tokens()),
-        i(s.hit_tokens()), FormatDouble(s.token_hit_ratio()), i(s.prefix_hit_tokens()),
-        FormatDouble(s.prefix_token_hit_ratio()), i(s.evictions()), i(s.bypasses())}) {
+       {s.policy(), i(s.capacity_blocks()), i(s.requests()), i(s.accesses()), i(s.hits()), FormatDouble(s.hit_ratio()),
+        i(s.prefix_hits()), FormatDouble(s.prefix_hit_ratio()), i(s.tokens()), i(s.hit_tokens()),
+        FormatDouble(s.token_hit_ratio()), i(s.prefix_hit_tokens()), FormatDouble(s.prefix_token_hit_ratio()),
+        i(s.evictions()), i(s.bypasses())}) {
     row.push_back(std::move(cell));
   }
   row.resize(table->columns().size());  // trailing columns stay empty

@@ -30,8 +30,7 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result);
 Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing = {});
 
 // Appends `stats` with the `leading` cells. REQUIRES: leading.size() matches the table's.
-void AddCacheStatsRow(const proto::CacheRunStats& stats, const std::vector<std::string>& leading,
-                      Table* table);
+void AddCacheStatsRow(const proto::CacheRunStats& stats, const std::vector<std::string>& leading, Table* table);
 
 }  // namespace kvsim
 

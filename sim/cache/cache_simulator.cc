@@ -31,17 +31,14 @@
 //   ParallelFor over the shared read-only trace; streaming reads the trace once for all simulators.
 
 namespace kvsim {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(options.block_tokens, request);
   } else if (request->block_tokens <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("request ", request->request_id, ": has ",
-                                                   request->block_hashes.size(),
-                                                   " block hashes but block_tokens ",
+                                                   request->block_hashes.size(), " block hashes but block_tokens ",
                                                    request->block_tokens, " (expected > 0)"));
   }
   return absl::OkStatus();
@@ -59,8 +56,8 @@ absl::Status ValidateReplayOptions(const CacheReplayOptions& options) {
 namespace {
 
 // Creates the simulators of `specs`, validating each.
-absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(
-    const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
+absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(const std::vector<CacheRunSpec>& specs,
+                                                                              const CacheReplayOptions& options) {
   std::vector<std::unique_ptr<CacheSimulator>> simulators;
   for (const CacheRunSpec& spec : specs) {
     const std::string label = absl::StrCat(PolicyLabel(spec.policy), " @ ", spec.capacity_blocks);
@@ -69,11 +66,10 @@ absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(
     }
     auto policy = CreateEvictionPolicyFromConfig(spec.policy);
     if (!policy.ok()) {
-      return absl::Status(policy.status().code(),
-                          absl::StrCat("run ", label, ": ", policy.status().message()));
+      return absl::Status(policy.status().code(), absl::StrCat("run ", label, ": ", policy.status().message()));
     }
-    simulators.push_back(std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks,
-                                                          options.restore_cost));
+    simulators.push_back(
+        std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks, options.restore_cost));
   }
   return simulators;
 }
@@ -120,8 +116,7 @@ absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheRepla
   Request request;
   std::vector<int32_t> tokens;
   trace.request_begin.push_back(0);
-  while ((options.max_requests == 0 || trace.num_requests() < options.max_requests) &&
-         reader->Next(&request)) {
+  while ((options.max_requests == 0 || trace.num_requests() < options.max_requests) && reader->Next(&request)) {
     KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
     BlockTokens(request, &tokens);
     trace.blocks.insert(trace.blocks.end(), request.block_hashes.begin(), request.block_hashes.end());
@@ -225,10 +220,10 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
   policy_->OnRequestEnd(request.end);
 }
 
-absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
-    CompiledTrace* trace, const std::vector<CacheRunSpec>& specs, const CacheReplayOptions& options) {
-  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
-                         CreateSimulators(specs, options));
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(CompiledTrace* trace,
+                                                                   const std::vector<CacheRunSpec>& specs,
+                                                                   const CacheReplayOptions& options) {
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators, CreateSimulators(specs, options));
   bool oracle = false;
   for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
   if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
@@ -238,8 +233,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(
   return Collect(specs, simulators);
 }
 
-absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
-                                                            const std::vector<CacheRunSpec>& specs,
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader, const std::vector<CacheRunSpec>& specs,
                                                             const CacheReplayOptions& options) {
   KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(options));
   bool oracle = false;
@@ -249,8 +243,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
     return RunCacheReplaysOnTrace(&trace, specs, options);
   }
   // Streaming: every simulator sees each request as it is read.
-  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators,
-                         CreateSimulators(specs, options));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators, CreateSimulators(specs, options));
   Request request;
   std::vector<int32_t> tokens;
   int64_t num_requests = 0;

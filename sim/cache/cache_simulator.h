@@ -59,10 +59,10 @@ enum class RestoreCost {
 };
 
 struct CacheReplayOptions {
-  int32_t block_tokens = 16;            // block size for requests without hashes; > 0
+  int32_t block_tokens = 16;  // block size for requests without hashes; > 0
   RestoreCost restore_cost = RestoreCost::kUniform;
-  int64_t max_requests = 0;             // replay only the first N requests; 0 = all
-  int num_threads = 0;                  // parallel runs; 0 = hardware concurrency
+  int64_t max_requests = 0;  // replay only the first N requests; 0 = all
+  int num_threads = 0;       // parallel runs; 0 = hardware concurrency
 };
 
 struct CacheStats {
@@ -79,9 +79,7 @@ struct CacheStats {
   double HitRatio() const { return accesses == 0 ? 0 : static_cast<double>(hits) / accesses; }
   double PrefixHitRatio() const { return accesses == 0 ? 0 : static_cast<double>(prefix_hits) / accesses; }
   double TokenHitRatio() const { return tokens == 0 ? 0 : static_cast<double>(hit_tokens) / tokens; }
-  double PrefixTokenHitRatio() const {
-    return tokens == 0 ? 0 : static_cast<double>(prefix_hit_tokens) / tokens;
-  }
+  double PrefixTokenHitRatio() const { return tokens == 0 ? 0 : static_cast<double>(prefix_hit_tokens) / tokens; }
 };
 
 // One request's accesses as the simulator consumes them.
@@ -91,10 +89,10 @@ struct RequestView {
   int64_t session_id = -1;
   int32_t block_tokens = 0;
   const BlockId* blocks = nullptr;
-  const int32_t* tokens = nullptr;     // tokens of each block
-  const int64_t* next_use = nullptr;   // next access clock of each access; nullptr = unknown
+  const int32_t* tokens = nullptr;    // tokens of each block
+  const int64_t* next_use = nullptr;  // next access clock of each access; nullptr = unknown
   int64_t num_blocks = 0;
-  RequestEndInfo end;                  // MakeRequestEndInfo at the arrival time
+  RequestEndInfo end;  // MakeRequestEndInfo at the arrival time
 };
 
 // The access stream of a trace, in memory (struct of arrays).
@@ -106,11 +104,11 @@ struct CompiledTrace {
     int32_t block_tokens = 0;
     RequestEndInfo end;  // MakeRequestEndInfo at the arrival time
   };
-  std::vector<BlockId> blocks;           // every access, in order
-  std::vector<int32_t> tokens;           // tokens of each access's block
-  std::vector<int64_t> request_begin;    // first access of each request; one extra entry at the end
+  std::vector<BlockId> blocks;         // every access, in order
+  std::vector<int32_t> tokens;         // tokens of each access's block
+  std::vector<int64_t> request_begin;  // first access of each request; one extra entry at the end
   std::vector<RequestMeta> requests;
-  std::vector<int64_t> next_use;         // filled by ComputeNextUse; empty otherwise
+  std::vector<int64_t> next_use;  // filled by ComputeNextUse; empty otherwise
 
   int64_t num_requests() const { return static_cast<int64_t>(requests.size()); }
   int64_t num_accesses() const { return static_cast<int64_t>(blocks.size()); }
@@ -181,8 +179,7 @@ struct CacheRunResult {
 
 // Runs every spec over the trace (see the header comment for when the trace is held in memory).
 // InvalidArgument for a capacity <= 0, an unknown policy or bad parameters (naming the run).
-absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
-                                                            const std::vector<CacheRunSpec>& specs,
+absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader, const std::vector<CacheRunSpec>& specs,
                                                             const CacheReplayOptions& options);
 
 // The same over a compiled trace (next uses computed here if a run needs them and they are missing),

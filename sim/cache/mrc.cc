@@ -44,7 +44,6 @@ uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
   return x ^ (x >> 31);
 }
 
-
 void Accumulate(std::vector<int64_t>* histogram, size_t size) {
   for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
 }
@@ -141,9 +140,8 @@ class MrcBuilder {
     if (reference_tokens_ < 0) reference_tokens_ = tokens;
     if (next_time_ == capacity_) Compact();
     bool inserted = false;
-    const int64_t slot = last_.FindOrInsert(block, &inserted, [this](int64_t s) {
-      owner_[last_.at(s).time] = static_cast<uint32_t>(s);
-    });
+    const int64_t slot = last_.FindOrInsert(block, &inserted,
+                                            [this](int64_t s) { owner_[last_.at(s).time] = static_cast<uint32_t>(s); });
     int64_t& time = last_.at(slot).time;
     int64_t distance = 0;  // 0 = cold miss (infinite distance)
     if (!inserted) {
@@ -284,8 +282,7 @@ MrcPoint LruMrc::At(int64_t capacity_blocks) const {
   point.token_hit_ratio = static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_;
   if (has_prefix_) {
     point.prefix_hit_ratio = static_cast<double>(CountAtMost(prefix_hits_, capacity_blocks)) / accesses_;
-    point.prefix_token_hit_ratio =
-        static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
+    point.prefix_token_hit_ratio = static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
   }
   return point;
 }
@@ -309,8 +306,7 @@ namespace {
 absl::Status ValidateMrcOptions(const MrcOptions& options) {
   // Below 1e-6 a trace of a billion block references keeps about a thousand: no curve to speak of.
   if (!(options.sample_rate >= 1e-6 && options.sample_rate <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sample rate must be in [1e-6, 1], got ", options.sample_rate));
+    return absl::InvalidArgumentError(absl::StrCat("sample rate must be in [1e-6, 1], got ", options.sample_rate));
   }
   if (options.prefix && options.sample_rate < 1) {
     return absl::InvalidArgumentError(
@@ -336,8 +332,7 @@ absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const Mr
   return builder.Finish();
 }
 
-absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay,
-                                     const MrcOptions& options) {
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options) {
   KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
   MrcBuilder builder(options.sample_rate, options.prefix);

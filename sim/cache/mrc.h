@@ -6,11 +6,11 @@
 // of distinct blocks accessed since the previous access of the same block, itself included) is <= C.
 // Distances come from markers over access times, one per block at its latest access: d = markers after
 // the block's previous marker + 1. The markers are a bitmap with a Fenwick tree over its 64-bit words'
-// counts (O(log n) per access; the tree is 64 times smaller than the time range, so it stays in cache). When the times reach
-// the tree's size they are renumbered (compacted) into a tree of at least 4 x the distinct blocks, so
-// memory is O(distinct blocks), not O(accesses). Each block's latest time lives in a flat open-addressing
-// table (prefetched a few accesses ahead when the trace is in memory or within a request), and an array
-// from time to table slot lets the compaction renumber the markers in one scan of the bitmap, no sort.
+// counts (O(log n) per access; the tree is 64 times smaller than the time range, so it stays in cache). When the times
+// reach the tree's size they are renumbered (compacted) into a tree of at least 4 x the distinct blocks, so memory is
+// O(distinct blocks), not O(accesses). Each block's latest time lives in a flat open-addressing table (prefetched a few
+// accesses ahead when the trace is in memory or within a request), and an array from time to table slot lets the
+// compaction renumber the markers in one scan of the bitmap, no sort.
 //
 // Prefix hits: an access is a prefix hit at size C iff it and every earlier block of its request hit,
 // i.e. the running maximum of the request's distances is <= C; its histogram gives the prefix curve.
@@ -80,8 +80,7 @@ class LruMrc {
 
 // Streams `reader` once. InvalidArgument for a rate outside (0, 1], prefix with sampling, or the
 // reader's / replay options' errors.
-absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay,
-                                     const MrcOptions& options);
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options);
 
 // The same over a trace held in memory (benchmarks; options validated as above).
 absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options);

@@ -82,7 +82,8 @@ TEST(MrcTest, MatchesLruReplayWithManyDistinctBlocks) {
     std::vector<uint64_t> hashes;
     for (int k = 0; k < 8; ++k) {
       // A third are new blocks, the rest reuse earlier ones (recent ones more often).
-      const uint64_t rank = rng() % 3 == 0 ? num_blocks++ : num_blocks - 1 - (rng() % num_blocks) % (1 + rng() % num_blocks);
+      const uint64_t rank =
+          rng() % 3 == 0 ? num_blocks++ : num_blocks - 1 - (rng() % num_blocks) % (1 + rng() % num_blocks);
       hashes.push_back(rank * 0x9E3779B97F4A7C15ULL);
     }
     requests.push_back(Req(i, hashes));
@@ -131,8 +132,8 @@ TEST(MrcTest, ShardsErrorAgainstTheExactCurveOnMooncake) {
       sum_error += e;
       ++n;
     }
-    std::printf("SHARDS rate %.2f: max abs error %.4f, mean %.4f over %d sizes (sampled %lld of %lld)\n",
-                rate, max_error, sum_error / n, n, static_cast<long long>(sampled->sampled_accesses()),
+    std::printf("SHARDS rate %.2f: max abs error %.4f, mean %.4f over %d sizes (sampled %lld of %lld)\n", rate,
+                max_error, sum_error / n, n, static_cast<long long>(sampled->sampled_accesses()),
                 static_cast<long long>(exact->sampled_accesses()));
     // SHARDS reports mean absolute errors around 0.01 at R = 0.01 on large traces; this trace has only
     // 122K accesses, so the bound is looser at the lower rate.

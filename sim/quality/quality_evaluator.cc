@@ -146,8 +146,8 @@ BlockPlan PlanBlocks(int64_t steps_total, int64_t step_floats, int quantisers, i
   const int64_t max_floats = max_attention_bytes / static_cast<int64_t>(sizeof(float));
   plan.exact_whole = steps_total > 0 && steps_total * step_floats <= max_floats;
   const int64_t copies = std::max<int64_t>(1, quantisers + (plan.exact_whole ? 0 : 1));
-  const int64_t max_steps = std::max<int64_t>(
-      1, std::min(kMaxStepBlock, std::min(kMaxBlockFloats, max_floats) / (copies * step_floats)));
+  const int64_t max_steps =
+      std::max<int64_t>(1, std::min(kMaxStepBlock, std::min(kMaxBlockFloats, max_floats) / (copies * step_floats)));
   // As many blocks as the bound requires, of equal size (no small last block: less memory, fuller GEMMs).
   const int64_t num_blocks = std::max<int64_t>(1, (steps_total + max_steps - 1) / max_steps);
   plan.block_steps = std::max<int64_t>(1, (steps_total + num_blocks - 1) / num_blocks);
@@ -202,8 +202,8 @@ struct SumScratch {
 
 // out[r * d + t] = sum over the set, in set order, of w[r * stride + n] * value(set[n])[t] for `rows`
 // rows (WeightedRowSums of util/float_gemm.h over the set's value rows).
-void SetWeightedSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value,
-                     int d, float* out, SumScratch* scratch) {
+void SetWeightedSums(const std::vector<int32_t>& set, const float* w, size_t stride, int rows, ValueRows value, int d,
+                     float* out, SumScratch* scratch) {
   std::vector<const float*>& pointers = scratch->pointers;
   pointers.resize(set.size());
   for (size_t n = 0; n < set.size(); ++n) pointers[n] = value(set[n]);
@@ -240,8 +240,7 @@ class Measurer {
     for (int j = 0; j < rows; ++j) {
       for (size_t n = 0; n < size; ++n) group_weights_[j * size + n] = approx_probs[j][set[n]];
     }
-    SetWeightedSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(),
-                    &sums_scratch_);
+    SetWeightedSums(set, group_weights_.data(), size, rows, ValuesOf(c, approx), d, group_sums_.data(), &sums_scratch_);
     return group_sums_.data();
   }
 
@@ -250,8 +249,8 @@ class Measurer {
   // restricted to `set` and renormalised: sum over set of approx.probs_i v~_i / sum over set of probs_i.
   // `gathered` and `gathered_weights`: this row's sums and set weights from GroupSums, when the set was
   // summed for the whole group.
-  Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth,
-                      int k, int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx,
+  Measurement Measure(const HeadContext& c, int64_t p, const float* a, double total, const float* o, float kth, int k,
+                      int64_t row_hits, const std::vector<int32_t>& set, const Approx& approx,
                       const float* gathered = nullptr, const float* gathered_weights = nullptr) {
     Measurement m;
     const int d = c.head_dim;
@@ -325,8 +324,8 @@ class Measurer {
   void Axpy(float alpha, const float* x, int d) { acc_.noalias() += alpha * Eigen::Map<const Eigen::VectorXf>(x, d); }
 
   std::vector<uint8_t> mark_;
-  std::vector<float> weights_;  // approx probabilities of the set, in set order
-  std::vector<float> exact_;    // exact probabilities of the set, in set order (quantisers only)
+  std::vector<float> weights_;                     // approx probabilities of the set, in set order
+  std::vector<float> exact_;                       // exact probabilities of the set, in set order (quantisers only)
   std::vector<float> group_weights_, group_sums_;  // GroupSums(): rows x |set|, rows x d
   SumScratch sums_scratch_;
   Eigen::VectorXf acc_;
@@ -335,8 +334,8 @@ class Measurer {
 // Attention rows and outputs for decode steps [s0, s0 + steps) of one head, by GEMMs over the block.
 // With `policy` (a quantiser) and its head index, the rows use the policy's dequantised keys and values
 // (Kv()), with each step's full-precision residual rows patched in exactly.
-void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, const TokenPolicy* policy,
-                  int head, HeadBlock* block) {
+void ComputeBlock(const HeadContext& c, int64_t s0, int64_t steps, int top_k, const TokenPolicy* policy, int head,
+                  HeadBlock* block) {
   const int64_t first = c.prompt_len + s0;
   const int64_t cols = first + steps;
   const int d = c.head_dim;
@@ -589,8 +588,7 @@ void QualityEvaluator::Impl::ComputeBlocks(const std::vector<HeadContext>& heads
 }
 
 void QualityEvaluator::Impl::StepPoint(const std::vector<HeadContext>& heads, int64_t p, BlockRows exact,
-                                       BlockRows quantised, int layer_index, Point& point,
-                                       StepScratch& scratch) const {
+                                       BlockRows quantised, int layer_index, Point& point, StepScratch& scratch) const {
   LayerStep& step = scratch.step;
   step.position = p;
   step.heads.clear();
@@ -622,12 +620,11 @@ void QualityEvaluator::Impl::StepPoint(const std::vector<HeadContext>& heads, in
     for (int j = 0; j < c.group_size; ++j) {
       const std::vector<int32_t>& set = kept[h].per_query.size() == 1 ? shared : kept[h].per_query[j];
       const int64_t r = exact.row(j), a = rows.row(j);
-      const Approx approx{q.probs.row(a).data(), q.totals[a], q.outputs.row(a).data(), kv.values,
-                          kv.values_exact_from};
-      const Measurement m = measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(),
-                                             b.kth[r], k_top, b.hits[r], set, approx,
-                                             gathered != nullptr ? gathered + j * c.head_dim : nullptr,
-                                             gathered != nullptr ? measurer.GroupWeights(j, shared.size()) : nullptr);
+      const Approx approx{q.probs.row(a).data(), q.totals[a], q.outputs.row(a).data(), kv.values, kv.values_exact_from};
+      const Measurement m =
+          measurer.Measure(c, p, b.probs.row(r).data(), b.totals[r], b.outputs.row(r).data(), b.kth[r], k_top,
+                           b.hits[r], set, approx, gathered != nullptr ? gathered + j * c.head_dim : nullptr,
+                           gathered != nullptr ? measurer.GroupWeights(j, shared.size()) : nullptr);
       acc.recall.Add(m.recall);
       acc.error.Add(m.error);
       acc.overlap.Add(m.overlap);

@@ -36,9 +36,9 @@
 //
 // Deterministic: each point's measurements are accumulated in a fixed order (samples, layers, steps,
 // heads, query heads) whatever the number of threads (QualityOptions::num_threads); same trace and
-// options give identical results (byte-identical on one machine, for any thread count). The two GEMM paths may differ in the last bits of a float (FMA,
-// summation order), so results of an AVX2 machine and of a portable run may differ in late digits.
-// Thread-compatible.
+// options give identical results (byte-identical on one machine, for any thread count). The two GEMM paths may differ
+// in the last bits of a float (FMA, summation order), so results of an AVX2 machine and of a portable run may differ in
+// late digits. Thread-compatible.
 //
 // Example:
 //   QualityOptions options;
@@ -68,11 +68,11 @@ namespace kvsim {
 constexpr int64_t kMaxQualityBudgetTokens = (int64_t{1} << 31) - 1;
 
 struct QualityOptions {
-  std::vector<std::string> policies;    // registered names or wrapper+policy specs, each once
-  std::vector<int64_t> budget_tokens;   // absolute budgets, each in [1, kMaxQualityBudgetTokens]
-  std::vector<double> budget_ratios;    // fractions of the prompt length, each in (0, 1]
-  int top_k = 32;                       // k of the top-k overlap
-  uint64_t seed = 0;                    // for randomised policies
+  std::vector<std::string> policies;   // registered names or wrapper+policy specs, each once
+  std::vector<int64_t> budget_tokens;  // absolute budgets, each in [1, kMaxQualityBudgetTokens]
+  std::vector<double> budget_ratios;   // fractions of the prompt length, each in (0, 1]
+  int top_k = 32;                      // k of the top-k overlap
+  uint64_t seed = 0;                   // for randomised policies
   // Attention rows held at once, in bytes (results do not depend on it, only speed and memory): a layer's
   // exact attention is held whole when it fits (the look-ahead oracle then reads it instead of recomputing
   // it), else in blocks of decode steps of at most min(this, 192 MiB) with the quantisers' copies.
@@ -85,7 +85,7 @@ struct QualityOptions {
 
 struct MetricSummary {
   double mean = 0;
-  double p10 = 0;    // the bad-tail percentile (see the file comment)
+  double p10 = 0;  // the bad-tail percentile (see the file comment)
   double worst = 0;
   int64_t count = 0;
 };
@@ -93,12 +93,12 @@ struct MetricSummary {
 // One point of a budget curve: a policy at one budget.
 struct QualityPoint {
   std::string policy;
-  std::string kind;           // "full", "evict", "select", "quantize"
-  bool is_ratio = false;      // budget_value is a ratio of the prompt length, else tokens
+  std::string kind;       // "full", "evict", "select", "quantize"
+  bool is_ratio = false;  // budget_value is a ratio of the prompt length, else tokens
   double budget_value = 0;
   double mean_budget_tokens = 0;  // the resolved budget, averaged over samples
   MetricSummary recall, error, overlap;
-  double mean_kept_tokens = 0;    // tokens read per query, averaged
+  double mean_kept_tokens = 0;                    // tokens read per query, averaged
   std::vector<double> layer_recall, layer_error;  // per kept layer (index into kept_layers)
   std::vector<double> head_recall, head_error;    // per kept layer x kept KV head, layer-major
 };
@@ -117,11 +117,11 @@ struct QualityResults {
   bool synthetic = false;
   std::vector<int32_t> kept_layers, kept_kv_heads;
   int64_t num_samples = 0;
-  int64_t num_decode_steps = 0;     // summed over samples
-  int64_t num_dot_products = 0;     // query-key dot products of the full rows recomputed
+  int64_t num_decode_steps = 0;  // summed over samples
+  int64_t num_dot_products = 0;  // query-key dot products of the full rows recomputed
   int top_k = 0;
-  std::vector<QualityPoint> points; // policy-major; per policy the token budgets, then the ratios
-  std::vector<QualityArea> areas;   // per policy, token axis then ratio axis (where given)
+  std::vector<QualityPoint> points;  // policy-major; per policy the token budgets, then the ratios
+  std::vector<QualityArea> areas;    // per policy, token axis then ratio axis (where given)
 };
 
 class QualityEvaluator {

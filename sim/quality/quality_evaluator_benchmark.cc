@@ -151,7 +151,7 @@ std::vector<std::string> AllPolicies() {
   std::vector<std::string> policies;
   for (const std::string& name : TokenPolicyNames()) {
     if (name == "kivi2" || name == "kivi8") continue;  // one quantiser stands for the three
-    if (name == "adakv") {                              // a wrapper: around SnapKV
+    if (name == "adakv") {                             // a wrapper: around SnapKV
       policies.push_back("adakv+snapkv");
       continue;
     }
@@ -200,8 +200,8 @@ void RunEvaluator(benchmark::State& state, const std::vector<std::string>& polic
       return;
     }
   }
-  state.counters["page_faults_per_sample"] = static_cast<double>(MinorPageFaults() - faults_before) /
-                                            static_cast<double>(state.iterations());
+  state.counters["page_faults_per_sample"] =
+      static_cast<double>(MinorPageFaults() - faults_before) / static_cast<double>(state.iterations());
   state.SetItemsProcessed((*evaluator)->Finish().num_dot_products - warm_up_dots);
 }
 
@@ -299,11 +299,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
         const long long steps = std::stoll(name.substr(10));
         const int threads = static_cast<int>(counters.at("threads"));
         const double evaluator = counters.at("evaluator_dots_per_s");
-        std::printf("ratio%s steps=%lld threads=%d: evaluator (%s path) %.2fM dots/s / %s baseline %.2fM dots/s "
-                    "= %.1f%%\n",
-                    avx2 ? "-avx2" : "", steps, threads, UseAvx512() ? "AVX-512" : UseAvx2Fma() ? "AVX2" : "portable",
-                    evaluator / 1e6, avx2 ? "AVX2 matvec" : "Eigen matvec", rate->second / 1e6,
-                    100 * evaluator / rate->second);
+        std::printf(
+            "ratio%s steps=%lld threads=%d: evaluator (%s path) %.2fM dots/s / %s baseline %.2fM dots/s "
+            "= %.1f%%\n",
+            avx2 ? "-avx2" : "", steps, threads,
+            UseAvx512()    ? "AVX-512"
+            : UseAvx2Fma() ? "AVX2"
+                           : "portable",
+            evaluator / 1e6, avx2 ? "AVX2 matvec" : "Eigen matvec", rate->second / 1e6, 100 * evaluator / rate->second);
       }
     }
   }

@@ -96,10 +96,11 @@ SyntheticTrace Synthetic(int64_t prompt_len = 256, int64_t steps = 12) {
   return GenerateSyntheticTrace(o);
 }
 
-const std::vector<std::string> kAllPolicies = {"full", "random", "knorm", "streaming_llm", "h2o", "tova",
-                                               "snapkv", "pyramidkv", "quest", "oracle_select",
-                                               "oracle_evict", "kivi4+h2o", "kivi8", "scissorhands",
-                                               "expected_attention", "rocketkv", "adakv+snapkv"};
+const std::vector<std::string> kAllPolicies = {
+    "full",         "random",      "knorm",     "streaming_llm", "h2o",
+    "tova",         "snapkv",      "pyramidkv", "quest",         "oracle_select",
+    "oracle_evict", "kivi4+h2o",   "kivi8",     "scissorhands",  "expected_attention",
+    "rocketkv",     "adakv+snapkv"};
 
 TEST(QualityEvaluatorTest, FullBudgetKeepsEverythingExactly) {
   QualityOptions options;

@@ -14,7 +14,8 @@ namespace kvsim {
 namespace {
 
 std::string Budget(const QualityPoint& p) {
-  return p.is_ratio ? absl::StrFormat("%gx", p.budget_value) : absl::StrFormat("%d", static_cast<int64_t>(p.budget_value));
+  return p.is_ratio ? absl::StrFormat("%gx", p.budget_value)
+                    : absl::StrFormat("%d", static_cast<int64_t>(p.budget_value));
 }
 
 std::string Num(double x) {
@@ -45,8 +46,8 @@ std::string JsonString(const std::string& s) {
 std::string TraceLabel(const QualityResults& r) { return r.synthetic ? "synthetic" : "recorded"; }
 
 std::string Summary(const MetricSummary& m) {
-  return absl::StrCat("{\"mean\": ", JsonNum(m.mean), ", \"p10\": ", JsonNum(m.p10), ", \"worst\": ",
-                      JsonNum(m.worst), ", \"count\": ", m.count, "}");
+  return absl::StrCat("{\"mean\": ", JsonNum(m.mean), ", \"p10\": ", JsonNum(m.p10), ", \"worst\": ", JsonNum(m.worst),
+                      ", \"count\": ", m.count, "}");
 }
 
 std::string Doubles(const std::vector<double>& v) {
@@ -60,16 +61,15 @@ std::string Doubles(const std::vector<double>& v) {
 std::string FormatQualityTable(const QualityResults& r) {
   std::string out = absl::StrFormat(
       "quality of token policies on %s trace '%s': %d samples, %d decode steps, %d kept layers x %d KV heads\n",
-      r.synthetic ? "a SYNTHETIC" : "a recorded", r.model, r.num_samples, r.num_decode_steps,
-      r.kept_layers.size(), r.kept_kv_heads.size());
+      r.synthetic ? "a SYNTHETIC" : "a recorded", r.model, r.num_samples, r.num_decode_steps, r.kept_layers.size(),
+      r.kept_kv_heads.size());
   out += "recall = attention mass kept; error = ||o - o'|| / ||o||; p10 = the worst 10% boundary\n";
-  out += absl::StrFormat("%-22s %-9s %-8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "policy", "kind", "budget",
-                         "tokens", "recall", "rec_p10", "rec_min", "error", "err_p90", "err_max",
-                         absl::StrCat("top", r.top_k));
+  out += absl::StrFormat("%-22s %-9s %-8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "policy", "kind", "budget", "tokens",
+                         "recall", "rec_p10", "rec_min", "error", "err_p90", "err_max", absl::StrCat("top", r.top_k));
   for (const QualityPoint& p : r.points) {
-    out += absl::StrFormat("%-22s %-9s %-8s %9.1f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", p.policy,
-                           p.kind, Budget(p), p.mean_kept_tokens, p.recall.mean, p.recall.p10, p.recall.worst,
-                           p.error.mean, p.error.p10, p.error.worst, p.overlap.mean);
+    out += absl::StrFormat("%-22s %-9s %-8s %9.1f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", p.policy, p.kind,
+                           Budget(p), p.mean_kept_tokens, p.recall.mean, p.recall.p10, p.recall.worst, p.error.mean,
+                           p.error.p10, p.error.worst, p.overlap.mean);
   }
   out += "areas under the curves (ratio to oracle_select; recall: higher is better, error: lower)\n";
   for (const QualityArea& a : r.areas) {
@@ -87,9 +87,8 @@ std::string QualitySummaryCsv(const QualityResults& r) {
     out += absl::StrCat(TraceLabel(r), ",", p.policy, ",", p.kind, ",", p.is_ratio ? "ratio" : "tokens", ",",
                         absl::StrFormat("%g", p.budget_value), ",", Num(p.mean_budget_tokens), ",",
                         Num(p.mean_kept_tokens), ",", Num(p.recall.mean), ",", Num(p.recall.p10), ",",
-                        Num(p.recall.worst), ",", Num(p.error.mean), ",", Num(p.error.p10), ",",
-                        Num(p.error.worst), ",", Num(p.overlap.mean), ",", Num(p.overlap.p10), ",",
-                        p.recall.count, "\n");
+                        Num(p.recall.worst), ",", Num(p.error.mean), ",", Num(p.error.p10), ",", Num(p.error.worst),
+                        ",", Num(p.overlap.mean), ",", Num(p.overlap.p10), ",", p.recall.count, "\n");
   }
   return out;
 }
@@ -99,8 +98,8 @@ std::string QualityLayerCsv(const QualityResults& r) {
   for (const QualityPoint& p : r.points) {
     for (size_t l = 0; l < p.layer_recall.size(); ++l) {
       out += absl::StrCat(TraceLabel(r), ",", p.policy, ",", p.is_ratio ? "ratio" : "tokens", ",",
-                          absl::StrFormat("%g", p.budget_value), ",", r.kept_layers[l], ",",
-                          Num(p.layer_recall[l]), ",", Num(p.layer_error[l]), "\n");
+                          absl::StrFormat("%g", p.budget_value), ",", r.kept_layers[l], ",", Num(p.layer_recall[l]),
+                          ",", Num(p.layer_error[l]), "\n");
     }
   }
   return out;
@@ -113,8 +112,7 @@ std::string QualityHeadCsv(const QualityResults& r) {
     for (size_t i = 0; i < p.head_recall.size(); ++i) {
       out += absl::StrCat(TraceLabel(r), ",", p.policy, ",", p.is_ratio ? "ratio" : "tokens", ",",
                           absl::StrFormat("%g", p.budget_value), ",", r.kept_layers[i / heads], ",",
-                          r.kept_kv_heads[i % heads], ",", Num(p.head_recall[i]), ",", Num(p.head_error[i]),
-                          "\n");
+                          r.kept_kv_heads[i % heads], ",", Num(p.head_recall[i]), ",", Num(p.head_error[i]), "\n");
     }
   }
   return out;
@@ -123,17 +121,17 @@ std::string QualityHeadCsv(const QualityResults& r) {
 std::string QualityAreaCsv(const QualityResults& r) {
   std::string out = "trace,policy,budget_axis,recall_area,error_area,recall_vs_oracle,error_vs_oracle\n";
   for (const QualityArea& a : r.areas) {
-    out += absl::StrCat(TraceLabel(r), ",", a.policy, ",", a.is_ratio ? "ratio" : "tokens", ",",
-                        Num(a.recall_area), ",", Num(a.error_area), ",", Num(a.recall_vs_oracle), ",",
-                        Num(a.error_vs_oracle), "\n");
+    out += absl::StrCat(TraceLabel(r), ",", a.policy, ",", a.is_ratio ? "ratio" : "tokens", ",", Num(a.recall_area),
+                        ",", Num(a.error_area), ",", Num(a.recall_vs_oracle), ",", Num(a.error_vs_oracle), "\n");
   }
   return out;
 }
 
 std::string QualityJson(const QualityResults& r) {
   std::string out = "{\n";
-  absl::StrAppend(&out, "  \"trace\": ", JsonString(TraceLabel(r)), ",\n  \"synthetic\": ",
-                  r.synthetic ? "true" : "false", ",\n  \"model\": ", JsonString(r.model), ",\n");
+  absl::StrAppend(&out, "  \"trace\": ", JsonString(TraceLabel(r)),
+                  ",\n  \"synthetic\": ", r.synthetic ? "true" : "false", ",\n  \"model\": ", JsonString(r.model),
+                  ",\n");
   absl::StrAppend(&out, "  \"kept_layers\": [", absl::StrJoin(r.kept_layers, ", "), "],\n  \"kept_kv_heads\": [",
                   absl::StrJoin(r.kept_kv_heads, ", "), "],\n");
   absl::StrAppend(&out, "  \"num_samples\": ", r.num_samples, ",\n  \"num_decode_steps\": ", r.num_decode_steps,
@@ -142,23 +140,24 @@ std::string QualityJson(const QualityResults& r) {
   for (size_t i = 0; i < r.points.size(); ++i) {
     const QualityPoint& p = r.points[i];
     absl::StrAppend(&out, "    {\"policy\": ", JsonString(p.policy), ", \"kind\": ", JsonString(p.kind),
-                    ", \"budget_axis\": ", JsonString(p.is_ratio ? "ratio" : "tokens"), ", \"budget\": ",
-                    absl::StrFormat("%g", p.budget_value), ", \"budget_tokens\": ", JsonNum(p.mean_budget_tokens),
-                    ", \"mean_tokens_read\": ", JsonNum(p.mean_kept_tokens), ",\n     \"recall\": ",
-                    Summary(p.recall), ", \"error\": ", Summary(p.error), ", \"topk_overlap\": ",
-                    Summary(p.overlap), ",\n     \"layer_recall\": ", Doubles(p.layer_recall),
-                    ", \"layer_error\": ", Doubles(p.layer_error), ",\n     \"head_recall\": ",
-                    Doubles(p.head_recall), ", \"head_error\": ", Doubles(p.head_error), "}",
-                    i + 1 < r.points.size() ? "," : "", "\n");
+                    ", \"budget_axis\": ", JsonString(p.is_ratio ? "ratio" : "tokens"),
+                    ", \"budget\": ", absl::StrFormat("%g", p.budget_value),
+                    ", \"budget_tokens\": ", JsonNum(p.mean_budget_tokens),
+                    ", \"mean_tokens_read\": ", JsonNum(p.mean_kept_tokens), ",\n     \"recall\": ", Summary(p.recall),
+                    ", \"error\": ", Summary(p.error), ", \"topk_overlap\": ", Summary(p.overlap),
+                    ",\n     \"layer_recall\": ", Doubles(p.layer_recall),
+                    ", \"layer_error\": ", Doubles(p.layer_error), ",\n     \"head_recall\": ", Doubles(p.head_recall),
+                    ", \"head_error\": ", Doubles(p.head_error), "}", i + 1 < r.points.size() ? "," : "", "\n");
   }
   out += "  ],\n  \"areas\": [\n";
   for (size_t i = 0; i < r.areas.size(); ++i) {
     const QualityArea& a = r.areas[i];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonString(a.policy), ", \"budget_axis\": ",
-                    JsonString(a.is_ratio ? "ratio" : "tokens"), ", \"recall_area\": ", JsonNum(a.recall_area),
-                    ", \"error_area\": ", JsonNum(a.error_area), ", \"recall_vs_oracle\": ",
-                    JsonNum(a.recall_vs_oracle), ", \"error_vs_oracle\": ", JsonNum(a.error_vs_oracle), "}",
-                    i + 1 < r.areas.size() ? "," : "", "\n");
+    absl::StrAppend(&out, "    {\"policy\": ", JsonString(a.policy),
+                    ", \"budget_axis\": ", JsonString(a.is_ratio ? "ratio" : "tokens"),
+                    ", \"recall_area\": ", JsonNum(a.recall_area), ", \"error_area\": ", JsonNum(a.error_area),
+                    ", \"recall_vs_oracle\": ", JsonNum(a.recall_vs_oracle),
+                    ", \"error_vs_oracle\": ", JsonNum(a.error_vs_oracle), "}", i + 1 < r.areas.size() ? "," : "",
+                    "\n");
   }
   out += "  ]\n}\n";
   return out;
@@ -193,30 +192,33 @@ std::string Panel(const QualityResults& r, bool ratio_axis, bool recall, double 
     return x0 + kLeft + t * (kWidth - kLeft - kRight);
   };
   auto fy = [&](double y) { return y0 + kTop + (1 - y / (ymax > 0 ? ymax : 1)) * (kHeight - kTop - kBottom); };
-  std::string out = absl::StrFormat(
-      "<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
-      x0 + kLeft, y0 + kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom);
+  std::string out =
+      absl::StrFormat("<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
+                      x0 + kLeft, y0 + kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom);
   absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">%s vs budget (%s%s)%s</text>\n",
                                         x0 + kLeft, y0 + 16, recall ? "attention-mass recall" : "relative output error",
                                         ratio_axis ? "ratio of prompt" : "tokens", log_x ? ", log scale" : "",
                                         r.synthetic ? " [synthetic]" : ""));
   for (int t = 0; t <= 4; ++t) {
     const double y = ymax * t / 4;
-    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.2f</text>\n",
-                                          x0 + kLeft - 4, fy(y) + 3, y));
+    absl::StrAppend(&out,
+                    absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.2f</text>\n",
+                                    x0 + kLeft - 4, fy(y) + 3, y));
   }
   std::vector<double> ticks;
   for (const auto& pt : lines[order[0]]) ticks.push_back(pt.first);
   for (double x : ticks) {
-    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n",
-                                          fx(x), y0 + kHeight - kBottom + 14, x));
+    absl::StrAppend(
+        &out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n", fx(x),
+                              y0 + kHeight - kBottom + 14, x));
   }
   for (size_t i = 0; i < order.size(); ++i) {
     const char* color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
     std::vector<std::string> pts;
     for (const auto& pt : lines[order[i]]) pts.push_back(absl::StrFormat("%.1f,%.1f", fx(pt.first), fy(pt.second)));
-    absl::StrAppend(&out, absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n",
-                                          color, absl::StrJoin(pts, " ")));
+    absl::StrAppend(
+        &out, absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n", color,
+                              absl::StrJoin(pts, " ")));
     for (const std::string& pt : pts) {
       const size_t comma = pt.find(',');
       absl::StrAppend(&out, absl::StrFormat("<circle cx=\"%s\" cy=\"%s\" r=\"2.5\" fill=\"%s\"/>\n",

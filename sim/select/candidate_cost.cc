@@ -45,11 +45,15 @@ absl::StatusOr<std::unique_ptr<CandidateCostModel>> CandidateCostModel::Create(
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TokenPolicy> instance, CreateTokenPolicy(policy));
     const std::string base_name = policy.substr(policy.rfind('+') == std::string::npos ? 0 : policy.rfind('+') + 1);
     switch (instance->kind()) {
-      case TokenPolicy::Kind::kEvict: model->shape_ = Shape::kEvict; break;
+      case TokenPolicy::Kind::kEvict:
+        model->shape_ = Shape::kEvict;
+        break;
       case TokenPolicy::Kind::kSelect:
         model->shape_ = base_name == "rocketkv" ? Shape::kRocket : Shape::kSelect;
         break;
-      default: model->shape_ = Shape::kAll; break;
+      default:
+        model->shape_ = Shape::kAll;
+        break;
     }
     if (base_name == "h2o" || base_name == "scissorhands") {
       model->overhead_ = Overhead::kFullPrompt;
@@ -74,10 +78,12 @@ int64_t CandidateCostModel::HeldTokens(int64_t input_tokens, int64_t step) const
   const int64_t context = input_tokens + step - 1;
   const int64_t budget = CandidateBudgetTokens(candidate_, input_tokens);
   switch (shape_) {
-    case Shape::kEvict: return std::min(context, budget);
+    case Shape::kEvict:
+      return std::min(context, budget);
     case Shape::kRocket:
       return std::min(input_tokens, RocketKvPolicy::kMemoryFactor * budget) + step - 1;
-    default: return context;
+    default:
+      return context;
   }
 }
 
@@ -97,10 +103,14 @@ int64_t CandidateCostModel::PeakKvTokens(int64_t input_tokens, int64_t output_to
 
 int64_t CandidateCostModel::OverheadQueries(int64_t input_tokens) const {
   switch (overhead_) {
-    case Overhead::kFullPrompt: return input_tokens;
-    case Overhead::kWindow: return std::min(input_tokens, kSelectScoreWindow);
-    case Overhead::kLastQuery: return 1;
-    default: return 0;
+    case Overhead::kFullPrompt:
+      return input_tokens;
+    case Overhead::kWindow:
+      return std::min(input_tokens, kSelectScoreWindow);
+    case Overhead::kLastQuery:
+      return 1;
+    default:
+      return 0;
   }
 }
 

@@ -55,9 +55,9 @@ namespace kvsim {
 
 struct CandidateCost {
   int64_t prefill_ns = 0;
-  int64_t overhead_ns = 0;   // compression overhead
-  int64_t decode_ns = 0;     // sum of the decode iterations
-  int64_t latency_ns = 0;    // prefill + overhead + decode
+  int64_t overhead_ns = 0;  // compression overhead
+  int64_t decode_ns = 0;    // sum of the decode iterations
+  int64_t latency_ns = 0;   // prefill + overhead + decode
   int64_t peak_kv_tokens = 0;
   PeakMemory memory;
   double latency_ms = 0;

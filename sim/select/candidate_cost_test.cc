@@ -2,11 +2,11 @@
 
 #include <memory>
 
+#include "config/experiment_config.h"
 #include "config/kv_format.h"
 #include "cost_models/peak_memory.h"
 #include "cost_models/roofline.h"
 #include "gtest/gtest.h"
-#include "config/experiment_config.h"
 #include "sim/select/candidates.h"
 
 namespace kvsim {
@@ -33,9 +33,9 @@ int64_t ReferenceLatencyNs(const proto::ExperimentConfig& config, int64_t input,
   prefill.sequences.push_back({.context_tokens = 0, .new_tokens = input});
   int64_t ns = *roofline->IterationTimeNs(prefill);
   if (overhead_queries > 0) {
-    ns += std::llround(roofline->AttentionSeconds({.context_tokens = input - overhead_queries,
-                                                   .new_tokens = overhead_queries}) *
-                       config.model().num_layers() * 1e9);
+    ns += std::llround(
+        roofline->AttentionSeconds({.context_tokens = input - overhead_queries, .new_tokens = overhead_queries}) *
+        config.model().num_layers() * 1e9);
   }
   for (int64_t j = 1; j < output; ++j) {
     BatchShape decode;
@@ -54,7 +54,8 @@ TEST(CandidateCostTest, Fp16EqualsTheCostModelForTheSameShapes) {
   proto::ExperimentConfig config = base;
   config.mutable_model()->set_kv_dtype(proto::DTYPE_FP16);
   config.mutable_scheduler()->set_max_num_seqs(1);
-  EXPECT_EQ(cost->latency_ns, ReferenceLatencyNs(config, input, output, [&](int64_t j) { return input + j - 1; }, 0));
+  EXPECT_EQ(cost->latency_ns, ReferenceLatencyNs(
+                                  config, input, output, [&](int64_t j) { return input + j - 1; }, 0));
   EXPECT_EQ(cost->overhead_ns, 0);
   config.mutable_scheduler()->set_max_num_batched_tokens(input);
   const PeakMemory peak = *EstimatePeakMemory(config, input + output - 1);
@@ -76,7 +77,8 @@ TEST(CandidateCostTest, KvQuantOutliersAreChargedAsScaleBytes) {
   // 4 bytes of scale and zero + ceil(0.01 x 128 x 6 = 7.68) = 8 bytes of outliers per 128 elements.
   config.mutable_cost_model()->set_kv_scale_bytes_per_group(12);
   config.mutable_scheduler()->set_max_num_seqs(1);
-  EXPECT_EQ(cost.latency_ns, ReferenceLatencyNs(config, 2000, 10, [](int64_t j) { return 2000 + j - 1; }, 0));
+  EXPECT_EQ(cost.latency_ns, ReferenceLatencyNs(
+                                 config, 2000, 10, [](int64_t j) { return 2000 + j - 1; }, 0));
   config.mutable_scheduler()->set_max_num_batched_tokens(2000);
   EXPECT_EQ(cost.memory.total_bytes, EstimatePeakMemory(config, 2009)->total_bytes);
   // 2 x 32 x 8 x 128 elements x (0.25 + 12 / 128) bytes per token.
@@ -97,7 +99,8 @@ TEST(CandidateCostTest, H2oReadsAndHoldsTheBudgetAndPaysAPromptAttentionPass) {
   const CandidateCost cost = *model->Cost(input, output);
   proto::ExperimentConfig config = base;
   config.mutable_scheduler()->set_max_num_seqs(1);
-  EXPECT_EQ(cost.latency_ns, ReferenceLatencyNs(config, input, output, [&](int64_t) { return budget; }, input));
+  EXPECT_EQ(cost.latency_ns, ReferenceLatencyNs(
+                                 config, input, output, [&](int64_t) { return budget; }, input));
   EXPECT_GT(cost.overhead_ns, 0);
   // Layer-wise compression during prefill: the budget in every layer plus one layer's uncut prompt.
   EXPECT_EQ(cost.peak_kv_tokens, budget + (input - budget + 31) / 32);

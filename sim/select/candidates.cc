@@ -59,8 +59,7 @@ absl::Status CheckCandidate(const proto::SelectCandidate& c) {
     }
     if (by_tokens && t.budget_tokens() < 1) return absl::InvalidArgumentError("token.budget_tokens must be >= 1");
     if (by_ratio && !(t.budget_ratio() > 0 && t.budget_ratio() <= 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token.budget_ratio=", t.budget_ratio(), ": must be in (0, 1]"));
+      return absl::InvalidArgumentError(absl::StrCat("token.budget_ratio=", t.budget_ratio(), ": must be in (0, 1]"));
     }
   }
   return absl::OkStatus();

@@ -29,8 +29,7 @@ absl::StatusOr<double> Number(const CsvReader& csv, const std::vector<absl::stri
   const absl::string_view cell = absl::StripAsciiWhitespace(fields[column]);
   double value;
   if (!absl::SimpleAtod(cell, &value) || !std::isfinite(value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(csv, column, name), ": '", cell, "' is not a finite number"));
+    return absl::InvalidArgumentError(absl::StrCat(Where(csv, column, name), ": '", cell, "' is not a finite number"));
   }
   return value;
 }
@@ -58,8 +57,8 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
   for (int i = 0; i < static_cast<int>(csv->header().size()); ++i) {
     for (int j = 0; j < i; ++j) {
       if (absl::StripAsciiWhitespace(csv->header()[i]) == absl::StripAsciiWhitespace(csv->header()[j])) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": duplicated column '",
-                                                       csv->header()[i], "' (first in column ", j + 1, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": duplicated column '", csv->header()[i],
+                                                       "' (first in column ", j + 1, ")"));
       }
     }
   }
@@ -67,11 +66,11 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
   std::vector<int> fixed;
   for (const char* name : kFixedColumns) {
     const int column = csv->Column(name);
-    const bool optional = options.costs_from_model && (absl::string_view(name) == "latency_ms" ||
-                                                       absl::string_view(name) == "peak_memory_mb");
+    const bool optional = options.costs_from_model &&
+                          (absl::string_view(name) == "latency_ms" || absl::string_view(name) == "peak_memory_mb");
     if (column < 0 && !optional) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":1: missing column '", name, "' (header: ",
-                                                     absl::StrJoin(csv->header(), ","), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":1: missing column '", name, "' (header: ", absl::StrJoin(csv->header(), ","), ")"));
     }
     fixed.push_back(column);
   }
@@ -79,8 +78,8 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
   for (const char* name : {"input_tokens", "output_tokens"}) {
     const int column = csv->Column(name);
     if (column < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":1: missing column '", name, "' (header: ",
-                                                     absl::StrJoin(csv->header(), ","), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":1: missing column '", name, "' (header: ", absl::StrJoin(csv->header(), ","), ")"));
     }
     feature_columns.push_back(column);
     table.feature_names.push_back(name);
@@ -108,8 +107,7 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
     const int candidate = CandidateIndex(set, config);
     if (candidate < 0) {
       return absl::InvalidArgumentError(absl::StrCat(Where(*csv, fixed[1], "config"), ": unknown configuration '",
-                                                     config, "' (known: ", absl::StrJoin(table.candidates, ","),
-                                                     ")"));
+                                                     config, "' (known: ", absl::StrJoin(table.candidates, ","), ")"));
     }
     auto [it, added] = prompt_index.try_emplace(prompt, table.num_prompts());
     if (added) {
@@ -144,8 +142,8 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
       KVSIM_ASSIGN_OR_RETURN(outcome.features[f], Number(*csv, fields, feature_columns[f], table.feature_names[f]));
       if (f < 2 && (outcome.features[f] < 1 || outcome.features[f] != std::floor(outcome.features[f]) ||
                     outcome.features[f] > 1e9)) {
-        return absl::InvalidArgumentError(absl::StrCat(Where(*csv, feature_columns[f], table.feature_names[f]),
-                                                       ": must be an integer in [1, 1e9]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(*csv, feature_columns[f], table.feature_names[f]), ": must be an integer in [1, 1e9]"));
       }
     }
   }
@@ -170,8 +168,8 @@ absl::Status FillCostsFromModel(const proto::ExperimentConfig& config, const pro
                            CandidateCostModel::Create(config, set.candidate(c)));
     for (int p = 0; p < table->num_prompts(); ++p) {
       Outcome& outcome = table->at(p, c);
-      absl::StatusOr<CandidateCost> cost = model->Cost(static_cast<int64_t>(outcome.features[0]),
-                                                       static_cast<int64_t>(outcome.features[1]));
+      absl::StatusOr<CandidateCost> cost =
+          model->Cost(static_cast<int64_t>(outcome.features[0]), static_cast<int64_t>(outcome.features[1]));
       if (!cost.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(table->source, ": prompt '", table->prompt_ids[p],
                                                        "', configuration '", table->candidates[c],
@@ -191,8 +189,8 @@ std::string FormatOutcomeTableCsv(const OutcomeTable& table) {
   for (int p = 0; p < table.num_prompts(); ++p) {
     for (int c = 0; c < table.num_candidates(); ++c) {
       const Outcome& o = table.at(p, c);
-      absl::StrAppend(&out, Quote(table.prompt_ids[p]), ",", Quote(table.candidates[c]), ",", o.correct ? 1 : 0,
-                      ",", absl::StrFormat("%.10g,%.10g", o.latency_ms, o.peak_memory_mb));
+      absl::StrAppend(&out, Quote(table.prompt_ids[p]), ",", Quote(table.candidates[c]), ",", o.correct ? 1 : 0, ",",
+                      absl::StrFormat("%.10g,%.10g", o.latency_ms, o.peak_memory_mb));
       for (double f : o.features) absl::StrAppend(&out, absl::StrFormat(",%.10g", f));
       out += "\n";
     }

@@ -73,8 +73,10 @@ TEST(OutcomeTableTest, BadTablesAreRefusedNamingFileLineAndColumn) {
                 ":4:2 (config): duplicated row for prompt 'p1' and configuration 'fp16' (first at line 2)");
   ExpectRefused("prompt_id,config,correct,peak_memory_mb,input_tokens,output_tokens\n" + ok_row,
                 ":1: missing column 'latency_ms'");
-  ExpectRefused("prompt_id,config,correct,latency_ms,peak_memory_mb,output_tokens\n", ":1: missing column 'input_tokens'");
-  ExpectRefused(std::string(kHeader) + "p1,fp16,1,fast,110,500,20,0.5\n", ":2:4 (latency_ms): 'fast' is not a finite number");
+  ExpectRefused("prompt_id,config,correct,latency_ms,peak_memory_mb,output_tokens\n",
+                ":1: missing column 'input_tokens'");
+  ExpectRefused(std::string(kHeader) + "p1,fp16,1,fast,110,500,20,0.5\n",
+                ":2:4 (latency_ms): 'fast' is not a finite number");
   ExpectRefused(std::string(kHeader) + "p1,fp16,1,12,110,500,20,nan\n", ":2:8 (entropy): 'nan' is not a finite number");
   ExpectRefused(std::string(kHeader) + "p1,fp16,0.5,12,110,500,20,0.5\n", ":2:3 (correct): must be 0 or 1");
   ExpectRefused(std::string(kHeader) + "p1,fp16,1,-2,110,500,20,0.5\n", ":2:4 (latency_ms): must be >= 0");

@@ -131,8 +131,7 @@ class DMatrix {
   }
   absl::Status Create(const PredictorData& data) {
     std::vector<float> x(data.x.begin(), data.x.end());
-    return XgbCheck(XGDMatrixCreateFromMat(x.data(), data.num_rows(), data.num_features, NAN, &handle_),
-                    "DMatrix");
+    return XgbCheck(XGDMatrixCreateFromMat(x.data(), data.num_rows(), data.num_features, NAN, &handle_), "DMatrix");
   }
   DMatrixHandle get() const { return handle_; }
 
@@ -193,8 +192,8 @@ class Booster {
     const char** names = nullptr;
     const bst_ulong* shape = nullptr;
     const float* scores = nullptr;
-    if (XGBoosterFeatureScore(handle_, "{\"importance_type\": \"total_gain\"}", &n, &names, &dim, &shape,
-                              &scores) != 0) {
+    if (XGBoosterFeatureScore(handle_, "{\"importance_type\": \"total_gain\"}", &n, &names, &dim, &shape, &scores) !=
+        0) {
       return gain;
     }
     for (bst_ulong i = 0; i < n; ++i) {
@@ -267,15 +266,12 @@ absl::StatusOr<PredictorKind> ParsePredictorKind(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown predictor '", name, "' (known: xgboost, logistic)"));
 }
 
-const char* PredictorKindName(PredictorKind kind) {
-  return kind == PredictorKind::kXgboost ? "xgboost" : "logistic";
-}
+const char* PredictorKindName(PredictorKind kind) { return kind == PredictorKind::kXgboost ? "xgboost" : "logistic"; }
 
 absl::StatusOr<PredictorFactory> MakePredictorFactory(PredictorKind kind, const XgboostParams& params) {
   if (kind == PredictorKind::kLogistic) {
-    return PredictorFactory([]() -> absl::StatusOr<std::unique_ptr<OutcomePredictor>> {
-      return std::make_unique<LogisticPredictor>();
-    });
+    return PredictorFactory(
+        []() -> absl::StatusOr<std::unique_ptr<OutcomePredictor>> { return std::make_unique<LogisticPredictor>(); });
   }
 #ifdef KVSIM_HAS_XGBOOST
   return PredictorFactory([params]() -> absl::StatusOr<std::unique_ptr<OutcomePredictor>> {
@@ -335,8 +331,7 @@ absl::StatusOr<CrossValidation> CrossValidate(const OutcomeTable& table, int fol
   return cv;
 }
 
-Calibration CalibrationReport(const OutcomeTable& table, const std::vector<Prediction>& predictions,
-                              int num_bins) {
+Calibration CalibrationReport(const OutcomeTable& table, const std::vector<Prediction>& predictions, int num_bins) {
   Calibration cal;
   cal.bins.resize(num_bins);
   for (int b = 0; b < num_bins; ++b) {

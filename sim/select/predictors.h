@@ -114,15 +114,14 @@ struct ReliabilityBin {
 struct Calibration {
   std::vector<ReliabilityBin> bins;
   double brier = 0;
-  double brier_no_skill = 0;   // predicting the overall rate
-  double latency_mape = 0;     // mean |predicted - actual| / actual over rows with actual > 0
+  double brier_no_skill = 0;  // predicting the overall rate
+  double latency_mape = 0;    // mean |predicted - actual| / actual over rows with actual > 0
   double memory_mape = 0;
   int64_t rows = 0;
 };
 
 // REQUIRES: predictions.size() == table.cells.size().
-Calibration CalibrationReport(const OutcomeTable& table, const std::vector<Prediction>& predictions,
-                              int num_bins = 10);
+Calibration CalibrationReport(const OutcomeTable& table, const std::vector<Prediction>& predictions, int num_bins = 10);
 
 }  // namespace kvsim
 

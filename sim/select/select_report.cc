@@ -25,11 +25,20 @@ std::string XmlEscape(absl::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -89,8 +98,8 @@ std::string CsrGridSvg(const OutcomeTable& table, const CsrSurface& surface, con
   const char* names[] = {"selector CSR", "best static CSR", "oracle CSR", "selector - best static"};
   for (int panel = 0; panel < 4; ++panel) {
     const int x0 = margin_left + panel * (panel_w + panel_gap);
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" font-size=\"12\">%s</text>\n", x0,
-                                          margin_top - 6, names[panel]));
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" font-size=\"12\">%s</text>\n", x0, margin_top - 6,
+                                          names[panel]));
     for (int l = 0; l < nl; ++l) {
       for (int m = 0; m < nm; ++m) {
         const CsrPoint& p = surface.points[static_cast<size_t>(l) * nm + m];
@@ -102,8 +111,10 @@ std::string CsrGridSvg(const OutcomeTable& table, const CsrSurface& surface, con
                                                 x, y, cell, cell, x + cell / 2, y + cell / 2 + 4));
           continue;
         }
-        const double v = panel == 0 ? p.selector : panel == 1 ? p.best_static : panel == 2 ? p.oracle
-                                                                                            : p.selector - p.best_static;
+        const double v = panel == 0   ? p.selector
+                         : panel == 1 ? p.best_static
+                         : panel == 2 ? p.oracle
+                                      : p.selector - p.best_static;
         const std::string fill = panel == 3 ? GainColour(v) : CsrColour(v);
         const char* ink = panel != 3 && v > 0.55 ? "white" : "black";
         absl::StrAppend(&svg, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
@@ -114,11 +125,11 @@ std::string CsrGridSvg(const OutcomeTable& table, const CsrSurface& surface, con
       }
     }
     for (int l = 0; l < nl; ++l) {
-      absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-45 %d "
-                                            "%d)\">%s</text>\n",
-                                            x0 + l * cell + cell / 2, margin_top + panel_h + 12,
-                                            x0 + l * cell + cell / 2, margin_top + panel_h + 12,
-                                            absl::StrFormat("%.4g", surface.latency_grid_ms[l])));
+      absl::StrAppend(&svg,
+                      absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-45 %d "
+                                      "%d)\">%s</text>\n",
+                                      x0 + l * cell + cell / 2, margin_top + panel_h + 12, x0 + l * cell + cell / 2,
+                                      margin_top + panel_h + 12, absl::StrFormat("%.4g", surface.latency_grid_ms[l])));
     }
     absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\">latency budget L (ms)</text>\n", x0,
                                           margin_top + panel_h + label_h));
@@ -157,8 +168,8 @@ std::string SelectionsCsv(const OutcomeTable& table, const std::vector<Predictio
 std::string CalibrationCsv(const Calibration& calibration) {
   std::string out = "lower,upper,count,mean_predicted,observed_rate\n";
   for (const ReliabilityBin& b : calibration.bins) {
-    absl::StrAppend(&out, Num(b.lower), ",", Num(b.upper), ",", b.count, ",", b.count ? Num(b.mean_predicted) : "",
-                    ",", b.count ? Num(b.observed_rate) : "", "\n");
+    absl::StrAppend(&out, Num(b.lower), ",", Num(b.upper), ",", b.count, ",", b.count ? Num(b.mean_predicted) : "", ",",
+                    b.count ? Num(b.observed_rate) : "", "\n");
   }
   return out;
 }
@@ -197,9 +208,10 @@ std::string FormatFeatureImportance(const OutcomeTable& table, const std::vector
 std::string FormatCsrPoint(const OutcomeTable& table, const CsrPoint& p) {
   std::string out = absl::StrFormat("budget L = %.6g ms, M = %.6g MiB:\n", p.budget.latency_ms, p.budget.memory_mb);
   if (!p.feasible) {
-    return out + absl::StrFormat("  infeasible: no configuration meets this budget for any of the %d prompts "
-                                 "(CSR is 0 for every selector)\n",
-                                 table.num_prompts());
+    return out + absl::StrFormat(
+                     "  infeasible: no configuration meets this budget for any of the %d prompts "
+                     "(CSR is 0 for every selector)\n",
+                     table.num_prompts());
   }
   absl::StrAppend(&out, absl::StrFormat("  selector CSR     %.4f  (fallback on %d prompt(s): none predicted to fit)\n",
                                         p.selector, p.fallbacks));
@@ -230,9 +242,9 @@ std::string FormatCsrSurface(const OutcomeTable& table, const CsrSurface& s) {
     statics += p.best_static;
     oracle += p.oracle;
   }
-  absl::StrAppend(&out, absl::StrFormat("  mean CSR: selector %.4f, best static %.4f, oracle %.4f\n",
-                                        selector / s.feasible_points, statics / s.feasible_points,
-                                        oracle / s.feasible_points));
+  absl::StrAppend(
+      &out, absl::StrFormat("  mean CSR: selector %.4f, best static %.4f, oracle %.4f\n", selector / s.feasible_points,
+                            statics / s.feasible_points, oracle / s.feasible_points));
   absl::StrAppend(&out, absl::StrFormat("  CSR gain over best static: mean %+.4f, max %+.4f (oracle: mean %+.4f)\n",
                                         s.mean_gain, s.max_gain, s.mean_oracle_gain));
   return out;

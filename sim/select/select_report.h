@@ -30,8 +30,7 @@ namespace kvsim {
 std::string CsrGridCsv(const OutcomeTable& table, const CsrSurface& surface);
 // `title` heads the figure (say there whether the table is synthetic).
 std::string CsrGridSvg(const OutcomeTable& table, const CsrSurface& surface, const std::string& title);
-std::string SelectionsCsv(const OutcomeTable& table, const std::vector<Prediction>& predictions,
-                          const CsrPoint& point);
+std::string SelectionsCsv(const OutcomeTable& table, const std::vector<Prediction>& predictions, const CsrPoint& point);
 std::string CalibrationCsv(const Calibration& calibration);
 std::string FeatureImportanceCsv(const OutcomeTable& table, const std::vector<double>& importance);
 

@@ -12,8 +12,7 @@ bool Succeeds(const Outcome& outcome, const Budget& budget) {
   return outcome.correct && outcome.latency_ms <= budget.latency_ms && outcome.peak_memory_mb <= budget.memory_mb;
 }
 
-Selection SelectPerPrompt(const OutcomeTable& table, const std::vector<Prediction>& predictions,
-                          const Budget& budget) {
+Selection SelectPerPrompt(const OutcomeTable& table, const std::vector<Prediction>& predictions, const Budget& budget) {
   const int n = table.num_prompts(), num_candidates = table.num_candidates();
   Selection selection;
   selection.choice.assign(n, 0);

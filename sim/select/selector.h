@@ -36,13 +36,12 @@ struct Budget {
 bool Succeeds(const Outcome& outcome, const Budget& budget);
 
 struct Selection {
-  std::vector<int> choice;      // per prompt: candidate index
-  std::vector<bool> fallback;   // per prompt: no candidate was predicted to fit
+  std::vector<int> choice;     // per prompt: candidate index
+  std::vector<bool> fallback;  // per prompt: no candidate was predicted to fit
 };
 
 // REQUIRES: predictions.size() == table.cells.size(); budget values > 0.
-Selection SelectPerPrompt(const OutcomeTable& table, const std::vector<Prediction>& predictions,
-                          const Budget& budget);
+Selection SelectPerPrompt(const OutcomeTable& table, const std::vector<Prediction>& predictions, const Budget& budget);
 
 // REQUIRES: choice.size() == table.num_prompts().
 double Csr(const OutcomeTable& table, const std::vector<int>& choice, const Budget& budget);
@@ -72,8 +71,8 @@ struct CsrSurface {
   std::vector<double> memory_grid_mb;   // ascending
   std::vector<CsrPoint> points;         // latency-major: points[l * memory_grid.size() + m]
   int feasible_points = 0;
-  double mean_gain = 0;  // mean over feasible points of selector - best static
-  double max_gain = 0;   // max over feasible points (0 if none)
+  double mean_gain = 0;         // mean over feasible points of selector - best static
+  double max_gain = 0;          // max over feasible points (0 if none)
   double mean_oracle_gain = 0;  // mean over feasible points of oracle - best static
 };
 

@@ -4,8 +4,8 @@
 #include <random>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "config/experiment_config.h"
+#include "gtest/gtest.h"
 #include "sim/select/candidates.h"
 #include "sim/select/synthetic_outcomes.h"
 
@@ -118,7 +118,8 @@ TEST_F(SyntheticSelectorTest, OracleBoundsEverySelectorAtEveryBudget) {
   std::mt19937_64 rng(5);
   std::vector<Prediction> random(table_.cells.size());
   for (Prediction& p : random) {
-    p = {static_cast<double>(rng() % 1000) / 1000, static_cast<double>(rng() % 100000), static_cast<double>(rng() % 40000)};
+    p = {static_cast<double>(rng() % 1000) / 1000, static_cast<double>(rng() % 100000),
+         static_cast<double>(rng() % 40000)};
   }
   absl::StatusOr<PredictorFactory> logistic = MakePredictorFactory(PredictorKind::kLogistic);
   absl::StatusOr<CrossValidation> cv = CrossValidate(table_, 3, 1, *logistic);

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "gtest/gtest.h"
 #include "config/experiment_config.h"
+#include "gtest/gtest.h"
 #include "sim/select/candidate_cost.h"
 #include "sim/select/candidates.h"
 

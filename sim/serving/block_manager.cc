@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "policies/policy_factory.h"
 #include "config/experiment_config.h"
 #include "config/kv_format.h"
+#include "policies/policy_factory.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -67,9 +67,9 @@ absl::StatusOr<BlockManagerOptions> BlockManagerOptionsFromConfig(const proto::E
 absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockManagerOptions& options,
                                                                    const CostModel* cost_model) {
   if (options.gpu_capacity_blocks <= 0 || options.block_tokens <= 0 || options.block_bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "block manager: gpu_capacity_blocks, block_tokens and block_bytes must be > 0, got ",
-        options.gpu_capacity_blocks, ", ", options.block_tokens, ", ", options.block_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block manager: gpu_capacity_blocks, block_tokens and block_bytes must be > 0, got ",
+                     options.gpu_capacity_blocks, ", ", options.block_tokens, ", ", options.block_bytes));
   }
   std::unique_ptr<BlockManager> manager(new BlockManager(options, cost_model));
   for (Tier& tier : manager->tiers_) {
@@ -88,8 +88,7 @@ BlockManager::BlockManager(const BlockManagerOptions& options, const CostModel* 
   tiers_.resize(1 + options.lower_tiers.size());
   stats_.resize(tiers_.size());
   tiers_[0].capacity_blocks = options.gpu_capacity_blocks;
-  tiers_[0].evict_action =
-      options.lower_tiers.empty() ? proto::EVICT_ACTION_DROP : options.gpu_evict_action;
+  tiers_[0].evict_action = options.lower_tiers.empty() ? proto::EVICT_ACTION_DROP : options.gpu_evict_action;
   stats_[0].name = "gpu";
   for (size_t i = 0; i < options.lower_tiers.size(); ++i) {
     Tier& tier = tiers_[i + 1];
@@ -277,8 +276,8 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
   const Request& request = state->request;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
   const bool record_potentials = !state->potentials_known;
-  bool prefix_run = true;    // every block so far usable for prefix reuse
-  bool potential_run = true; // every block so far cached (potential prefix reuse)
+  bool prefix_run = true;     // every block so far usable for prefix reuse
+  bool potential_run = true;  // every block so far cached (potential prefix reuse)
   BlockCounts counts;
   kinds_.assign(num_blocks, kCompute);
   if (state->unique_blocks) {  // no other request has these blocks: all computed or restored
@@ -413,8 +412,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   return true;
 }
 
-void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored,
-                                    bool all_computed) {
+void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64_t restored, bool all_computed) {
   const Request& request = state->request;
   const int64_t input = request.input_tokens;
   const int64_t target = state->prefill_target_tokens;
@@ -581,8 +579,7 @@ absl::Status BlockManager::CheckIdle() const {
   for (const auto& [hash, entry] : index_) {
     const Entry& e = entries_[entry];
     if (e.refcount != 0) {
-      return absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount,
-                                              " references"));
+      return absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
     }
     if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
       return absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
@@ -591,16 +588,16 @@ absl::Status BlockManager::CheckIdle() const {
     if (e.tier == 0) ++unpinned_gpu;
   }
   if (private_blocks_ != 0 || swap_blocks_ != 0) {
-    return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ",
-                                            swap_blocks_, " swapped blocks still held"));
+    return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ", swap_blocks_,
+                                            " swapped blocks still held"));
   }
   if (unpinned_gpu != gpu_evictable_) {
     return absl::InternalError(absl::StrCat("evictable count ", gpu_evictable_, " != ", unpinned_gpu));
   }
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (cached[i] != tiers_[i].cached_blocks || tiers_[i].used_blocks != tiers_[i].cached_blocks) {
-      return absl::InternalError(absl::StrCat("tier ", stats_[i].name, ": used ", tiers_[i].used_blocks,
-                                              ", counted ", tiers_[i].cached_blocks, ", found ", cached[i]));
+      return absl::InternalError(absl::StrCat("tier ", stats_[i].name, ": used ", tiers_[i].used_blocks, ", counted ",
+                                              tiers_[i].cached_blocks, ", found ", cached[i]));
     }
   }
   if (entries_.size() - free_entries_.size() != index_.size()) {

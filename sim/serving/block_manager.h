@@ -74,18 +74,18 @@ absl::StatusOr<BlockManagerOptions> BlockManagerOptionsFromConfig(const proto::E
                                                                   int32_t block_tokens);
 
 struct TierStats {
-  std::string name;               // "gpu", "host", "remote"
+  std::string name;  // "gpu", "host", "remote"
   int64_t capacity_blocks = 0;
-  int64_t used_blocks = 0;        // now: cached + private (GPU) or cached + swapped (lower tiers)
+  int64_t used_blocks = 0;  // now: cached + private (GPU) or cached + swapped (lower tiers)
   int64_t max_used_blocks = 0;
-  int64_t cached_blocks = 0;      // now: entries of the shared cache in this tier
-  int64_t evicted_blocks = 0;     // left this tier to make room (then demoted or dropped)
-  int64_t dropped_blocks = 0;     // forgotten on eviction from this tier
-  int64_t demoted_in_blocks = 0;  // arrived from the tier above
-  int64_t reloaded_blocks = 0;    // moved from this tier back to the GPU
-  int64_t swapped_out_blocks = 0; // swap preemption: into this tier
-  int64_t swapped_in_blocks = 0;  // swap preemption: back to the GPU
-  int64_t transfer_bytes = 0;     // bytes moved between the GPU and this tier (0 for the GPU itself)
+  int64_t cached_blocks = 0;       // now: entries of the shared cache in this tier
+  int64_t evicted_blocks = 0;      // left this tier to make room (then demoted or dropped)
+  int64_t dropped_blocks = 0;      // forgotten on eviction from this tier
+  int64_t demoted_in_blocks = 0;   // arrived from the tier above
+  int64_t reloaded_blocks = 0;     // moved from this tier back to the GPU
+  int64_t swapped_out_blocks = 0;  // swap preemption: into this tier
+  int64_t swapped_in_blocks = 0;   // swap preemption: back to the GPU
+  int64_t transfer_bytes = 0;      // bytes moved between the GPU and this tier (0 for the GPU itself)
 };
 
 class BlockManager {
@@ -107,8 +107,7 @@ class BlockManager {
   // cannot be freed. REQUIRES: state is admitted.
   // Inline: most calls (a decode's next token in a block it holds) need no new block.
   bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
-    const int64_t want =
-        NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
+    const int64_t want = NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
     const int64_t extra = want - state->tail_blocks;
     return extra <= 0 || GrowBy(state, extra, now_ns);
   }
@@ -190,8 +189,7 @@ class BlockManager {
   // Fills kinds_ and found_entries_ for the prompt's blocks; returns the counts by kind.
   BlockCounts ClassifyBlocks(RequestState* state, int64_t restored_blocks);
   // `all_computed`: no prompt block from `restored_blocks` on is a GPU hit or in a lower tier.
-  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks,
-                        bool all_computed);
+  void BuildComputeRuns(RequestState* state, int64_t frontier_tokens, int64_t restored_blocks, bool all_computed);
 
   const int32_t block_tokens_;
   const int64_t block_bytes_;
@@ -203,13 +201,13 @@ class BlockManager {
   absl::flat_hash_map<uint64_t, int32_t> index_;  // hash -> entry, for cached blocks in any tier
   std::vector<Entry> entries_;
   std::vector<int32_t> free_entries_;
-  int64_t gpu_evictable_ = 0;       // GPU entries with refcount 0
-  int64_t private_blocks_ = 0;      // GPU blocks held privately by requests (prompt and generated)
-  int64_t swap_blocks_ = 0;         // first lower tier blocks held by swapped-out requests
+  int64_t gpu_evictable_ = 0;   // GPU entries with refcount 0
+  int64_t private_blocks_ = 0;  // GPU blocks held privately by requests (prompt and generated)
+  int64_t swap_blocks_ = 0;     // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
-  std::vector<uint8_t> kinds_;      // scratch: BlockKind per prompt block during Admit
+  std::vector<uint8_t> kinds_;          // scratch: BlockKind per prompt block during Admit
   std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
-  std::vector<int64_t> restore_ns_; // memo of RestoreNs by block index (-1 = not computed)
+  std::vector<int64_t> restore_ns_;     // memo of RestoreNs by block index (-1 = not computed)
 };
 
 }  // namespace kvsim

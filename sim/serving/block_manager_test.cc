@@ -43,8 +43,8 @@ RequestState MakeState(uint64_t id, int64_t input_tokens, std::vector<uint64_t> 
 
 class BlockManagerTest : public testing::Test {
  protected:
-  void Make(BlockManagerOptions options, FakeCosts costs = {.fixed_ns = 1000, .ns_per_new_token = 10,
-                                                            .ns_per_byte = 1}) {
+  void Make(BlockManagerOptions options,
+            FakeCosts costs = {.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_byte = 1}) {
     cost_ = std::make_unique<FakeCostModel>(costs);
     auto made = BlockManager::Create(options, cost_.get());
     ASSERT_TRUE(made.ok()) << made.status();
@@ -135,7 +135,7 @@ TEST_F(BlockManagerTest, DemotesToHostAndReloads) {
   RequestState c = MakeState(3, 16, {1});
   ASSERT_TRUE(blocks_->Admit(&c, 3));  // block 1 comes back; block 2 goes down
   EXPECT_EQ(c.reloaded_tokens, 16);
-  EXPECT_EQ(c.recomputed_tokens, 1);  // a fully reused prompt computes its last token
+  EXPECT_EQ(c.recomputed_tokens, 1);               // a fully reused prompt computes its last token
   EXPECT_EQ(blocks_->TakeTransferNs(), 50 + 200);  // one transfer of 200 bytes to and from the host
   EXPECT_EQ(blocks_->tier_stats()[1].reloaded_blocks, 1);
   EXPECT_EQ(blocks_->tier_stats()[1].demoted_in_blocks, 2);

@@ -25,8 +25,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
   for (int32_t r = 0; r < num_replicas; ++r) {
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> blocks, BlockManager::Create(options, cost_model));
     engine->schedulers_.push_back(std::make_unique<Scheduler>(
-        config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(),
-        &engine->pool_, r));
+        config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r));
     engine->blocks_.push_back(std::move(blocks));
     replicas.push_back(engine->schedulers_.back().get());
   }
@@ -74,19 +73,19 @@ absl::Status Engine::Run(TraceReader* reader) {
 absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state) const {
   Request* request = &state->request;
   auto error = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(reader.info().path, ": request ", request->request_id, ": ", what));
+    return absl::InvalidArgumentError(absl::StrCat(reader.info().path, ": request ", request->request_id, ": ", what));
   };
   if (request->input_tokens <= 0) return error(absl::StrCat("input_tokens must be > 0, got ", request->input_tokens));
-  if (request->output_tokens < 0) return error(absl::StrCat("output_tokens must be >= 0, got ", request->output_tokens));
+  if (request->output_tokens < 0)
+    return error(absl::StrCat("output_tokens must be >= 0, got ", request->output_tokens));
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(block_tokens_, request);
     state->unique_blocks = true;
     return absl::OkStatus();
   }
   if (request->block_tokens != block_tokens_) {
-    return error(absl::StrCat("block size ", request->block_tokens, " tokens differs from the trace's ",
-                              block_tokens_));
+    return error(
+        absl::StrCat("block size ", request->block_tokens, " tokens differs from the trace's ", block_tokens_));
   }
   const int64_t expected = NumBlocks(request->input_tokens, block_tokens_);
   if (static_cast<int64_t>(request->block_hashes.size()) != expected) {
@@ -110,9 +109,9 @@ absl::Status Engine::ReadNextArrival(TraceReader* reader) {
   const double scale = config_.workload().time_scale();
   const SimTime arrival_ns = static_cast<SimTime>(std::llround(state.request.arrival_ns * scale));
   if (arrival_ns < last_arrival_ns_) {
-    return absl::InvalidArgumentError(absl::StrCat(reader->info().path, ": request ",
-                                                   state.request.request_id, ": arrival ", arrival_ns,
-                                                   " ns before the previous request's ", last_arrival_ns_));
+    return absl::InvalidArgumentError(absl::StrCat(reader->info().path, ": request ", state.request.request_id,
+                                                   ": arrival ", arrival_ns, " ns before the previous request's ",
+                                                   last_arrival_ns_));
   }
   last_arrival_ns_ = arrival_ns;
   state.arrival_ns = arrival_ns;

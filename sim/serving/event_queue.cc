@@ -19,8 +19,7 @@ struct Later {
 
 }  // namespace
 
-void EventQueue::Schedule(SimTime time_ns, int32_t priority, EventType type, int32_t replica,
-                          int64_t payload) {
+void EventQueue::Schedule(SimTime time_ns, int32_t priority, EventType type, int32_t replica, int64_t payload) {
   KVSIM_CHECK(time_ns >= now_ns_) << "event at " << time_ns << " ns scheduled after " << now_ns_ << " ns";
   heap_.push_back(Event{time_ns, priority, next_sequence_++, type, replica, payload});
   std::push_heap(heap_.begin(), heap_.end(), Later());

@@ -42,7 +42,7 @@ struct Event {
   uint64_t sequence = 0;  // assigned by the queue
   EventType type = EventType::kArrival;
   int32_t replica = -1;
-  int64_t payload = 0;    // meaning depends on type (a request slot for arrivals)
+  int64_t payload = 0;  // meaning depends on type (a request slot for arrivals)
 };
 
 class EventQueue {

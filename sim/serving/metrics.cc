@@ -29,9 +29,7 @@ double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
 
 }  // namespace
 
-MetricsCollector::MetricsCollector(int64_t interval_ns) : interval_ns_(interval_ns) {
-  KVSIM_CHECK(interval_ns > 0);
-}
+MetricsCollector::MetricsCollector(int64_t interval_ns) : interval_ns_(interval_ns) { KVSIM_CHECK(interval_ns > 0); }
 
 void MetricsCollector::OnArrival(SimTime now_ns, const RequestState& state) {
   if (first_arrival_ns_ < 0) first_arrival_ns_ = now_ns;
@@ -64,11 +62,25 @@ void MetricsCollector::OnIteration(const IterationRecord& record) {
 }
 
 void MetricsCollector::OnRequestFinished(SimTime now_ns, const RequestState& s) {
-  outcomes_.push_back(Outcome{s.request.request_id, s.replica, !s.rejected, s.preemptions, s.arrival_ns,
-                              s.first_scheduled_ns, s.first_token_ns, s.last_token_ns, s.finish_ns,
-                              s.request.input_tokens, s.generated_tokens, s.prefix_potential_tokens,
-                              s.prefix_potential_blocks, s.segment_potential_tokens, s.reused_tokens,
-                              s.reused_blocks, s.recomputed_tokens, s.reloaded_tokens, s.swapped_tokens,
+  outcomes_.push_back(Outcome{s.request.request_id,
+                              s.replica,
+                              !s.rejected,
+                              s.preemptions,
+                              s.arrival_ns,
+                              s.first_scheduled_ns,
+                              s.first_token_ns,
+                              s.last_token_ns,
+                              s.finish_ns,
+                              s.request.input_tokens,
+                              s.generated_tokens,
+                              s.prefix_potential_tokens,
+                              s.prefix_potential_blocks,
+                              s.segment_potential_tokens,
+                              s.reused_tokens,
+                              s.reused_blocks,
+                              s.recomputed_tokens,
+                              s.reloaded_tokens,
+                              s.swapped_tokens,
                               static_cast<int64_t>(s.request.block_hashes.size())});
 }
 

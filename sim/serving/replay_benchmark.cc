@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "cost_models/cost_model.h"
 #include "config/experiment_config.h"
+#include "cost_models/cost_model.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/testing/fake_cost_model.h"
 #include "sim/serving/testing/test_util.h"
@@ -27,8 +27,8 @@ std::vector<Request> LoadTrace(const char* path) {
 }
 
 void BM_ReplayMooncake(benchmark::State& state) {
-  static const std::vector<Request>* trace = new std::vector<Request>(
-      LoadTrace("traces/data/mooncake_synthetic.jsonl"));
+  static const std::vector<Request>* trace =
+      new std::vector<Request>(LoadTrace("traces/data/mooncake_synthetic.jsonl"));
   const FakeCostModel cost({.fixed_ns = 5'000'000, .ns_per_new_token = 20'000, .ns_per_context_token = 2});
   proto::ExperimentConfig overrides;
   overrides.mutable_cache()->set_reuse_mode(static_cast<proto::ReuseMode>(state.range(0)));
@@ -53,8 +53,8 @@ BENCHMARK(BM_ReplayMooncake)
 
 // The default config (Llama-3.1-8B on H200, its derived capacity) with the roofline cost model.
 void BM_ReplayMooncakeRoofline(benchmark::State& state) {
-  static const std::vector<Request>* trace = new std::vector<Request>(
-      LoadTrace("traces/data/mooncake_synthetic.jsonl"));
+  static const std::vector<Request>* trace =
+      new std::vector<Request>(LoadTrace("traces/data/mooncake_synthetic.jsonl"));
   proto::ExperimentConfig overrides;
   overrides.mutable_eviction()->set_name("test_lru");
   auto config = ResolveExperimentConfig(overrides, "bench");

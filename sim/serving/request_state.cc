@@ -81,8 +81,7 @@ void RequestState::AddComputeRun(int64_t start, int64_t length, int32_t num_segm
   if (!compute_runs_.empty()) {
     TokenRun& last = compute_runs_.back();
     KVSIM_CHECK(start >= last.start + last.length) << "runs out of order";
-    if (last.start + last.length == start && last.num_segments == num_segments &&
-        last.recompute == recompute) {
+    if (last.start + last.length == start && last.num_segments == num_segments && last.recompute == recompute) {
       last.length += length;
       remaining_compute_tokens_ += length;
       return;

@@ -102,8 +102,8 @@ class RequestState {
   int32_t publish_cursor = 0;          // next prompt block to offer to the shared cache
   bool swapped = false;                // KV is in the host tier (swap preemption)
   bool swapped_while_decoding = false;
-  int64_t swap_frontier_tokens = 0;    // tokens of KV swapped out
-  int64_t swap_blocks = 0;             // host blocks held while swapped out
+  int64_t swap_frontier_tokens = 0;  // tokens of KV swapped out
+  int64_t swap_blocks = 0;           // host blocks held while swapped out
 
   // Times (-1 = not yet).
   SimTime arrival_ns = 0;
@@ -116,14 +116,14 @@ class RequestState {
   bool potentials_known = false;        // set at the first admission
   int64_t prefix_potential_tokens = 0;  // first admission: leading prompt blocks cached in any tier
   int64_t prefix_potential_blocks = 0;
-  int64_t segment_potential_tokens = 0; // first admission: prompt blocks cached anywhere in any tier
-  int64_t reused_tokens = 0;            // reused from the GPU under the configured reuse mode
+  int64_t segment_potential_tokens = 0;  // first admission: prompt blocks cached anywhere in any tier
+  int64_t reused_tokens = 0;             // reused from the GPU under the configured reuse mode
   int64_t reused_blocks = 0;
-  int64_t recomputed_tokens = 0;        // prefill tokens computed
-  int64_t reloaded_tokens = 0;          // prompt tokens reloaded from a lower tier
-  int64_t swapped_tokens = 0;           // tokens swapped out (each swap counted)
+  int64_t recomputed_tokens = 0;  // prefill tokens computed
+  int64_t reloaded_tokens = 0;    // prompt tokens reloaded from a lower tier
+  int64_t swapped_tokens = 0;     // tokens swapped out (each swap counted)
   int32_t preemptions = 0;
-  bool rejected = false;                // could never fit on the GPU; not run
+  bool rejected = false;  // could never fit on the GPU; not run
   // The trace gave no block hashes: the engine assigned ids no other request has, so the blocks are
   // never looked up or offered to the shared cache (nothing could reuse them).
   bool unique_blocks = false;

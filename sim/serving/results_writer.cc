@@ -49,11 +49,10 @@ std::string RequestsCsv(const proto::Results& results) {
       "reloaded_tokens,swapped_tokens,preemptions\n";
   csv.reserve(csv.size() + results.requests_size() * 96);
   for (const proto::RequestResult& r : results.requests()) {
-    CsvRow(&csv) << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns()
-                 << r.queueing_ns() << r.ttft_ns() << r.tpot_ns() << r.e2e_ns() << r.input_tokens()
-                 << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
-                 << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens()
-                 << r.swapped_tokens() << r.preemptions();
+    CsvRow(&csv) << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns() << r.queueing_ns()
+                 << r.ttft_ns() << r.tpot_ns() << r.e2e_ns() << r.input_tokens() << r.output_tokens()
+                 << r.prefix_reused_tokens() << r.segment_reused_tokens() << r.reused_tokens() << r.reused_blocks()
+                 << r.recomputed_tokens() << r.reloaded_tokens() << r.swapped_tokens() << r.preemptions();
   }
   return csv;
 }
@@ -64,9 +63,9 @@ std::string TimeSeriesCsv(const proto::Results& results) {
       "queued_requests,running_requests,iteration_ns\n";
   csv.reserve(csv.size() + results.series_size() * 64);
   for (const proto::TimeSeriesPoint& p : results.series()) {
-    CsvRow(&csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned()
-                 << p.host_blocks_used() << p.batch_size() << p.batched_tokens() << p.queued_requests()
-                 << p.running_requests() << p.iteration_ns();
+    CsvRow(&csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned() << p.host_blocks_used()
+                 << p.batch_size() << p.batched_tokens() << p.queued_requests() << p.running_requests()
+                 << p.iteration_ns();
   }
   return csv;
 }
@@ -94,12 +93,12 @@ std::string TimeWeightedAccuracy(const proto::CostModelAccuracy& a) {
   for (int i = 0; i < a.kinds_size(); ++i) {
     const proto::KernelKindAccuracy& k = a.kinds(i);
     absl::StrAppend(&out, i > 0 ? "; " : "", absl::StrFormat("%s %.0f%%: ", k.kind(), 100 * k.time_fraction()),
-                    k.fitted() ? absl::StrFormat("%.1f%%/%.1f%%", 100 * k.heldout_median_error(),
-                                                 100 * k.heldout_p95_error())
-                               : std::string("no held-out error"));
+                    k.fitted()
+                        ? absl::StrFormat("%.1f%%/%.1f%%", 100 * k.heldout_median_error(), 100 * k.heldout_p95_error())
+                        : std::string("no held-out error"));
   }
-  absl::StrAppend(&out, absl::StrFormat("); %.1f%% of predicted time extrapolated",
-                                        100 * a.extrapolated_time_fraction()));
+  absl::StrAppend(&out,
+                  absl::StrFormat("); %.1f%% of predicted time extrapolated", 100 * a.extrapolated_time_fraction()));
   return out;
 }
 
@@ -113,19 +112,20 @@ std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
   if (a.per_kind_only()) return ExtrapolationWarning(a) + TimeWeightedAccuracy(a);
   if (!a.calibrated()) {
     if (a.kinds_size() == 0) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
-    std::string out = "not calibrated (analytic roofline); its held-out error against this GPU's measurements, "
-                      "median/p95:";
+    std::string out =
+        "not calibrated (analytic roofline); its held-out error against this GPU's measurements, "
+        "median/p95:";
     for (int i = 0; i < a.kinds_size(); ++i) {
-      absl::StrAppend(&out, i > 0 ? "," : "", absl::StrFormat(" %s %.1f%%/%.1f%%", a.kinds(i).kind(),
-                                                              100 * a.kinds(i).heldout_median_error(),
-                                                              100 * a.kinds(i).heldout_p95_error()));
+      absl::StrAppend(&out, i > 0 ? "," : "",
+                      absl::StrFormat(" %s %.1f%%/%.1f%%", a.kinds(i).kind(), 100 * a.kinds(i).heldout_median_error(),
+                                      100 * a.kinds(i).heldout_p95_error()));
     }
     return out + " (cost_model.kind FITTED fits them)";
   }
-  std::string out = absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
-                                    100 * a.heldout_median_error(), 100 * a.heldout_p95_error(),
-                                    100 * a.heldout_worst_error(), a.heldout_points(),
-                                    a.synthetic_table() ? "synthetic (datasheet)" : "measured");
+  std::string out =
+      absl::StrFormat("held-out median %.1f%%, p95 %.1f%%, worst %.1f%% over %d %s points",
+                      100 * a.heldout_median_error(), 100 * a.heldout_p95_error(), 100 * a.heldout_worst_error(),
+                      a.heldout_points(), a.synthetic_table() ? "synthetic (datasheet)" : "measured");
   absl::StrAppend(&out, absl::StrFormat("; %d of %d kernel predictions extrapolated", a.extrapolated_predictions(),
                                         a.kernel_predictions()));
   if (a.unmeasured_predictions() > 0) {
@@ -142,17 +142,17 @@ std::string SummaryTable(const proto::Results& results) {
     absl::StrAppend(&out, absl::StrFormat("  %-28s %s\n", name, value));
   };
   auto dist = [&](absl::string_view name, const proto::Distribution& d) {
-    line(name, absl::StrFormat("mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f", d.mean(), d.p50(),
-                               d.p90(), d.p99(), d.max()));
+    line(name, absl::StrFormat("mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f", d.mean(), d.p50(), d.p90(), d.p99(),
+                               d.max()));
   };
   absl::StrAppend(&out, "kvsim replay: ", results.run().trace_path(), "\n");
-  line("requests finished", absl::StrFormat("%d of %d (%d rejected)", s.finished_requests(), s.num_requests(),
-                                            s.rejected_requests()));
+  line("requests finished",
+       absl::StrFormat("%d of %d (%d rejected)", s.finished_requests(), s.num_requests(), s.rejected_requests()));
   line("simulated duration", absl::StrFormat("%.3f s", s.duration_s()));
   line("throughput", absl::StrFormat("%.3f req/s, %.1f output tok/s", s.throughput_requests_per_s(),
                                      s.throughput_output_tokens_per_s()));
-  line("goodput", absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(),
-                                  100 * s.goodput_fraction()));
+  line("goodput",
+       absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(), 100 * s.goodput_fraction()));
   dist("TTFT (ms)", s.ttft_ms());
   dist("TPOT (ms)", s.tpot_ms());
   dist("end-to-end (ms)", s.e2e_ms());
@@ -161,15 +161,15 @@ std::string SummaryTable(const proto::Results& results) {
        absl::StrFormat("%.4f / %.4f / %.4f", s.reuse_hit_ratio(), s.prefix_hit_ratio(), s.segment_hit_ratio()));
   line("prompt / recomputed tokens", absl::StrFormat("%d / %d", s.input_tokens(), s.recomputed_tokens()));
   line("output tokens", absl::StrFormat("%d", s.output_tokens()));
-  line("GPU capacity (blocks)", absl::StrFormat("%d of %d tokens, max used %d, mean occupancy %.1f%%",
-                                                s.gpu_capacity_blocks(), results.run().block_tokens(),
-                                                s.max_gpu_blocks_used(), 100 * s.mean_gpu_occupancy()));
+  line("GPU capacity (blocks)",
+       absl::StrFormat("%d of %d tokens, max used %d, mean occupancy %.1f%%", s.gpu_capacity_blocks(),
+                       results.run().block_tokens(), s.max_gpu_blocks_used(), 100 * s.mean_gpu_occupancy()));
   line("evicted GPU blocks", absl::StrFormat("%d", s.evicted_blocks()));
   line("preemptions", absl::StrFormat("%d", s.preemptions()));
-  line("bytes reloaded/demoted/swapped", absl::StrFormat("%d / %d / %d", s.reloaded_bytes(), s.demoted_bytes(),
-                                                         s.swapped_bytes()));
-  line("iterations", absl::StrFormat("%d, batch mean %.2f max %d, busy %.1f%%", s.num_iterations(),
-                                     s.mean_batch_size(), s.max_batch_size(), 100 * s.busy_fraction()));
+  line("bytes reloaded/demoted/swapped",
+       absl::StrFormat("%d / %d / %d", s.reloaded_bytes(), s.demoted_bytes(), s.swapped_bytes()));
+  line("iterations", absl::StrFormat("%d, batch mean %.2f max %d, busy %.1f%%", s.num_iterations(), s.mean_batch_size(),
+                                     s.max_batch_size(), 100 * s.busy_fraction()));
   line("cost model", results.run().cost_model());
   line("cost model error", CostModelAccuracyLine(results.run().cost_model_accuracy()));
   return out;

@@ -24,8 +24,8 @@ class RouterTest : public testing::Test {
     const proto::ExperimentConfig config = TestConfig(100);
     for (int r = 0; r < 3; ++r) {
       blocks_.push_back(*BlockManager::Create(options, &cost_));
-      schedulers_.push_back(std::make_unique<Scheduler>(config.scheduler(), false, &cost_, blocks_.back().get(),
-                                                        &pool_, r));
+      schedulers_.push_back(
+          std::make_unique<Scheduler>(config.scheduler(), false, &cost_, blocks_.back().get(), &pool_, r));
     }
   }
   std::vector<const Scheduler*> Replicas() const {
@@ -82,11 +82,11 @@ TEST_F(RouterTest, CacheAwarePrefersTheLongestResidentPrefixWithinTheLoadCap) {
   Cache(1, {1});
   Cache(2, {1, 2});
   const Request request = MakeRequest(0, 0, 48, 1, {1, 2, 3});
-  Load(0, 90);  // 100 outstanding
-  Load(1, 90);  // 100
-  Load(2, 90);  // 100
+  Load(0, 90);                          // 100 outstanding
+  Load(1, 90);                          // 100
+  Load(2, 90);                          // 100
   EXPECT_EQ(router.Route(request), 2);  // 2 leading blocks resident
-  Load(2, 140);  // 250 > 2 x 100: over the cap
+  Load(2, 140);                         // 250 > 2 x 100: over the cap
   EXPECT_EQ(router.Route(request), 1);  // next longest prefix
 }
 

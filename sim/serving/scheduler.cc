@@ -38,8 +38,8 @@ void IterationPlan::Clear() {
   prefill_tokens = decode_tokens = evicted_blocks = 0;
 }
 
-Scheduler::Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers,
-                     const CostModel* cost_model, BlockManager* blocks, RequestPool* pool, int32_t replica)
+Scheduler::Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
+                     BlockManager* blocks, RequestPool* pool, int32_t replica)
     : config_(config),
       overlap_transfers_(overlap_transfers),
       cost_model_(cost_model),
@@ -74,8 +74,8 @@ absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* pla
   if (plan->pieces.empty()) return false;
   KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
   plan->transfer_ns = blocks_->TakeTransferNs();
-  plan->duration_ns = overlap_transfers_ ? std::max(plan->compute_ns, plan->transfer_ns)
-                                         : plan->compute_ns + plan->transfer_ns;
+  plan->duration_ns =
+      overlap_transfers_ ? std::max(plan->compute_ns, plan->transfer_ns) : plan->compute_ns + plan->transfer_ns;
   plan->evicted_blocks = blocks_->tier_stats()[0].evicted_blocks - evicted_before;
   return true;
 }
@@ -247,8 +247,7 @@ int32_t Scheduler::PreemptNewest(SimTime now_ns, IterationPlan* plan) {
   running_.pop_back();
   RequestState& state = pool_->at(slot);
   KVSIM_CHECK(state.scheduled_tokens == 0) << "preempting a request already in the iteration";
-  const bool swapped =
-      config_.preemption() == proto::PREEMPTION_MODE_SWAP && blocks_->SwapOut(&state, now_ns);
+  const bool swapped = config_.preemption() == proto::PREEMPTION_MODE_SWAP && blocks_->SwapOut(&state, now_ns);
   if (!swapped) {
     blocks_->Release(&state, now_ns);
     state.kv_tokens = 0;
@@ -267,8 +266,7 @@ void Scheduler::RemoveRunning(int32_t slot) {
   running_.erase(it);
 }
 
-void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan,
-                                  std::vector<int32_t>* finished) {
+void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std::vector<int32_t>* finished) {
   for (const ScheduledPiece& piece : plan.pieces) {
     RequestState& state = pool_->at(piece.slot);
     KVSIM_CHECK(state.scheduled_tokens == piece.tokens);

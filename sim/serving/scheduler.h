@@ -47,14 +47,14 @@ struct ScheduledPiece {
 // One iteration of one replica, as formed by the scheduler.
 struct IterationPlan {
   std::vector<ScheduledPiece> pieces;
-  BatchShape shape;             // what the cost model priced
+  BatchShape shape;                // what the cost model priced
   std::vector<int32_t> preempted;  // slots preempted while forming it
   int64_t compute_ns = 0;
-  int64_t transfer_ns = 0;      // tier transfers started for it (reloads, demotions, swaps)
-  int64_t duration_ns = 0;      // compute + transfer, or their max when transfers overlap compute
+  int64_t transfer_ns = 0;  // tier transfers started for it (reloads, demotions, swaps)
+  int64_t duration_ns = 0;  // compute + transfer, or their max when transfers overlap compute
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
-  int64_t evicted_blocks = 0;   // GPU evictions while forming it
+  int64_t evicted_blocks = 0;  // GPU evictions while forming it
   void Clear();
 };
 
@@ -101,8 +101,8 @@ class Scheduler {
   std::vector<int32_t> running_;  // in admission order
   int64_t next_admit_order_ = 0;
   int64_t outstanding_tokens_ = 0;
-  int64_t chunk_limit_ = 0;       // this iteration's per-request prefill limit
-  BatchShape probe_;              // scratch for the adaptive search
+  int64_t chunk_limit_ = 0;  // this iteration's per-request prefill limit
+  BatchShape probe_;         // scratch for the adaptive search
 };
 
 }  // namespace kvsim

@@ -106,13 +106,11 @@ void TimelineRecorder::OnIteration(const IterationRecord& r) {
   Out out(&json_);
   out << "{\"name\":\"iteration\",\"cat\":\"iteration\",\"ph\":\"X\",\"pid\":" << r.replica << ",\"tid\":0,\"ts\":";
   out.Us(r.start_ns) << ",\"dur\":";
-  out.Us(r.duration_ns) << ",\"args\":{\"batch_size\":" << r.batch_size << ",\"prefill_tokens\":"
-                        << r.prefill_tokens << ",\"decode_tokens\":" << r.decode_tokens
-                        << ",\"gpu_blocks_used\":" << r.gpu_blocks_used << ",\"queued\":" << r.queued_requests
-                        << "}}";
+  out.Us(r.duration_ns) << ",\"args\":{\"batch_size\":" << r.batch_size << ",\"prefill_tokens\":" << r.prefill_tokens
+                        << ",\"decode_tokens\":" << r.decode_tokens << ",\"gpu_blocks_used\":" << r.gpu_blocks_used
+                        << ",\"queued\":" << r.queued_requests << "}}";
   if (r.transfer_ns > 0 && Begin()) {
-    out << "{\"name\":\"transfer\",\"cat\":\"transfer\",\"ph\":\"X\",\"pid\":" << r.replica
-        << ",\"tid\":1,\"ts\":";
+    out << "{\"name\":\"transfer\",\"cat\":\"transfer\",\"ph\":\"X\",\"pid\":" << r.replica << ",\"tid\":1,\"ts\":";
     out.Us(r.start_ns) << ",\"dur\":";
     out.Us(r.transfer_ns) << "}";
   }
@@ -144,8 +142,8 @@ void TimelineRecorder::OnRequestFinished(SimTime now_ns, const RequestState& sta
   common("b");
   out.Us(state.arrival_ns) << ",\"args\":{\"input_tokens\":" << state.request.input_tokens
                            << ",\"output_tokens\":" << state.generated_tokens
-                           << ",\"reused_tokens\":" << state.reused_tokens
-                           << ",\"preemptions\":" << state.preemptions << "}}";
+                           << ",\"reused_tokens\":" << state.reused_tokens << ",\"preemptions\":" << state.preemptions
+                           << "}}";
   if (state.first_token_ns >= 0 && Begin()) {
     common("n");
     out.Us(state.first_token_ns) << ",\"args\":{\"event\":\"first token\"}}";
@@ -161,8 +159,8 @@ void TimelineRecorder::OnRunEnd(SimTime end_ns, const std::vector<const BlockMan
   for (size_t r = 0; r < replicas.size(); ++r) {
     const char* tracks[] = {"iterations", "transfers", "evictions and preemptions", "requests"};
     if (num_events_ > 0) json_ += ",\n";
-    absl::StrAppend(&json_, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", r,
-                    ",\"args\":{\"name\":\"replica ", r, "\"}}");
+    absl::StrAppend(&json_, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", r, ",\"args\":{\"name\":\"replica ", r,
+                    "\"}}");
     for (int t = 0; t < 4; ++t) {
       absl::StrAppend(&json_, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":", r, ",\"tid\":", t,
                       ",\"args\":{\"name\":\"", tracks[t], "\"}}");
@@ -170,8 +168,8 @@ void TimelineRecorder::OnRunEnd(SimTime end_ns, const std::vector<const BlockMan
     ++num_events_;
   }
   if (truncated_) {
-    absl::StrAppend(&json_, ",\n{\"name\":\"truncated\",\"ph\":\"M\",\"pid\":0,\"args\":{\"after_events\":",
-                    saved_max, "}}");
+    absl::StrAppend(&json_, ",\n{\"name\":\"truncated\",\"ph\":\"M\",\"pid\":0,\"args\":{\"after_events\":", saved_max,
+                    "}}");
   }
   json_ += "\n]}\n";
 }

@@ -36,7 +36,7 @@ TEST(TimelineRecorderTest, WritesValidTraceEvents) {
   EXPECT_EQ(events.size(), 6u + 2 * 5);
   simdjson::dom::element first = events.at(0);
   EXPECT_EQ(std::string(first["ph"].get_string().value()), "X");
-  EXPECT_DOUBLE_EQ(first["ts"].get_double().value(), 1.5);        // microseconds
+  EXPECT_DOUBLE_EQ(first["ts"].get_double().value(), 1.5);  // microseconds
   EXPECT_DOUBLE_EQ(first["dur"].get_double().value(), 2000.001);
   EXPECT_EQ(first["args"]["batch_size"].get_int64().value(), 4);
   simdjson::dom::element end = events.at(5);

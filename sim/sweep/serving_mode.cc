@@ -2,8 +2,8 @@
 
 #include <memory>
 
-#include "cost_models/cost_model.h"
 #include "config/experiment_config.h"
+#include "cost_models/cost_model.h"
 #include "sim/serving/replay.h"
 #include "traces/trace_io.h"
 #include "traces/trace_reader.h"
@@ -12,8 +12,7 @@
 namespace kvsim {
 
 absl::Status RunServingSweepPoint(const SweepPointContext& context, proto::SweepPointResult* out) {
-  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config,
-                         ResolveExperimentConfig(context.config, "sweep point config"));
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, ResolveExperimentConfig(context.config, "sweep point config"));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   TraceOptions trace_options;
   trace_options.format = context.trace_format;

@@ -49,8 +49,7 @@ using ::google::protobuf::Message;
 using ::google::protobuf::Reflection;
 
 absl::Status ValueError(absl::string_view axis, absl::string_view value, absl::string_view expected) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("grid axis '", axis, "': value '", value, "': expected ", expected));
+  return absl::InvalidArgumentError(absl::StrCat("grid axis '", axis, "': value '", value, "': expected ", expected));
 }
 
 // Sets the scalar field at dotted `path` of `message` from `value`.
@@ -59,8 +58,8 @@ absl::Status SetField(Message* message, absl::string_view path, absl::string_vie
   for (size_t i = 0; i < parts.size(); ++i) {
     const FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(parts[i]);
     if (field == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': no field '", parts[i], "' in ",
-                                                     message->GetDescriptor()->full_name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("grid axis '", path, "': no field '", parts[i], "' in ", message->GetDescriptor()->full_name()));
     }
     if (field->is_repeated()) {
       return absl::InvalidArgumentError(absl::StrCat("grid axis '", path, "': '", parts[i], "' is repeated"));
@@ -149,8 +148,8 @@ absl::Status ExpandRange(absl::string_view item, std::vector<std::string>* out) 
         absl::StrCat("range '", item, "': expected LO:HI:xFACTOR or LO:HI:+STEP (integers)"));
   }
   if (lo > hi || (geometric && (step < 2 || lo <= 0)) || (arithmetic && step < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "range '", item, "': expected LO <= HI, a factor >= 2 with LO > 0, or a step >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("range '", item, "': expected LO <= HI, a factor >= 2 with LO > 0, or a step >= 1"));
   }
   for (int64_t v = lo; v <= hi;) {
     out->push_back(absl::StrCat(v));
@@ -161,13 +160,12 @@ absl::Status ExpandRange(absl::string_view item, std::vector<std::string>* out) 
   return absl::OkStatus();
 }
 
-
 // Compiled traces shared by the points of a process, keyed by what changes their contents.
 std::shared_ptr<CompiledTrace> GetCompiledTrace(const SweepPointContext& context, const CacheReplayOptions& options,
                                                 absl::Status* status) {
   static std::mutex mu;
-  static auto* cache = new std::map<std::tuple<std::string, std::string, int32_t, int64_t>,
-                                    std::shared_ptr<CompiledTrace>>();
+  static auto* cache =
+      new std::map<std::tuple<std::string, std::string, int32_t, int64_t>, std::shared_ptr<CompiledTrace>>();
   std::lock_guard<std::mutex> lock(mu);
   auto key = std::make_tuple(context.trace_path, context.trace_format, options.block_tokens, options.max_requests);
   auto it = cache->find(key);
@@ -201,8 +199,8 @@ absl::Status RunCachePoint(const SweepPointContext& context, proto::SweepPointRe
         "in the config), got ", spec.capacity_blocks));
   }
   if (config.cache().block_tokens() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("block_tokens must be >= 0 (0 = 16), got ",
-                                                   config.cache().block_tokens()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_tokens must be >= 0 (0 = 16), got ", config.cache().block_tokens()));
   }
   CacheReplayOptions options;
   options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
@@ -232,10 +230,9 @@ absl::Status ApplyPolicyAxis(const std::string& value, proto::ExperimentConfig* 
 }
 
 KVSIM_REGISTER(SweepAxisRegistry(), "policy", ApplyPolicyAxis);
-KVSIM_REGISTER(SweepAxisRegistry(), "capacity_blocks",
-               [](const std::string& value, proto::ExperimentConfig* config) {
-                 return SetField(config, "cache.gpu_capacity_blocks", value);
-               });
+KVSIM_REGISTER(SweepAxisRegistry(), "capacity_blocks", [](const std::string& value, proto::ExperimentConfig* config) {
+  return SetField(config, "cache.gpu_capacity_blocks", value);
+});
 KVSIM_REGISTER(SweepAxisRegistry(), "block_tokens", [](const std::string& value, proto::ExperimentConfig* config) {
   return SetField(config, "cache.block_tokens", value);
 });
@@ -318,7 +315,8 @@ absl::StatusOr<std::vector<GridAxis>> ParseGrid(absl::string_view grid) {
     GridAxis axis;
     axis.name = std::string(token.substr(0, eq));
     for (const GridAxis& other : axes) {
-      if (other.name == axis.name) return absl::InvalidArgumentError(absl::StrCat("grid axis '", axis.name, "' repeated"));
+      if (other.name == axis.name)
+        return absl::InvalidArgumentError(absl::StrCat("grid axis '", axis.name, "' repeated"));
     }
     auto values = ExpandGridValues(token.substr(eq + 1));
     if (!values.ok()) {
@@ -377,9 +375,9 @@ namespace {
 // Serving-summary columns of replay points (empty for cache points).
 const std::vector<std::string>& ReplayColumns() {
   static const auto* columns = new std::vector<std::string>{
-      "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms",
-      "ttft_p99_ms",       "tpot_p50_ms",               "tpot_p99_ms",            "e2e_p50_ms",
-      "reuse_hit_ratio",   "prefix_hit_ratio",          "evicted_blocks",         "preemptions",
+      "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms", "ttft_p99_ms",
+      "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "reuse_hit_ratio", "prefix_hit_ratio", "evicted_blocks",
+      "preemptions",
       // How far to trust the point's times (proto::CostModelAccuracy): empty error for a roofline.
       "cost_model_heldout_median_error", "cost_model_heldout_p95_error", "cost_model_extrapolated_predictions"};
   return *columns;
@@ -388,11 +386,18 @@ const std::vector<std::string>& ReplayColumns() {
 std::vector<std::string> ReplayCells(const proto::Results& results) {
   const proto::Summary& s = results.summary();
   const proto::CostModelAccuracy& a = results.run().cost_model_accuracy();
-  return {absl::StrCat(s.finished_requests()), FormatDouble(s.throughput_requests_per_s()),
-          FormatDouble(s.goodput_requests_per_s()), FormatDouble(s.ttft_ms().p50()),
-          FormatDouble(s.ttft_ms().p99()), FormatDouble(s.tpot_ms().p50()), FormatDouble(s.tpot_ms().p99()),
-          FormatDouble(s.e2e_ms().p50()), FormatDouble(s.reuse_hit_ratio()), FormatDouble(s.prefix_hit_ratio()),
-          absl::StrCat(s.evicted_blocks()), absl::StrCat(s.preemptions()),
+  return {absl::StrCat(s.finished_requests()),
+          FormatDouble(s.throughput_requests_per_s()),
+          FormatDouble(s.goodput_requests_per_s()),
+          FormatDouble(s.ttft_ms().p50()),
+          FormatDouble(s.ttft_ms().p99()),
+          FormatDouble(s.tpot_ms().p50()),
+          FormatDouble(s.tpot_ms().p99()),
+          FormatDouble(s.e2e_ms().p50()),
+          FormatDouble(s.reuse_hit_ratio()),
+          FormatDouble(s.prefix_hit_ratio()),
+          absl::StrCat(s.evicted_blocks()),
+          absl::StrCat(s.preemptions()),
           a.calibrated() ? FormatDouble(a.heldout_median_error()) : "",
           a.calibrated() ? FormatDouble(a.heldout_p95_error()) : "",
           absl::StrCat(a.extrapolated_predictions())};

@@ -43,8 +43,8 @@
 #include "proto/config.pb.h"
 #include "proto/sweep.pb.h"
 #include "sim/cache/cache_simulator.h"
-#include "util/table.h"
 #include "util/registry.h"
+#include "util/table.h"
 
 namespace kvsim {
 
@@ -96,19 +96,19 @@ using SweepAxisApplier = std::function<absl::Status(const std::string& value, pr
 Registry<SweepAxisApplier>& SweepAxisRegistry();
 
 struct SweepOptions {
-  std::string out_dir;              // required
-  std::string trace_path;           // required
-  std::string trace_format;         // "" = detect
+  std::string out_dir;       // required
+  std::string trace_path;    // required
+  std::string trace_format;  // "" = detect
   std::string default_mode = "cache";
   int shard_index = 0;
   int num_shards = 1;
-  int num_threads = 0;              // 0 = hardware concurrency
+  int num_threads = 0;  // 0 = hardware concurrency
 };
 
 struct SweepSummary {
   int64_t points_in_shard = 0;
   int64_t points_run = 0;
-  int64_t points_skipped = 0;       // already finished in out_dir
+  int64_t points_skipped = 0;  // already finished in out_dir
 };
 
 absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const proto::ExperimentConfig& base,

@@ -21,7 +21,7 @@ struct AdamOptions {
   double learning_rate = 5e-5;        // peak
   double final_learning_rate = 1e-6;  // end of the cosine schedule
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-  double weight_decay = 0.01;         // decoupled: p -= lr * weight_decay * p
+  double weight_decay = 0.01;  // decoupled: p -= lr * weight_decay * p
 };
 
 class AdamW {

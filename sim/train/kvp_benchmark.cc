@@ -136,10 +136,11 @@ void PrintRatios() {
         snap_s += t2 - t1;
       }
     }
-    std::printf("ratio kvp(hidden=%d)/snapkv scoring per token (4096-token prompt, head_dim 128): %.2f "
-                "(kvp %.1f ns/token, snapkv %.1f ns/token)%s\n",
-                hidden, kvp_s / snap_s, 1e9 * kvp_s / 19 / c.prompt_len, 1e9 * snap_s / 19 / c.prompt_len,
-                sink == 12345.678 ? " " : "");
+    std::printf(
+        "ratio kvp(hidden=%d)/snapkv scoring per token (4096-token prompt, head_dim 128): %.2f "
+        "(kvp %.1f ns/token, snapkv %.1f ns/token)%s\n",
+        hidden, kvp_s / snap_s, 1e9 * kvp_s / 19 / c.prompt_len, 1e9 * snap_s / 19 / c.prompt_len,
+        sink == 12345.678 ? " " : "");
   }
 }
 

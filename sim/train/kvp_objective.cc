@@ -129,7 +129,7 @@ ObjectiveResult SoftSortGradient(const float* scores, const std::vector<double>&
       const double d_logit = probs[j] / sum - (j == target[r] ? 1.0 : 0.0);
       const double diff = anchor - scores[j];
       const double sign = diff > 0 ? 1.0 : (diff < 0 ? -1.0 : 0.0);
-      result.grad[j] -= d_logit * sign / temperature / n;      // ascent = minus the loss gradient
+      result.grad[j] -= d_logit * sign / temperature / n;  // ascent = minus the loss gradient
       result.grad[sorted[r]] += d_logit * sign / temperature / n;
     }
   }

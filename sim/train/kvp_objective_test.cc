@@ -70,8 +70,9 @@ TEST(KvpObjectiveTest, PlackettLuceProbabilitiesSumToOneAndTheirGradientMatchesF
       const float h = 1e-2f;
       up[i] += h;
       down[i] -= h;
-      const double fd = (PlackettLuceLogProb(up.data(), perm, nullptr) - PlackettLuceLogProb(down.data(), perm, nullptr)) /
-                        (static_cast<double>(up[i]) - down[i]);
+      const double fd =
+          (PlackettLuceLogProb(up.data(), perm, nullptr) - PlackettLuceLogProb(down.data(), perm, nullptr)) /
+          (static_cast<double>(up[i]) - down[i]);
       EXPECT_NEAR(grad[i], fd, 1e-4) << "token " << i;
     }
   }
@@ -147,15 +148,16 @@ TEST(KvpObjectiveTest, SoftSortGradientMatchesFiniteDifferencesOfItsLoss) {
     std::vector<float> up = s, down = s;
     up[i] += 1e-3f;
     down[i] -= 1e-3f;
-    const double fd = (SoftSortGradient(up.data(), importance, 0.5).reward -
-                       SoftSortGradient(down.data(), importance, 0.5).reward) /
-                      (static_cast<double>(up[i]) - down[i]);
+    const double fd =
+        (SoftSortGradient(up.data(), importance, 0.5).reward - SoftSortGradient(down.data(), importance, 0.5).reward) /
+        (static_cast<double>(up[i]) - down[i]);
     EXPECT_NEAR(r.grad[i], fd, 1e-3) << "token " << i;
   }
   // A loss, so the reward is negative; scores in the oracle's order give a higher reward than reversed.
   EXPECT_LT(r.reward, 0);
   const std::vector<float> good = {0.4f, 0.2f, 0.0f, 0.8f, 0.6f}, bad = {-0.4f, -0.2f, 0.0f, -0.8f, -0.6f};
-  EXPECT_GT(SoftSortGradient(good.data(), importance, 0.1).reward, SoftSortGradient(bad.data(), importance, 0.1).reward);
+  EXPECT_GT(SoftSortGradient(good.data(), importance, 0.1).reward,
+            SoftSortGradient(bad.data(), importance, 0.1).reward);
 }
 
 }  // namespace

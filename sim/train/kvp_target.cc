@@ -13,10 +13,10 @@ absl::StatusOr<std::vector<double>> FutureImportance(const AttentionTraceHeader&
                                                      const HeadTensors& head, int64_t split, int64_t future_queries) {
   const int64_t n = split, f = future_queries, seq_len = sample.seq_len();
   if (n < 1 || f < 1 || n < sample.query_start || n + f > seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "future importance of layer ", head.layer, ", KV head ", head.kv_head, ": cache of ", n, " tokens and ", f,
-        " future queries need stored queries at positions ", n, "..", n + f - 1, "; the sample stores ",
-        sample.query_start, "..", seq_len - 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("future importance of layer ", head.layer, ", KV head ", head.kv_head, ": cache of ", n,
+                     " tokens and ", f, " future queries need stored queries at positions ", n, "..", n + f - 1,
+                     "; the sample stores ", sample.query_start, "..", seq_len - 1));
   }
   const int d = header.head_dim, group = header.group_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));

@@ -40,8 +40,8 @@ bool SameLayout(const AttentionTraceHeader& a, const AttentionTraceHeader& b) {
 absl::Status AddSample(const AttentionTraceHeader& header, const AttentionSample& sample, int64_t index,
                        const std::string& name, const KvpTrainOptions& options, bool heldout, KvpTrainData* data) {
   if (sample.num_decode_steps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": sample ", index,
-                                                   " has no decode steps: the target needs future queries"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": sample ", index, " has no decode steps: the target needs future queries"));
   }
   const int64_t n = sample.prompt_len;
   const int64_t f = std::min<int64_t>(options.future_queries, sample.num_decode_steps);
@@ -187,8 +187,8 @@ proto::KvpAgent TrainAgent(const KvpTrainData& data, size_t h, const KvpTrainOpt
     }
     const KvpExample& example = train[order[t % train.size()]];
     KvpFeatures(example.keys.data(), example.values.data(), example.n, d, &full);
-    const int64_t m = options.max_tokens_per_step > 0 ? std::min<int64_t>(options.max_tokens_per_step, example.n)
-                                                      : example.n;
+    const int64_t m =
+        options.max_tokens_per_step > 0 ? std::min<int64_t>(options.max_tokens_per_step, example.n) : example.n;
     if (m == example.n) {
       x = full;
       importance = example.importance;
@@ -205,10 +205,9 @@ proto::KvpAgent TrainAgent(const KvpTrainData& data, size_t h, const KvpTrainOpt
       }
     }
     mlp.Forward(x, &scores, &act);
-    const ObjectiveResult objective =
-        options.objective == KvpObjective::kReinforce
-            ? ReinforceGradient(scores.data(), importance, options.samples_per_step, rng)
-            : SoftSortGradient(scores.data(), importance, options.softsort_temperature);
+    const ObjectiveResult objective = options.objective == KvpObjective::kReinforce
+                                          ? ReinforceGradient(scores.data(), importance, options.samples_per_step, rng)
+                                          : SoftSortGradient(scores.data(), importance, options.softsort_temperature);
     ds.resize(m);
     for (int64_t i = 0; i < m; ++i) ds[i] = static_cast<float>(objective.grad[i]);
     Backward(mlp, act, ds, &g);
@@ -245,9 +244,11 @@ KvpTrainOptions KvpSmallModelOptions() {
 
 absl::Status ValidateKvpTrainOptions(const KvpTrainOptions& o) {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
-  if (o.hidden_units < 1 || o.hidden_units > 65536) return bad(absl::StrCat("hidden units ", o.hidden_units, ": must be in [1, 65536]"));
+  if (o.hidden_units < 1 || o.hidden_units > 65536)
+    return bad(absl::StrCat("hidden units ", o.hidden_units, ": must be in [1, 65536]"));
   if (o.future_queries < 1) return bad(absl::StrCat("future queries ", o.future_queries, ": must be >= 1"));
-  if (o.samples_per_step < 2) return bad(absl::StrCat("samples per step ", o.samples_per_step, ": must be >= 2 (leave-one-out baseline)"));
+  if (o.samples_per_step < 2)
+    return bad(absl::StrCat("samples per step ", o.samples_per_step, ": must be >= 2 (leave-one-out baseline)"));
   if (o.steps < 1 && o.epochs < 1) return bad("steps or epochs must be >= 1");
   if (o.epochs < 0) return bad(absl::StrCat("epochs ", o.epochs, ": must be >= 0"));
   if (!(o.adam.learning_rate > 0) || !(o.adam.final_learning_rate >= 0) || !(o.adam.weight_decay >= 0)) {
@@ -276,11 +277,11 @@ absl::StatusOr<KvpTrainData> BuildKvpTrainData(const std::vector<std::string>& p
     if (!readers.empty() && !SameLayout(readers[0]->header(), reader->header())) {
       const AttentionTraceHeader &a = readers[0]->header(), &b = reader->header();
       return absl::InvalidArgumentError(absl::StrCat(
-          path, ": its layout (model '", b.model, "', ", b.num_layers, " layers, ", b.num_kv_heads, " KV heads, head_dim ",
-          b.head_dim, ", ", b.kept_layers.size(), " kept layers x ", b.kept_kv_heads.size(),
+          path, ": its layout (model '", b.model, "', ", b.num_layers, " layers, ", b.num_kv_heads,
+          " KV heads, head_dim ", b.head_dim, ", ", b.kept_layers.size(), " kept layers x ", b.kept_kv_heads.size(),
           " kept KV heads) differs from ", paths[0], "'s (model '", a.model, "', ", a.num_layers, " layers, ",
-          a.num_kv_heads, " KV heads, head_dim ", a.head_dim, ", ", a.kept_layers.size(), " x ",
-          a.kept_kv_heads.size(), "): one model trains on traces of one layout"));
+          a.num_kv_heads, " KV heads, head_dim ", a.head_dim, ", ", a.kept_layers.size(), " x ", a.kept_kv_heads.size(),
+          "): one model trains on traces of one layout"));
     }
     total += reader->num_samples();
     readers.push_back(std::move(reader));
@@ -363,7 +364,8 @@ absl::StatusOr<proto::KvpModel> TrainKvp(const KvpTrainData& data, const KvpTrai
   for (const std::string& trace : data.traces) model.add_traces(trace);
   model.set_train_samples(data.train_samples);
   model.set_heldout_samples(data.heldout_samples);
-  const int64_t steps = options.epochs > 0 ? options.epochs * static_cast<int64_t>(data.train[0].size()) : options.steps;
+  const int64_t steps =
+      options.epochs > 0 ? options.epochs * static_cast<int64_t>(data.train[0].size()) : options.steps;
   proto::KvpHyperparameters* hp = model.mutable_hyperparameters();
   hp->set_hidden_units(options.hidden_units);
   hp->set_future_queries(options.future_queries);

@@ -46,18 +46,18 @@ enum class KvpObjective { kReinforce, kSoftSort };
 struct KvpTrainOptions {
   // The paper's agent and optimiser: 2 hidden layers of 256, AdamW 5e-5 cosine to 1e-6, 4,000 steps.
   int hidden_units = 256;
-  int future_queries = 64;    // f (clamped to each sample's decode steps)
-  int samples_per_step = 8;   // K permutations (>= 2)
-  int64_t steps = 4000;       // per agent
-  int epochs = 0;             // > 0: steps = epochs x the agent's training examples instead
+  int future_queries = 64;   // f (clamped to each sample's decode steps)
+  int samples_per_step = 8;  // K permutations (>= 2)
+  int64_t steps = 4000;      // per agent
+  int epochs = 0;            // > 0: steps = epochs x the agent's training examples instead
   AdamOptions adam;
   KvpObjective objective = KvpObjective::kReinforce;
   double softsort_temperature = 0.1;
-  int max_tokens_per_step = 0;     // 0 = every token of the example
-  double holdout_fraction = 0;     // in [0, 1)
+  int max_tokens_per_step = 0;  // 0 = every token of the example
+  double holdout_fraction = 0;  // in [0, 1)
   uint64_t seed = 1;
-  int num_threads = 1;             // 0 = every core
-  int curve_points = 20;           // training-curve points per agent
+  int num_threads = 1;    // 0 = every core
+  int curve_points = 20;  // training-curve points per agent
   // Bound on the examples held in memory (prompt keys, values and targets of every kept head and sample):
   // BuildKvpTrainData refuses traces that need more (ResourceExhausted naming the sample).
   int64_t max_data_bytes = int64_t{16} << 30;
@@ -71,10 +71,10 @@ KvpTrainOptions KvpSmallModelOptions();
 absl::Status ValidateKvpTrainOptions(const KvpTrainOptions& options);
 
 struct KvpExample {
-  int64_t sample = 0;          // index over all samples given
-  int64_t n = 0;               // cached tokens
-  std::vector<float> keys;     // n x head_dim
-  std::vector<float> values;   // n x head_dim
+  int64_t sample = 0;              // index over all samples given
+  int64_t n = 0;                   // cached tokens
+  std::vector<float> keys;         // n x head_dim
+  std::vector<float> values;       // n x head_dim
   std::vector<double> importance;  // n
 };
 

@@ -15,8 +15,7 @@ absl::Status CheckAscending(const std::vector<int32_t>& values, int32_t limit, c
   if (values.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i] < 0 || values[i] >= limit) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "] = ", values[i], " is outside [0, ", limit, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "] = ", values[i], " is outside [0, ", limit, ")"));
     }
     if (i > 0 && values[i] <= values[i - 1]) {
       return absl::InvalidArgumentError(absl::StrCat(field, " is not strictly ascending at index ", i));
@@ -69,30 +68,27 @@ const char* DTypeName(AttentionDType dtype) {
 }  // namespace
 
 absl::Status ValidateHeader(const AttentionTraceHeader& header) {
-  if (header.num_layers <= 0 || header.num_query_heads <= 0 || header.num_kv_heads <= 0 ||
-      header.head_dim <= 0) {
+  if (header.num_layers <= 0 || header.num_query_heads <= 0 || header.num_kv_heads <= 0 || header.head_dim <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "header: num_layers, num_query_heads, num_kv_heads and head_dim must be positive, got ",
-        header.num_layers, ", ", header.num_query_heads, ", ", header.num_kv_heads, ", ", header.head_dim));
+        "header: num_layers, num_query_heads, num_kv_heads and head_dim must be positive, got ", header.num_layers,
+        ", ", header.num_query_heads, ", ", header.num_kv_heads, ", ", header.head_dim));
   }
   if (header.num_query_heads % header.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("header: num_query_heads ", header.num_query_heads,
-                                                   " is not a multiple of num_kv_heads ",
-                                                   header.num_kv_heads));
+                                                   " is not a multiple of num_kv_heads ", header.num_kv_heads));
   }
   if (header.dtype != AttentionDType::kFloat16 && header.dtype != AttentionDType::kBFloat16 &&
       header.dtype != AttentionDType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header: unknown dtype ", static_cast<uint32_t>(header.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("header: unknown dtype ", static_cast<uint32_t>(header.dtype)));
   }
   if (!(header.rope.base > 0) || !std::isfinite(header.rope.base)) {
-    return absl::InvalidArgumentError(absl::StrCat("header: rope base must be positive and finite, got ",
-                                                   header.rope.base));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header: rope base must be positive and finite, got ", header.rope.base));
   }
   if (header.rope.scaling != RopeScaling::kNone &&
       (!(header.rope.scaling_factor > 0) || !std::isfinite(header.rope.scaling_factor))) {
-    return absl::InvalidArgumentError(absl::StrCat("header: rope scaling factor must be positive and finite, got ",
-                                                   header.rope.scaling_factor));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header: rope scaling factor must be positive and finite, got ", header.rope.scaling_factor));
   }
   if (static_cast<uint32_t>(header.rope.scaling) > static_cast<uint32_t>(RopeScaling::kOther)) {
     return absl::InvalidArgumentError("header: unknown rope scaling type");
@@ -109,8 +105,8 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
                                                    sample.prompt_len, " and ", sample.num_decode_steps));
   }
   if (sample.query_start < 0 || sample.query_start > sample.prompt_len) {
-    return absl::InvalidArgumentError(absl::StrCat("query_start ", sample.query_start,
-                                                   " is outside [0, prompt_len = ", sample.prompt_len, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("query_start ", sample.query_start, " is outside [0, prompt_len = ", sample.prompt_len, "]"));
   }
   const int64_t n = sample.seq_len();
   if (!sample.token_ids.empty() && static_cast<int64_t>(sample.token_ids.size()) != n) {
@@ -136,9 +132,8 @@ absl::Status ValidateSample(const AttentionTraceHeader& header, const AttentionS
     const int32_t layer = header.kept_layers[i / header.kept_kv_heads.size()];
     const int32_t kv_head = header.kept_kv_heads[i % header.kept_kv_heads.size()];
     if (head.layer != layer || head.kv_head != kv_head) {
-      return absl::InvalidArgumentError(absl::StrCat("head record ", i, " is (layer ", head.layer,
-                                                     ", kv head ", head.kv_head, "), expected (", layer,
-                                                     ", ", kv_head, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("head record ", i, " is (layer ", head.layer, ", kv head ",
+                                                     head.kv_head, "), expected (", layer, ", ", kv_head, ")"));
     }
     const int idx = static_cast<int>(i);
     if (auto s = CheckSize(head.keys.size(), n * d, idx, "keys"); !s.ok()) return s;
@@ -188,8 +183,8 @@ absl::Status ValidateHeadValues(const AttentionTraceHeader& header, const Attent
     const std::string problem =
         std::isfinite(t.x[i]) ? absl::StrCat("overflows ", DTypeName(t.dtype)) : "is not finite";
     return absl::InvalidArgumentError(absl::StrCat("head record ", h, " (layer ", head.layer, ", kv head ",
-                                                   head.kv_head, "): ", t.name, "[", i, "] (", where, ") = ",
-                                                   t.x[i], " ", problem));
+                                                   head.kv_head, "): ", t.name, "[", i, "] (", where, ") = ", t.x[i],
+                                                   " ", problem));
   }
   return absl::OkStatus();
 }

@@ -41,16 +41,16 @@ enum class AttentionDType : uint32_t { kFloat16 = 1, kBFloat16 = 2, kFloat32 = 3
 enum class RopeScaling : uint32_t { kNone = 0, kLinear = 1, kDynamic = 2, kYarn = 3, kLlama3 = 4, kOther = 5 };
 
 struct RopeConfig {
-  double base = 10000.0;        // rope_theta
+  double base = 10000.0;  // rope_theta
   RopeScaling scaling = RopeScaling::kNone;
   double scaling_factor = 1.0;  // rope_scaling.factor; 1 = none
 };
 
 struct AttentionTraceHeader {
-  std::string model;             // free text, e.g. "meta-llama/Llama-3.1-8B" or "synthetic"
-  int32_t num_layers = 0;        // of the model
-  int32_t num_query_heads = 0;   // per layer
-  int32_t num_kv_heads = 0;      // per layer; divides num_query_heads
+  std::string model;            // free text, e.g. "meta-llama/Llama-3.1-8B" or "synthetic"
+  int32_t num_layers = 0;       // of the model
+  int32_t num_query_heads = 0;  // per layer
+  int32_t num_kv_heads = 0;     // per layer; divides num_query_heads
   int32_t head_dim = 0;
   RopeConfig rope;
   AttentionDType dtype = AttentionDType::kFloat16;
@@ -73,7 +73,7 @@ struct HeadTensors {
 };
 
 struct AttentionSample {
-  std::vector<int32_t> token_ids;   // empty, or seq_len() ids
+  std::vector<int32_t> token_ids;  // empty, or seq_len() ids
   int64_t prompt_len = 0;
   int64_t num_decode_steps = 0;
   int64_t query_start = 0;          // first position with a stored query; <= prompt_len

@@ -27,11 +27,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const kvsim::AttentionTraceHeader& h = (*reader)->header();
-  std::cout << absl::StrFormat("model %s\nlayers %d\nquery_heads %d\nkv_heads %d\nhead_dim %d\n", h.model,
-                               h.num_layers, h.num_query_heads, h.num_kv_heads, h.head_dim);
-  std::cout << absl::StrFormat("dtype %d\nrope_base %g\nkept_heads %d\nsamples %d\n",
-                               static_cast<int>(h.dtype), h.rope.base, h.num_kept_heads(),
-                               (*reader)->num_samples());
+  std::cout << absl::StrFormat("model %s\nlayers %d\nquery_heads %d\nkv_heads %d\nhead_dim %d\n", h.model, h.num_layers,
+                               h.num_query_heads, h.num_kv_heads, h.head_dim);
+  std::cout << absl::StrFormat("dtype %d\nrope_base %g\nkept_heads %d\nsamples %d\n", static_cast<int>(h.dtype),
+                               h.rope.base, h.num_kept_heads(), (*reader)->num_samples());
   for (int64_t s = 0; s < (*reader)->num_samples(); ++s) {
     auto sample = (*reader)->ReadSample(s);
     if (!sample.ok()) {
@@ -42,9 +41,9 @@ int main(int argc, char** argv) {
                                  sample->prompt_len, sample->num_decode_steps, sample->query_start,
                                  sample->token_ids.size());
     for (const auto& head : sample->heads) {
-      std::cout << absl::StrFormat("head %d %d keys %.6e values %.6e queries %.6e column_sums %.6e\n",
-                                   head.layer, head.kv_head, Sum(head.keys), Sum(head.values),
-                                   Sum(head.queries), Sum(head.column_sums));
+      std::cout << absl::StrFormat("head %d %d keys %.6e values %.6e queries %.6e column_sums %.6e\n", head.layer,
+                                   head.kv_head, Sum(head.keys), Sum(head.values), Sum(head.queries),
+                                   Sum(head.column_sums));
     }
   }
   return 0;

@@ -13,8 +13,8 @@
 #include "traces/attention/crc32.h"
 #include "traces/attention/half.h"
 #include "util/check.h"
-#include "util/status_macros.h"
 #include "util/file.h"
+#include "util/status_macros.h"
 
 // Reader invariants (after Open): the file is mapped read-only and the reader never writes; every
 // record's header and payload lie inside the map (Scan checks stored_bytes against what is left before
@@ -68,8 +68,7 @@ class Encoder {
       return;
     }
     for (size_t i = 0; i < values.size(); ++i) {
-      const uint16_t bits =
-          dtype == AttentionDType::kFloat16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
+      const uint16_t bits = dtype == AttentionDType::kFloat16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
       std::memcpy(dst + 2 * i, &bits, 2);
     }
   }
@@ -230,8 +229,9 @@ AttentionTraceWriter::~AttentionTraceWriter() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> AttentionTraceWriter::Create(
-    const std::string& path, const AttentionTraceHeader& header, AttentionTraceWriteOptions options) {
+absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> AttentionTraceWriter::Create(const std::string& path,
+                                                                                   const AttentionTraceHeader& header,
+                                                                                   AttentionTraceWriteOptions options) {
   KVSIM_RETURN_IF_ERROR(ValidateHeader(header));
   if (options.zstd_level < 0 || options.zstd_level > 19) {
     return absl::InvalidArgumentError(absl::StrCat("zstd level ", options.zstd_level, " is outside 0..19"));
@@ -255,8 +255,7 @@ absl::Status AttentionTraceWriter::WriteRecord(uint32_t tag, const std::string& 
   const std::string* stored = &raw;
   if (compress) {
     compressed.resize(ZSTD_compressBound(raw.size()));
-    const size_t n = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(),
-                                   options_.zstd_level);
+    const size_t n = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), options_.zstd_level);
     if (ZSTD_isError(n)) return absl::InternalError(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
     compressed.resize(n);
     stored = &compressed;
@@ -283,8 +282,8 @@ absl::Status AttentionTraceWriter::Append(const AttentionSample& sample) {
   const bool sums = !sample.heads.empty() && !sample.heads[0].column_sums.empty();
   for (const HeadTensors& head : sample.heads) {
     if (head.column_sums.empty() == sums) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sample ", num_samples_, ": column sums must be present for all heads or for none"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sample ", num_samples_, ": column sums must be present for all heads or for none"));
     }
   }
   KVSIM_RETURN_IF_ERROR(WriteRecord(kTagSample, EncodeSample(sample), false));
@@ -320,8 +319,7 @@ AttentionTraceReader::~AttentionTraceReader() {
 }
 
 absl::Status AttentionTraceReader::Error(int64_t record_index, uint64_t offset, const std::string& what) const {
-  return absl::DataLossError(
-      absl::StrCat(path_, ": record ", record_index, " at byte offset ", offset, ": ", what));
+  return absl::DataLossError(absl::StrCat(path_, ": record ", record_index, " at byte offset ", offset, ": ", what));
 }
 
 absl::StatusOr<std::unique_ptr<AttentionTraceReader>> AttentionTraceReader::Open(const std::string& path) {
@@ -386,8 +384,9 @@ absl::Status AttentionTraceReader::Scan() {
     std::memcpy(&ref.raw_bytes, data_ + offset + 16, 8);
     std::memcpy(&ref.crc32, data_ + offset + 24, 4);
     if (ref.stored_bytes > size_ - offset - kRecordHeaderBytes) {
-      return Error(index, offset, absl::StrCat("truncated: payload of ", ref.stored_bytes, " bytes, only ",
-                                               size_ - offset - kRecordHeaderBytes, " left in the file"));
+      return Error(index, offset,
+                   absl::StrCat("truncated: payload of ", ref.stored_bytes, " bytes, only ",
+                                size_ - offset - kRecordHeaderBytes, " left in the file"));
     }
     if ((ref.flags & ~kFlagZstd) != 0) return Error(index, offset, "unknown record flags");
     if ((ref.flags & kFlagZstd) == 0 && ref.raw_bytes != ref.stored_bytes) {
@@ -406,9 +405,9 @@ absl::Status AttentionTraceReader::Scan() {
       have_header = true;
     } else if (tag == kTagSample) {
       if (!samples_.empty() && samples_.back().heads.size() != heads_per_sample) {
-        return Error(index, ref.offset, absl::StrCat("sample ", samples_.size() - 1, " has ",
-                                                     samples_.back().heads.size(), " HEAD records, expected ",
-                                                     heads_per_sample));
+        return Error(index, ref.offset,
+                     absl::StrCat("sample ", samples_.size() - 1, " has ", samples_.back().heads.size(),
+                                  " HEAD records, expected ", heads_per_sample));
       }
       KVSIM_ASSIGN_OR_RETURN(std::string payload, Payload(ref, index));
       SampleIndex sample;
@@ -420,36 +419,38 @@ absl::Status AttentionTraceReader::Scan() {
       AttentionSample& m = sample.meta;
       if (m.prompt_len <= 0 || m.num_decode_steps < 0 || m.query_start < 0 || m.query_start > m.prompt_len ||
           m.prompt_len > (int64_t{1} << 40) || m.num_decode_steps > (int64_t{1} << 40)) {
-        return Error(index, ref.offset, absl::StrCat("inconsistent sample sizes: prompt_len ", m.prompt_len,
-                                                     ", decode steps ", m.num_decode_steps, ", query_start ",
-                                                     m.query_start));
+        return Error(index, ref.offset,
+                     absl::StrCat("inconsistent sample sizes: prompt_len ", m.prompt_len, ", decode steps ",
+                                  m.num_decode_steps, ", query_start ", m.query_start));
       }
       samples_.push_back(std::move(sample));
     } else if (tag == kTagHead) {
       if (samples_.empty()) return Error(index, ref.offset, "HEAD record before any SAMPLE");
       SampleIndex& sample = samples_.back();
       if (sample.heads.size() >= heads_per_sample) {
-        return Error(index, ref.offset, absl::StrCat("sample ", samples_.size() - 1, " has more than ",
-                                                     heads_per_sample, " HEAD records"));
+        return Error(
+            index, ref.offset,
+            absl::StrCat("sample ", samples_.size() - 1, " has more than ", heads_per_sample, " HEAD records"));
       }
       const uint64_t expected = HeadRecordBytes(header_, sample.meta, sample.has_column_sums);
       if (ref.raw_bytes != expected) {
-        return Error(index, ref.offset, absl::StrCat("HEAD record of sample ", samples_.size() - 1, " has ",
-                                                     ref.raw_bytes, " bytes, expected ", expected));
+        return Error(index, ref.offset,
+                     absl::StrCat("HEAD record of sample ", samples_.size() - 1, " has ", ref.raw_bytes,
+                                  " bytes, expected ", expected));
       }
       sample.heads.push_back(ref);
     } else if (tag == kTagEnd) {
       if (!samples_.empty() && samples_.back().heads.size() != heads_per_sample) {
-        return Error(index, ref.offset, absl::StrCat("sample ", samples_.size() - 1, " has ",
-                                                     samples_.back().heads.size(), " HEAD records, expected ",
-                                                     heads_per_sample));
+        return Error(index, ref.offset,
+                     absl::StrCat("sample ", samples_.size() - 1, " has ", samples_.back().heads.size(),
+                                  " HEAD records, expected ", heads_per_sample));
       }
       KVSIM_ASSIGN_OR_RETURN(std::string payload, Payload(ref, index));
       Decoder d(payload);
       const uint64_t count = d.Get<uint64_t>();
       if (!d.done() || count != samples_.size()) {
-        return Error(index, ref.offset, absl::StrCat("END record counts ", count, " samples, the file has ",
-                                                     samples_.size()));
+        return Error(index, ref.offset,
+                     absl::StrCat("END record counts ", count, " samples, the file has ", samples_.size()));
       }
       have_end = true;
     } else {

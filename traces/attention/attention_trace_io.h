@@ -58,8 +58,9 @@ struct AttentionTraceWriteOptions {
 class AttentionTraceWriter {
  public:
   // Validates `header` and starts the file. InvalidArgument for a bad header; I/O errors as util/file.h.
-  static absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> Create(
-      const std::string& path, const AttentionTraceHeader& header, AttentionTraceWriteOptions options = {});
+  static absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> Create(const std::string& path,
+                                                                      const AttentionTraceHeader& header,
+                                                                      AttentionTraceWriteOptions options = {});
   ~AttentionTraceWriter();  // without Finish(): removes the temporary file
 
   // Appends one sample (ValidateSample() and ValidateSampleValues() first: InvalidArgument if either

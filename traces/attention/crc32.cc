@@ -38,8 +38,8 @@ uint32_t Crc32Extend(uint32_t crc, absl::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
   while (n >= 4) {
-    c ^= static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    c ^= static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
     c = t[3][c & 0xFFu] ^ t[2][(c >> 8) & 0xFFu] ^ t[1][(c >> 16) & 0xFFu] ^ t[0][c >> 24];
     p += 4;
     n -= 4;

@@ -39,8 +39,8 @@ uint16_t FloatToHalf(float value) {
     return sign | 0x7C00u | (abs_bits > 0x7F800000u ? 0x200u : 0u);
   }
   if (abs_bits >= 0x477FF000u) return sign | 0x7C00u;  // rounds to >= 65520: overflow to infinity
-  if (abs_bits < 0x38800000u) {                          // below the smallest normal half (2^-14)
-    if (abs_bits < 0x33000000u) return sign;             // below half the smallest subnormal: zero
+  if (abs_bits < 0x38800000u) {                        // below the smallest normal half (2^-14)
+    if (abs_bits < 0x33000000u) return sign;           // below half the smallest subnormal: zero
     const uint32_t exponent = abs_bits >> 23;
     const uint32_t mantissa = (abs_bits & 0x7FFFFFu) | 0x800000u;
     const uint32_t shift = 126 - exponent;  // 14..24 for exponents 102..112

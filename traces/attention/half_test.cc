@@ -12,11 +12,11 @@ TEST(HalfTest, KnownBitPatterns) {
   // IEEE 754 binary16: sign | 5-bit exponent (bias 15) | 10-bit mantissa.
   EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);       // exponent 15
-  EXPECT_EQ(FloatToHalf(0.5f), 0x3800);       // exponent 14
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);  // exponent 15
+  EXPECT_EQ(FloatToHalf(0.5f), 0x3800);  // exponent 14
   EXPECT_EQ(FloatToHalf(-2.0f), 0xC000);
-  EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);   // largest finite half
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);   // halfway to 2^16 rounds (to even) to infinity
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);               // largest finite half
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);               // halfway to 2^16 rounds (to even) to infinity
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -26)), 0x0000);  // below half the smallest subnormal

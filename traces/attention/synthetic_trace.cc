@@ -119,8 +119,8 @@ int64_t SyntheticNeedlePosition(const SyntheticTraceOptions& options, int sample
 }
 
 SyntheticTrace GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
-  KVSIM_CHECK(o.num_samples > 0 && o.num_layers > 0 && o.num_kv_heads > 0 && o.group_size > 0 &&
-              o.prompt_len > 0 && o.decode_steps >= 0 && o.head_dim >= 40);
+  KVSIM_CHECK(o.num_samples > 0 && o.num_layers > 0 && o.num_kv_heads > 0 && o.group_size > 0 && o.prompt_len > 0 &&
+              o.decode_steps >= 0 && o.head_dim >= 40);
   SyntheticTrace trace;
   AttentionTraceHeader& h = trace.header;
   h.model = "synthetic";

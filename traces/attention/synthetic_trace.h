@@ -42,17 +42,17 @@ absl::StatusOr<SyntheticHeadType> ParseSyntheticHeadType(absl::string_view name)
 struct SyntheticTraceOptions {
   uint64_t seed = 1;
   int num_samples = 1;
-  int num_layers = 2;          // all kept
-  int num_kv_heads = 4;        // all kept
-  int group_size = 2;          // query heads per KV head
-  int head_dim = 64;           // >= 40 (features use the first 34 channels)
+  int num_layers = 2;    // all kept
+  int num_kv_heads = 4;  // all kept
+  int group_size = 2;    // query heads per KV head
+  int head_dim = 64;     // >= 40 (features use the first 34 channels)
   int64_t prompt_len = 1024;
   int64_t decode_steps = 16;
-  int64_t query_window = 64;   // prompt positions with stored queries (the last ones); clamped to prompt_len
+  int64_t query_window = 64;  // prompt positions with stored queries (the last ones); clamped to prompt_len
   // Type of KV head h is head_types[h % size]; empty = {sink, local, heavy, needle}.
   std::vector<SyntheticHeadType> head_types;
   AttentionDType dtype = AttentionDType::kFloat16;  // the dtype the header declares for files
-  bool column_sums = false;    // compute prefill column sums (O(prompt_len^2 * d): small prompts only)
+  bool column_sums = false;  // compute prefill column sums (O(prompt_len^2 * d): small prompts only)
 };
 
 struct SyntheticTrace {

@@ -38,8 +38,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* name = std::getenv("KVSIM_FUZZ_FORMAT");
   format = new std::string(name == nullptr ? "" : name);
   const char* dir = std::getenv("TEST_TMPDIR");
-  path = new std::string(std::string(dir == nullptr ? "/tmp" : dir) + "/fuzz_input." +
-                         std::to_string(getpid()));
+  path = new std::string(std::string(dir == nullptr ? "/tmp" : dir) + "/fuzz_input." + std::to_string(getpid()));
   return 0;
 }
 

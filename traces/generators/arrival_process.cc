@@ -33,15 +33,14 @@ class RenewalProcess final : public ArrivalProcess {
   bool Next(int64_t* arrival_ns) override {
     if (ended_) return false;
     if (started_) {
-      operational_ +=
-          exponential_ ? SampleExponential(rng_, 1.0) : SampleGamma(rng_, 1 / (cv_ * cv_), cv_ * cv_);
+      operational_ += exponential_ ? SampleExponential(rng_, 1.0) : SampleGamma(rng_, 1 / (cv_ * cv_), cv_ * cv_);
     }
     started_ = true;
     double t_s;
     if (!schedule_.TimeAt(operational_, &t_s)) return Stop(absl::OkStatus());
     if (t_s > kMaxArrivalS) {
-      return Stop(absl::OutOfRangeError(absl::StrFormat(
-          "arrivals: the next arrival (%g s) is beyond the supported %g s", t_s, kMaxArrivalS)));
+      return Stop(absl::OutOfRangeError(
+          absl::StrFormat("arrivals: the next arrival (%g s) is beyond the supported %g s", t_s, kMaxArrivalS)));
     }
     *arrival_ns = std::llround(t_s * 1e9);
     return true;
@@ -82,8 +81,8 @@ class ReplayProcess final : public ArrivalProcess {
     const int64_t t = speedup_ == 1 ? request_.arrival_ns : std::llround(request_.arrival_ns / speedup_);
     if (t < previous_ns_ || t < 0) {
       status_ = absl::InvalidArgumentError(
-          absl::StrFormat("%s: record %d: arrival_ns: expected >= %d (arrivals must not decrease), got %d",
-                          path_, record_, previous_ns_, request_.arrival_ns));
+          absl::StrFormat("%s: record %d: arrival_ns: expected >= %d (arrivals must not decrease), got %d", path_,
+                          record_, previous_ns_, request_.arrival_ns));
       return false;
     }
     previous_ns_ = t;
@@ -103,8 +102,7 @@ class ReplayProcess final : public ArrivalProcess {
   absl::Status status_;
 };
 
-absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateReplay(const proto::Arrivals& spec,
-                                                             const TraceOpener& open_trace,
+absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateReplay(const proto::Arrivals& spec, const TraceOpener& open_trace,
                                                              const std::string& field) {
   const proto::Arrivals::Replay& replay = spec.replay();
   if (spec.rate_per_s() != 0 || spec.has_schedule()) {
@@ -112,8 +110,7 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateReplay(const proto::Arriva
   }
   const double speedup = replay.speedup() == 0 ? 1 : replay.speedup();
   if (!std::isfinite(speedup) || speedup < 0) {
-    return Invalid(field + ".replay.speedup",
-                   absl::StrFormat("must be a finite number > 0, got %g", speedup));
+    return Invalid(field + ".replay.speedup", absl::StrFormat("must be a finite number > 0, got %g", speedup));
   }
   if (replay.trace_path().empty()) return Invalid(field + ".replay.trace_path", "must name a trace file");
   if (!open_trace) {
@@ -125,8 +122,7 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateReplay(const proto::Arriva
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto::Arrivals& spec,
-                                                                     uint64_t seed,
+absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto::Arrivals& spec, uint64_t seed,
                                                                      const TraceOpener& open_trace,
                                                                      const std::string& field) {
   double cv = 1;
@@ -162,8 +158,7 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto
     schedule = RateSchedule::Constant(rate);
   }
   const bool exponential = spec.process_case() == proto::Arrivals::kPoisson;
-  return std::unique_ptr<ArrivalProcess>(
-      new RenewalProcess(std::move(schedule), exponential, cv, seed, finite));
+  return std::unique_ptr<ArrivalProcess>(new RenewalProcess(std::move(schedule), exponential, cv, seed, finite));
 }
 
 }  // namespace kvsim

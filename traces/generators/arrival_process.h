@@ -51,8 +51,7 @@ class ArrivalProcess {
 
 // Validates `spec` (errors are InvalidArgument naming "<field>.<subfield>") and creates the process.
 // `open_trace` is needed only for replay.
-absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto::Arrivals& spec,
-                                                                     uint64_t seed,
+absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto::Arrivals& spec, uint64_t seed,
                                                                      const TraceOpener& open_trace,
                                                                      const std::string& field);
 

@@ -147,8 +147,7 @@ TEST(ArrivalProcessTest, ReplayRejectsDecreasingTimesNamingTheRecord) {
   EXPECT_TRUE((*p)->Next(&t));
   EXPECT_FALSE((*p)->Next(&t));
   EXPECT_EQ((*p)->status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE((*p)->status().message().find("t.jsonl: record 3: arrival_ns"), std::string::npos)
-      << (*p)->status();
+  EXPECT_NE((*p)->status().message().find("t.jsonl: record 3: arrival_ns"), std::string::npos) << (*p)->status();
 }
 
 void ExpectInvalid(const std::string& text, const std::string& field, const TraceOpener& open = nullptr) {

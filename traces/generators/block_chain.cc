@@ -23,8 +23,8 @@ void BlockChain::Append(uint64_t segment_id, int64_t num_tokens) {
   while (offset < num_tokens) {
     if (tail_tokens_ == 0 && num_tokens - offset >= block_tokens_) {
       // Fast path for a block made of one piece: HashTail() of {segment_id, offset, block_tokens_}.
-      full_.push_back(HashPiece(MixBits(full_.empty() ? kFirstParent : full_.back()),
-                                {segment_id, offset, block_tokens_}));
+      full_.push_back(
+          HashPiece(MixBits(full_.empty() ? kFirstParent : full_.back()), {segment_id, offset, block_tokens_}));
       offset += block_tokens_;
       continue;
     }

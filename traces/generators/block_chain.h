@@ -62,7 +62,7 @@ class BlockChain {
     int64_t length;
   };
   static uint64_t HashPiece(uint64_t h, const Piece& piece);  // folds one piece into h
-  uint64_t HashTail() const;  // id of a block made of tail_ after the last full block
+  uint64_t HashTail() const;                                  // id of a block made of tail_ after the last full block
 
   int32_t block_tokens_;
   int64_t num_tokens_ = 0;

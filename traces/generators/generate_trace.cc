@@ -9,9 +9,7 @@
 
 namespace kvsim {
 
-std::string TraceFormatForPath(const std::string& path) {
-  return absl::EndsWith(path, ".jsonl") ? "jsonl" : "native";
-}
+std::string TraceFormatForPath(const std::string& path) { return absl::EndsWith(path, ".jsonl") ? "jsonl" : "native"; }
 
 absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spec, uint64_t seed,
                                                   const std::string& path, const TraceOpener& open_trace,
@@ -23,8 +21,7 @@ absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spe
   summary.format = TraceFormatForPath(path);
   summary.seed = seed;
   summary.block_tokens = generator->info().block_tokens;
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                         open_writer(path, summary.format, summary.block_tokens));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, open_writer(path, summary.format, summary.block_tokens));
   Request request;
   while (generator->Next(&request)) {
     KVSIM_RETURN_IF_ERROR(writer->Write(request));

@@ -84,8 +84,7 @@ TEST(GenerateTraceTest, WritesEveryRequestAndSummarises) {
   EXPECT_EQ(s->last_arrival_ns, opened.written.back().arrival_ns);
   EXPECT_EQ(s->seed, 3u);
   const std::string text = FormatGenerateSummary(*s);
-  EXPECT_NE(text.find("wrote 20 requests to out.jsonl (jsonl, 32-token blocks, seed 3)"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("wrote 20 requests to out.jsonl (jsonl, 32-token blocks, seed 3)"), std::string::npos) << text;
 }
 
 TEST(GenerateTraceTest, WriterErrorIsReturnedAndTheFileNotClosed) {

@@ -27,8 +27,7 @@ absl::StatusOr<RateSchedule> RateSchedule::Create(const proto::RateSchedule& spe
     const std::string at = absl::StrCat(field, ".points[", i, "]");
     const double t = points[i].time_s();
     const double r = points[i].rate_per_s();
-    if (i == 0 && t != 0)
-      return Invalid(at + ".time_s", absl::StrFormat("the first point must be at 0, got %g", t));
+    if (i == 0 && t != 0) return Invalid(at + ".time_s", absl::StrFormat("the first point must be at 0, got %g", t));
     if (!std::isfinite(t) || (i > 0 && t <= points[i - 1].time_s())) {
       return Invalid(at + ".time_s", absl::StrFormat("must be finite and > the previous point's, got %g", t));
     }
@@ -96,8 +95,8 @@ bool RateSchedule::TimeAt(double expected_arrivals, double* time_s) {
     const Segment& s = segments_[index_];
     // Stretches with rate 0 are skipped, so L = 0 maps to the moment the rate first becomes positive.
     if (s.arrivals > 0 && expected_arrivals <= arrivals_before_ + s.arrivals) {
-      *time_s = static_cast<double>(period_) * period_s_ + s.start_s +
-                OffsetWithin(s, expected_arrivals - arrivals_before_);
+      *time_s =
+          static_cast<double>(period_) * period_s_ + s.start_s + OffsetWithin(s, expected_arrivals - arrivals_before_);
       return true;
     }
     if (std::isinf(s.length_s)) return false;  // open-ended segment with rate 0: the process has ended

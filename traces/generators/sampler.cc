@@ -19,8 +19,7 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 // OK if `value` is finite and > 0 (or >= 0 when `allow_zero`).
 absl::Status CheckPositive(double value, bool allow_zero, const std::string& field) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0)) {
-    return Invalid(field,
-                   absl::StrFormat("must be a finite number %s 0, got %g", allow_zero ? ">=" : ">", value));
+    return Invalid(field, absl::StrFormat("must be a finite number %s 0, got %g", allow_zero ? ">=" : ">", value));
   }
   return absl::OkStatus();
 }
@@ -46,8 +45,8 @@ absl::StatusOr<std::vector<int64_t>> ReadTraceField(const proto::ValueDistributi
 
 }  // namespace
 
-absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, const std::string& field,
-                                        SampleUnit unit, const TraceOpener& open_trace) {
+absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, const std::string& field, SampleUnit unit,
+                                        const TraceOpener& open_trace) {
   Sampler s;
   s.unit_ = unit;
   const bool tokens = unit == SampleUnit::kTokens;
@@ -89,7 +88,8 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".lognormal.median"));
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.b_, false, field + ".lognormal.sigma"));
       if (s.b_ > kMaxLogNormalSigma) {
-        return Invalid(field + ".lognormal.sigma", absl::StrFormat("must be at most %g, got %g", kMaxLogNormalSigma, s.b_));
+        return Invalid(field + ".lognormal.sigma",
+                       absl::StrFormat("must be at most %g, got %g", kMaxLogNormalSigma, s.b_));
       }
       break;
     case proto::ValueDistribution::kGamma:
@@ -104,13 +104,12 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
       const proto::ValueDistribution::Zipf& z = spec.zipf();
       if (z.min() < 0) return Invalid(field + ".zipf.min", absl::StrCat("must be >= 0, got ", z.min()));
       if (z.max() < z.min() || z.max() - z.min() >= kMaxZipfValues) {
-        return Invalid(field + ".zipf.max", absl::StrCat("must be in [min, min + ", kMaxZipfValues - 1,
-                                                         "], got ", z.max(), " with min ", z.min()));
+        return Invalid(field + ".zipf.max", absl::StrCat("must be in [min, min + ", kMaxZipfValues - 1, "], got ",
+                                                         z.max(), " with min ", z.min()));
       }
       KVSIM_RETURN_IF_ERROR(CheckPositive(z.exponent(), true, field + ".zipf.exponent"));
       s.a_ = static_cast<double>(z.min());
-      s.zipf_ =
-          std::make_shared<const DiscreteTable>(DiscreteTable::Zipf(z.max() - z.min() + 1, z.exponent()));
+      s.zipf_ = std::make_shared<const DiscreteTable>(DiscreteTable::Zipf(z.max() - z.min() + 1, z.exponent()));
       break;
     }
     case proto::ValueDistribution::kResample: {
@@ -134,9 +133,8 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
     if (std::isnan(spec.max_value())) return Invalid(field + ".max_value", "must be a number");
     s.max_ = tokens ? std::floor(spec.max_value()) : spec.max_value();
     if (s.max_ < s.min_) {
-      return Invalid(field + ".max_value",
-                     absl::StrFormat("must be >= min_value%s (got %g)", tokens ? " after rounding" : "",
-                                     spec.max_value()));
+      return Invalid(field + ".max_value", absl::StrFormat("must be >= min_value%s (got %g)",
+                                                           tokens ? " after rounding" : "", spec.max_value()));
     }
   }
   s.max_ = std::min(s.max_, tokens ? static_cast<double>(kMaxSampleTokens) : kMaxSampleSeconds);
@@ -171,8 +169,7 @@ double Sampler::SampleReal(Rng& rng) const {
     case Kind::kZipf:
       return a_ + static_cast<double>(zipf_->Sample(rng));
     case Kind::kResample:
-      return static_cast<double>(
-          (*values_)[SampleUniformInt(rng, 0, static_cast<int64_t>(values_->size()) - 1)]);
+      return static_cast<double>((*values_)[SampleUniformInt(rng, 0, static_cast<int64_t>(values_->size()) - 1)]);
   }
   return 0;
 }

@@ -47,8 +47,8 @@ class Sampler {
   // Validates `spec` and builds the sampler. `field` is the spec path used in errors, e.g.
   // "classes[0].chat.input_tokens"; an error reads "<field>.<subfield>: <what was expected>" with code
   // InvalidArgument (or the trace's own error for resample). `open_trace` is needed only for resample.
-  static absl::StatusOr<Sampler> Create(const proto::ValueDistribution& spec, const std::string& field,
-                                        SampleUnit unit, const TraceOpener& open_trace);
+  static absl::StatusOr<Sampler> Create(const proto::ValueDistribution& spec, const std::string& field, SampleUnit unit,
+                                        const TraceOpener& open_trace);
 
   // Create() when `has_field`, else a sampler that always returns 0 (for optional distributions).
   static absl::StatusOr<Sampler> CreateOptional(bool has_field, const proto::ValueDistribution& spec,

@@ -143,10 +143,10 @@ TEST(SamplerTest, ResampleDrawsTheTraceFieldUniformly) {
   std::vector<Request> requests(4);
   const int64_t inputs[] = {10, 20, 20, 70};
   for (int i = 0; i < 4; ++i) requests[i].input_tokens = inputs[i], requests[i].output_tokens = 100 + i;
-  Sampler in = MakeTokens(R"(resample { trace_path: "lengths.jsonl" field: FIELD_INPUT_TOKENS })",
-                          VectorOpener(requests));
-  Sampler out = MakeTokens(R"(resample { trace_path: "lengths.jsonl" field: FIELD_OUTPUT_TOKENS })",
-                           VectorOpener(requests));
+  Sampler in =
+      MakeTokens(R"(resample { trace_path: "lengths.jsonl" field: FIELD_INPUT_TOKENS })", VectorOpener(requests));
+  Sampler out =
+      MakeTokens(R"(resample { trace_path: "lengths.jsonl" field: FIELD_OUTPUT_TOKENS })", VectorOpener(requests));
   Rng rng(8);
   const int n = 200000;
   std::map<int64_t, int> counts;
@@ -189,14 +189,12 @@ TEST(SamplerTest, InvalidSpecsNameTheField) {
   ExpectInvalid(CreateError("zipf { min: 0 max: 10000000 exponent: 1 }"), f + ".zipf.max");
   ExpectInvalid(CreateError("zipf { min: -1 max: 10 exponent: 1 }"), f + ".zipf.min");
   ExpectInvalid(CreateError("fixed { value: 1 } min_value: 10 max_value: 5"), f + ".max_value");
-  ExpectInvalid(
-      CreateError(R"(resample { trace_path: "t" field: FIELD_INPUT_TOKENS })", SampleUnit::kSeconds),
-      f + ".resample: only token");
+  ExpectInvalid(CreateError(R"(resample { trace_path: "t" field: FIELD_INPUT_TOKENS })", SampleUnit::kSeconds),
+                f + ".resample: only token");
   ExpectInvalid(CreateError(R"(resample { trace_path: "t" field: FIELD_INPUT_TOKENS })"),
                 f + ".resample.trace_path: traces cannot be opened");
-  ExpectInvalid(
-      CreateError(R"(resample { trace_path: "lengths.jsonl" })", SampleUnit::kTokens, VectorOpener({})),
-      f + ".resample.field");
+  ExpectInvalid(CreateError(R"(resample { trace_path: "lengths.jsonl" })", SampleUnit::kTokens, VectorOpener({})),
+                f + ".resample.field");
   ExpectInvalid(CreateError(R"(resample { trace_path: "lengths.jsonl" field: FIELD_OUTPUT_TOKENS })",
                             SampleUnit::kTokens, VectorOpener({})),
                 "has no records");

@@ -94,9 +94,8 @@ struct ClassModel {
   int64_t max_context_tokens = 0;  // 0 = none
 };
 
-absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, const std::string& field,
-                                              uint64_t seed, int class_index, const TraceOpener& open_trace,
-                                              ClassModel model) {
+absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, const std::string& field, uint64_t seed,
+                                              int class_index, const TraceOpener& open_trace, ClassModel model) {
   if (spec.prompt_tokens_size() > 0 && (spec.num_prompts() != 0 || spec.has_prompt_tokens_distribution())) {
     return Invalid(field + ".num_prompts",
                    "give either prompt_tokens or num_prompts with prompt_tokens_distribution, not both");
@@ -117,17 +116,16 @@ absl::StatusOr<ClassModel> BuildSystemPrompts(const proto::SystemPrompts& spec, 
     return Invalid(field + ".num_prompts", "must be > 0 when prompt_tokens_distribution is set");
   }
   if (spec.num_prompts() > 0) {
-    KVSIM_ASSIGN_OR_RETURN(Sampler lengths, Sampler::Create(spec.prompt_tokens_distribution(),
-                                                            field + ".prompt_tokens_distribution",
-                                                            SampleUnit::kTokens, open_trace));
+    KVSIM_ASSIGN_OR_RETURN(Sampler lengths,
+                           Sampler::Create(spec.prompt_tokens_distribution(), field + ".prompt_tokens_distribution",
+                                           SampleUnit::kTokens, open_trace));
     Rng rng(SeedFor(seed, kPromptLengthStream + class_index));
     for (int k = 0; k < spec.num_prompts(); ++k) model.prompt_tokens.push_back(lengths.SampleTokens(rng));
   }
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.zipf_exponent(), field + ".zipf_exponent"));
   if (spec.has_probability()) {
     if (!(spec.probability() >= 0 && spec.probability() <= 1)) {
-      return Invalid(field + ".probability",
-                     absl::StrFormat("must be in [0, 1], got %g", spec.probability()));
+      return Invalid(field + ".probability", absl::StrFormat("must be in [0, 1], got %g", spec.probability()));
     }
     model.prompt_probability = spec.probability();
   }
@@ -142,10 +140,10 @@ absl::Status BuildAgent(const proto::Agent& spec, const std::string& field, cons
                         ClassModel* model) {
   KVSIM_ASSIGN_OR_RETURN(model->count,
                          Sampler::Create(spec.calls(), field + ".calls", SampleUnit::kTokens, open_trace));
-  KVSIM_ASSIGN_OR_RETURN(model->input, Sampler::Create(spec.task_tokens(), field + ".task_tokens",
-                                                       SampleUnit::kTokens, open_trace));
-  KVSIM_ASSIGN_OR_RETURN(model->output, Sampler::Create(spec.output_tokens(), field + ".output_tokens",
-                                                        SampleUnit::kTokens, open_trace));
+  KVSIM_ASSIGN_OR_RETURN(model->input,
+                         Sampler::Create(spec.task_tokens(), field + ".task_tokens", SampleUnit::kTokens, open_trace));
+  KVSIM_ASSIGN_OR_RETURN(
+      model->output, Sampler::Create(spec.output_tokens(), field + ".output_tokens", SampleUnit::kTokens, open_trace));
   if (spec.tools().empty()) return Invalid(field + ".tools", "needs at least one tool");
   absl::flat_hash_map<std::string, int> index;
   std::vector<double> weights;
@@ -159,26 +157,24 @@ absl::Status BuildAgent(const proto::Agent& spec, const std::string& field, cons
     KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(tool.weight(), at + ".weight"));
     weights.push_back(tool.weight() == 0 ? 1 : tool.weight());
     KVSIM_ASSIGN_OR_RETURN(Sampler duration,
-                           Sampler::CreateOptional(tool.has_duration_s(), tool.duration_s(),
-                                                   at + ".duration_s", SampleUnit::kSeconds, open_trace));
-    KVSIM_ASSIGN_OR_RETURN(Sampler result,
-                           Sampler::CreateOptional(tool.has_result_tokens(), tool.result_tokens(),
-                                                   at + ".result_tokens", SampleUnit::kTokens, open_trace));
+                           Sampler::CreateOptional(tool.has_duration_s(), tool.duration_s(), at + ".duration_s",
+                                                   SampleUnit::kSeconds, open_trace));
+    KVSIM_ASSIGN_OR_RETURN(
+        Sampler result, Sampler::CreateOptional(tool.has_result_tokens(), tool.result_tokens(), at + ".result_tokens",
+                                                SampleUnit::kTokens, open_trace));
     model->tools.push_back({tool.name(), std::move(duration), std::move(result)});
   }
   model->tool_choice = DiscreteTable(weights);
   for (int i = 0; i < spec.program_size(); ++i) {
     const auto it = index.find(spec.program(i));
     if (it == index.end()) {
-      return Invalid(
-          absl::StrCat(field, ".program[", i, "]"),
-          absl::StrCat("\"", spec.program(i), "\" is not the name of a tool in ", field, ".tools"));
+      return Invalid(absl::StrCat(field, ".program[", i, "]"),
+                     absl::StrCat("\"", spec.program(i), "\" is not the name of a tool in ", field, ".tools"));
     }
     model->program.push_back(it->second);
   }
   if (spec.max_context_tokens() < 0) {
-    return Invalid(field + ".max_context_tokens",
-                   absl::StrCat("must be >= 0, got ", spec.max_context_tokens()));
+    return Invalid(field + ".max_context_tokens", absl::StrCat("must be >= 0, got ", spec.max_context_tokens()));
   }
   model->max_context_tokens = spec.max_context_tokens();
   return absl::OkStatus();
@@ -188,18 +184,16 @@ absl::StatusOr<ClassModel> BuildClass(const proto::WorkloadClass& spec, int clas
                                       const TraceOpener& open_trace) {
   const std::string field = absl::StrCat("classes[", class_index, "]");
   ClassModel model;
-  KVSIM_ASSIGN_OR_RETURN(model, BuildSystemPrompts(spec.system_prompts(), field + ".system_prompts", seed,
-                                                   class_index, open_trace, std::move(model)));
+  KVSIM_ASSIGN_OR_RETURN(model, BuildSystemPrompts(spec.system_prompts(), field + ".system_prompts", seed, class_index,
+                                                   open_trace, std::move(model)));
   switch (spec.kind_case()) {
     case proto::WorkloadClass::kSingleTurn: {
       model.kind = SessionKind::kSingleTurn;
       const std::string at = field + ".single_turn";
-      KVSIM_ASSIGN_OR_RETURN(model.input,
-                             Sampler::Create(spec.single_turn().input_tokens(), at + ".input_tokens",
-                                             SampleUnit::kTokens, open_trace));
-      KVSIM_ASSIGN_OR_RETURN(model.output,
-                             Sampler::Create(spec.single_turn().output_tokens(), at + ".output_tokens",
-                                             SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.input, Sampler::Create(spec.single_turn().input_tokens(), at + ".input_tokens",
+                                                          SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(model.output, Sampler::Create(spec.single_turn().output_tokens(), at + ".output_tokens",
+                                                           SampleUnit::kTokens, open_trace));
       break;
     }
     case proto::WorkloadClass::kChat: {
@@ -208,16 +202,15 @@ absl::StatusOr<ClassModel> BuildClass(const proto::WorkloadClass& spec, int clas
       const std::string at = field + ".chat";
       KVSIM_ASSIGN_OR_RETURN(model.count,
                              Sampler::Create(chat.turns(), at + ".turns", SampleUnit::kTokens, open_trace));
-      KVSIM_ASSIGN_OR_RETURN(model.input, Sampler::Create(chat.input_tokens(), at + ".input_tokens",
-                                                          SampleUnit::kTokens, open_trace));
-      KVSIM_ASSIGN_OR_RETURN(model.output, Sampler::Create(chat.output_tokens(), at + ".output_tokens",
-                                                           SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(
+          model.input, Sampler::Create(chat.input_tokens(), at + ".input_tokens", SampleUnit::kTokens, open_trace));
+      KVSIM_ASSIGN_OR_RETURN(
+          model.output, Sampler::Create(chat.output_tokens(), at + ".output_tokens", SampleUnit::kTokens, open_trace));
       KVSIM_ASSIGN_OR_RETURN(model.think_s,
-                             Sampler::CreateOptional(chat.has_think_time_s(), chat.think_time_s(),
-                                                     at + ".think_time_s", SampleUnit::kSeconds, open_trace));
+                             Sampler::CreateOptional(chat.has_think_time_s(), chat.think_time_s(), at + ".think_time_s",
+                                                     SampleUnit::kSeconds, open_trace));
       if (chat.max_context_tokens() < 0) {
-        return Invalid(at + ".max_context_tokens",
-                       absl::StrCat("must be >= 0, got ", chat.max_context_tokens()));
+        return Invalid(at + ".max_context_tokens", absl::StrCat("must be >= 0, got ", chat.max_context_tokens()));
       }
       model.max_context_tokens = chat.max_context_tokens();
       break;
@@ -324,8 +317,7 @@ void WorkloadGenerator::Impl::StartSession(int64_t arrival_ns) {
   session->last_request_id = -1;
   session->next.Clear();
   session->chain.Clear();
-  if (model.prompt_popularity &&
-      (model.prompt_probability >= 1 || SampleUniform01(rng) < model.prompt_probability)) {
+  if (model.prompt_popularity && (model.prompt_probability >= 1 || SampleUniform01(rng) < model.prompt_probability)) {
     const int64_t k = model.prompt_popularity->Sample(rng);
     session->chain.Append(MixBits(model.prompt_salt ^ static_cast<uint64_t>(k)), model.prompt_tokens[k]);
   }
@@ -427,8 +419,8 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
                                                                              const TraceOpener& open_trace) {
   auto impl = std::make_unique<Impl>();
   if (spec.block_tokens() < 0) {
-    return Invalid("block_tokens", absl::StrCat("must be >= 0 (0 = ", kDefaultGeneratedBlockTokens, "), got ",
-                                                spec.block_tokens()));
+    return Invalid("block_tokens",
+                   absl::StrCat("must be >= 0 (0 = ", kDefaultGeneratedBlockTokens, "), got ", spec.block_tokens()));
   }
   if (spec.block_tokens() > 0) impl->block_tokens = spec.block_tokens();
   if (spec.num_requests() < 0 || spec.num_requests() > kMaxGeneratedRequests) {
@@ -447,8 +439,7 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
   if (spec.classes().empty()) return Invalid("classes", "needs at least one workload class");
   std::vector<double> weights;
   for (int i = 0; i < spec.classes_size(); ++i) {
-    KVSIM_RETURN_IF_ERROR(
-        CheckFiniteNonNegative(spec.classes(i).weight(), absl::StrCat("classes[", i, "].weight")));
+    KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.classes(i).weight(), absl::StrCat("classes[", i, "].weight")));
     weights.push_back(spec.classes(i).weight() == 0 ? 1 : spec.classes(i).weight());
     KVSIM_ASSIGN_OR_RETURN(ClassModel model, BuildClass(spec.classes(i), i, seed, open_trace));
     impl->classes.push_back(std::move(model));
@@ -478,8 +469,7 @@ const TraceInfo& WorkloadGenerator::info() const { return impl_->info; }
 int64_t WorkloadGenerator::open_sessions() const { return impl_->open_sessions; }
 
 absl::Status GenerateWorkload(const proto::WorkloadSpec& spec, uint64_t seed,
-                              const std::function<absl::Status(const Request&)>& sink,
-                              const TraceOpener& open_trace) {
+                              const std::function<absl::Status(const Request&)>& sink, const TraceOpener& open_trace) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<WorkloadGenerator> generator,
                          WorkloadGenerator::Create(spec, seed, open_trace));
   Request request;

@@ -66,8 +66,7 @@ class WorkloadGenerator final : public TraceReader {
   // Validates `spec` and prepares generation. Errors: InvalidArgument naming the field
   // ("classes[1].chat.think_time_s.lognormal.sigma: must be ..."), or the error of a trace the spec
   // names (opened with `open_trace`, which may be empty when the spec names none).
-  static absl::StatusOr<std::unique_ptr<WorkloadGenerator>> Create(const proto::WorkloadSpec& spec,
-                                                                   uint64_t seed,
+  static absl::StatusOr<std::unique_ptr<WorkloadGenerator>> Create(const proto::WorkloadSpec& spec, uint64_t seed,
                                                                    const TraceOpener& open_trace);
   ~WorkloadGenerator() override;
 

@@ -33,8 +33,7 @@ TraceOpener TimesOpener(std::vector<int64_t> times) {
   };
 }
 
-std::vector<Request> Generate(const proto::WorkloadSpec& spec, uint64_t seed,
-                              const TraceOpener& open = nullptr) {
+std::vector<Request> Generate(const proto::WorkloadSpec& spec, uint64_t seed, const TraceOpener& open = nullptr) {
   std::vector<Request> out;
   const absl::Status status = GenerateWorkload(
       spec, seed,
@@ -416,9 +415,8 @@ TEST(WorkloadGeneratorTest, SinkErrorStopsGeneration) {
     arrivals { poisson {} rate_per_s: 10 }
     classes { single_turn { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } })");
   int calls = 0;
-  const absl::Status status = GenerateWorkload(spec, 1, [&](const Request&) {
-    return ++calls == 3 ? absl::DataLossError("disk full") : absl::OkStatus();
-  });
+  const absl::Status status = GenerateWorkload(
+      spec, 1, [&](const Request&) { return ++calls == 3 ? absl::DataLossError("disk full") : absl::OkStatus(); });
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(calls, 3);
 }
@@ -452,8 +450,7 @@ TEST(WorkloadGeneratorTest, APromptHasAtLeastOneToken) {
 
 TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
   const std::string arrivals = "num_requests: 10 arrivals { poisson {} rate_per_s: 1 } ";
-  const std::string single =
-      "single_turn { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } }";
+  const std::string single = "single_turn { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } }";
   ExpectInvalid("num_requests: 10 classes { " + single + " }", "arrivals: required");
   ExpectInvalid(arrivals, "classes: needs at least one");
   ExpectInvalid(arrivals + "classes { name: \"x\" }", "classes[0]: no session kind set");
@@ -464,13 +461,11 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
                 "num_requests: must be in [0, 100000000]");
   ExpectInvalid(arrivals + "duration_s: -1 classes { " + single + " }", "duration_s");
   ExpectInvalid(arrivals + "decode_s_per_token: -0.1 classes { " + single + " }", "decode_s_per_token");
-  ExpectInvalid(arrivals + "classes { " + single + " } classes { weight: -1 " + single + " }",
-                "classes[1].weight");
+  ExpectInvalid(arrivals + "classes { " + single + " } classes { weight: -1 " + single + " }", "classes[1].weight");
   ExpectInvalid(arrivals + "classes { single_turn { input_tokens { fixed { value: 1 } } } }",
                 "classes[0].single_turn.output_tokens: no distribution set");
   ExpectInvalid(
-      arrivals +
-          "classes { chat { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } }",
+      arrivals + "classes { chat { input_tokens { fixed { value: 1 } } output_tokens { fixed { value: 1 } } } }",
       "classes[0].chat.turns: no distribution set");
   ExpectInvalid(arrivals + "classes { " + single +
                     " } classes { chat { turns { fixed { value: 2 } } "
@@ -491,9 +486,9 @@ TEST(WorkloadGeneratorTest, InvalidSpecsNameTheField) {
                 "classes[0].system_prompts.prompt_tokens[0]");
   ExpectInvalid(arrivals + "classes { system_prompts { num_prompts: 2 } " + single + " }",
                 "classes[0].system_prompts.prompt_tokens_distribution: no distribution set");
-  ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens_distribution { fixed { value: 9 } } } " +
-                    single + " }",
-                "classes[0].system_prompts.num_prompts: must be > 0");
+  ExpectInvalid(
+      arrivals + "classes { system_prompts { prompt_tokens_distribution { fixed { value: 9 } } } " + single + " }",
+      "classes[0].system_prompts.num_prompts: must be > 0");
   ExpectInvalid(arrivals + "classes { system_prompts { prompt_tokens: 5 probability: 1.5 } " + single + " }",
                 "classes[0].system_prompts.probability");
   ExpectInvalid("num_requests: 10 arrivals { gamma { cv: -1 } rate_per_s: 1 } classes { " + single + " }",

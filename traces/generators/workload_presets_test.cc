@@ -17,8 +17,7 @@ TEST_P(WorkloadPresetTest, LoadsAndGeneratesInArrivalOrder) {
   const absl::Status parsed = ParseTextProtoFile(path, &spec);
   ASSERT_TRUE(parsed.ok()) << parsed;
   EXPECT_EQ(spec.name(), GetParam());
-  absl::StatusOr<std::unique_ptr<WorkloadGenerator>> gen =
-      WorkloadGenerator::Create(spec, spec.seed(), nullptr);
+  absl::StatusOr<std::unique_ptr<WorkloadGenerator>> gen = WorkloadGenerator::Create(spec, spec.seed(), nullptr);
   ASSERT_TRUE(gen.ok()) << gen.status();
   // The first 5,000 requests (the whole trace would make the test slow).
   Request r;

@@ -25,8 +25,7 @@ class AzureSource final : public CsvSource {
     if (!ParseDateTimeNs(fields[timestamp_], &request->arrival_ns)) {
       return CsvFieldError("TIMESTAMP", "a time 'YYYY-MM-DD HH:MM:SS.fffffff'", fields[timestamp_]);
     }
-    KVSIM_RETURN_IF_ERROR(
-        CsvInt(fields[context_], "ContextTokens", 0, kMaxTraceTokens, &request->input_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(fields[context_], "ContextTokens", 0, kMaxTraceTokens, &request->input_tokens));
     return CsvInt(fields[generated_], "GeneratedTokens", 0, kMaxTraceTokens, &request->output_tokens);
   }
 
@@ -39,8 +38,7 @@ class AzureSource final : public CsvSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenAzureTrace(const std::string& path,
-                                                            const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenAzureTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<AzureSource> source, AzureSource::Create(std::move(csv)));
   return MakeImportReader(std::move(source), TraceInfo{path, "azure", 0}, options);
@@ -50,12 +48,13 @@ bool LooksLikeAzure(absl::string_view head) {
   return HasColumns(CsvHeaderFields(head), {"TIMESTAMP", "ContextTokens", "GeneratedTokens"});
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(azure, {
-    .name = "azure",
-    .description = "Azure LLM inference CSV (2023, 2024): TIMESTAMP, ContextTokens, GeneratedTokens",
-    .detect_order = 50,
-    .detect = LooksLikeAzure,
-    .open = OpenAzureTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    azure, {
+               .name = "azure",
+               .description = "Azure LLM inference CSV (2023, 2024): TIMESTAMP, ContextTokens, GeneratedTokens",
+               .detect_order = 50,
+               .detect = LooksLikeAzure,
+               .open = OpenAzureTrace,
+           });
 
 }  // namespace kvsim

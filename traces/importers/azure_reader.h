@@ -21,8 +21,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenAzureTrace(const std::string& path,
-                                                            const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenAzureTrace(const std::string& path, const TraceOptions& options);
 
 bool LooksLikeAzure(absl::string_view head);
 

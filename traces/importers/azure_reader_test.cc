@@ -37,11 +37,11 @@ TEST(AzureReaderTest, ReadsTheBundledTraceCompletely) {
 
 TEST(AzureReaderTest, HandWrittenFileWithQuotesExtraColumnsAndZones) {
   // The 2024 release style: zone suffix; columns in another order, one extra, a quoted field.
-  const std::string path = WriteTempFile(
-      "azure2024.csv",
-      "ContextTokens,\"TIMESTAMP\",GeneratedTokens,Note\n"
-      "100,2024-05-10 00:00:01.5000000+00:00,7,\"a, b\"\n"
-      "\"200\",2024-05-10 01:00:00.0000000+01:00,0,\n");  // 01:00+01:00 = 00:00 UTC, 1.5 s earlier
+  const std::string path =
+      WriteTempFile("azure2024.csv",
+                    "ContextTokens,\"TIMESTAMP\",GeneratedTokens,Note\n"
+                    "100,2024-05-10 00:00:01.5000000+00:00,7,\"a, b\"\n"
+                    "\"200\",2024-05-10 01:00:00.0000000+01:00,0,\n");  // 01:00+01:00 = 00:00 UTC, 1.5 s earlier
   auto requests = ReadAzure(path);
   ASSERT_TRUE(requests.ok()) << requests.status();
   ASSERT_EQ(requests->size(), 2u);
@@ -60,7 +60,8 @@ TEST(AzureReaderTest, BadRowsNameFileLineAndColumn) {
   struct Case {
     std::string name, contents, expected;
   } cases[] = {
-      {"neg.csv", header + ok + "2023-11-16 18:17:04.0,-1,10\n", "neg.csv:3: ContextTokens: expected an integer in [0, "},
+      {"neg.csv", header + ok + "2023-11-16 18:17:04.0,-1,10\n",
+       "neg.csv:3: ContextTokens: expected an integer in [0, "},
       {"word.csv", header + ok + "2023-11-16 18:17:04.0,12,ten\n", "word.csv:3: GeneratedTokens: expected an integer"},
       {"time.csv", header + "18:17:04,12,10\n", "time.csv:2: TIMESTAMP: expected a time"},
       {"short.csv", header + ok + "2023-11-16 18:17:04.0,12\n", "short.csv:3: expected 3 comma-separated fields"},

@@ -25,10 +25,14 @@ absl::Status ParseType(simdjson::dom::element value, proto::RequestType* type,
   if (value.get_string().get(name) != simdjson::SUCCESS) {
     return JsonFieldError("type", "a string such as \"text\", \"image\", \"file\" or \"search\"", value);
   }
-  if (name == "text") *type = proto::REQUEST_TYPE_TEXT;
-  else if (name == "image") *type = proto::REQUEST_TYPE_IMAGE;
-  else if (name == "file") *type = proto::REQUEST_TYPE_FILE;
-  else if (name == "search") *type = proto::REQUEST_TYPE_SEARCH;
+  if (name == "text")
+    *type = proto::REQUEST_TYPE_TEXT;
+  else if (name == "image")
+    *type = proto::REQUEST_TYPE_IMAGE;
+  else if (name == "file")
+    *type = proto::REQUEST_TYPE_FILE;
+  else if (name == "search")
+    *type = proto::REQUEST_TYPE_SEARCH;
   else {
     *type = proto::REQUEST_TYPE_OTHER;
     ++(*others)[std::string(name)];
@@ -44,8 +48,8 @@ class BailianSource final : public JsonlSource {
   std::vector<std::string> warnings() const override {
     std::vector<std::string> out;
     if (orphans_ > 0) {
-      out.push_back(absl::StrCat(path(), ": ", orphans_,
-                                 " chats name a parent_chat_id not seen earlier; each starts a session"));
+      out.push_back(
+          absl::StrCat(path(), ": ", orphans_, " chats name a parent_chat_id not seen earlier; each starts a session"));
     }
     if (!other_types_.empty()) {
       int64_t total = 0;
@@ -103,9 +107,9 @@ class BailianSource final : public JsonlSource {
     if (!has_hashes) return JsonMissingField("hash_ids", "ids of the prompt's 16-token blocks");
     const int64_t expected = NumBlocks(r->input_tokens, kBailianBlockTokens);
     if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "hash_ids: expected ceil(input_length / 16) = ", expected, " ids for input_length ",
-          r->input_tokens, ", got ", r->block_hashes.size()));
+      return absl::InvalidArgumentError(absl::StrCat("hash_ids: expected ceil(input_length / 16) = ", expected,
+                                                     " ids for input_length ", r->input_tokens, ", got ",
+                                                     r->block_hashes.size()));
     }
     int64_t session = chat;
     if (parent >= 0) {
@@ -138,8 +142,7 @@ class BailianSource final : public JsonlSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenBailianTrace(const std::string& path,
-                                                              const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenBailianTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
   return MakeImportReader(std::make_unique<BailianSource>(std::move(lines)),
                           TraceInfo{path, "bailian", kBailianBlockTokens}, options);
@@ -147,16 +150,16 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenBailianTrace(const std::string&
 
 bool LooksLikeBailian(absl::string_view head) {
   const absl::string_view line = FirstNonBlankLine(head);
-  return absl::StartsWith(line, "{") && HasJsonKey(line, "chat_id") &&
-         HasJsonKey(line, "parent_chat_id");
+  return absl::StartsWith(line, "{") && HasJsonKey(line, "chat_id") && HasJsonKey(line, "parent_chat_id");
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(bailian, {
-    .name = "bailian",
-    .description = "Qwen-Bailian JSONL: chat_id, parent_chat_id, timestamp (s), hash_ids (16-token)",
-    .detect_order = 15,
-    .detect = LooksLikeBailian,
-    .open = OpenBailianTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    bailian, {
+                 .name = "bailian",
+                 .description = "Qwen-Bailian JSONL: chat_id, parent_chat_id, timestamp (s), hash_ids (16-token)",
+                 .detect_order = 15,
+                 .detect = LooksLikeBailian,
+                 .open = OpenBailianTrace,
+             });
 
 }  // namespace kvsim

@@ -33,8 +33,7 @@ namespace kvsim {
 
 inline constexpr int32_t kBailianBlockTokens = 16;
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenBailianTrace(const std::string& path,
-                                                              const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenBailianTrace(const std::string& path, const TraceOptions& options);
 
 bool LooksLikeBailian(absl::string_view head);
 

@@ -11,13 +11,18 @@ namespace {
 
 TEST(BailianReaderTest, HandWrittenConversationGetsSessionsParentsAndTypes) {
   // Conversation 10 -> 11 -> 13, and 12 on its own; 14's parent 99 never appears.
-  const std::string path = WriteTempFile(
-      "bailian.jsonl",
-      "{\"chat_id\": 10, \"parent_chat_id\": -1, \"timestamp\": 1.5, \"input_length\": 17, \"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [100, 101]}\n"
-      "{\"chat_id\": 12, \"parent_chat_id\": -1, \"timestamp\": 1.75, \"input_length\": 16, \"output_length\": 1, \"type\": \"image\", \"turn\": 1, \"hash_ids\": [200]}\n"
-      "{\"chat_id\": 11, \"parent_chat_id\": 10, \"timestamp\": 2.0, \"input_length\": 33, \"output_length\": 4, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [100, 101, 102]}\n"
-      "{\"chat_id\": 13, \"parent_chat_id\": 11, \"timestamp\": 2.5, \"input_length\": 0, \"output_length\": 4, \"type\": \"search\", \"turn\": 3, \"hash_ids\": []}\n"
-      "{\"chat_id\": 14, \"parent_chat_id\": 99, \"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"type\": \"file\", \"turn\": 2, \"hash_ids\": [7]}\n");
+  const std::string path =
+      WriteTempFile("bailian.jsonl",
+                    "{\"chat_id\": 10, \"parent_chat_id\": -1, \"timestamp\": 1.5, \"input_length\": 17, "
+                    "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [100, 101]}\n"
+                    "{\"chat_id\": 12, \"parent_chat_id\": -1, \"timestamp\": 1.75, \"input_length\": 16, "
+                    "\"output_length\": 1, \"type\": \"image\", \"turn\": 1, \"hash_ids\": [200]}\n"
+                    "{\"chat_id\": 11, \"parent_chat_id\": 10, \"timestamp\": 2.0, \"input_length\": 33, "
+                    "\"output_length\": 4, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [100, 101, 102]}\n"
+                    "{\"chat_id\": 13, \"parent_chat_id\": 11, \"timestamp\": 2.5, \"input_length\": 0, "
+                    "\"output_length\": 4, \"type\": \"search\", \"turn\": 3, \"hash_ids\": []}\n"
+                    "{\"chat_id\": 14, \"parent_chat_id\": 99, \"timestamp\": 3, \"input_length\": 1, "
+                    "\"output_length\": 1, \"type\": \"file\", \"turn\": 2, \"hash_ids\": [7]}\n");
   auto reader = OpenBailianTrace(path, {});
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto requests = ReadAll(**reader);
@@ -30,7 +35,7 @@ TEST(BailianReaderTest, HandWrittenConversationGetsSessionsParentsAndTypes) {
     proto::RequestType type;
   } want[] = {
       {10, 0, 10, -1, 1, proto::REQUEST_TYPE_TEXT},
-      {12, 250'000'000, 12, -1, 1, proto::REQUEST_TYPE_IMAGE},   // 1.75 - 1.5 s
+      {12, 250'000'000, 12, -1, 1, proto::REQUEST_TYPE_IMAGE},  // 1.75 - 1.5 s
       {11, 500'000'000, 10, 10, 2, proto::REQUEST_TYPE_TEXT},
       {13, 1'000'000'000, 10, 11, 3, proto::REQUEST_TYPE_SEARCH},  // session via 11 -> 10
       {14, 1'500'000'000, 99, 99, 2, proto::REQUEST_TYPE_FILE},    // orphan: session keyed by parent
@@ -53,10 +58,14 @@ TEST(BailianReaderTest, HandWrittenConversationGetsSessionsParentsAndTypes) {
 // Types the format does not document (newer traces) are kept as REQUEST_TYPE_OTHER and counted by name.
 TEST(BailianReaderTest, UnknownTypesAreKeptAndCounted) {
   const std::string contents =
-      "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 9, \"type\": \"thinking\", \"hash_ids\": [5]}\n"
-      "{\"chat_id\": 2, \"parent_chat_id\": -1, \"timestamp\": 1, \"input_length\": 1, \"output_length\": 9, \"type\": \"text\", \"hash_ids\": [6]}\n"
-      "{\"chat_id\": 3, \"parent_chat_id\": 1, \"timestamp\": 2, \"input_length\": 1, \"output_length\": 9, \"type\": \"thinking\", \"hash_ids\": [5]}\n"
-      "{\"chat_id\": 4, \"parent_chat_id\": -1, \"timestamp\": 3, \"input_length\": 1, \"output_length\": 9, \"type\": \"code\", \"hash_ids\": [7]}\n";
+      "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 9, \"type\": "
+      "\"thinking\", \"hash_ids\": [5]}\n"
+      "{\"chat_id\": 2, \"parent_chat_id\": -1, \"timestamp\": 1, \"input_length\": 1, \"output_length\": 9, \"type\": "
+      "\"text\", \"hash_ids\": [6]}\n"
+      "{\"chat_id\": 3, \"parent_chat_id\": 1, \"timestamp\": 2, \"input_length\": 1, \"output_length\": 9, \"type\": "
+      "\"thinking\", \"hash_ids\": [5]}\n"
+      "{\"chat_id\": 4, \"parent_chat_id\": -1, \"timestamp\": 3, \"input_length\": 1, \"output_length\": 9, \"type\": "
+      "\"code\", \"hash_ids\": [7]}\n";
   auto reader = OpenBailianTrace(WriteTempFile("types.jsonl", contents), {});
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto requests = ReadAll(**reader);
@@ -73,18 +82,28 @@ TEST(BailianReaderTest, UnknownTypesAreKeptAndCounted) {
 }
 
 TEST(BailianReaderTest, BadRecordsNameLineAndField) {
-  const std::string ok = "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\n";
+  const std::string ok =
+      "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, "
+      "\"hash_ids\": [5]}\n";
   struct Case {
     std::string name, contents, expected;
   } cases[] = {
       {"dup.jsonl", ok + ok, "dup.jsonl:2: chat_id: expected a chat_id not used before, got 1 again"},
-      {"type.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"type\": 3, \"hash_ids\": [5]}\n",
+      {"type.jsonl",
+       "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, "
+       "\"type\": 3, \"hash_ids\": [5]}\n",
        "type.jsonl:1: type: expected a string such as \"text\""},
-      {"len.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [5]}\n",
+      {"len.jsonl",
+       "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 17, \"output_length\": 1, "
+       "\"hash_ids\": [5]}\n",
        "len.jsonl:1: hash_ids: expected ceil(input_length / 16) = 2 ids for input_length 17, got 1"},
-      {"parent.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -2, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\n",
+      {"parent.jsonl",
+       "{\"chat_id\": 1, \"parent_chat_id\": -2, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, "
+       "\"hash_ids\": [5]}\n",
        "parent.jsonl:1: parent_chat_id: expected an integer in [-1, "},
-      {"time.jsonl", "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": \"0\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\n",
+      {"time.jsonl",
+       "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": \"0\", \"input_length\": 1, \"output_length\": 1, "
+       "\"hash_ids\": [5]}\n",
        "time.jsonl:1: timestamp: expected a number, got \"0\""},
   };
   for (const Case& c : cases) {

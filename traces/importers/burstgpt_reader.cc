@@ -38,8 +38,7 @@ class BurstGptSource final : public CsvSource {
 
   std::vector<std::string> warnings() const override {
     if (num_failed_ == 0) return {};
-    return {absl::StrCat(path(), ": ", num_failed_,
-                         " rows with 0 response tokens kept and marked failed")};
+    return {absl::StrCat(path(), ": ", num_failed_, " rows with 0 response tokens kept and marked failed")};
   }
 
  protected:
@@ -90,8 +89,7 @@ class BurstGptSource final : public CsvSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenBurstGptTrace(const std::string& path,
-                                                               const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenBurstGptTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BurstGptSource> source, BurstGptSource::Create(std::move(csv)));
   return MakeImportReader(std::move(source), TraceInfo{path, "burstgpt", 0}, options);
@@ -101,12 +99,13 @@ bool LooksLikeBurstGpt(absl::string_view head) {
   return HasColumns(CsvHeaderFields(head), {"Timestamp", "Request tokens", "Response tokens"});
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(burstgpt, {
-    .name = "burstgpt",
-    .description = "BurstGPT CSV: Timestamp (s), Model, Request/Response tokens, Log Type, Session ID",
-    .detect_order = 55,
-    .detect = LooksLikeBurstGpt,
-    .open = OpenBurstGptTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    burstgpt, {
+                  .name = "burstgpt",
+                  .description = "BurstGPT CSV: Timestamp (s), Model, Request/Response tokens, Log Type, Session ID",
+                  .detect_order = 55,
+                  .detect = LooksLikeBurstGpt,
+                  .open = OpenBurstGptTrace,
+              });
 
 }  // namespace kvsim

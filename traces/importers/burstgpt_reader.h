@@ -28,8 +28,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenBurstGptTrace(const std::string& path,
-                                                               const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenBurstGptTrace(const std::string& path, const TraceOptions& options);
 
 bool LooksLikeBurstGpt(absl::string_view head);
 

@@ -10,13 +10,13 @@ namespace kvsim {
 namespace {
 
 TEST(BurstGptReaderTest, HandWrittenRowsWithSessionsFailuresAndQuotes) {
-  const std::string path = WriteTempFile(
-      "burst.csv",
-      "Timestamp,Session ID,Model,Request tokens,Response tokens,Total tokens,Log Type,Elapsed time\n"
-      "5,7,ChatGPT,472,18,490,Conversation log,1.2\n"
-      "5.25,7,ChatGPT,900,0,900,Conversation log,0.3\n"
-      "6,,\"GPT-4\",12,30,42,API log,2.0\n"
-      "4.5,abc,GPT-4,1,1,2,\"API log\",0\n");
+  const std::string path =
+      WriteTempFile("burst.csv",
+                    "Timestamp,Session ID,Model,Request tokens,Response tokens,Total tokens,Log Type,Elapsed time\n"
+                    "5,7,ChatGPT,472,18,490,Conversation log,1.2\n"
+                    "5.25,7,ChatGPT,900,0,900,Conversation log,0.3\n"
+                    "6,,\"GPT-4\",12,30,42,API log,2.0\n"
+                    "4.5,abc,GPT-4,1,1,2,\"API log\",0\n");
   auto reader = OpenBurstGptTrace(path, {});
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto requests = ReadAll(**reader);
@@ -63,8 +63,10 @@ TEST(BurstGptReaderTest, BadRowsNameLineAndColumn) {
   struct Case {
     std::string name, contents, expected;
   } cases[] = {
-      {"logtype.csv", header + "1,ChatGPT,1,1,2,Chat log\n", "logtype.csv:2: Log Type: expected \"Conversation log\" or \"API log\""},
-      {"time.csv", header + "1,ChatGPT,1,1,2,API log\nx,ChatGPT,1,1,2,API log\n", "time.csv:3: Timestamp: expected a decimal number"},
+      {"logtype.csv", header + "1,ChatGPT,1,1,2,Chat log\n",
+       "logtype.csv:2: Log Type: expected \"Conversation log\" or \"API log\""},
+      {"time.csv", header + "1,ChatGPT,1,1,2,API log\nx,ChatGPT,1,1,2,API log\n",
+       "time.csv:3: Timestamp: expected a decimal number"},
       {"neg.csv", header + "1,ChatGPT,-1,1,2,API log\n", "neg.csv:2: Request tokens: expected an integer in [0, "},
       {"nomodel.csv", "Timestamp,Request tokens,Response tokens,Total tokens,Log Type\n1,1,1,2,API log\n",
        "nomodel.csv:1: expected a column 'Model'"},

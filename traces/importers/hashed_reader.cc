@@ -1,7 +1,7 @@
 #include "traces/importers/hashed_reader.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "traces/text/import_reader.h"
 #include "traces/text/jsonl_source.h"
@@ -38,8 +38,9 @@ class HashedSource final : public JsonlSource {
 
   std::vector<std::string> warnings() const override {
     if (chain_) return {};
-    return {absl::StrCat(path(), ": block ids kept as content hashes (not prefix-chained); "
-                                 "--chain_hashes turns them into prefix ids")};
+    return {absl::StrCat(path(),
+                         ": block ids kept as content hashes (not prefix-chained); "
+                         "--chain_hashes turns them into prefix ids")};
   }
 
  protected:
@@ -95,9 +96,9 @@ class HashedSource final : public JsonlSource {
     }
     const int64_t expected = NumBlocks(r->input_tokens, block_tokens_);
     if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "hash_ids: expected ceil(input_length / ", block_tokens_, ") = ", expected,
-          " ids for input_length ", r->input_tokens, ", got ", r->block_hashes.size()));
+      return absl::InvalidArgumentError(absl::StrCat("hash_ids: expected ceil(input_length / ", block_tokens_,
+                                                     ") = ", expected, " ids for input_length ", r->input_tokens,
+                                                     ", got ", r->block_hashes.size()));
     }
     if (chain_) {
       uint64_t previous = 0;
@@ -124,8 +125,7 @@ int32_t FirstBlockSize(const std::string& path, const TraceOptions& options) {
     simdjson::dom::object object;
     int64_t size = 0;
     if (parser.parse(line.data(), line.size(), false).get(object) != simdjson::SUCCESS ||
-        object["block_size"].get_int64().get(size) != simdjson::SUCCESS || size <= 0 ||
-        size > INT32_MAX) {
+        object["block_size"].get_int64().get(size) != simdjson::SUCCESS || size <= 0 || size > INT32_MAX) {
       return 0;
     }
     return static_cast<int32_t>(size);
@@ -137,8 +137,7 @@ int32_t FirstBlockSize(const std::string& path, const TraceOptions& options) {
 
 uint64_t ChainBlockHash(uint64_t previous, uint64_t content) { return Finalize64(Finalize64(previous) ^ content); }
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path,
-                                                             const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path, const TraceOptions& options) {
   if (options.block_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
   }
@@ -160,12 +159,13 @@ bool LooksLikeHashed(absl::string_view head) {
   return colon != absl::string_view::npos && value != absl::string_view::npos && line[value] == '"';
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(hashed, {
-    .name = "hashed",
-    .description = "hash-per-block JSONL: content hash per block, epoch-ns timestamps (--chain_hashes)",
-    .detect_order = 18,
-    .detect = LooksLikeHashed,
-    .open = OpenHashedTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    hashed, {
+                .name = "hashed",
+                .description = "hash-per-block JSONL: content hash per block, epoch-ns timestamps (--chain_hashes)",
+                .detect_order = 18,
+                .detect = LooksLikeHashed,
+                .open = OpenHashedTrace,
+            });
 
 }  // namespace kvsim

@@ -29,8 +29,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path,
-                                                             const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path, const TraceOptions& options);
 
 bool LooksLikeHashed(absl::string_view head);
 

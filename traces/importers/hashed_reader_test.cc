@@ -11,9 +11,12 @@ namespace {
 
 // Three requests of 4-token blocks: A = blocks (1, 2, 3), B = (1, 2, 9), C = (5, 2, 3).
 const char kTrace[] =
-    "{\"timestamp\": \"1718000000000000100\", \"input_length\": 12, \"output_length\": 1, \"block_size\": 4, \"hash_ids\": [1, 2, 3]}\n"
-    "{\"timestamp\": \"1718000000000000050\", \"input_length\": 10, \"output_length\": 2, \"block_size\": 4, \"hash_ids\": [1, \"2\", 9]}\n"
-    "{\"timestamp\": 1718000000000001000, \"input_length\": 9, \"output_length\": 3, \"block_size\": 4, \"hash_ids\": [5, 2, 3]}\n";
+    "{\"timestamp\": \"1718000000000000100\", \"input_length\": 12, \"output_length\": 1, \"block_size\": 4, "
+    "\"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": \"1718000000000000050\", \"input_length\": 10, \"output_length\": 2, \"block_size\": 4, "
+    "\"hash_ids\": [1, \"2\", 9]}\n"
+    "{\"timestamp\": 1718000000000001000, \"input_length\": 9, \"output_length\": 3, \"block_size\": 4, \"hash_ids\": "
+    "[5, 2, 3]}\n";
 
 TEST(HashedReaderTest, KeepsContentHashesByDefault) {
   auto reader = OpenHashedTrace(WriteTempFile("hashed.jsonl", kTrace), {});
@@ -91,10 +94,14 @@ TEST(HashedReaderTest, BlockSizeFromOptionsAndErrors) {
       << bad.status();
 
   const std::string bad_time = WriteTempFile(
-      "badtime.jsonl", "{\"timestamp\": \"12:00\", \"input_length\": 3, \"output_length\": 1, \"block_size\": 4, \"hash_ids\": [1]}\n");
+      "badtime.jsonl",
+      "{\"timestamp\": \"12:00\", \"input_length\": 3, \"output_length\": 1, \"block_size\": 4, \"hash_ids\": [1]}\n");
   auto time_reader = OpenHashedTrace(bad_time, {});
   ASSERT_TRUE(time_reader.ok());
-  EXPECT_NE(ReadAll(**time_reader).status().message().find("badtime.jsonl:1: timestamp: expected an integer or a string of one"),
+  EXPECT_NE(ReadAll(**time_reader)
+                .status()
+                .message()
+                .find("badtime.jsonl:1: timestamp: expected an integer or a string of one"),
             absl::string_view::npos);
 }
 

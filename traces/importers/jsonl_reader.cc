@@ -164,7 +164,8 @@ absl::StatusOr<int32_t> ReadHeader(const std::string& path) {
   do {
     if (!lines->Next(&line)) {
       KVSIM_RETURN_IF_ERROR(lines->status());
-      return absl::InvalidArgumentError(absl::StrCat(path, ":1: expected the header line {\"kvsim_trace\": 1, ...}, found an empty file"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":1: expected the header line {\"kvsim_trace\": 1, ...}, found an empty file"));
     }
   } while (absl::StripAsciiWhitespace(line).empty());
   const std::string where = absl::StrCat(path, ":", lines->line_number(), ": ");
@@ -188,8 +189,7 @@ absl::StatusOr<int32_t> ReadHeader(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenJsonlTrace(const std::string& path,
-                                                            const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenJsonlTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(int32_t block_tokens, ReadHeader(path));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
   auto source = std::make_unique<KvsimJsonlSource>(std::move(lines), block_tokens);
@@ -201,12 +201,13 @@ bool LooksLikeKvsimJsonl(absl::string_view head) {
   return absl::StartsWith(line, "{") && HasJsonKey(line, "kvsim_trace");
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(jsonl, {
-    .name = "jsonl",
-    .description = "kvsim JSONL export: a {\"kvsim_trace\": 1} header line, then every Request field",
-    .detect_order = 10,
-    .detect = LooksLikeKvsimJsonl,
-    .open = OpenJsonlTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    jsonl, {
+               .name = "jsonl",
+               .description = "kvsim JSONL export: a {\"kvsim_trace\": 1} header line, then every Request field",
+               .detect_order = 10,
+               .detect = LooksLikeKvsimJsonl,
+               .open = OpenJsonlTrace,
+           });
 
 }  // namespace kvsim

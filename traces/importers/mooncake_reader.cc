@@ -29,8 +29,7 @@ class MooncakeSource final : public JsonlSource {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &request->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
-        KVSIM_RETURN_IF_ERROR(
-            JsonInt(value, "output_length", 0, kMaxTraceTokens, &request->output_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &request->output_tokens));
         has_output = true;
       } else if (key == "hash_ids") {
         KVSIM_RETURN_IF_ERROR(JsonIdArray(value, "hash_ids", &request->block_hashes));
@@ -43,9 +42,9 @@ class MooncakeSource final : public JsonlSource {
     if (!has_hashes) return JsonMissingField("hash_ids", "ids of the prompt's 512-token blocks");
     const int64_t expected = NumBlocks(request->input_tokens, kMooncakeBlockTokens);
     if (static_cast<int64_t>(request->block_hashes.size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "hash_ids: expected ceil(input_length / 512) = ", expected, " ids for input_length ",
-          request->input_tokens, ", got ", request->block_hashes.size()));
+      return absl::InvalidArgumentError(absl::StrCat("hash_ids: expected ceil(input_length / 512) = ", expected,
+                                                     " ids for input_length ", request->input_tokens, ", got ",
+                                                     request->block_hashes.size()));
     }
     request->block_tokens = kMooncakeBlockTokens;
     request->arrival_ns = timestamp_ms * 1'000'000;
@@ -55,25 +54,25 @@ class MooncakeSource final : public JsonlSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenMooncakeTrace(const std::string& path,
-                                                               const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenMooncakeTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
-  return MakeImportReader(std::make_unique<MooncakeSource>(std::move(lines)), TraceInfo{path, "mooncake", kMooncakeBlockTokens}, options);
+  return MakeImportReader(std::make_unique<MooncakeSource>(std::move(lines)),
+                          TraceInfo{path, "mooncake", kMooncakeBlockTokens}, options);
 }
 
 bool LooksLikeMooncake(absl::string_view head) {
   const absl::string_view line = FirstNonBlankLine(head);
-  return absl::StartsWith(line, "{") && HasJsonKey(line, "timestamp") &&
-         HasJsonKey(line, "input_length") && HasJsonKey(line, "output_length") &&
-         HasJsonKey(line, "hash_ids") && !HasJsonKey(line, "chat_id");
+  return absl::StartsWith(line, "{") && HasJsonKey(line, "timestamp") && HasJsonKey(line, "input_length") &&
+         HasJsonKey(line, "output_length") && HasJsonKey(line, "hash_ids") && !HasJsonKey(line, "chat_id");
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(mooncake, {
-    .name = "mooncake",
-    .description = "Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token)",
-    .detect_order = 20,
-    .detect = LooksLikeMooncake,
-    .open = OpenMooncakeTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(
+    mooncake, {
+                  .name = "mooncake",
+                  .description = "Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token)",
+                  .detect_order = 20,
+                  .detect = LooksLikeMooncake,
+                  .open = OpenMooncakeTrace,
+              });
 
 }  // namespace kvsim

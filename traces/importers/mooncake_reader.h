@@ -25,8 +25,7 @@ namespace kvsim {
 
 inline constexpr int32_t kMooncakeBlockTokens = 512;
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenMooncakeTrace(const std::string& path,
-                                                               const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenMooncakeTrace(const std::string& path, const TraceOptions& options);
 
 // True if `head` (a file's beginning) looks like a Mooncake trace.
 bool LooksLikeMooncake(absl::string_view head);

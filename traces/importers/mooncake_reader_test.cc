@@ -20,8 +20,7 @@ void ExpectError(const std::string& name, const std::string& contents, const std
   const std::string path = WriteTempFile(name, contents);
   auto requests = ReadMooncake(path);
   EXPECT_EQ(requests.status().code(), absl::StatusCode::kInvalidArgument) << name;
-  EXPECT_NE(requests.status().message().find(expected), absl::string_view::npos)
-      << name << ": " << requests.status();
+  EXPECT_NE(requests.status().message().find(expected), absl::string_view::npos) << name << ": " << requests.status();
 }
 
 TEST(MooncakeReaderTest, ReadsTheBundledTraceCompletely) {
@@ -91,29 +90,36 @@ TEST(MooncakeReaderTest, BadRecordsNameFileLineAndField) {
   const std::string ok = "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n";
   ExpectError("trunc.jsonl", ok + "{\"timestamp\": 5, \"input_length\": 1, \"output_len",
               "trunc.jsonl:2: expected one JSON object per line");
-  ExpectError("type.jsonl", ok + "{\"timestamp\": 5, \"input_length\": \"1\", \"output_length\": 1, \"hash_ids\": [1]}\n",
+  ExpectError("type.jsonl",
+              ok + "{\"timestamp\": 5, \"input_length\": \"1\", \"output_length\": 1, \"hash_ids\": [1]}\n",
               "type.jsonl:2: input_length: expected an integer in [0, ");
-  ExpectError("neg.jsonl", ok + ok + "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -3, \"hash_ids\": [1]}\n",
+  ExpectError("neg.jsonl",
+              ok + ok + "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -3, \"hash_ids\": [1]}\n",
               "neg.jsonl:3: output_length: expected an integer in [0, ");
   ExpectError("missing.jsonl", "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1}\n",
               "missing.jsonl:1: hash_ids: missing");
   ExpectError("float.jsonl", "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
               "float.jsonl:1: timestamp: expected an integer");
-  ExpectError("hashlen.jsonl", "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
+  ExpectError("hashlen.jsonl",
+              "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
               "hashlen.jsonl:1: hash_ids: expected ceil(input_length / 512) = 3 ids for input_length 1025, got 2");
-  ExpectError("hashtype.jsonl", "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, \"a\"]}\n",
+  ExpectError("hashtype.jsonl",
+              "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, \"a\"]}\n",
               "hashtype.jsonl:1: hash_ids[1]: expected an integer id, got \"a\"");
   ExpectError("array.jsonl", "[1, 2]\n", "array.jsonl:1: expected one JSON object per line, got [1,2]");
-  ExpectError("trailing.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]} x\n",
+  ExpectError("trailing.jsonl",
+              ok + "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]} x\n",
               "trailing.jsonl:2: expected one JSON object per line");
   ExpectError("empty.jsonl", "\n  \n", "empty.jsonl: expected at least one record");
   ExpectError("csv.jsonl", "TIMESTAMP,ContextTokens,GeneratedTokens\n", "csv.jsonl:1: expected one JSON object");
 }
 
 TEST(MooncakeReaderTest, DetectsMooncakeButNotBailianOrCsv) {
-  EXPECT_TRUE(LooksLikeMooncake("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n{\"tim"));
+  EXPECT_TRUE(
+      LooksLikeMooncake("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n{\"tim"));
   EXPECT_TRUE(LooksLikeMooncake("\n{\"hash_ids\":[1],\"output_length\":1,\"input_length\":1,\"timestamp\":0}"));
-  EXPECT_FALSE(LooksLikeMooncake("{\"chat_id\": 1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}"));
+  EXPECT_FALSE(LooksLikeMooncake(
+      "{\"chat_id\": 1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}"));
   EXPECT_FALSE(LooksLikeMooncake("TIMESTAMP,ContextTokens,GeneratedTokens\n"));
   EXPECT_FALSE(LooksLikeMooncake(""));
 }

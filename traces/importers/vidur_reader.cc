@@ -34,8 +34,7 @@ class VidurSource final : public CsvSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenVidurTrace(const std::string& path,
-                                                            const TraceOptions& options) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenVidurTrace(const std::string& path, const TraceOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<VidurSource> source, VidurSource::Create(std::move(csv)));
   return MakeImportReader(std::move(source), TraceInfo{path, "vidur", 0}, options);
@@ -45,12 +44,13 @@ bool LooksLikeVidur(absl::string_view head) {
   return HasColumns(CsvHeaderFields(head), {"arrived_at", "num_prefill_tokens", "num_decode_tokens"});
 }
 
-KVSIM_REGISTER_TRACE_FORMAT(vidur, {
-    .name = "vidur",
-    .description = "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens",
-    .detect_order = 60,
-    .detect = LooksLikeVidur,
-    .open = OpenVidurTrace,
-});
+KVSIM_REGISTER_TRACE_FORMAT(vidur,
+                            {
+                                .name = "vidur",
+                                .description = "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens",
+                                .detect_order = 60,
+                                .detect = LooksLikeVidur,
+                                .open = OpenVidurTrace,
+                            });
 
 }  // namespace kvsim

@@ -19,8 +19,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenVidurTrace(const std::string& path,
-                                                            const TraceOptions& options);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenVidurTrace(const std::string& path, const TraceOptions& options);
 
 bool LooksLikeVidur(absl::string_view head);
 

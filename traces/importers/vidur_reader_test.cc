@@ -10,12 +10,11 @@ namespace kvsim {
 namespace {
 
 TEST(VidurReaderTest, HandWrittenTrace) {
-  const std::string path = WriteTempFile(
-      "vidur.csv",
-      "arrived_at,num_prefill_tokens,num_decode_tokens,num_total_tokens\n"
-      "0.0,100,10,110\n"
-      "0.125,200,20,220\n"
-      "1.000000001,3,0,3\n");
+  const std::string path = WriteTempFile("vidur.csv",
+                                         "arrived_at,num_prefill_tokens,num_decode_tokens,num_total_tokens\n"
+                                         "0.0,100,10,110\n"
+                                         "0.125,200,20,220\n"
+                                         "1.000000001,3,0,3\n");
   auto requests = ReadAll(path, {});  // detected
   ASSERT_TRUE(requests.ok()) << requests.status();
   ASSERT_EQ(requests->size(), 3u);
@@ -35,8 +34,7 @@ TEST(VidurReaderTest, BadValueNamesLineAndColumn) {
   ASSERT_TRUE(reader.ok());
   absl::Status status = ReadAll(**reader).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("badvidur.csv:3: num_prefill_tokens: expected an integer"),
-            absl::string_view::npos)
+  EXPECT_NE(status.message().find("badvidur.csv:3: num_prefill_tokens: expected an integer"), absl::string_view::npos)
       << status;
 }
 

@@ -16,8 +16,7 @@ bool IsBlank(absl::string_view line) { return TrimSpaces(line).empty(); }
 // Unquotes the record in `raw` into `out` (fields back to back) and records each field's end offset in
 // `bounds`. Returns "" on success, else what is wrong; `*incomplete` is set when a quote is still open at
 // the end of `raw` (the record continues on the next line).
-std::string Unquote(absl::string_view raw, std::string* out, std::vector<size_t>* bounds,
-                    bool* incomplete) {
+std::string Unquote(absl::string_view raw, std::string* out, std::vector<size_t>* bounds, bool* incomplete) {
   out->clear();
   bounds->clear();
   *incomplete = false;
@@ -46,8 +45,7 @@ std::string Unquote(absl::string_view raw, std::string* out, std::vector<size_t>
       }
       while (i < raw.size() && raw[i] == ' ') ++i;
       if (i < raw.size() && raw[i] != ',') {
-        return absl::StrCat("expected ',' or end of line after a closing quote, found '",
-                            raw.substr(i, 1), "'");
+        return absl::StrCat("expected ',' or end of line after a closing quote, found '", raw.substr(i, 1), "'");
       }
     } else {
       while (i < raw.size() && raw[i] != ',') out->push_back(raw[i++]);
@@ -60,16 +58,14 @@ std::string Unquote(absl::string_view raw, std::string* out, std::vector<size_t>
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
-                                                           size_t buffer_bytes) {
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, size_t buffer_bytes) {
   auto lines = LineReader::Open(path, buffer_bytes);
   if (!lines.ok()) return lines.status();
   std::unique_ptr<CsvReader> csv(new CsvReader(std::move(lines).value()));
   if (!csv->ReadRecord()) {
     const absl::Status& status = csv->status_;
     if (status.code() == absl::StatusCode::kInvalidArgument) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(status.message(), " (while reading the CSV header line)"));
+      return absl::InvalidArgumentError(absl::StrCat(status.message(), " (while reading the CSV header line)"));
     }
     if (!status.ok()) return status;
     return absl::InvalidArgumentError(absl::StrCat(path, ":1: expected a CSV header line, found an empty file"));
@@ -104,8 +100,9 @@ bool CsvReader::ParseQuoted(absl::string_view first_line) {
     if (!incomplete || !lines_->Next(&more)) {
       if (status_.ok()) status_ = lines_->status();
       if (status_.ok()) {
-        status_ = absl::InvalidArgumentError(absl::StrCat(lines_->path(), ":", record_line_, ": ",
-                                                          incomplete ? "quoted field opened here is never closed" : problem));
+        status_ =
+            absl::InvalidArgumentError(absl::StrCat(lines_->path(), ":", record_line_, ": ",
+                                                    incomplete ? "quoted field opened here is never closed" : problem));
       }
       return false;
     }
@@ -148,9 +145,9 @@ bool CsvReader::ReadRecord() {
 bool CsvReader::Next(std::vector<absl::string_view>* fields) {
   if (!ReadRecord()) return false;
   if (fields_.size() != header_.size()) {
-    status_ = absl::InvalidArgumentError(
-        absl::StrCat(lines_->path(), ":", record_line_, ": expected ", header_.size(),
-                     " comma-separated fields as in the header, found ", fields_.size()));
+    status_ =
+        absl::InvalidArgumentError(absl::StrCat(lines_->path(), ":", record_line_, ": expected ", header_.size(),
+                                                " comma-separated fields as in the header, found ", fields_.size()));
     return false;
   }
   *fields = fields_;

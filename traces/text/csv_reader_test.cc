@@ -22,13 +22,13 @@ Rows ReadRows(CsvReader& csv, std::vector<int64_t>* lines = nullptr) {
 }
 
 TEST(CsvReaderTest, HandlesQuotingEscapedQuotesAndFieldsSpanningLines) {
-  const std::string path = WriteTempFile(
-      "quoting.csv",
-      "\xEF\xBB\xBF" "a, b ,c\r\n"
-      "1,\"x, y\",\"say \"\"hi\"\"\"\n"
-      "\n"
-      "2,\"two\nlines\",\n"
-      "3,,\"\"\n");
+  const std::string path = WriteTempFile("quoting.csv",
+                                         "\xEF\xBB\xBF"
+                                         "a, b ,c\r\n"
+                                         "1,\"x, y\",\"say \"\"hi\"\"\"\n"
+                                         "\n"
+                                         "2,\"two\nlines\",\n"
+                                         "3,,\"\"\n");
   for (size_t buffer : {16, 1 << 20}) {
     auto csv = CsvReader::Open(path, buffer);
     ASSERT_TRUE(csv.ok()) << csv.status();
@@ -36,9 +36,7 @@ TEST(CsvReaderTest, HandlesQuotingEscapedQuotesAndFieldsSpanningLines) {
     EXPECT_EQ((*csv)->Column("b"), 1);
     EXPECT_EQ((*csv)->Column("d"), -1);
     std::vector<int64_t> lines;
-    EXPECT_EQ(ReadRows(**csv, &lines), (Rows{{"1", "x, y", "say \"hi\""},
-                                             {"2", "two\nlines", ""},
-                                             {"3", "", ""}}));
+    EXPECT_EQ(ReadRows(**csv, &lines), (Rows{{"1", "x, y", "say \"hi\""}, {"2", "two\nlines", ""}, {"3", "", ""}}));
     EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6}));  // line 3 is blank; row 2 spans lines 4-5
     EXPECT_TRUE((*csv)->status().ok()) << (*csv)->status();
   }
@@ -50,8 +48,7 @@ TEST(CsvReaderTest, WrongFieldCountNamesTheLine) {
   ASSERT_TRUE(csv.ok());
   EXPECT_EQ(ReadRows(**csv).size(), 1u);
   EXPECT_EQ((*csv)->status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE((*csv)->status().message().find("count.csv:3: expected 2"), absl::string_view::npos)
-      << (*csv)->status();
+  EXPECT_NE((*csv)->status().message().find("count.csv:3: expected 2"), absl::string_view::npos) << (*csv)->status();
 }
 
 TEST(CsvReaderTest, UnterminatedQuoteNamesTheLineWhereItOpened) {
@@ -60,8 +57,7 @@ TEST(CsvReaderTest, UnterminatedQuoteNamesTheLineWhereItOpened) {
   ASSERT_TRUE(csv.ok());
   EXPECT_EQ(ReadRows(**csv).size(), 1u);
   EXPECT_EQ((*csv)->status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE((*csv)->status().message().find("open.csv:3: quoted field"), absl::string_view::npos)
-      << (*csv)->status();
+  EXPECT_NE((*csv)->status().message().find("open.csv:3: quoted field"), absl::string_view::npos) << (*csv)->status();
 }
 
 TEST(CsvReaderTest, TextAfterAClosingQuoteIsAnError) {
@@ -70,8 +66,7 @@ TEST(CsvReaderTest, TextAfterAClosingQuoteIsAnError) {
   ASSERT_TRUE(csv.ok());
   EXPECT_TRUE(ReadRows(**csv).empty());
   EXPECT_EQ((*csv)->status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE((*csv)->status().message().find("after.csv:2: expected ','"), absl::string_view::npos)
-      << (*csv)->status();
+  EXPECT_NE((*csv)->status().message().find("after.csv:2: expected ','"), absl::string_view::npos) << (*csv)->status();
 }
 
 TEST(CsvReaderTest, EmptyFileHasNoHeader) {

@@ -23,9 +23,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "traces/request.h"
 #include "traces/text/csv_reader.h"
 #include "traces/text/import_reader.h"
-#include "traces/request.h"
 
 namespace kvsim {
 
@@ -58,12 +58,11 @@ class CsvSource : public RecordSource {
 absl::Status CsvFieldError(absl::string_view column, absl::string_view expected, absl::string_view text);
 
 // An integer in [min_value, max_value] from `text`.
-absl::Status CsvInt(absl::string_view text, absl::string_view column, int64_t min_value,
-                    int64_t max_value, int64_t* out);
+absl::Status CsvInt(absl::string_view text, absl::string_view column, int64_t min_value, int64_t max_value,
+                    int64_t* out);
 
 // A decimal number of units worth `scale_ns` ns each (1e9 for seconds), exactly, as ns.
-absl::Status CsvDecimalNs(absl::string_view text, absl::string_view column, int64_t scale_ns,
-                          int64_t* ns);
+absl::Status CsvDecimalNs(absl::string_view text, absl::string_view column, int64_t scale_ns, int64_t* ns);
 
 }  // namespace kvsim
 

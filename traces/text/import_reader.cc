@@ -49,11 +49,11 @@ bool ImportReader::Fill() {
     have_previous_ = true;
     previous_timestamp_ns_ = t;
     if (have_emitted_ && t < last_emitted_ns_) {
-      status_ = absl::InvalidArgumentError(absl::StrCat(
-          source_->position(), ": timestamp: ", t - origin_ns_,
-          " ns after the trace start is earlier than a record already replayed (",
-          last_emitted_ns_ - origin_ns_, " ns): the file is out of time order by more than the ",
-          window_, "-record reorder window; sort the file by timestamp first"));
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat(source_->position(), ": timestamp: ", t - origin_ns_,
+                       " ns after the trace start is earlier than a record already replayed (",
+                       last_emitted_ns_ - origin_ns_, " ns): the file is out of time order by more than the ", window_,
+                       "-record reorder window; sort the file by timestamp first"));
       return false;
     }
     if (!source_->has_request_ids()) request.request_id = num_read_;
@@ -84,22 +84,21 @@ bool ImportReader::Next(Request* request) {
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<TraceReader>> MakeImportReader(std::unique_ptr<RecordSource> source,
-                                                              TraceInfo info,
+absl::StatusOr<std::unique_ptr<TraceReader>> MakeImportReader(std::unique_ptr<RecordSource> source, TraceInfo info,
                                                               const TraceOptions& options) {
   if (options.reorder_window < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "reorder window: expected at least 1 record, got ", options.reorder_window));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reorder window: expected at least 1 record, got ", options.reorder_window));
   }
-  return std::unique_ptr<TraceReader>(new ImportReader(
-      std::move(source), std::move(info), static_cast<size_t>(options.reorder_window)));
+  return std::unique_ptr<TraceReader>(
+      new ImportReader(std::move(source), std::move(info), static_cast<size_t>(options.reorder_window)));
 }
 
 std::vector<std::string> ImportReader::warnings() const {
   std::vector<std::string> warnings = source_->warnings();
   if (num_out_of_order_ > 0) {
-    warnings.push_back(absl::StrCat(info_.path, ": non-monotonic timestamps re-sorted: ",
-                                    num_out_of_order_, " records earlier than their predecessor"));
+    warnings.push_back(absl::StrCat(info_.path, ": non-monotonic timestamps re-sorted: ", num_out_of_order_,
+                                    " records earlier than their predecessor"));
   }
   return warnings;
 }

@@ -69,8 +69,7 @@ class RecordSource {
 class ImportReader final : public TraceReader {
  public:
   // REQUIRES: reorder_window >= 1.
-  ImportReader(std::unique_ptr<RecordSource> source, TraceInfo info,
-               size_t reorder_window = kDefaultReorderWindow);
+  ImportReader(std::unique_ptr<RecordSource> source, TraceInfo info, size_t reorder_window = kDefaultReorderWindow);
 
   bool Next(Request* request) override;
   absl::Status status() const override { return status_; }
@@ -92,9 +91,9 @@ class ImportReader final : public TraceReader {
   std::unique_ptr<RecordSource> source_;
   TraceInfo info_;
   size_t window_;
-  std::vector<Request> slots_;       // window storage; slots swap with the caller's Request
+  std::vector<Request> slots_;  // window storage; slots swap with the caller's Request
   std::vector<size_t> free_slots_;
-  std::vector<Pending> heap_;        // min-heap on (timestamp_ns, sequence)
+  std::vector<Pending> heap_;  // min-heap on (timestamp_ns, sequence)
   bool source_done_ = false;
   uint64_t num_read_ = 0;
   bool have_previous_ = false;
@@ -107,8 +106,7 @@ class ImportReader final : public TraceReader {
 };
 
 // An ImportReader with options.reorder_window; InvalidArgument if the window is < 1.
-absl::StatusOr<std::unique_ptr<TraceReader>> MakeImportReader(std::unique_ptr<RecordSource> source,
-                                                              TraceInfo info,
+absl::StatusOr<std::unique_ptr<TraceReader>> MakeImportReader(std::unique_ptr<RecordSource> source, TraceInfo info,
                                                               const TraceOptions& options);
 
 }  // namespace kvsim

@@ -39,9 +39,7 @@ struct Out {
   uint64_t id;
   int64_t arrival_ns;
   int64_t tag;
-  bool operator==(const Out& o) const {
-    return id == o.id && arrival_ns == o.arrival_ns && tag == o.tag;
-  }
+  bool operator==(const Out& o) const { return id == o.id && arrival_ns == o.arrival_ns && tag == o.tag; }
 };
 
 std::vector<Out> Drain(ImportReader& reader) {
@@ -55,8 +53,8 @@ TEST(ImportReaderTest, SortsStablyWithinTheWindowAndCountsOutOfOrderRecords) {
   // File order: t = 50, 10, 30, 10, 20 (tags 0..4). Records earlier than their predecessor: 10 (after
   // 50), 10 (after 30) = 2. Sorted stably: 10(tag1), 10(tag3), 20(tag4), 30(tag2), 50(tag0); the origin
   // is 10, so arrivals are 0, 0, 10, 20, 40; ids are the file indices.
-  ImportReader reader(std::make_unique<FakeSource>(std::vector<std::pair<int64_t, int64_t>>{
-                          {50, 0}, {10, 1}, {30, 2}, {10, 3}, {20, 4}}),
+  ImportReader reader(std::make_unique<FakeSource>(
+                          std::vector<std::pair<int64_t, int64_t>>{{50, 0}, {10, 1}, {30, 2}, {10, 3}, {20, 4}}),
                       {"fake", "fake", 0}, /*reorder_window=*/8);
   EXPECT_EQ(Drain(reader), (std::vector<Out>{{1, 0, 1}, {3, 0, 3}, {4, 10, 4}, {2, 20, 2}, {0, 40, 0}}));
   EXPECT_TRUE(reader.status().ok()) << reader.status();
@@ -66,9 +64,9 @@ TEST(ImportReaderTest, SortsStablyWithinTheWindowAndCountsOutOfOrderRecords) {
 }
 
 TEST(ImportReaderTest, SortedInputPassesThroughWithSourceIdsKept) {
-  ImportReader reader(std::make_unique<FakeSource>(
-                          std::vector<std::pair<int64_t, int64_t>>{{-5, 0}, {-5, 1}, {7, 2}}, true),
-                      {"fake", "fake", 0}, 1);
+  ImportReader reader(
+      std::make_unique<FakeSource>(std::vector<std::pair<int64_t, int64_t>>{{-5, 0}, {-5, 1}, {7, 2}}, true),
+      {"fake", "fake", 0}, 1);
   // Origin -5: arrivals 0, 0, 12; the source's ids (1000 + index) are kept.
   EXPECT_EQ(Drain(reader), (std::vector<Out>{{1000, 0, 0}, {1001, 0, 1}, {1002, 12, 2}}));
   EXPECT_TRUE(reader.status().ok());
@@ -78,13 +76,12 @@ TEST(ImportReaderTest, SortedInputPassesThroughWithSourceIdsKept) {
 TEST(ImportReaderTest, DisplacementBeyondTheWindowIsAnErrorNamingTheRecord) {
   // Window 2: reads 30, 40, emits 30; reads 50, emits 40; reads 10 < 40 already emitted -> error at the
   // 4th record.
-  ImportReader reader(std::make_unique<FakeSource>(std::vector<std::pair<int64_t, int64_t>>{
-                          {30, 0}, {40, 1}, {50, 2}, {10, 3}}),
-                      {"fake", "fake", 0}, 2);
+  ImportReader reader(
+      std::make_unique<FakeSource>(std::vector<std::pair<int64_t, int64_t>>{{30, 0}, {40, 1}, {50, 2}, {10, 3}}),
+      {"fake", "fake", 0}, 2);
   EXPECT_EQ(Drain(reader).size(), 2u);
   EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(reader.status().message().find("fake:4: timestamp"), absl::string_view::npos)
-      << reader.status();
+  EXPECT_NE(reader.status().message().find("fake:4: timestamp"), absl::string_view::npos) << reader.status();
   EXPECT_NE(reader.status().message().find("2-record reorder window"), absl::string_view::npos);
 }
 
@@ -94,8 +91,7 @@ TEST(ImportReaderTest, EmptySourceIsAnError) {
   Request r;
   EXPECT_FALSE(reader.Next(&r));
   EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(reader.status().message().find("empty.jsonl: expected at least one record"),
-            absl::string_view::npos);
+  EXPECT_NE(reader.status().message().find("empty.jsonl: expected at least one record"), absl::string_view::npos);
 }
 
 TEST(ImportReaderTest, ZeroWindowIsRejected) {

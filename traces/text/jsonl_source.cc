@@ -46,8 +46,8 @@ bool JsonlSource::Next(Request* request) {
   } else {
     simdjson::dom::object object;
     if (element.get_object().get(object) != simdjson::SUCCESS) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "expected one JSON object per line, got ", Shorten(simdjson::minify(element))));
+      status = absl::InvalidArgumentError(
+          absl::StrCat("expected one JSON object per line, got ", Shorten(simdjson::minify(element))));
     } else {
       status = ParseObject(object, request);
     }
@@ -59,12 +59,9 @@ bool JsonlSource::Next(Request* request) {
   return true;
 }
 
-std::string JsonlSource::position() const {
-  return absl::StrCat(lines_->path(), ":", lines_->line_number());
-}
+std::string JsonlSource::position() const { return absl::StrCat(lines_->path(), ":", lines_->line_number()); }
 
-absl::Status JsonFieldError(absl::string_view field, absl::string_view expected,
-                            simdjson::dom::element value) {
+absl::Status JsonFieldError(absl::string_view field, absl::string_view expected, simdjson::dom::element value) {
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": expected ", expected, ", got ", Shorten(simdjson::minify(value))));
 }
@@ -73,12 +70,11 @@ absl::Status JsonMissingField(absl::string_view field, absl::string_view expecte
   return absl::InvalidArgumentError(absl::StrCat(field, ": missing (expected ", expected, ")"));
 }
 
-absl::Status JsonInt(simdjson::dom::element value, absl::string_view field, int64_t min_value,
-                     int64_t max_value, int64_t* out) {
+absl::Status JsonInt(simdjson::dom::element value, absl::string_view field, int64_t min_value, int64_t max_value,
+                     int64_t* out) {
   int64_t v;
   if (value.get_int64().get(v) != simdjson::SUCCESS || v < min_value || v > max_value) {
-    return JsonFieldError(field,
-                          absl::StrCat("an integer in [", min_value, ", ", max_value, "]"), value);
+    return JsonFieldError(field, absl::StrCat("an integer in [", min_value, ", ", max_value, "]"), value);
   }
   *out = v;
   return absl::OkStatus();
@@ -91,8 +87,7 @@ absl::Status JsonNumber(simdjson::dom::element value, absl::string_view field, d
   return absl::OkStatus();
 }
 
-absl::Status JsonIdArray(simdjson::dom::element value, absl::string_view field,
-                         std::vector<uint64_t>* out) {
+absl::Status JsonIdArray(simdjson::dom::element value, absl::string_view field, std::vector<uint64_t>* out) {
   simdjson::dom::array array;
   if (value.get_array().get(array) != simdjson::SUCCESS) {
     return JsonFieldError(field, "an array of integer ids", value);

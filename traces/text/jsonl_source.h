@@ -28,9 +28,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "simdjson.h"
+#include "traces/request.h"
 #include "traces/text/import_reader.h"
 #include "traces/text/line_reader.h"
-#include "traces/request.h"
 
 namespace kvsim {
 
@@ -60,20 +60,18 @@ class JsonlSource : public RecordSource {
 };
 
 // The error "<field>: expected <expected>, got <the value as JSON, shortened>".
-absl::Status JsonFieldError(absl::string_view field, absl::string_view expected,
-                            simdjson::dom::element value);
+absl::Status JsonFieldError(absl::string_view field, absl::string_view expected, simdjson::dom::element value);
 // The error "<field>: missing (expected <expected>)".
 absl::Status JsonMissingField(absl::string_view field, absl::string_view expected);
 
 // An integer in [min_value, max_value].
-absl::Status JsonInt(simdjson::dom::element value, absl::string_view field, int64_t min_value,
-                     int64_t max_value, int64_t* out);
+absl::Status JsonInt(simdjson::dom::element value, absl::string_view field, int64_t min_value, int64_t max_value,
+                     int64_t* out);
 // Any number (integer or not), as a double.
 absl::Status JsonNumber(simdjson::dom::element value, absl::string_view field, double* out);
 // An array of 64-bit integer ids. Ids are opaque: a negative (signed) id is kept as its two's-complement
 // bit pattern, so equal ids stay equal and distinct ids stay distinct.
-absl::Status JsonIdArray(simdjson::dom::element value, absl::string_view field,
-                         std::vector<uint64_t>* out);
+absl::Status JsonIdArray(simdjson::dom::element value, absl::string_view field, std::vector<uint64_t>* out);
 
 }  // namespace kvsim
 

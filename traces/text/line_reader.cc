@@ -10,8 +10,7 @@
 
 namespace kvsim {
 
-absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
-                                                             size_t buffer_bytes) {
+absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, size_t buffer_bytes) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     const std::string message = absl::StrCat(path, ": cannot open: ", std::strerror(errno));
@@ -21,8 +20,7 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
   }
   // A file smaller than the buffer gets a buffer of its size (plus one byte, to see the end at once).
   struct stat info;
-  if (fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) &&
-      static_cast<uint64_t>(info.st_size) < buffer_bytes) {
+  if (fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) < buffer_bytes) {
     buffer_bytes = static_cast<size_t>(info.st_size) + 1;
   }
   return std::unique_ptr<LineReader>(new LineReader(path, file, buffer_bytes < 16 ? 16 : buffer_bytes));
@@ -48,8 +46,7 @@ bool LineReader::Refill() {
   if (got < want) {
     if (std::ferror(file_)) {
       status_ = absl::DataLossError(
-          absl::StrCat(path_, ": read error at byte ", buffer_offset_ + end_ + got, ": ",
-                       std::strerror(errno)));
+          absl::StrCat(path_, ": read error at byte ", buffer_offset_ + end_ + got, ": ", std::strerror(errno)));
       return false;
     }
     eof_ = true;
@@ -66,8 +63,7 @@ bool LineReader::Next(absl::string_view* line) {
     const char* start = buffer_.data() + scanned;
     const void* newline = std::memchr(start, '\n', end_ - scanned);
     if (newline != nullptr || (eof_ && begin_ < end_)) {
-      const size_t stop =
-          newline != nullptr ? static_cast<const char*>(newline) - buffer_.data() : end_;
+      const size_t stop = newline != nullptr ? static_cast<const char*>(newline) - buffer_.data() : end_;
       size_t length = stop - begin_;
       if (length > 0 && buffer_[begin_ + length - 1] == '\r') --length;
       *line = absl::string_view(buffer_.data() + begin_, length);

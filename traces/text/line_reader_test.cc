@@ -9,8 +9,7 @@
 namespace kvsim {
 namespace {
 
-std::vector<std::string> AllLines(const std::string& path, size_t buffer_bytes,
-                                  std::vector<int64_t>* numbers = nullptr,
+std::vector<std::string> AllLines(const std::string& path, size_t buffer_bytes, std::vector<int64_t>* numbers = nullptr,
                                   std::vector<uint64_t>* offsets = nullptr) {
   auto reader = LineReader::Open(path, buffer_bytes);
   EXPECT_TRUE(reader.ok()) << reader.status();
@@ -32,8 +31,7 @@ TEST(LineReaderTest, SplitsLinesStripsCarriageReturnsAndKeepsALastLineWithoutNew
   for (size_t buffer : {16, 17, 1 << 20}) {
     numbers.clear();
     offsets.clear();
-    EXPECT_EQ(AllLines(path, buffer, &numbers, &offsets),
-              (std::vector<std::string>{"ab", "", "cde", "f"}));
+    EXPECT_EQ(AllLines(path, buffer, &numbers, &offsets), (std::vector<std::string>{"ab", "", "cde", "f"}));
     EXPECT_EQ(numbers, (std::vector<int64_t>{1, 2, 3, 4}));
     EXPECT_EQ(offsets, (std::vector<uint64_t>{0, 4, 5, 9}));  // "ab\r\n" is 4 bytes, "\n" 1, "cde\n" 4
   }

@@ -112,19 +112,18 @@ bool ParseDateTimeNs(absl::string_view text, int64_t* ns) {
     ++pos;
     return true;
   };
-  if (!FixedDigits(text, &pos, 4, &year) || !expect('-') || !FixedDigits(text, &pos, 2, &month) ||
-      !expect('-') || !FixedDigits(text, &pos, 2, &day)) {
+  if (!FixedDigits(text, &pos, 4, &year) || !expect('-') || !FixedDigits(text, &pos, 2, &month) || !expect('-') ||
+      !FixedDigits(text, &pos, 2, &day)) {
     return false;
   }
   if (pos >= text.size() || (text[pos] != ' ' && text[pos] != 'T')) return false;
   ++pos;
-  if (!FixedDigits(text, &pos, 2, &hour) || !expect(':') || !FixedDigits(text, &pos, 2, &minute) ||
-      !expect(':') || !FixedDigits(text, &pos, 2, &second)) {
+  if (!FixedDigits(text, &pos, 2, &hour) || !expect(':') || !FixedDigits(text, &pos, 2, &minute) || !expect(':') ||
+      !FixedDigits(text, &pos, 2, &second)) {
     return false;
   }
   static constexpr int kDaysInMonth[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1 || day > kDaysInMonth[month - 1] || hour > 23 ||
-      minute > 59 || second > 60) {
+  if (month < 1 || month > 12 || day < 1 || day > kDaysInMonth[month - 1] || hour > 23 || minute > 59 || second > 60) {
     return false;
   }
   const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
@@ -155,11 +154,9 @@ bool ParseDateTimeNs(absl::string_view text, int64_t* ns) {
     }
   }
   if (pos != text.size()) return false;
-  const int64_t seconds =
-      DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+  const int64_t seconds = DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   // kMaxAbsTimestampNs is about 4.6e9 s: years roughly 1824 to 2116 fit.
-  if (seconds > kMaxAbsTimestampNs / 1'000'000'000 - 1 ||
-      seconds < -(kMaxAbsTimestampNs / 1'000'000'000 - 1)) {
+  if (seconds > kMaxAbsTimestampNs / 1'000'000'000 - 1 || seconds < -(kMaxAbsTimestampNs / 1'000'000'000 - 1)) {
     return false;
   }
   *ns = seconds * 1'000'000'000 + fraction_ns;

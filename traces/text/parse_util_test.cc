@@ -43,7 +43,7 @@ TEST(ParseUtilTest, DecimalSecondsAreExactToTheNanosecond) {
 
 TEST(ParseUtilTest, DaysFromCivilMatchesKnownDates) {
   EXPECT_EQ(DaysFromCivil(1970, 1, 1), 0);
-  EXPECT_EQ(DaysFromCivil(1970, 3, 1), 59);   // 31 + 28
+  EXPECT_EQ(DaysFromCivil(1970, 3, 1), 59);     // 31 + 28
   EXPECT_EQ(DaysFromCivil(2000, 3, 1), 11017);  // 30 years of 365 + 7 leap days (72..96), + 31 + 29
   EXPECT_EQ(DaysFromCivil(1969, 12, 31), -1);
 }

@@ -41,8 +41,7 @@ std::vector<std::string> CsvHeaderFields(absl::string_view head) {
   return fields;
 }
 
-bool HasColumns(const std::vector<std::string>& fields,
-                const std::vector<absl::string_view>& required) {
+bool HasColumns(const std::vector<std::string>& fields, const std::vector<absl::string_view>& required) {
   for (absl::string_view name : required) {
     if (std::find(fields.begin(), fields.end(), name) == fields.end()) return false;
   }

@@ -8,17 +8,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/experiment_config.h"
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
-#include "config/experiment_config.h"
 #include "traces/request.h"
 #include "util/check.h"
 
 namespace kvsim {
 
 // The default config with `gpu_capacity_blocks` blocks per replica, LRU ("test_lru"), resolved.
-inline proto::ExperimentConfig TestConfig(int64_t gpu_capacity_blocks,
-                                          proto::ExperimentConfig overrides = {}) {
+inline proto::ExperimentConfig TestConfig(int64_t gpu_capacity_blocks, proto::ExperimentConfig overrides = {}) {
   overrides.mutable_cache()->set_gpu_capacity_blocks(gpu_capacity_blocks);
   overrides.mutable_eviction()->set_name("test_lru");
   auto resolved = ResolveExperimentConfig(overrides, "test");
