@@ -113,15 +113,21 @@ class ConfigParser {
     if (!(c.rope_theta > 1)) return Error("rope_theta", "must be > 1");
     KVSIM_RETURN_IF_ERROR(Int(root_, "max_position_embeddings", 1, int64_t{1} << 40, true, &c.max_position_embeddings));
     KVSIM_RETURN_IF_ERROR(Bool(root_, "tie_word_embeddings", &c.tie_word_embeddings));
-    c.attention_bias = c.architecture == "Qwen2ForCausalLM";
-    KVSIM_RETURN_IF_ERROR(Bool(root_, "attention_bias", &c.attention_bias));
-    if (c.architecture == "Qwen2ForCausalLM") c.attention_bias = true;  // Qwen2's q/k/v always have biases
+    if (c.architecture == "Qwen2ForCausalLM") {
+      c.attention_bias = true;  // Qwen2's q/k/v always have biases, its o_proj never
+    } else if (c.architecture == "LlamaForCausalLM") {
+      KVSIM_RETURN_IF_ERROR(Bool(root_, "attention_bias", &c.attention_bias));
+      c.o_bias = c.attention_bias;  // transformers' LlamaAttention biases o_proj too
+    }
     KVSIM_RETURN_IF_ERROR(Bool(root_, "mlp_bias", &c.mlp_bias));
     if (c.mlp_bias) return Error("mlp_bias", "true is not supported");
     KVSIM_RETURN_IF_ERROR(String(root_, "torch_dtype", &c.torch_dtype));
-    bool use_sliding = c.architecture == "MistralForCausalLM";
-    KVSIM_RETURN_IF_ERROR(Bool(root_, "use_sliding_window", &use_sliding));
-    if (use_sliding) KVSIM_RETURN_IF_ERROR(Int(root_, "sliding_window", 1, int64_t{1} << 40, false, &c.sliding_window));
+    if (c.architecture == "MistralForCausalLM") {
+      KVSIM_RETURN_IF_ERROR(Int(root_, "sliding_window", 1, int64_t{1} << 40, false, &c.sliding_window));
+    }
+    bool qwen_sliding = false;
+    if (c.architecture == "Qwen2ForCausalLM") KVSIM_RETURN_IF_ERROR(Bool(root_, "use_sliding_window", &qwen_sliding));
+    if (qwen_sliding) return Error("use_sliding_window", "true is not supported for Qwen2ForCausalLM");
     simdjson::dom::element scaling;
     if (root_["rope_scaling"].get(scaling) == simdjson::SUCCESS && !scaling.is_null()) {
       simdjson::dom::object s;
@@ -230,6 +236,7 @@ std::string LlamaConfigJson(const LlamaConfig& c) {
       c.rms_norm_eps, ",\n  \"rope_theta\": ", c.rope_theta, ",\n  \"rope_scaling\": ", scaling,
       ",\n  \"max_position_embeddings\": ", c.max_position_embeddings, ",\n  \"tie_word_embeddings\": ",
       c.tie_word_embeddings ? "true" : "false", ",\n  \"attention_bias\": ", c.attention_bias ? "true" : "false",
+      c.sliding_window > 0 ? absl::StrCat(",\n  \"sliding_window\": ", c.sliding_window) : "",
       ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 

@@ -38,6 +38,7 @@ std::vector<Slot> Slots(LlamaModel* m) {
       slots.push_back({LayerName(i, "self_attn.v_proj.bias"), {kv}, &l.bv});
     }
     slots.push_back({LayerName(i, "self_attn.o_proj.weight"), {h, q}, &l.wo});
+    if (c.o_bias) slots.push_back({LayerName(i, "self_attn.o_proj.bias"), {h}, &l.bo});
     slots.push_back({LayerName(i, "post_attention_layernorm.weight"), {h}, &l.post_norm});
     slots.push_back({LayerName(i, "mlp.gate_proj.weight"), {inter, h}, &l.gate});
     slots.push_back({LayerName(i, "mlp.up_proj.weight"), {inter, h}, &l.up});
@@ -54,7 +55,7 @@ int64_t LlamaModel::NumParameters() const {
   int64_t n = embed.size() + final_norm.size() + lm_head.size();
   for (const LlamaLayerWeights& l : layers) {
     n += l.input_norm.size() + l.wq.size() + l.wk.size() + l.wv.size() + l.wo.size() + l.bq.size() + l.bk.size() +
-         l.bv.size() + l.post_norm.size() + l.gate.size() + l.up.size() + l.down.size();
+         l.bv.size() + l.bo.size() + l.post_norm.size() + l.gate.size() + l.up.size() + l.down.size();
   }
   return n;
 }

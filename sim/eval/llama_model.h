@@ -31,6 +31,7 @@ struct LlamaLayerWeights {
   std::vector<float> input_norm;          // hidden
   std::vector<float> wq, wk, wv, wo;      // [heads*d x hidden], [kv*d x hidden] x2, [hidden x heads*d]
   std::vector<float> bq, bk, bv;          // empty unless attention_bias
+  std::vector<float> bo;                  // empty unless o_bias
   std::vector<float> post_norm;           // hidden
   std::vector<float> gate, up, down;      // [inter x hidden] x2, [hidden x inter]
 };

@@ -146,11 +146,6 @@ absl::Status LlamaSession::CheckIds(absl::Span<const int32_t> ids) const {
     return absl::InvalidArgumentError(absl::StrCat("sequence of ", length_ + ids.size(),
                                                    " tokens exceeds the session's capacity of ", capacity_));
   }
-  if (config_.sliding_window > 0 && length_ + static_cast<int64_t>(ids.size()) > config_.sliding_window) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence of ", length_ + ids.size(),
-                                                   " tokens exceeds the model's sliding window of ",
-                                                   config_.sliding_window, " (not implemented)"));
-  }
   return absl::OkStatus();
 }
 
@@ -227,7 +222,7 @@ absl::Status LlamaSession::Forward(int64_t pos0, int64_t rows, std::vector<float
     } else {
       KVSIM_RETURN_IF_ERROR(DecodeAttention(l, pos0, s.q.data(), s.attn.data()));
     }
-    Linear(s.attn.data(), rows, qdim, w.wo, {}, h, s.proj.data());
+    Linear(s.attn.data(), rows, qdim, w.wo, w.bo, h, s.proj.data());
     for (int64_t i = 0; i < rows * h; ++i) x[i] += s.proj[i];
     RmsNorm(x, rows, h, w.post_norm.data(), config_.rms_norm_eps, s.xn.data());
     Linear(s.xn.data(), rows, h, w.gate, {}, inter, s.gate.data());
@@ -258,9 +253,11 @@ void LlamaSession::PrefillAttention(int l, int64_t rows, const float* q, float* 
       GemmABt(queries, d_, keys_[index].data(), d_, rows, rows, d_, s.prefill_logits.data(), rows);
       for (int64_t t = 0; t < rows; ++t) {
         float* row = s.prefill_logits.data() + t * rows;
-        SoftmaxInPlace(row, t + 1, scale);
+        const int64_t lo = WindowStart(t);
+        SoftmaxInPlace(row + lo, t + 1 - lo, scale);
+        std::fill(row, row + lo, 0.0f);
         std::fill(row + t + 1, row + rows, 0.0f);
-        for (int64_t i = 0; i <= t; ++i) sums[j * rows + i] += row[i];
+        for (int64_t i = lo; i <= t; ++i) sums[j * rows + i] += row[i];
       }
       GemmAB(s.prefill_logits.data(), rows, values_[index].data(), d_, rows, d_, rows, s.head_out.data(), d_);
       const int head = c * group_ + j;
@@ -370,9 +367,10 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
     const KvOverride kv = quantiser != nullptr ? quantiser->Kv(c, p) : KvOverride();
     for (int j = 0; j < group_; ++j) {
       std::vector<int32_t>& set = s.set;
+      const int64_t lo = WindowStart(p);
       if (policy == nullptr) {
-        set.resize(n);
-        for (int64_t i = 0; i < n; ++i) set[i] = static_cast<int32_t>(i);
+        set.resize(n - lo);
+        for (int64_t i = lo; i < n; ++i) set[i - lo] = static_cast<int32_t>(i);
       } else {
         const KeptSet& kept = s.kept[c];
         if (kept.per_query.size() != 1 && static_cast<int>(kept.per_query.size()) != group_) {
@@ -387,6 +385,10 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
           return absl::InternalError(absl::StrCat("policy '", spec_, "' kept an invalid set at position ", p,
                                                   " (layer ", l, ", KV head ", c,
                                                   "): positions must be distinct, in [0, ", p, "], at least one"));
+        }
+        if (lo > 0) set.erase(set.begin(), std::lower_bound(set.begin(), set.end(), static_cast<int32_t>(lo)));
+        if (set.empty()) {
+          return absl::InternalError(absl::StrCat("policy '", spec_, "' kept no position inside the sliding window at ", p));
         }
       }
       const float* logit_row = s.logits.data() + (c * group_ + j) * capacity_;

@@ -8,8 +8,10 @@
 // x * rsqrt(mean(x^2) + eps) * w, rotary embeddings in the rotate_half convention (first and second
 // half of head_dim) with the config's scaling, grouped-query attention softmax(q k^T / sqrt(d)) v,
 // SwiGLU MLP down(silu(gate(x)) * up(x)), tied or untied output projection, q/k/v biases where the config
-// has them. Matrix products are util/float_gemm.h's GemmABt; each pass is single-threaded in a fixed order,
-// so the same inputs give the same bits (run independent sessions on different threads).
+// has them (Llama's attention_bias also biases o_proj), Mistral's sliding window (a query sees the last
+// sliding_window keys; under a policy, the kept set is cut to the window). Matrix products are
+// util/float_gemm.h's GemmABt; each pass is single-threaded in a fixed order, so the same inputs give the
+// same bits (run independent sessions on different threads).
 //
 // The cache: keys (post-rotary), values and queries of every (layer, KV head) for capacity_tokens
 // positions are allocated up front, so the HeadContext pointers the policies keep stay valid; rows are
@@ -85,7 +87,7 @@ class LlamaSession {
 
   // Runs `ids` from position 0. Returns the logits of the last position (vocab floats), or of every
   // position (ids.size() x vocab, row-major) when all_logits. InvalidArgument for an empty prompt, an id
-  // outside the vocabulary, more ids than capacity or the sliding window; FailedPrecondition if called twice.
+  // outside the vocabulary or more ids than capacity; FailedPrecondition if called twice.
   absl::StatusOr<std::vector<float>> Prefill(absl::Span<const int32_t> ids, bool all_logits = false);
 
   // Creates the policy `spec` (registered name or wrapper+name) for every layer and begins it at
@@ -119,6 +121,10 @@ class LlamaSession {
   void PrefillAttention(int layer, int64_t rows, const float* q, float* out);
   absl::Status DecodeAttention(int layer, int64_t p, const float* q, float* out);
   std::vector<float> Logits(const float* hidden, int64_t rows) const;
+  // The first key position the query at p may see (the sliding window; 0 without one).
+  int64_t WindowStart(int64_t p) const {
+    return config_.sliding_window > 0 ? std::max<int64_t>(0, p - config_.sliding_window + 1) : 0;
+  }
 
   const LlamaModel& model_;
   const LlamaConfig& config_;

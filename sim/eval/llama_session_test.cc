@@ -86,6 +86,15 @@ TEST(LlamaSessionTest, Qwen2BiasesAndTiedEmbeddingsMatchReference) {
   CheckAgainstReference(TinyConfig("Qwen2ForCausalLM"), true);
 }
 
+TEST(LlamaSessionTest, LlamaAttentionBiasAndMistralSlidingWindowMatchReference) {
+  LlamaConfig llama = TinyConfig();
+  llama.attention_bias = llama.o_bias = true;
+  CheckAgainstReference(llama, true);
+  LlamaConfig mistral = TinyConfig("MistralForCausalLM");
+  mistral.sliding_window = 5;  // the 9-token prompt and the decode steps cross it
+  CheckAgainstReference(mistral, true);
+}
+
 TEST(LlamaSessionTest, ScaledRotaryVariantsMatchReference) {
   for (RopeScaling type : {RopeScaling::kLinear, RopeScaling::kLlama3, RopeScaling::kYarn}) {
     LlamaConfig c = TinyConfig();

@@ -79,6 +79,7 @@ inline std::vector<std::vector<double>> ReferenceForward(
         std::vector<int64_t> keys;
         for (int64_t s = 0; s <= t; ++s) {
           if (visible && !visible(t, s)) continue;
+          if (c.sliding_window > 0 && s <= t - c.sliding_window) continue;
           double dot = 0;
           for (int i = 0; i < D; ++i) dot += q[t][h * D + i] * k[s][kvh * D + i];
           logits.push_back(dot / std::sqrt(static_cast<double>(D)));
@@ -91,7 +92,8 @@ inline std::vector<std::vector<double>> ReferenceForward(
           for (int i = 0; i < D; ++i) attn[h * D + i] += logits[n] / sum * v[keys[n]][kvh * D + i];
         }
       }
-      const std::vector<double> o = matvec(w.wo, attn, H, NH * D);
+      std::vector<double> o = matvec(w.wo, attn, H, NH * D);
+      for (size_t i = 0; i < w.bo.size(); ++i) o[i] += w.bo[i];
       for (int i = 0; i < H; ++i) x[t][i] += o[i];
       const std::vector<double> xn = norm(x[t], w.post_norm);
       const std::vector<double> g = matvec(w.gate, xn, I, H), u = matvec(w.up, xn, I, H);
