@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "simdjson.h"
 #include "util/file.h"
 #include "util/status_macros.h"
@@ -125,6 +126,22 @@ class ConfigParser {
     if (c.architecture == "MistralForCausalLM") {
       KVSIM_RETURN_IF_ERROR(Int(root_, "sliding_window", 1, int64_t{1} << 40, false, &c.sliding_window));
     }
+    simdjson::dom::element eos;
+    if (root_["eos_token_id"].get(eos) == simdjson::SUCCESS && !eos.is_null()) {
+      std::vector<simdjson::dom::element> items;
+      if (eos.is_array()) {
+        for (simdjson::dom::element e : eos.get_array()) items.push_back(e);
+      } else {
+        items.push_back(eos);
+      }
+      for (simdjson::dom::element e : items) {
+        int64_t id;
+        if (e.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id >= c.vocab_size) {
+          return Error("eos_token_id", absl::StrCat("must be token ids in [0, vocab_size), got ", simdjson::minify(eos)));
+        }
+        c.eos_token_ids.push_back(static_cast<int32_t>(id));
+      }
+    }
     bool qwen_sliding = false;
     if (c.architecture == "Qwen2ForCausalLM") KVSIM_RETURN_IF_ERROR(Bool(root_, "use_sliding_window", &qwen_sliding));
     if (qwen_sliding) return Error("use_sliding_window", "true is not supported for Qwen2ForCausalLM");
@@ -237,6 +254,7 @@ std::string LlamaConfigJson(const LlamaConfig& c) {
       ",\n  \"max_position_embeddings\": ", c.max_position_embeddings, ",\n  \"tie_word_embeddings\": ",
       c.tie_word_embeddings ? "true" : "false", ",\n  \"attention_bias\": ", c.attention_bias ? "true" : "false",
       c.sliding_window > 0 ? absl::StrCat(",\n  \"sliding_window\": ", c.sliding_window) : "",
+      c.eos_token_ids.empty() ? "" : absl::StrCat(",\n  \"eos_token_id\": [", absl::StrJoin(c.eos_token_ids, ", "), "]"),
       ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 

@@ -54,6 +54,7 @@ struct LlamaConfig {
   bool mlp_bias = false;        // refused if true
   int64_t sliding_window = 0;   // 0: none; else a query sees only the last sliding_window keys (Mistral)
   std::string torch_dtype;      // informational
+  std::vector<int32_t> eos_token_ids;  // "eos_token_id" (one id or a list); may be empty
 
   int32_t group_size() const { return num_heads / num_kv_heads; }
 };
