@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "Eigen/Core"
+#include "util/avx2_gemm.h"
+#include "util/cpu_features.h"
 #include "util/float_gemm.h"
 #include "util/status_macros.h"
 
@@ -35,10 +38,26 @@ void RmsNorm(const float* x, int64_t rows, int h, const float* w, double eps, fl
   }
 }
 
+// y[i] = a[i * lda ..] . x for i < m: one row against many (the GEMM kernels' tiles waste most of their
+// work on a single row). AVX2+FMA where UseAvx2Fma(), Eigen otherwise.
+void MatVec(const float* a, int64_t lda, const float* x, int64_t m, int64_t k, float* y) {
+  if (UseAvx2Fma()) {
+    Avx2MatVec(a, lda, x, m, k, y);
+    return;
+  }
+  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const Matrix, 0, Eigen::OuterStride<>> matrix(a, m, k, Eigen::OuterStride<>(lda));
+  Eigen::Map<Eigen::VectorXf>(y, m).noalias() = matrix * Eigen::Map<const Eigen::VectorXf>(x, k);
+}
+
 // y = x W^T (+ b): rows x out from rows x in and out x in.
 void Linear(const float* x, int64_t rows, int64_t in, const std::vector<float>& w, const std::vector<float>& b,
             int64_t out, float* y) {
-  GemmABt(x, in, w.data(), in, rows, out, in, y, out);
+  if (rows == 1) {
+    MatVec(w.data(), in, x, out, in, y);
+  } else {
+    GemmABt(x, in, w.data(), in, rows, out, in, y, out);
+  }
   if (!b.empty()) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = 0; i < out; ++i) y[r * out + i] += b[i];
@@ -175,6 +194,10 @@ absl::StatusOr<std::vector<float>> LlamaSession::Decode(int32_t id) {
 
 std::vector<float> LlamaSession::Logits(const float* hidden, int64_t rows) const {
   std::vector<float> logits(rows * config_.vocab_size);
+  if (rows == 1) {
+    MatVec(model_.output_weights(), config_.hidden_size, hidden, config_.vocab_size, config_.hidden_size, logits.data());
+    return logits;
+  }
   GemmABt(hidden, config_.hidden_size, model_.output_weights(), config_.hidden_size, rows, config_.vocab_size,
           config_.hidden_size, logits.data(), config_.vocab_size);
   return logits;
@@ -327,8 +350,7 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
   for (int c = 0; c < kv_heads_; ++c) {
     const int index = l * kv_heads_ + c;
     for (int j = 0; j < group_; ++j) {
-      GemmABt(q + (c * group_ + j) * d_, d_, keys_[index].data(), d_, 1, n, d_,
-              s.logits.data() + (c * group_ + j) * capacity_, capacity_);
+      MatVec(keys_[index].data(), d_, q + (c * group_ + j) * d_, n, d_, s.logits.data() + (c * group_ + j) * capacity_);
     }
   }
   TokenPolicy* policy = policies_.empty() ? nullptr : policies_[l].get();
