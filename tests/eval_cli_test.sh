@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `kvsim eval` on a tiny random-weight model (sim/eval/testdata/tiny-llama3): the full cache reproduces
+# `kvsim eval` and `kvsim record` on a tiny random-weight model (sim/eval/testdata/tiny-llama3): the full cache reproduces
 # the generations it scored (tasks whose answers are full's own greedy tokens score 1.0, a wrong answer
 # 0), the output files exist and are identical for any thread count, and bad input is refused with exit
 # code 2 and a message naming the file, line or policy, without writing results.
@@ -52,6 +52,17 @@ for f in results.csv tasks.csv results.json accuracy.svg; do
 done
 expect 0 "$kvsim" eval --model="$model" --tasks="$tmp/tasks.jsonl" --policies=full --budgets=8 --max_tasks=1 --json
 has "\"num_tasks\": 1" out
+
+# kvsim record: a trace of the same forward pass that kvsim quality reads (full recalls everything).
+expect 0 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/t.kvat" --layers=1 --decode_steps=4 \
+  --record_dtype=fp32
+has "recorded 4 samples (1 layers x 2 KV heads, 4 decode steps)" out
+expect 0 "$kvsim" quality --trace="$tmp/t.kvat" --policies=full,h2o --budgets=8 --json
+has '"policy": "full"' out
+grep -A3 '"policy": "full"' "$tmp/out" | grep -q '"recall": {"mean": 1.000000' || fail "full must recall all attention"
+expect 2 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/no.kvat" --layers=5
+has "layers must be ascending, distinct and in \[0, 2)" err
+[ -e "$tmp/no.kvat" ] && fail "trace written for refused layers"
 
 # Refusals: exit 2, a message naming what is wrong, no results written.
 expect 2 "$kvsim" eval --model="$model" --tasks="$tmp/tasks.jsonl" --policies=oracle_evict --budgets=8 --out="$tmp/no1"
