@@ -29,8 +29,8 @@
 // rows filled at its last BeginLayer (KIVI quantises the whole cache in BeginLayer); its Kv() must depend
 // only on the keys and values, not on Step() (true of the registered quantisers). Refused: policies that
 // need the future (oracle_evict, which reads later steps' attention or queries): FailedPrecondition.
-// Known limitation: Quest computes page bounds in BeginLayer, so the bounds of a page completed during
-// decode are those of its rows at that time (zeros for rows not yet generated).
+// Every other registered policy reads only rows up to the current step (Quest bounds a page completed
+// during decode when a step first reads it).
 //
 // Without a policy every step reads every token; with policy "full" the results are the same bits (the
 // kept set is sorted, so any policy that keeps everything gives the same bits too).

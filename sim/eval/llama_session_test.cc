@@ -336,3 +336,46 @@ TEST(LlamaSessionTest, DecodeReadsOnlyTheKeptSet) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// Closed loop, the cache rows after the prompt are filled after BeginLayer: Quest must bound a page
+// completed during decode from its keys as they are when read, not as they were at BeginLayer (zeros).
+// Prompt keys are tiny; page 2 (rows 32..47, generated after BeginLayer) holds one key aligned with the
+// query, so it has the best bound and must be read at step 63 (K = 3 pages: the current one plus two).
+TEST(LlamaSessionTest, QuestBoundsPagesFilledDuringDecode) {
+  const int d = 4;
+  const int64_t n = 64, prompt = 32;
+  std::vector<float> keys(n * d, 0.0f), values(n * d, 0.0f), queries(n * d, 0.0f);
+  for (int64_t i = 0; i < prompt * d; ++i) keys[i] = (i % 3 == 0 ? 0.01f : -0.01f);
+  auto policy = CreateTokenPolicy("quest");
+  ASSERT_TRUE(policy.ok());
+  HeadContext head;
+  head.layer = 2;  // Quest keeps layers 0 and 1 dense
+  head.num_model_layers = 3;
+  head.head_dim = d;
+  head.prompt_len = prompt;
+  head.seq_len = n;
+  head.keys = keys.data();
+  head.values = values.data();
+  head.queries = queries.data();
+  (*policy)->BeginLayer({head}, /*budget_tokens=*/48);
+  for (int64_t i = prompt; i < n; ++i) {
+    for (int c = 0; c < d; ++c) keys[i * d + c] = 0.001f;
+  }
+  keys[40 * d] = 5.0f;                 // page 2
+  queries[63 * d] = 1.0f;              // the step's query points along channel 0
+  std::vector<float> probs(n, 1.0f / n);
+  LayerStep step;
+  step.position = 63;
+  step.heads = {HeadStep{probs.data(), n}};
+  std::vector<KeptSet> kept(1);
+  (*policy)->Step(step, &kept);
+  const std::vector<int32_t>& set = kept[0].per_query[0];
+  EXPECT_NE(std::find(set.begin(), set.end(), 40), set.end());
+  EXPECT_EQ(set.size(), 48u);  // three pages of 16
+}
+
+}  // namespace
+}  // namespace kvsim
