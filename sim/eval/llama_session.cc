@@ -91,15 +91,11 @@ void RotaryTables(const RopeFrequencies& f, int64_t p, int d, std::vector<float>
   }
 }
 
-// Softmax over row[0..n) of scale * row (float exps, double sum), in place.
+// Softmax over row[0..n) of scale * row, in place: util/float_gemm.h's exponentials and fixed-order double
+// sum (SIMD where the CPU has it), then a float multiplication by the reciprocal.
 void SoftmaxInPlace(float* row, int64_t n, float scale) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, row[i] * scale);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    row[i] = std::exp(row[i] * scale - m);
-    sum += row[i];
-  }
+  const float m = MaxValue(row, n) * scale;
+  const double sum = ExpScaledLaneSum(row, n, scale, m);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) row[i] *= inv;
 }
@@ -428,13 +424,22 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
         }
       }
       SoftmaxInPlace(s.weights.data(), set.size(), scale);
-      float* o = out + (c * group_ + j) * d_;
-      std::fill(o, o + d_, 0.0f);
-      for (size_t m = 0; m < set.size(); ++m) {
-        const int64_t i = set[m];
-        const float* v = (kv.values != nullptr && i < kv.values_exact_from ? kv.values : values_[index].data()) + i * d_;
-        const float w = s.weights[m];
-        for (int t = 0; t < d_; ++t) o[t] += w * v[t];
+      Eigen::Map<Eigen::VectorXf> o(out + (c * group_ + j) * d_, d_);
+      const float* exact_values = values_[index].data();
+      const int64_t quantised_below = kv.values != nullptr ? kv.values_exact_from : 0;
+      const bool contiguous = set.back() - set.front() + 1 == static_cast<int64_t>(set.size());
+      if (contiguous && set.front() >= quantised_below) {
+        // A range of exact rows (every token, or a recency window): one matrix-vector product.
+        using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<const RowMatrix> rows(exact_values + int64_t{set.front()} * d_, set.size(), d_);
+        o.noalias() = rows.transpose() * Eigen::Map<const Eigen::VectorXf>(s.weights.data(), set.size());
+      } else {
+        o.setZero();
+        for (size_t m = 0; m < set.size(); ++m) {
+          const int64_t i = set[m];
+          const float* v = (i < quantised_below ? kv.values : exact_values) + i * d_;
+          o.noalias() += s.weights[m] * Eigen::Map<const Eigen::VectorXf>(v, d_);
+        }
       }
       if (policy != nullptr) {
         read_tokens_ += set.size();
