@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -65,33 +66,28 @@ absl::Status RunPoint(const LlamaModel& model, const EvalTask& task, const Llama
   return absl::OkStatus();
 }
 
-absl::Status RunTask(const LlamaModel& model, const EvalTask& task, const std::vector<PointSpec>& points,
-                     uint64_t seed, EvalRun* runs, double* prefill_seconds) {
+// A task's prefill, shared by its runs (computed by the first worker that needs it, freed by the last).
+struct TaskState {
+  std::once_flag once;
+  std::unique_ptr<LlamaSession> prefill;
+  std::vector<float> logits;
+  std::unique_ptr<PromptCaches> caches;
+  absl::Status status;
+  std::atomic<int64_t> remaining{0};  // runs of the task not finished
+};
+
+void Prefill(const LlamaModel& model, const EvalTask& task, TaskState* state, double* seconds) {
   const auto start = std::chrono::steady_clock::now();
   // Perplexity feeds the answer but its last token; generation makes at most len(answer) tokens.
-  LlamaSession prefill(model, task.prompt_ids.size() + task.answer_ids.size());
-  auto logits = prefill.Prefill(task.prompt_ids);
-  if (!logits.ok()) return absl::InvalidArgumentError(absl::StrCat(task.source, ": ", logits.status().message()));
-  *prefill_seconds = Seconds(start);
-  PromptCaches caches(model.config.num_layers, model.config.num_kv_heads);
-  int full_done = -1;  // the first point of kind full already run for this task
-  for (size_t p = 0; p < points.size(); ++p) {
-    EvalRun& run = runs[p];
-    if (points[p].full && full_done >= 0) {
-      const int32_t point = static_cast<int32_t>(p);
-      run = runs[full_done];
-      run.point = point;
-      run.budget_tokens = ResolveBudget(points[p].meta, task.prompt_ids.size());
-      continue;
-    }
-    const int64_t budget = ResolveBudget(points[p].meta, task.prompt_ids.size());
-    if (absl::Status s = RunPoint(model, task, prefill, *logits, points[p], budget, seed, &caches, &run); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(task.source, ": task '", task.id, "', policy ", points[p].spec,
-                                                 " at budget ", budget, ": ", s.message()));
-    }
-    if (points[p].full && full_done < 0) full_done = static_cast<int>(p);
+  state->prefill = std::make_unique<LlamaSession>(model, task.prompt_ids.size() + task.answer_ids.size());
+  auto logits = state->prefill->Prefill(task.prompt_ids);
+  if (!logits.ok()) {
+    state->status = absl::InvalidArgumentError(absl::StrCat(task.source, ": ", logits.status().message()));
+    return;
   }
-  return absl::OkStatus();
+  state->logits = std::move(*logits);
+  state->caches = std::make_unique<PromptCaches>(model.config.num_layers, model.config.num_kv_heads);
+  *seconds = Seconds(start);
 }
 
 }  // namespace
@@ -146,21 +142,57 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
   for (const PointSpec& p : points) results.points.push_back(p.meta);
   results.runs.resize(tasks.size() * points.size());
   results.prefill_seconds.assign(tasks.size(), 0.0);
-  std::vector<absl::Status> status(tasks.size());
+  // Work items: (task, point) pairs, task-major, so that the workers share a few tasks' prefills at a
+  // time. Of the points of kind full only the first runs (the budget does not change it); the others
+  // are copied from it afterwards.
+  int first_full = -1;
+  for (size_t p = 0; p < points.size() && first_full < 0; ++p) first_full = points[p].full ? static_cast<int>(p) : -1;
+  std::vector<int32_t> run_points;
+  for (size_t p = 0; p < points.size(); ++p) {
+    if (!points[p].full || static_cast<int>(p) == first_full) run_points.push_back(static_cast<int32_t>(p));
+  }
+  std::vector<TaskState> states(tasks.size());
+  for (TaskState& state : states) state.remaining = run_points.size();
+  std::vector<absl::Status> status(tasks.size() * run_points.size());
   std::mutex progress_mutex;
   int64_t done = 0;
-  ParallelFor(ResolveThreadCount(options.num_threads), tasks.size(), [&](size_t t, int) {
-    EvalRun* runs = results.runs.data() + t * points.size();
-    for (size_t p = 0; p < points.size(); ++p) {
-      runs[p].task = t;
-      runs[p].point = static_cast<int32_t>(p);
+  ParallelFor(ResolveThreadCount(options.num_threads), status.size(), [&](size_t item, int) {
+    const size_t t = item / run_points.size();
+    const int32_t p = run_points[item % run_points.size()];
+    TaskState& state = states[t];
+    std::call_once(state.once, [&] { Prefill(model, tasks[t], &state, &results.prefill_seconds[t]); });
+    EvalRun& run = results.runs[t * points.size() + p];
+    run.task = t;
+    run.point = p;
+    if (state.status.ok()) {
+      const int64_t budget = ResolveBudget(points[p].meta, tasks[t].prompt_ids.size());
+      absl::Status s = RunPoint(model, tasks[t], *state.prefill, state.logits, points[p], budget, options.seed,
+                                state.caches.get(), &run);
+      if (!s.ok()) {
+        status[item] = absl::Status(s.code(), absl::StrCat(tasks[t].source, ": task '", tasks[t].id, "', policy ",
+                                                           points[p].spec, " at budget ", budget, ": ", s.message()));
+      }
+    } else {
+      status[item] = state.status;
     }
-    status[t] = RunTask(model, tasks[t], points, options.seed, runs, &results.prefill_seconds[t]);
-    if (options.progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      options.progress(++done, tasks.size());
+    if (--state.remaining == 0) {
+      state.prefill.reset();
+      state.caches.reset();
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        options.progress(++done, tasks.size());
+      }
     }
   });
+  for (size_t t = 0; t < tasks.size() && first_full >= 0; ++t) {
+    for (size_t p = 0; p < points.size(); ++p) {
+      if (!points[p].full || static_cast<int>(p) == first_full) continue;
+      EvalRun& run = results.runs[t * points.size() + p];
+      run = results.runs[t * points.size() + first_full];
+      run.point = static_cast<int32_t>(p);
+      run.budget_tokens = ResolveBudget(points[p].meta, tasks[t].prompt_ids.size());
+    }
+  }
   for (const absl::Status& s : status) KVSIM_RETURN_IF_ERROR(s);
   // Aggregates, in a fixed order.
   std::map<std::pair<std::string, int64_t>, int> families;  // (family, context) -> order

@@ -8,7 +8,8 @@
 //                      the prefill and is therefore the same for every policy.
 //   perplexity tasks   the answer tokens fed one by one as decode steps (teacher forcing); the score is the
 //                      mean negative log-likelihood per answer token (the first from the prefill's logits).
-// Policy kind "full" ignores its budget: it runs once per task and is reported at every budget.
+// Policy kind "full" ignores its budget: it runs once per task and is reported at every budget (the
+// first policy of kind full given; another full spec gives the same results).
 // Budgets are tokens per KV head, or ratios of each prompt's length (B = max(1, round(r * prompt_len))).
 //
 // Aggregates (EvalGroup) per (policy, budget, task family, context length): tasks, exact-match accuracy
@@ -17,8 +18,10 @@
 // tasks (family "all", context 0). needle_covered counts tasks with answer_position whose needle lies in
 // the last `budget` tokens of the prompt (a recency window of the budget would still see it).
 //
-// Threads: tasks are spread over options.num_threads (util/parallel.h); each task's prefill and runs are
-// single-threaded, and results are gathered in task order, so they are identical for any thread count.
+// Threads: the (task, policy x budget) runs are spread over options.num_threads (util/parallel.h), task-major,
+// so workers share a task's prefill (computed once, by the first run that needs it, freed after its last);
+// every prefill and run is single-threaded, and results are gathered in a fixed order, so they are
+// identical for any thread count.
 // Wall-clock times (EvalResults::timing) are the only figures that vary between runs.
 //
 // Example:
