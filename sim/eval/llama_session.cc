@@ -262,25 +262,37 @@ void LlamaSession::PrefillAttention(int l, int64_t rows, const float* q, float* 
   Scratch& s = *scratch_;
   const int qdim = config_.num_heads * d_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
-  s.prefill_logits.resize(rows * rows);
-  s.head_out.resize(rows * d_);
+  // Blocks of kBlock query rows: a block attends to the keys up to its last row (causal), so memory is
+  // kBlock x rows floats and the products skip the masked upper triangle beyond the block.
+  constexpr int64_t kBlock = 256;
+  s.prefill_logits.resize(std::min(kBlock, rows) * rows);
+  s.head_out.resize(std::min(kBlock, rows) * d_);
   for (int c = 0; c < kv_heads_; ++c) {
     const int index = l * kv_heads_ + c;
     std::vector<double> sums(group_ * rows, 0.0);
     for (int j = 0; j < group_; ++j) {
       const float* queries = queries_[index].data() + j * capacity_ * d_;
-      GemmABt(queries, d_, keys_[index].data(), d_, rows, rows, d_, s.prefill_logits.data(), rows);
-      for (int64_t t = 0; t < rows; ++t) {
-        float* row = s.prefill_logits.data() + t * rows;
-        const int64_t lo = WindowStart(t);
-        SoftmaxInPlace(row + lo, t + 1 - lo, scale);
-        std::fill(row, row + lo, 0.0f);
-        std::fill(row + t + 1, row + rows, 0.0f);
-        for (int64_t i = lo; i <= t; ++i) sums[j * rows + i] += row[i];
-      }
-      GemmAB(s.prefill_logits.data(), rows, values_[index].data(), d_, rows, d_, rows, s.head_out.data(), d_);
       const int head = c * group_ + j;
-      for (int64_t t = 0; t < rows; ++t) std::copy_n(s.head_out.data() + t * d_, d_, out + t * qdim + head * d_);
+      for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+        const int64_t count = std::min(kBlock, rows - r0), cols = r0 + count;
+        const int64_t lo0 = WindowStart(r0);  // keys before it are outside every row's window
+        const int64_t width = cols - lo0;
+        float* logits = s.prefill_logits.data();
+        GemmABt(queries + r0 * d_, d_, keys_[index].data() + lo0 * d_, d_, count, width, d_, logits, width);
+        for (int64_t r = 0; r < count; ++r) {
+          const int64_t t = r0 + r;
+          float* row = logits + r * width;  // columns lo0..cols-1
+          const int64_t lo = WindowStart(t) - lo0;
+          SoftmaxInPlace(row + lo, t - lo0 + 1 - lo, scale);
+          std::fill(row, row + lo, 0.0f);
+          std::fill(row + (t - lo0) + 1, row + width, 0.0f);
+          for (int64_t i = lo; i <= t - lo0; ++i) sums[j * rows + lo0 + i] += row[i];
+        }
+        GemmAB(logits, width, values_[index].data() + lo0 * d_, d_, count, d_, width, s.head_out.data(), d_);
+        for (int64_t r = 0; r < count; ++r) {
+          std::copy_n(s.head_out.data() + r * d_, d_, out + (r0 + r) * qdim + head * d_);
+        }
+      }
     }
     column_sums_[index].assign(sums.begin(), sums.end());
   }

@@ -53,10 +53,10 @@ std::vector<double> Freqs(const LlamaConfig& c, int64_t seq_len, double* scaling
 }
 
 // Prefill and cached decode both match the double-precision reference (recomputed from scratch).
-void CheckAgainstReference(const LlamaConfig& config, bool check_decode) {
+void CheckAgainstReference(const LlamaConfig& config, bool check_decode, int prompt_len = 9) {
   auto model = RandomLlamaModel(config, 11, 2.0f);
-  const std::vector<int32_t> prompt = Ids(9, config.vocab_size);
-  LlamaSession session(*model, 16);
+  const std::vector<int32_t> prompt = Ids(prompt_len, config.vocab_size);
+  LlamaSession session(*model, prompt_len + 7);
   auto logits = session.Prefill(prompt, /*all_logits=*/true);
   ASSERT_TRUE(logits.ok()) << logits.status();
   double scaling;
@@ -93,6 +93,17 @@ TEST(LlamaSessionTest, LlamaAttentionBiasAndMistralSlidingWindowMatchReference) 
   LlamaConfig mistral = TinyConfig("MistralForCausalLM");
   mistral.sliding_window = 5;  // the 9-token prompt and the decode steps cross it
   CheckAgainstReference(mistral, true);
+}
+
+// Prompts longer than one block of the prefill's attention (256 query rows), with and without a window.
+TEST(LlamaSessionTest, LongPromptMatchesReference) {
+  LlamaConfig llama = TinyConfig();
+  llama.num_layers = 1;
+  CheckAgainstReference(llama, false, 600);
+  LlamaConfig mistral = TinyConfig("MistralForCausalLM");
+  mistral.num_layers = 1;
+  mistral.sliding_window = 300;
+  CheckAgainstReference(mistral, false, 600);
 }
 
 TEST(LlamaSessionTest, ScaledRotaryVariantsMatchReference) {
