@@ -23,6 +23,9 @@
 ABSL_FLAG(std::string, model, "", "Hugging Face model folder: config.json and *.safetensors (Llama architecture)");
 ABSL_FLAG(std::string, tasks, "", "task file (JSONL of prompt and answer token ids)");
 ABSL_FLAG(int64_t, max_tasks, 0, "evaluate at most the first N tasks of the file; 0 = all");
+ABSL_FLAG(int64_t, query_window, 64,
+          "prompt queries kept for the policies (eval) or stored in the trace (record): the last N prompt "
+          "positions; 0 = every one");
 // Shared with `kvsim quality` (tools/quality_command.cc).
 ABSL_DECLARE_FLAG(std::string, policies);
 ABSL_DECLARE_FLAG(std::string, budgets);
@@ -57,6 +60,8 @@ absl::Status RunEval(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
   if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
+  options.query_window = absl::GetFlag(FLAGS_query_window);
+  if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
   if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
@@ -81,7 +86,7 @@ KVSIM_REGISTER_COMMAND(eval, {
     .name = "eval",
     .summary = "closed-loop task accuracy and perplexity of token-level KV policies with a model in the loop",
     .usage = "kvsim eval --model=DIR --tasks=FILE --policies=full,streaming_llm --budgets=64,256 [--out=DIR] "
-             "[--threads=N] [--max_tasks=N] [--json]",
+             "[--threads=N] [--max_tasks=N] [--query_window=64] [--json]",
     .details =
         "Runs a Llama-architecture model (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM; config.json\n"
         "and safetensors in fp32/fp16/bf16) on CPU over every task of the JSONL: the prompt is prefilled with\n"
@@ -89,9 +94,11 @@ KVSIM_REGISTER_COMMAND(eval, {
         "per KV head, or fractions of the prompt). Exact-match tasks are scored on the greedy generation;\n"
         "'perplexity' tasks by the teacher-forced mean negative log-likelihood of their answer tokens.\n"
         "Every registered token policy runs except oracle_evict (it needs attention of future steps).\n"
+        "--query_window: the last N prompt queries the policies may read (SnapKV's window, Expected\n"
+        "Attention's statistics; 0 = all), 64 by default as in recorded traces.\n"
         "--threads: tasks run in parallel (0 = all cores); results do not depend on it.\n"
         "--out=DIR writes results.csv, tasks.csv, results.json, accuracy.svg and timing.csv (wall times).",
-    .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "out", "json", "seed"},
+    .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "query_window", "out", "json", "seed"},
     .run = RunEval,
 });
 

@@ -20,11 +20,11 @@
 ABSL_FLAG(std::string, layers, "", "comma-separated layer indices to record (ascending); empty = every layer");
 ABSL_FLAG(std::string, kv_heads, "", "comma-separated KV head indices to record (ascending); empty = every head");
 ABSL_FLAG(int64_t, decode_steps, 32, "greedy decode steps per prompt, in tokens");
-ABSL_FLAG(int64_t, query_window, 64, "prompt queries stored: the last N prompt positions; 0 = every one");
 ABSL_FLAG(std::string, record_dtype, "fp16", "payload dtype of the trace: fp16, bf16 or fp32");
 ABSL_DECLARE_FLAG(std::string, model);   // tools/eval_command.cc
 ABSL_DECLARE_FLAG(std::string, tasks);
 ABSL_DECLARE_FLAG(int64_t, max_tasks);
+ABSL_DECLARE_FLAG(int64_t, query_window);
 
 namespace kvsim {
 namespace {

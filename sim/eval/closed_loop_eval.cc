@@ -76,10 +76,12 @@ struct TaskState {
   std::atomic<int64_t> remaining{0};  // runs of the task not finished
 };
 
-void Prefill(const LlamaModel& model, const EvalTask& task, TaskState* state, double* seconds) {
+void Prefill(const LlamaModel& model, const EvalTask& task, int64_t query_window, TaskState* state,
+             double* seconds) {
   const auto start = std::chrono::steady_clock::now();
   // Perplexity feeds the answer but its last token; generation makes at most len(answer) tokens.
-  state->prefill = std::make_unique<LlamaSession>(model, task.prompt_ids.size() + task.answer_ids.size());
+  state->prefill =
+      std::make_unique<LlamaSession>(model, task.prompt_ids.size() + task.answer_ids.size(), query_window);
   auto logits = state->prefill->Prefill(task.prompt_ids);
   if (!logits.ok()) {
     state->status = absl::InvalidArgumentError(absl::StrCat(task.source, ": ", logits.status().message()));
@@ -98,6 +100,7 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
   if (options.budget_tokens.empty() && options.budget_ratios.empty()) {
     return absl::InvalidArgumentError("no budgets given (tokens or ratios)");
   }
+  if (options.query_window < 0) return absl::InvalidArgumentError("query_window must be >= 0");
   if (options.num_threads < 0 || options.num_threads > kMaxThreads) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_threads must be in [0, ", kMaxThreads, "] (0 = every core), got ", options.num_threads));
@@ -160,7 +163,7 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
     const size_t t = item / run_points.size();
     const int32_t p = run_points[item % run_points.size()];
     TaskState& state = states[t];
-    std::call_once(state.once, [&] { Prefill(model, tasks[t], &state, &results.prefill_seconds[t]); });
+    std::call_once(state.once, [&] { Prefill(model, tasks[t], options.query_window, &state, &results.prefill_seconds[t]); });
     EvalRun& run = results.runs[t * points.size() + p];
     run.task = t;
     run.point = p;

@@ -49,6 +49,7 @@ struct EvalOptions {
   std::vector<double> budget_ratios;   // each in (0, 1]
   uint64_t seed = 0;                   // for randomised policies
   int num_threads = 1;                 // 0 = every core; at most kMaxThreads
+  int64_t query_window = 64;           // prompt queries the policies may read (the last N; 0 = all)
   // Called after each task with (tasks done, tasks total), from any worker thread, one call at a time.
   std::function<void(int64_t, int64_t)> progress;
 };

@@ -122,8 +122,9 @@ absl::Status CheckClosedLoopPolicy(const std::string& spec) {
   return absl::OkStatus();
 }
 
-LlamaSession::LlamaSession(const LlamaModel& model, int64_t capacity_tokens)
+LlamaSession::LlamaSession(const LlamaModel& model, int64_t capacity_tokens, int64_t query_window)
     : model_(model),
+      query_window_(std::max<int64_t>(0, query_window)),
       config_(model.config),
       capacity_(std::max<int64_t>(1, capacity_tokens)),
       kv_heads_(model.config.num_kv_heads),
@@ -133,20 +134,21 @@ LlamaSession::LlamaSession(const LlamaModel& model, int64_t capacity_tokens)
   const int n = config_.num_layers * kv_heads_;
   keys_.assign(n, std::vector<float>(capacity_ * d_, 0.0f));
   values_.assign(n, std::vector<float>(capacity_ * d_, 0.0f));
-  queries_.assign(n, std::vector<float>(group_ * capacity_ * d_, 0.0f));
+  queries_.assign(n, {});  // sized by Prefill, once query_start_ is known
   column_sums_.assign(n, {});
 }
 
 LlamaSession::~LlamaSession() = default;
 
 std::unique_ptr<LlamaSession> LlamaSession::Clone() const {
-  auto copy = std::make_unique<LlamaSession>(model_, capacity_);
+  auto copy = std::make_unique<LlamaSession>(model_, capacity_, query_window_);
   copy->keys_ = keys_;
   copy->values_ = values_;
   copy->queries_ = queries_;
   copy->column_sums_ = column_sums_;
   copy->length_ = length_;
   copy->prompt_len_ = prompt_len_;
+  copy->query_start_ = query_start_;
   return copy;
 }
 
@@ -170,6 +172,8 @@ absl::StatusOr<std::vector<float>> LlamaSession::Prefill(absl::Span<const int32_
   KVSIM_RETURN_IF_ERROR(CheckIds(ids));
   const int h = config_.hidden_size;
   const int64_t rows = ids.size();
+  query_start_ = query_window_ > 0 ? std::max<int64_t>(0, rows - query_window_) : 0;
+  for (std::vector<float>& q : queries_) q.assign(group_ * (capacity_ - query_start_) * d_, 0.0f);
   std::vector<float> x(rows * h);
   for (int64_t r = 0; r < rows; ++r) std::copy_n(model_.embed.data() + int64_t{ids[r]} * h, h, x.data() + r * h);
   KVSIM_RETURN_IF_ERROR(Forward(0, rows, &x));
@@ -229,15 +233,15 @@ absl::Status LlamaSession::Forward(int64_t pos0, int64_t rows, std::vector<float
         const int index = l * kv_heads_ + c;
         std::copy_n(s.k.data() + r * kvdim + c * d_, d_, keys_[index].data() + p * d_);
         std::copy_n(s.v.data() + r * kvdim + c * d_, d_, values_[index].data() + p * d_);
-        for (int j = 0; j < group_; ++j) {
+        for (int j = 0; j < group_ && p >= query_start_; ++j) {
           std::copy_n(s.q.data() + r * qdim + (c * group_ + j) * d_, d_,
-                      queries_[index].data() + (j * capacity_ + p) * d_);
+                      queries_[index].data() + (j * (capacity_ - query_start_) + p - query_start_) * d_);
         }
       }
     }
     if (rows > 1 || pos0 == 0) {
       if (pos0 != 0) return absl::InternalError("multi-token forward only from position 0");
-      PrefillAttention(l, rows, s.q.data(), s.attn.data());
+      PrefillAttention(l, rows, s.q.data(), s.attn.data());  // reads the queries from s.q
     } else {
       KVSIM_RETURN_IF_ERROR(DecodeAttention(l, pos0, s.q.data(), s.attn.data()));
     }
@@ -271,14 +275,14 @@ void LlamaSession::PrefillAttention(int l, int64_t rows, const float* q, float* 
     const int index = l * kv_heads_ + c;
     std::vector<double> sums(group_ * rows, 0.0);
     for (int j = 0; j < group_; ++j) {
-      const float* queries = queries_[index].data() + j * capacity_ * d_;
       const int head = c * group_ + j;
+      const float* queries = q + head * d_;  // rows x qdim: this head's columns
       for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
         const int64_t count = std::min(kBlock, rows - r0), cols = r0 + count;
         const int64_t lo0 = WindowStart(r0);  // keys before it are outside every row's window
         const int64_t width = cols - lo0;
         float* logits = s.prefill_logits.data();
-        GemmABt(queries + r0 * d_, d_, keys_[index].data() + lo0 * d_, d_, count, width, d_, logits, width);
+        GemmABt(queries + r0 * qdim, qdim, keys_[index].data() + lo0 * d_, d_, count, width, d_, logits, width);
         for (int64_t r = 0; r < count; ++r) {
           const int64_t t = r0 + r;
           float* row = logits + r * width;  // columns lo0..cols-1
@@ -296,7 +300,6 @@ void LlamaSession::PrefillAttention(int l, int64_t rows, const float* q, float* 
     }
     column_sums_[index].assign(sums.begin(), sums.end());
   }
-  (void)q;
 }
 
 absl::Status LlamaSession::AttachPolicy(const std::string& spec, int64_t budget_tokens, uint64_t seed,
@@ -325,7 +328,7 @@ absl::Status LlamaSession::AttachPolicy(const std::string& spec, int64_t budget_
       head.head_dim = d_;
       head.prompt_len = prompt_len_;
       head.seq_len = capacity_;
-      head.query_start = 0;
+      head.query_start = query_start_;
       head.keys = keys_[index].data();
       head.values = values_[index].data();
       head.queries = queries_[index].data();

@@ -15,7 +15,8 @@
 //
 // The cache: keys (post-rotary), values and queries of every (layer, KV head) for capacity_tokens
 // positions are allocated up front, so the HeadContext pointers the policies keep stay valid; rows are
-// filled as the sequence grows (unfilled rows are zero). query_start is 0: every prompt query is kept.
+// filled as the sequence grows (unfilled rows are zero). Queries are kept from query_start = prompt_len -
+// query_window (0 when query_window is 0: every prompt query) on; the prefill attention itself uses them all.
 // column_sums (H2O's seed) are the prompt attention's column sums from the prefill.
 //
 // Policies (AttachPolicy, after Prefill): one instance per layer gets BeginLayer(that layer's KV heads,
@@ -76,8 +77,9 @@ absl::Status CheckClosedLoopPolicy(const std::string& spec);
 
 class LlamaSession {
  public:
-  // REQUIRES: `model` outlives the session; capacity_tokens >= 1.
-  LlamaSession(const LlamaModel& model, int64_t capacity_tokens);
+  // REQUIRES: `model` outlives the session; capacity_tokens >= 1. query_window: prompt queries kept for
+  // the policies (the last N; 0 = all).
+  LlamaSession(const LlamaModel& model, int64_t capacity_tokens, int64_t query_window = 0);
   ~LlamaSession();
   LlamaSession(const LlamaSession&) = delete;
   LlamaSession& operator=(const LlamaSession&) = delete;
@@ -109,7 +111,10 @@ class LlamaSession {
   // The cached key / value / query rows (for recording traces): layer l, KV head c (query member j).
   const float* keys(int l, int c) const { return keys_[l * kv_heads_ + c].data(); }
   const float* values(int l, int c) const { return values_[l * kv_heads_ + c].data(); }
-  const float* queries(int l, int c) const { return queries_[l * kv_heads_ + c].data(); }  // g x capacity x d
+  // g x (capacity - query_start) x d: member j's query at position p >= query_start is row
+  // j * (capacity - query_start) + p - query_start.
+  const float* queries(int l, int c) const { return queries_[l * kv_heads_ + c].data(); }
+  int64_t query_start() const { return query_start_; }
   const std::vector<float>& column_sums(int l, int c) const { return column_sums_[l * kv_heads_ + c]; }
 
  private:
@@ -118,6 +123,7 @@ class LlamaSession {
   // Runs positions [pos0, pos0 + rows) through the model; `x` holds their embeddings (rows x hidden) and
   // ends as the final-norm hidden states.
   absl::Status Forward(int64_t pos0, int64_t rows, std::vector<float>* x);
+  // q: the rows x (heads * d) rotated queries of the prompt.
   void PrefillAttention(int layer, int64_t rows, const float* q, float* out);
   absl::Status DecodeAttention(int layer, int64_t p, const float* q, float* out);
   std::vector<float> Logits(const float* hidden, int64_t rows) const;
@@ -132,6 +138,7 @@ class LlamaSession {
   int kv_heads_, group_, d_;
   int64_t length_ = 0;
   int64_t prompt_len_ = 0;
+  int64_t query_window_ = 0, query_start_ = 0;
   std::vector<std::vector<float>> keys_, values_, queries_, column_sums_;  // per layer x KV head
   // Policy state, per layer.
   std::string spec_;

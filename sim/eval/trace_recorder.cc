@@ -47,12 +47,12 @@ absl::StatusOr<AttentionSample> RecordAttentionSample(const LlamaModel& model, a
   if (options.query_window < 0) return absl::InvalidArgumentError("query_window must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(AttentionTraceHeader header, TraceHeaderFor(model, options));
   const int64_t p = prompt.size(), steps = options.decode_steps, n = p + steps;
-  LlamaSession session(model, std::max<int64_t>(1, n));
+  LlamaSession session(model, std::max<int64_t>(1, n), options.query_window);
   KVSIM_ASSIGN_OR_RETURN(std::vector<float> logits, session.Prefill(prompt));
   AttentionSample sample;
   sample.prompt_len = p;
   sample.num_decode_steps = steps;
-  sample.query_start = options.query_window == 0 ? 0 : std::max<int64_t>(0, p - options.query_window);
+  sample.query_start = session.query_start();
   sample.token_ids.assign(prompt.begin(), prompt.end());
   for (int64_t s = 0; s < steps; ++s) {
     const int32_t next = ArgMax(logits);
@@ -67,11 +67,8 @@ absl::StatusOr<AttentionSample> RecordAttentionSample(const LlamaModel& model, a
       t.kv_head = c;
       t.keys.assign(session.keys(layer, c), session.keys(layer, c) + n * d);
       t.values.assign(session.values(layer, c), session.values(layer, c) + n * d);
-      const float* q = session.queries(layer, c);  // g x capacity x d
-      for (int j = 0; j < g; ++j) {
-        const float* member = q + static_cast<int64_t>(j) * session.capacity() * d;
-        t.queries.insert(t.queries.end(), member + sample.query_start * d, member + n * d);
-      }
+      const float* q = session.queries(layer, c);  // g x (n - query_start) x d: the trace's layout
+      t.queries.assign(q, q + static_cast<int64_t>(g) * (n - sample.query_start) * d);
       t.column_sums = session.column_sums(layer, c);
       sample.heads.push_back(std::move(t));
     }

@@ -75,6 +75,26 @@ TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
       }
     }
   }
+  // Layer 0 queries by hand likewise, for query head 3 (KV head 1, member 1) at the first stored prompt
+  // position (12) and the last decode step (25): rows (1 * (26 - 12) + p - 12) of the head's queries.
+  for (int64_t pos : {12, 25}) {
+    const float* e = model->embed.data() + want[pos] * c.hidden_size;
+    double ms = 0;
+    for (int i = 0; i < c.hidden_size; ++i) ms += double(e[i]) * e[i];
+    const double r = 1 / std::sqrt(ms / c.hidden_size + c.rms_norm_eps);
+    std::vector<double> q(8, 0.0);
+    for (int o = 0; o < 8; ++o) {
+      for (int i = 0; i < c.hidden_size; ++i) {
+        q[o] += double(model->layers[0].wq[(3 * 8 + o) * c.hidden_size + i]) * e[i] * r * model->layers[0].input_norm[i];
+      }
+    }
+    const float* row = sample->heads[1].queries.data() + (1 * (26 - 12) + pos - 12) * 8;
+    for (int i = 0; i < 4; ++i) {
+      const double angle = pos / std::pow(10000.0, 2.0 * i / 8);
+      EXPECT_NEAR(row[i], q[i] * std::cos(angle) - q[i + 4] * std::sin(angle), 1e-4) << pos;
+      EXPECT_NEAR(row[i + 4], q[i + 4] * std::cos(angle) + q[i] * std::sin(angle), 1e-4) << pos;
+    }
+  }
   // Column sums: each prompt query's attention sums to 1, so each member's sums total prompt_len.
   double total = 0;
   for (int i = 0; i < 20; ++i) total += sample->heads[1].column_sums[i];
