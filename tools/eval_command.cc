@@ -96,7 +96,8 @@ KVSIM_REGISTER_COMMAND(eval, {
         "Every registered token policy runs except oracle_evict (it needs attention of future steps).\n"
         "--query_window: the last N prompt queries the policies may read (SnapKV's window, Expected\n"
         "Attention's statistics; 0 = all), 64 by default as in recorded traces.\n"
-        "--threads: tasks run in parallel (0 = all cores); results do not depend on it.\n"
+        "--policies as for 'kvsim quality', except that oracle_select is not added (list it to evaluate it).\n"
+        "--threads: runs (task x policy x budget) in parallel (0 = all cores); results do not depend on it.\n"
         "--out=DIR writes results.csv, tasks.csv, results.json, accuracy.svg and timing.csv (wall times).",
     .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "query_window", "out", "json", "seed"},
     .run = RunEval,

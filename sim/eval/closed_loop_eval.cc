@@ -142,6 +142,8 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
   EvalResults results;
   results.model = model.source;
   results.num_tasks = tasks.size();
+  results.seed = options.seed;
+  results.query_window = options.query_window;
   for (const PointSpec& p : points) results.points.push_back(p.meta);
   results.runs.resize(tasks.size() * points.size());
   results.prefill_seconds.assign(tasks.size(), 0.0);

@@ -92,6 +92,8 @@ struct EvalGroup {
 struct EvalResults {
   std::string model;  // source folder
   int64_t num_tasks = 0;
+  uint64_t seed = 0;
+  int64_t query_window = 0;
   std::vector<EvalPoint> points;  // policy-major, then token budgets ascending, then ratios ascending
   std::vector<EvalGroup> groups;  // per point: families (sorted) x context lengths (ascending), then "all"
   std::vector<EvalRun> runs;      // task-major, then point

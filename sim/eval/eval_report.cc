@@ -178,6 +178,7 @@ std::string EvalTimingCsv(const EvalResults& r) {
 
 std::string EvalJson(const EvalResults& r) {
   std::string out = absl::StrCat("{\n  \"model\": ", JsonString(r.model), ",\n  \"num_tasks\": ", r.num_tasks,
+                                 ",\n  \"seed\": ", r.seed, ",\n  \"query_window\": ", r.query_window,
                                  ",\n  \"points\": [\n");
   for (size_t p = 0; p < r.points.size(); ++p) {
     const EvalPoint& point = r.points[p];

@@ -11,6 +11,7 @@ EvalResults Results() {
   EvalResults r;
   r.model = "m";
   r.num_tasks = 2;
+  r.seed = 7;
   r.points = {{"full", "full", false, 64}, {"h2o", "evict", true, 0.25}};
   EvalGroup g;
   g.point = 1;
@@ -69,6 +70,7 @@ TEST(EvalReportTest, JsonParsesAndSvgHasEveryPanel) {
   simdjson::dom::element root;
   ASSERT_EQ(parser.parse(simdjson::padded_string(json)).get(root), simdjson::SUCCESS) << json;
   EXPECT_EQ(int64_t(root["num_tasks"]), 2);
+  EXPECT_EQ(int64_t(root["seed"]), 7);
   simdjson::dom::array points = root["points"];
   EXPECT_EQ(points.size(), 2u);
   simdjson::dom::array groups = points.at(1)["groups"];
