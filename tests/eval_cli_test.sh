@@ -38,6 +38,7 @@ gc_wrong="$wrong_first, $(echo "$gc" | cut -d, -f2-)"
 expect 0 "$kvsim" eval --model="$model" --tasks="$tmp/tasks.jsonl" --policies=$policies --budgets=8,64,0.5 \
   --threads=1 --out="$tmp/t1"
 has "closed-loop evaluation of" out
+[ -s "$tmp/err" ] && fail "stderr is not a TTY here, so no progress line: $(cat "$tmp/err")"
 for f in results.csv tasks.csv results.json accuracy.svg timing.csv; do [ -s "$tmp/t1/$f" ] || fail "missing $f"; done
 grep -q "^full,full,8,niah_single,40,1,1,1.000000," "$tmp/t1/results.csv" || fail "full does not reproduce task a"
 grep -q "^full,full,8,variable_tracking,56,1,0,0.000000," "$tmp/t1/results.csv" || fail "a wrong answer scored"
