@@ -54,6 +54,13 @@ done
 expect 0 "$kvsim" eval --model="$model" --tasks="$tmp/tasks.jsonl" --policies=full --budgets=8 --max_tasks=1 --json
 has "\"num_tasks\": 1" out
 
+# The task files of tools/make_tasks.py (every family and perplexity) are read and run.
+tasks512="$(dirname "$model")/tasks_512.jsonl"
+expect 0 "$kvsim" eval --model="$model" --tasks="$tasks512" --policies=full,snapkv --budgets=64 --json
+has '"num_tasks": 35' out
+has '"task": "dialogue_recall", "context_tokens": 512, "tasks": 5' out
+has '"task": "perplexity", "context_tokens": 512, "tasks": 5' out
+
 # kvsim record: a trace of the same forward pass that kvsim quality reads (full recalls everything).
 expect 0 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/t.kvat" --layers=1 --decode_steps=4 \
   --record_dtype=fp32
