@@ -13,13 +13,20 @@ void QuestPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget
   page_min_.resize(heads.size());  // the per-head vectors keep their storage from layer to layer
   page_max_.resize(heads.size());
   for (size_t h = 0; h < heads.size(); ++h) {
-    const HeadContext& head = heads[h];
-    const int64_t pages = head.seq_len / kPageTokens;  // complete pages only
+    const int64_t pages = heads[h].seq_len / kPageTokens;  // complete pages only
+    page_min_[h].resize(pages * heads[h].head_dim);
+    page_max_[h].resize(pages * heads[h].head_dim);
+  }
+  bounded_pages_ = 0;
+  BoundPages(heads.empty() ? 0 : heads[0].prompt_len / kPageTokens);
+}
+
+void QuestPolicy::BoundPages(int64_t pages) {
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    const HeadContext& head = heads_[h];
     const int d = head.head_dim;
-    page_min_[h].resize(pages * d);
-    page_max_[h].resize(pages * d);
     // Per page, the channels' minima and maxima over its keys, a whole key row at a time.
-    for (int64_t page = 0; page < pages; ++page) {
+    for (int64_t page = bounded_pages_; page < pages; ++page) {
       Eigen::Map<Eigen::ArrayXf> lo(&page_min_[h][page * d], d), hi(&page_max_[h][page * d], d);
       lo = Eigen::Map<const Eigen::ArrayXf>(head.key(page * kPageTokens), d);
       hi = lo;
@@ -30,11 +37,15 @@ void QuestPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget
       }
     }
   }
+  bounded_pages_ = std::max(bounded_pages_, pages);
 }
 
 void QuestPolicy::Step(const LayerStep& step, std::vector<KeptSet>* kept) {
   const int64_t p = step.position;
   const int64_t current_page = p / kPageTokens;
+  // Pages completed since the prompt are bounded when first read: their keys exist by now (a
+  // closed-loop cache fills them as decoding goes; a trace has them all along, with the same result).
+  if (current_page > bounded_pages_) BoundPages(current_page);
   for (size_t h = 0; h < heads_.size(); ++h) {
     const HeadContext& head = heads_[h];
     KeptSet& set = (*kept)[h];

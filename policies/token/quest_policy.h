@@ -5,7 +5,9 @@
 // and maxima M. At each decode step, per query head, every complete earlier page gets the upper bound
 // U_P = sum_c max(q_c M_{P,c}, q_c m_{P,c}) of its best logit; the query reads the page holding the
 // current token plus the top K - 1 other pages by U_P (ties: earlier page), with K = max(3, B / 16).
-// Layers 0 and 1 stay dense, as in the paper. Kind: kSelect.
+// Layers 0 and 1 stay dense, as in the paper. Kind: kSelect. A page's bounds are computed in BeginLayer for
+// the prompt's complete pages and at the first step that reads it for later ones (the paper's metadata is
+// updated as pages fill), so the policy never reads keys of positions after the current step.
 #ifndef KVSIM_POLICIES_TOKEN_QUEST_POLICY_H_
 #define KVSIM_POLICIES_TOKEN_QUEST_POLICY_H_
 
@@ -25,7 +27,11 @@ class QuestPolicy final : public TokenPolicy {
   void Step(const LayerStep& step, std::vector<KeptSet>* kept) override;
 
  private:
+  // Computes the bounds of pages [bounded_pages_, pages) of every head.
+  void BoundPages(int64_t pages);
+
   std::vector<HeadContext> heads_;
+  int64_t bounded_pages_ = 0;  // pages [0, this) have bounds
   std::vector<std::vector<float>> page_min_, page_max_;  // per head: pages x head_dim
   int64_t num_pages_ = 0;                                // pages of the budget (K)
   std::vector<float> bounds_;
