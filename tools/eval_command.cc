@@ -15,7 +15,7 @@
 #include "sim/eval/eval_report.h"
 #include "sim/eval/eval_tasks.h"
 #include "sim/eval/llama_model.h"
-#include "sim/quality_evaluator.h"
+#include "sim/quality/quality_evaluator.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -82,25 +82,28 @@ absl::Status RunEval(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(eval, {
-    .name = "eval",
-    .summary = "closed-loop task accuracy and perplexity of token-level KV policies with a model in the loop",
-    .usage = "kvsim eval --model=DIR --tasks=FILE --policies=full,streaming_llm --budgets=64,256 [--out=DIR] "
-             "[--threads=N] [--max_tasks=N] [--query_window=64] [--json]",
-    .details =
-        "Runs a Llama-architecture model (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM; config.json\n"
-        "and safetensors in fp32/fp16/bf16) on CPU over every task of the JSONL: the prompt is prefilled with\n"
-        "full attention, then each policy controls the KV cache at every decode step at each budget (tokens\n"
-        "per KV head, or fractions of the prompt). Exact-match tasks are scored on the greedy generation;\n"
-        "'perplexity' tasks by the teacher-forced mean negative log-likelihood of their answer tokens.\n"
-        "Every registered token policy runs except oracle_evict (it needs attention of future steps).\n"
-        "--query_window: the last N prompt queries the policies may read (SnapKV's window, Expected\n"
-        "Attention's statistics; 0 = all), 64 by default as in recorded traces.\n"
-        "--policies as for 'kvsim quality', except that oracle_select is not added (list it to evaluate it).\n"
-        "--threads: runs (task x policy x budget) in parallel (0 = all cores); results do not depend on it.\n"
-        "--out=DIR writes results.csv, tasks.csv, results.json, accuracy.svg and timing.csv (wall times).",
-    .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "query_window", "out", "json", "seed"},
-    .run = RunEval,
-});
+KVSIM_REGISTER_COMMAND(
+    eval,
+    {
+        .name = "eval",
+        .summary = "closed-loop task accuracy and perplexity of token-level KV policies with a model in the loop",
+        .usage = "kvsim eval --model=DIR --tasks=FILE --policies=full,streaming_llm --budgets=64,256 [--out=DIR] "
+                 "[--threads=N] [--max_tasks=N] [--query_window=64] [--json]",
+        .details =
+            "Runs a Llama-architecture model (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM; config.json\n"
+            "and safetensors in fp32/fp16/bf16) on CPU over every task of the JSONL: the prompt is prefilled with\n"
+            "full attention, then each policy controls the KV cache at every decode step at each budget (tokens\n"
+            "per KV head, or fractions of the prompt). Exact-match tasks are scored on the greedy generation;\n"
+            "'perplexity' tasks by the teacher-forced mean negative log-likelihood of their answer tokens.\n"
+            "Every registered token policy runs except oracle_evict (it needs attention of future steps).\n"
+            "--query_window: the last N prompt queries the policies may read (SnapKV's window, Expected\n"
+            "Attention's statistics; 0 = all), 64 by default as in recorded traces.\n"
+            "--policies as for 'kvsim quality', except that oracle_select is not added (list it to evaluate it).\n"
+            "--threads: runs (task x policy x budget) in parallel (0 = all cores); results do not depend on it.\n"
+            "--out=DIR writes results.csv, tasks.csv, results.json, accuracy.svg and timing.csv (wall times).",
+        .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "query_window", "out", "json",
+                  "seed"},
+        .run = RunEval,
+    });
 
 }  // namespace kvsim

@@ -21,7 +21,7 @@ ABSL_FLAG(std::string, layers, "", "comma-separated layer indices to record (asc
 ABSL_FLAG(std::string, kv_heads, "", "comma-separated KV head indices to record (ascending); empty = every head");
 ABSL_FLAG(int64_t, decode_steps, 32, "greedy decode steps per prompt, in tokens");
 ABSL_FLAG(std::string, record_dtype, "fp16", "payload dtype of the trace: fp16, bf16 or fp32");
-ABSL_DECLARE_FLAG(std::string, model);   // tools/eval_command.cc
+ABSL_DECLARE_FLAG(std::string, model);  // tools/eval_command.cc
 ABSL_DECLARE_FLAG(std::string, tasks);
 ABSL_DECLARE_FLAG(int64_t, max_tasks);
 ABSL_DECLARE_FLAG(int64_t, query_window);
@@ -89,19 +89,21 @@ absl::Status RunRecord(const std::vector<std::string>& args, std::ostream& out) 
 
 }  // namespace
 
-KVSIM_REGISTER_COMMAND(record, {
-    .name = "record",
-    .summary = "record attention traces (.kvat) from the closed-loop forward pass of a model folder",
-    .usage = "kvsim record --model=DIR --tasks=FILE --out=T.kvat [--layers=0,2] [--kv_heads=0] [--decode_steps=32] "
-             "[--query_window=64] [--record_dtype=fp16] [--max_tasks=N]",
-    .details =
-        "For each task's prompt: a prefill and --decode_steps greedy decode steps with the full cache, on CPU\n"
-        "(the forward pass of 'kvsim eval'); stores post-rotary keys, values and queries of the chosen layers\n"
-        "and KV heads and the prefill attention column sums, in the format of tools/record_attention.py, for\n"
-        "'kvsim quality'. The file is written to a temporary name and renamed when complete.",
-    .flags = {"model", "tasks", "out", "layers", "kv_heads", "decode_steps", "query_window", "record_dtype",
-              "max_tasks"},
-    .run = RunRecord,
-});
+KVSIM_REGISTER_COMMAND(
+    record,
+    {
+        .name = "record",
+        .summary = "record attention traces (.kvat) from the closed-loop forward pass of a model folder",
+        .usage = "kvsim record --model=DIR --tasks=FILE --out=T.kvat [--layers=0,2] [--kv_heads=0] [--decode_steps=32] "
+                 "[--query_window=64] [--record_dtype=fp16] [--max_tasks=N]",
+        .details =
+            "For each task's prompt: a prefill and --decode_steps greedy decode steps with the full cache, on CPU\n"
+            "(the forward pass of 'kvsim eval'); stores post-rotary keys, values and queries of the chosen layers\n"
+            "and KV heads and the prefill attention column sums, in the format of tools/record_attention.py, for\n"
+            "'kvsim quality'. The file is written to a temporary name and renamed when complete.",
+        .flags = {"model", "tasks", "out", "layers", "kv_heads", "decode_steps", "query_window", "record_dtype",
+                  "max_tasks"},
+        .run = RunRecord,
+    });
 
 }  // namespace kvsim

@@ -31,7 +31,7 @@ class QuestPolicy final : public TokenPolicy {
   void BoundPages(int64_t pages);
 
   std::vector<HeadContext> heads_;
-  int64_t bounded_pages_ = 0;  // pages [0, this) have bounds
+  int64_t bounded_pages_ = 0;                            // pages [0, this) have bounds
   std::vector<std::vector<float>> page_min_, page_max_;  // per head: pages x head_dim
   int64_t num_pages_ = 0;                                // pages of the budget (K)
   std::vector<float> bounds_;

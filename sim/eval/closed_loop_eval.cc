@@ -1,9 +1,9 @@
 #include "sim/eval/closed_loop_eval.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -76,12 +76,10 @@ struct TaskState {
   std::atomic<int64_t> remaining{0};  // runs of the task not finished
 };
 
-void Prefill(const LlamaModel& model, const EvalTask& task, int64_t query_window, TaskState* state,
-             double* seconds) {
+void Prefill(const LlamaModel& model, const EvalTask& task, int64_t query_window, TaskState* state, double* seconds) {
   const auto start = std::chrono::steady_clock::now();
   // Perplexity feeds the answer but its last token; generation makes at most len(answer) tokens.
-  state->prefill =
-      std::make_unique<LlamaSession>(model, task.prompt_ids.size() + task.answer_ids.size(), query_window);
+  state->prefill = std::make_unique<LlamaSession>(model, task.prompt_ids.size() + task.answer_ids.size(), query_window);
   auto logits = state->prefill->Prefill(task.prompt_ids);
   if (!logits.ok()) {
     state->status = absl::InvalidArgumentError(absl::StrCat(task.source, ": ", logits.status().message()));
@@ -165,7 +163,8 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
     const size_t t = item / run_points.size();
     const int32_t p = run_points[item % run_points.size()];
     TaskState& state = states[t];
-    std::call_once(state.once, [&] { Prefill(model, tasks[t], options.query_window, &state, &results.prefill_seconds[t]); });
+    std::call_once(state.once,
+                   [&] { Prefill(model, tasks[t], options.query_window, &state, &results.prefill_seconds[t]); });
     EvalRun& run = results.runs[t * points.size() + p];
     run.task = t;
     run.point = p;

@@ -56,16 +56,16 @@ struct EvalOptions {
 
 // One (task, policy, budget).
 struct EvalRun {
-  int64_t task = 0;     // index into the tasks
-  int32_t point = 0;    // index into EvalResults::points
+  int64_t task = 0;   // index into the tasks
+  int32_t point = 0;  // index into EvalResults::points
   int64_t budget_tokens = 0;
-  bool correct = false;               // exact-match tasks
-  double nll_sum = 0;                 // perplexity tasks: summed over answer tokens
-  int64_t scored_tokens = 0;          // perplexity: answer tokens; exact match: tokens generated
-  std::vector<int32_t> generated;     // exact-match tasks
-  double mean_tokens_read = 0;        // 0 when no decode step ran
+  bool correct = false;            // exact-match tasks
+  double nll_sum = 0;              // perplexity tasks: summed over answer tokens
+  int64_t scored_tokens = 0;       // perplexity: answer tokens; exact match: tokens generated
+  std::vector<int32_t> generated;  // exact-match tasks
+  double mean_tokens_read = 0;     // 0 when no decode step ran
   int64_t decode_steps = 0;
-  double seconds = 0;                 // wall time of this run after the shared prefill (varies)
+  double seconds = 0;  // wall time of this run after the shared prefill (varies)
 };
 
 struct EvalPoint {
@@ -81,10 +81,10 @@ struct EvalGroup {
   int64_t context_tokens = 0;  // 0 for "all"
   int64_t num_tasks = 0;
   int64_t num_correct = 0;
-  double accuracy = 0;         // num_correct / num_tasks (exact-match groups)
-  int64_t nll_tokens = 0;      // perplexity groups
+  double accuracy = 0;     // num_correct / num_tasks (exact-match groups)
+  int64_t nll_tokens = 0;  // perplexity groups
   double mean_nll = 0, perplexity = 0;
-  double mean_tokens_read = 0;     // over runs with decode steps, weighted by their steps
+  double mean_tokens_read = 0;  // over runs with decode steps, weighted by their steps
   double mean_budget_tokens = 0;
   int64_t needle_tasks = 0, needle_covered = 0;
 };
@@ -94,9 +94,9 @@ struct EvalResults {
   int64_t num_tasks = 0;
   uint64_t seed = 0;
   int64_t query_window = 0;
-  std::vector<EvalPoint> points;  // policy-major, then token budgets ascending, then ratios ascending
-  std::vector<EvalGroup> groups;  // per point: families (sorted) x context lengths (ascending), then "all"
-  std::vector<EvalRun> runs;      // task-major, then point
+  std::vector<EvalPoint> points;        // policy-major, then token budgets ascending, then ratios ascending
+  std::vector<EvalGroup> groups;        // per point: families (sorted) x context lengths (ascending), then "all"
+  std::vector<EvalRun> runs;            // task-major, then point
   std::vector<double> prefill_seconds;  // per task (varies)
 };
 

@@ -183,8 +183,10 @@ TEST_F(ClosedLoopEvalTest, RefusesBadOptions) {
   EXPECT_FALSE(RunClosedLoopEval(*model_, tasks_, options).ok());
   options.num_threads = 1;
   tasks_[1].prompt_ids[3] = 40;
-  EXPECT_NE(RunClosedLoopEval(*model_, tasks_, options).status().message().find(
-                "mem:2: task 't1': prompt_ids[3] = 40 is outside the model's vocabulary [0, 40)"),
+  EXPECT_NE(RunClosedLoopEval(*model_, tasks_, options)
+                .status()
+                .message()
+                .find("mem:2: task 't1': prompt_ids[3] = 40 is outside the model's vocabulary [0, 40)"),
             std::string::npos);
 }
 

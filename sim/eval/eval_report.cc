@@ -14,7 +14,8 @@ namespace kvsim {
 namespace {
 
 std::string Budget(const EvalPoint& p) {
-  return p.is_ratio ? absl::StrFormat("%gx", p.budget_value) : absl::StrFormat("%d", static_cast<int64_t>(p.budget_value));
+  return p.is_ratio ? absl::StrFormat("%gx", p.budget_value)
+                    : absl::StrFormat("%d", static_cast<int64_t>(p.budget_value));
 }
 
 std::string Num(double x) { return std::isfinite(x) ? absl::StrFormat("%.6f", x) : "nan"; }
@@ -78,9 +79,9 @@ std::string Panel(const EvalResults& r, const std::string& task, int64_t context
     return x0 + kLeft + t * (kWidth - kLeft - kRight);
   };
   auto fy = [&](double y) { return y0 + kTop + (1 - y / ymax) * (kHeight - kTop - kBottom); };
-  std::string out = absl::StrFormat(
-      "<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
-      x0 + kLeft, y0 + kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom);
+  std::string out =
+      absl::StrFormat("<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
+                      x0 + kLeft, y0 + kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom);
   const std::string title =
       task == "all" ? "all exact-match tasks"
                     : absl::StrCat(task, context > 0 ? absl::StrCat(" @ ", context, " tokens") : std::string());
@@ -88,21 +89,25 @@ std::string Panel(const EvalResults& r, const std::string& task, int64_t context
                                         x0 + kLeft, y0 + 16, title, perplexity ? "mean NLL" : "accuracy"));
   for (int t = 0; t <= 4; ++t) {
     const double y = ymax * t / 4;
-    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.2f</text>\n",
-                                          x0 + kLeft - 4, fy(y) + 3, y));
+    absl::StrAppend(&out,
+                    absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.2f</text>\n",
+                                    x0 + kLeft - 4, fy(y) + 3, y));
   }
   for (size_t i = 0; i < ticks.size(); ++i) {
-    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n",
-                                          fx(i), y0 + kHeight - kBottom + 14, ticks[i]));
+    absl::StrAppend(
+        &out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n", fx(i),
+                              y0 + kHeight - kBottom + 14, ticks[i]));
   }
   for (size_t i = 0; i < order.size(); ++i) {
     const char* color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
     std::vector<std::string> pts;
     for (const auto& [x, y] : lines[order[i]]) pts.push_back(absl::StrFormat("%.1f,%.1f", fx(x), fy(y)));
-    absl::StrAppend(&out, absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n",
-                                          color, absl::StrJoin(pts, " ")));
+    absl::StrAppend(
+        &out, absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n", color,
+                              absl::StrJoin(pts, " ")));
     for (const auto& [x, y] : lines[order[i]]) {
-      absl::StrAppend(&out, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", fx(x), fy(y), color));
+      absl::StrAppend(
+          &out, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", fx(x), fy(y), color));
     }
     absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">%s</text>\n",
                                           x0 + kWidth + 5, y0 + kTop + 12 * (i + 1), color, order[i]));
@@ -134,9 +139,9 @@ std::string EvalResultsCsv(const EvalResults& r) {
   for (const EvalGroup& g : r.groups) {
     const EvalPoint& p = r.points[g.point];
     const bool ppl = IsPerplexity(g);
-    absl::StrAppend(&out, CsvField(p.policy), ",", p.kind, ",", Budget(p), ",", CsvField(g.task), ",",
-                    g.context_tokens, ",", g.num_tasks, ",", g.num_correct, ",", ppl ? "" : Num(g.accuracy), ",",
-                    g.needle_tasks, ",", g.needle_covered, ",", g.nll_tokens, ",", ppl ? Num(g.mean_nll) : "", ",",
+    absl::StrAppend(&out, CsvField(p.policy), ",", p.kind, ",", Budget(p), ",", CsvField(g.task), ",", g.context_tokens,
+                    ",", g.num_tasks, ",", g.num_correct, ",", ppl ? "" : Num(g.accuracy), ",", g.needle_tasks, ",",
+                    g.needle_covered, ",", g.nll_tokens, ",", ppl ? Num(g.mean_nll) : "", ",",
                     ppl ? Num(g.perplexity) : "", ",", Num(g.mean_tokens_read), ",", Num(g.mean_budget_tokens), "\n");
   }
   return out;
@@ -166,8 +171,8 @@ std::string EvalTimingCsv(const EvalResults& r) {
     ++count[run.point];
   }
   for (size_t p = 0; p < r.points.size(); ++p) {
-    absl::StrAppend(&out, CsvField(r.points[p].policy), ",", Budget(r.points[p]), ",", count[p], ",", Num(total[p]), ",",
-                    Num(count[p] > 0 ? total[p] / count[p] : 0), "\n");
+    absl::StrAppend(&out, CsvField(r.points[p].policy), ",", Budget(r.points[p]), ",", count[p], ",", Num(total[p]),
+                    ",", Num(count[p] > 0 ? total[p] / count[p] : 0), "\n");
   }
   double prefill = 0;
   for (double s : r.prefill_seconds) prefill += s;
@@ -177,24 +182,26 @@ std::string EvalTimingCsv(const EvalResults& r) {
 }
 
 std::string EvalJson(const EvalResults& r) {
-  std::string out = absl::StrCat("{\n  \"model\": ", JsonString(r.model), ",\n  \"num_tasks\": ", r.num_tasks,
-                                 ",\n  \"seed\": ", r.seed, ",\n  \"query_window\": ", r.query_window,
-                                 ",\n  \"points\": [\n");
+  std::string out =
+      absl::StrCat("{\n  \"model\": ", JsonString(r.model), ",\n  \"num_tasks\": ", r.num_tasks,
+                   ",\n  \"seed\": ", r.seed, ",\n  \"query_window\": ", r.query_window, ",\n  \"points\": [\n");
   for (size_t p = 0; p < r.points.size(); ++p) {
     const EvalPoint& point = r.points[p];
     absl::StrAppend(&out, "    {\"policy\": ", JsonString(point.policy), ", \"kind\": ", JsonString(point.kind),
-                    ", \"is_ratio\": ", point.is_ratio ? "true" : "false", ", \"budget\": ", JsonNum(point.budget_value),
-                    ", \"groups\": [");
+                    ", \"is_ratio\": ", point.is_ratio ? "true" : "false",
+                    ", \"budget\": ", JsonNum(point.budget_value), ", \"groups\": [");
     bool first = true;
     for (const EvalGroup& g : r.groups) {
       if (g.point != static_cast<int32_t>(p)) continue;
-      absl::StrAppend(&out, first ? "\n" : ",\n", "      {\"task\": ", JsonString(g.task), ", \"context_tokens\": ",
-                      g.context_tokens, ", \"tasks\": ", g.num_tasks, ", \"correct\": ", g.num_correct,
-                      ", \"accuracy\": ", IsPerplexity(g) ? "null" : JsonNum(g.accuracy), ", \"needle_tasks\": ",
-                      g.needle_tasks, ", \"needle_covered\": ", g.needle_covered, ", \"nll_tokens\": ", g.nll_tokens,
-                      ", \"mean_nll\": ", IsPerplexity(g) ? JsonNum(g.mean_nll) : "null", ", \"perplexity\": ",
-                      IsPerplexity(g) ? JsonNum(g.perplexity) : "null", ", \"mean_tokens_read\": ",
-                      JsonNum(g.mean_tokens_read), ", \"mean_budget_tokens\": ", JsonNum(g.mean_budget_tokens), "}");
+      absl::StrAppend(
+          &out, first ? "\n" : ",\n", "      {\"task\": ", JsonString(g.task),
+          ", \"context_tokens\": ", g.context_tokens, ", \"tasks\": ", g.num_tasks, ", \"correct\": ", g.num_correct,
+          ", \"accuracy\": ", IsPerplexity(g) ? "null" : JsonNum(g.accuracy), ", \"needle_tasks\": ", g.needle_tasks,
+          ", \"needle_covered\": ", g.needle_covered, ", \"nll_tokens\": ", g.nll_tokens,
+          ", \"mean_nll\": ", IsPerplexity(g) ? JsonNum(g.mean_nll) : "null",
+          ", \"perplexity\": ", IsPerplexity(g) ? JsonNum(g.perplexity) : "null",
+          ", \"mean_tokens_read\": ", JsonNum(g.mean_tokens_read),
+          ", \"mean_budget_tokens\": ", JsonNum(g.mean_budget_tokens), "}");
       first = false;
     }
     absl::StrAppend(&out, "]}", p + 1 < r.points.size() ? "," : "", "\n");

@@ -115,10 +115,9 @@ absl::Status ValidateTaskIds(const EvalTask& task, int64_t vocab_size) {
   for (const auto* ids : {&task.prompt_ids, &task.answer_ids}) {
     for (size_t i = 0; i < ids->size(); ++i) {
       if ((*ids)[i] >= vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(task.source, ": task '", task.id, "': ",
-                                                       ids == &task.prompt_ids ? "prompt_ids" : "answer_ids", "[", i,
-                                                       "] = ", (*ids)[i], " is outside the model's vocabulary [0, ",
-                                                       vocab_size, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(task.source, ": task '", task.id, "': ", ids == &task.prompt_ids ? "prompt_ids" : "answer_ids",
+                         "[", i, "] = ", (*ids)[i], " is outside the model's vocabulary [0, ", vocab_size, ")"));
       }
     }
   }

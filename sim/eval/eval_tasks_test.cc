@@ -22,8 +22,9 @@ TEST(EvalTasksTest, ParsesLines) {
   EXPECT_EQ((*tasks)[1].answer_position, -1);
   EXPECT_EQ((*tasks)[1].source, "t.jsonl:3");
   EXPECT_TRUE(ValidateTaskIds((*tasks)[0], 259).ok());
-  EXPECT_NE(ValidateTaskIds((*tasks)[0], 256).message().find(
-                "t.jsonl:1: task 'a': prompt_ids[0] = 256 is outside the model's vocabulary [0, 256)"),
+  EXPECT_NE(ValidateTaskIds((*tasks)[0], 256)
+                .message()
+                .find("t.jsonl:1: task 'a': prompt_ids[0] = 256 is outside the model's vocabulary [0, 256)"),
             std::string::npos);
 }
 
@@ -57,12 +58,12 @@ TEST(EvalTasksTest, RefusesBadLines) {
 TEST(EvalTasksTest, ExactMatch) {
   const std::vector<int32_t> eos = {257};
   EXPECT_TRUE(ExactMatch({51, 55}, {51, 55}, eos));
-  EXPECT_TRUE(ExactMatch({51, 55, 9, 9}, {51, 55}, eos));   // anything after the answer
+  EXPECT_TRUE(ExactMatch({51, 55, 9, 9}, {51, 55}, eos));  // anything after the answer
   EXPECT_TRUE(ExactMatch({51, 55, 257, 3}, {51, 55}, eos));
-  EXPECT_FALSE(ExactMatch({9, 51, 55}, {51, 55}, eos));     // something before it
-  EXPECT_FALSE(ExactMatch({51}, {51, 55}, eos));            // cut short
-  EXPECT_FALSE(ExactMatch({51, 257, 55}, {51, 55}, eos));   // cut at EOS
-  EXPECT_TRUE(ExactMatch({51, 257, 55}, {51, 257}, {}));    // no EOS id: nothing cut
+  EXPECT_FALSE(ExactMatch({9, 51, 55}, {51, 55}, eos));    // something before it
+  EXPECT_FALSE(ExactMatch({51}, {51, 55}, eos));           // cut short
+  EXPECT_FALSE(ExactMatch({51, 257, 55}, {51, 55}, eos));  // cut at EOS
+  EXPECT_TRUE(ExactMatch({51, 257, 55}, {51, 257}, {}));   // no EOS id: nothing cut
 }
 
 }  // namespace

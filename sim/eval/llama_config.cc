@@ -24,7 +24,8 @@ class ConfigParser {
     simdjson::dom::element e;
     return o[key].get(e) == simdjson::SUCCESS && !e.is_null();
   }
-  absl::Status Int(simdjson::dom::object o, const char* key, int64_t lo, int64_t hi, bool required, int64_t* out) const {
+  absl::Status Int(simdjson::dom::object o, const char* key, int64_t lo, int64_t hi, bool required,
+                   int64_t* out) const {
     simdjson::dom::element e;
     if (o[key].get(e) != simdjson::SUCCESS || e.is_null()) {
       return required ? Error(key, "is missing") : absl::OkStatus();
@@ -94,8 +95,8 @@ class ConfigParser {
     c.num_kv_heads = c.num_heads;
     KVSIM_RETURN_IF_ERROR(Int32(root_, "num_key_value_heads", 1, false, &c.num_kv_heads));
     if (c.num_heads % c.num_kv_heads != 0) {
-      return Error("num_key_value_heads", absl::StrCat(c.num_kv_heads, " does not divide num_attention_heads ",
-                                                       c.num_heads));
+      return Error("num_key_value_heads",
+                   absl::StrCat(c.num_kv_heads, " does not divide num_attention_heads ", c.num_heads));
     }
     if (Present(root_, "head_dim")) {
       KVSIM_RETURN_IF_ERROR(Int32(root_, "head_dim", 2, true, &c.head_dim));
@@ -137,7 +138,8 @@ class ConfigParser {
       for (simdjson::dom::element e : items) {
         int64_t id;
         if (e.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id >= c.vocab_size) {
-          return Error("eos_token_id", absl::StrCat("must be token ids in [0, vocab_size), got ", simdjson::minify(eos)));
+          return Error("eos_token_id",
+                       absl::StrCat("must be token ids in [0, vocab_size), got ", simdjson::minify(eos)));
         }
         c.eos_token_ids.push_back(static_cast<int32_t>(id));
       }
@@ -237,8 +239,8 @@ std::string LlamaConfigJson(const LlamaConfig& c) {
       absl::StrAppend(&scaling, ", \"original_max_position_embeddings\": ", r.original_max_position_embeddings);
     }
     if (r.type == RopeScaling::kLlama3) {
-      absl::StrAppend(&scaling, ", \"low_freq_factor\": ", r.low_freq_factor, ", \"high_freq_factor\": ",
-                      r.high_freq_factor);
+      absl::StrAppend(&scaling, ", \"low_freq_factor\": ", r.low_freq_factor,
+                      ", \"high_freq_factor\": ", r.high_freq_factor);
     }
     if (r.type == RopeScaling::kYarn) {
       absl::StrAppend(&scaling, ", \"beta_fast\": ", r.beta_fast, ", \"beta_slow\": ", r.beta_slow);
@@ -246,15 +248,18 @@ std::string LlamaConfigJson(const LlamaConfig& c) {
     scaling += "}";
   }
   return absl::StrCat(
-      "{\n  \"architectures\": [\"", c.architecture, "\"],\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": ",
-      c.hidden_size, ",\n  \"intermediate_size\": ", c.intermediate_size, ",\n  \"num_hidden_layers\": ", c.num_layers,
+      "{\n  \"architectures\": [\"", c.architecture,
+      "\"],\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": ", c.hidden_size,
+      ",\n  \"intermediate_size\": ", c.intermediate_size, ",\n  \"num_hidden_layers\": ", c.num_layers,
       ",\n  \"num_attention_heads\": ", c.num_heads, ",\n  \"num_key_value_heads\": ", c.num_kv_heads,
-      ",\n  \"head_dim\": ", c.head_dim, ",\n  \"vocab_size\": ", c.vocab_size, ",\n  \"rms_norm_eps\": ",
-      c.rms_norm_eps, ",\n  \"rope_theta\": ", c.rope_theta, ",\n  \"rope_scaling\": ", scaling,
-      ",\n  \"max_position_embeddings\": ", c.max_position_embeddings, ",\n  \"tie_word_embeddings\": ",
-      c.tie_word_embeddings ? "true" : "false", ",\n  \"attention_bias\": ", c.attention_bias ? "true" : "false",
+      ",\n  \"head_dim\": ", c.head_dim, ",\n  \"vocab_size\": ", c.vocab_size,
+      ",\n  \"rms_norm_eps\": ", c.rms_norm_eps, ",\n  \"rope_theta\": ", c.rope_theta,
+      ",\n  \"rope_scaling\": ", scaling, ",\n  \"max_position_embeddings\": ", c.max_position_embeddings,
+      ",\n  \"tie_word_embeddings\": ", c.tie_word_embeddings ? "true" : "false",
+      ",\n  \"attention_bias\": ", c.attention_bias ? "true" : "false",
       c.sliding_window > 0 ? absl::StrCat(",\n  \"sliding_window\": ", c.sliding_window) : "",
-      c.eos_token_ids.empty() ? "" : absl::StrCat(",\n  \"eos_token_id\": [", absl::StrJoin(c.eos_token_ids, ", "), "]"),
+      c.eos_token_ids.empty() ? ""
+                              : absl::StrCat(",\n  \"eos_token_id\": [", absl::StrJoin(c.eos_token_ids, ", "), "]"),
       ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 
@@ -293,12 +298,13 @@ RopeFrequencies RopeFrequenciesAt(const LlamaConfig& c, int64_t seq_len) {
       break;
     }
     case RopeScaling::kYarn: {
-      const double original = r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings
-                                                                      : c.max_position_embeddings;
+      const double original =
+          r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings : c.max_position_embeddings;
       if (r.attention_factor > 0) {
         f.attention_scaling = static_cast<float>(r.attention_factor);
       } else if (r.mscale > 0 && r.mscale_all_dim > 0) {
-        f.attention_scaling = static_cast<float>(YarnMscale(r.factor, r.mscale) / YarnMscale(r.factor, r.mscale_all_dim));
+        f.attention_scaling =
+            static_cast<float>(YarnMscale(r.factor, r.mscale) / YarnMscale(r.factor, r.mscale_all_dim));
       } else {
         f.attention_scaling = static_cast<float>(YarnMscale(r.factor, 1.0));
       }

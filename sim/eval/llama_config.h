@@ -49,11 +49,11 @@ struct LlamaConfig {
   LlamaRopeScaling rope_scaling;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama's attention_bias; never Mistral)
-  bool o_bias = false;          // o_proj bias (Llama's attention_bias only)
-  bool mlp_bias = false;        // refused if true
-  int64_t sliding_window = 0;   // 0: none; else a query sees only the last sliding_window keys (Mistral)
-  std::string torch_dtype;      // informational
+  bool attention_bias = false;         // q/k/v biases (Qwen2 always; Llama's attention_bias; never Mistral)
+  bool o_bias = false;                 // o_proj bias (Llama's attention_bias only)
+  bool mlp_bias = false;               // refused if true
+  int64_t sliding_window = 0;          // 0: none; else a query sees only the last sliding_window keys (Mistral)
+  std::string torch_dtype;             // informational
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" (one id or a list); may be empty
 
   int32_t group_size() const { return num_heads / num_kv_heads; }

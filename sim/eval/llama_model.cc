@@ -99,8 +99,9 @@ std::map<std::string, FloatTensor> LlamaModelTensors(const LlamaModel& model) {
 absl::Status WriteLlamaModelFolder(const LlamaModel& model, const std::string& dir, const std::string& dtype) {
   KVSIM_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::filesystem::path p(dir);
-  return WriteFilesAtomically({{(p / "config.json").string(), LlamaConfigJson(model.config)},
-                               {(p / "model.safetensors").string(), EncodeSafetensors(LlamaModelTensors(model), dtype)}});
+  return WriteFilesAtomically(
+      {{(p / "config.json").string(), LlamaConfigJson(model.config)},
+       {(p / "model.safetensors").string(), EncodeSafetensors(LlamaModelTensors(model), dtype)}});
 }
 
 }  // namespace kvsim

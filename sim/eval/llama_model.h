@@ -28,21 +28,21 @@
 namespace kvsim {
 
 struct LlamaLayerWeights {
-  std::vector<float> input_norm;          // hidden
-  std::vector<float> wq, wk, wv, wo;      // [heads*d x hidden], [kv*d x hidden] x2, [hidden x heads*d]
-  std::vector<float> bq, bk, bv;          // empty unless attention_bias
-  std::vector<float> bo;                  // empty unless o_bias
-  std::vector<float> post_norm;           // hidden
-  std::vector<float> gate, up, down;      // [inter x hidden] x2, [hidden x inter]
+  std::vector<float> input_norm;      // hidden
+  std::vector<float> wq, wk, wv, wo;  // [heads*d x hidden], [kv*d x hidden] x2, [hidden x heads*d]
+  std::vector<float> bq, bk, bv;      // empty unless attention_bias
+  std::vector<float> bo;              // empty unless o_bias
+  std::vector<float> post_norm;       // hidden
+  std::vector<float> gate, up, down;  // [inter x hidden] x2, [hidden x inter]
 };
 
 struct LlamaModel {
   LlamaConfig config;
-  std::string source;                  // the folder, or "random(seed=N)"
-  std::vector<float> embed;            // [vocab x hidden]
+  std::string source;        // the folder, or "random(seed=N)"
+  std::vector<float> embed;  // [vocab x hidden]
   std::vector<LlamaLayerWeights> layers;
-  std::vector<float> final_norm;       // hidden
-  std::vector<float> lm_head;          // [vocab x hidden]; empty when tied (embed is used)
+  std::vector<float> final_norm;  // hidden
+  std::vector<float> lm_head;     // [vocab x hidden]; empty when tied (embed is used)
 
   const float* output_weights() const { return lm_head.empty() ? embed.data() : lm_head.data(); }
   int64_t NumParameters() const;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "Eigen/Core"
 #include "util/avx2_gemm.h"
 #include "util/cpu_features.h"
 #include "util/float_gemm.h"
@@ -115,9 +115,10 @@ PromptCaches::PromptCaches(int num_layers, int num_kv_heads) : num_kv_heads_(num
 
 absl::Status CheckClosedLoopPolicy(const std::string& spec) {
   if (IsOracleEvict(spec)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "policy '", spec, "' cannot run closed-loop: oracle_evict ranks prompt tokens by the attention of every "
-        "later decode step, which does not exist before those steps are generated"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("policy '", spec,
+                     "' cannot run closed-loop: oracle_evict ranks prompt tokens by the attention of every "
+                     "later decode step, which does not exist before those steps are generated"));
   }
   return absl::OkStatus();
 }
@@ -160,8 +161,8 @@ absl::Status LlamaSession::CheckIds(absl::Span<const int32_t> ids) const {
     }
   }
   if (length_ + static_cast<int64_t>(ids.size()) > capacity_) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence of ", length_ + ids.size(),
-                                                   " tokens exceeds the session's capacity of ", capacity_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence of ", length_ + ids.size(), " tokens exceeds the session's capacity of ", capacity_));
   }
   return absl::OkStatus();
 }
@@ -195,7 +196,8 @@ absl::StatusOr<std::vector<float>> LlamaSession::Decode(int32_t id) {
 std::vector<float> LlamaSession::Logits(const float* hidden, int64_t rows) const {
   std::vector<float> logits(rows * config_.vocab_size);
   if (rows == 1) {
-    MatVec(model_.output_weights(), config_.hidden_size, hidden, config_.vocab_size, config_.hidden_size, logits.data());
+    MatVec(model_.output_weights(), config_.hidden_size, hidden, config_.vocab_size, config_.hidden_size,
+           logits.data());
     return logits;
   }
   GemmABt(hidden, config_.hidden_size, model_.output_weights(), config_.hidden_size, rows, config_.vocab_size,
@@ -408,8 +410,8 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
         const KeptSet& kept = s.kept[c];
         if (kept.per_query.size() != 1 && static_cast<int>(kept.per_query.size()) != group_) {
           return absl::InternalError(absl::StrCat("policy '", spec_, "' returned ", kept.per_query.size(),
-                                                  " sets for KV head ", c, " of layer ", l, " (expected 1 or ",
-                                                  group_, ")"));
+                                                  " sets for KV head ", c, " of layer ", l, " (expected 1 or ", group_,
+                                                  ")"));
         }
         set = kept.per_query.size() == 1 ? kept.per_query[0] : kept.per_query[j];
         std::sort(set.begin(), set.end());
@@ -421,7 +423,8 @@ absl::Status LlamaSession::DecodeAttention(int l, int64_t p, const float* q, flo
         }
         if (lo > 0) set.erase(set.begin(), std::lower_bound(set.begin(), set.end(), static_cast<int32_t>(lo)));
         if (set.empty()) {
-          return absl::InternalError(absl::StrCat("policy '", spec_, "' kept no position inside the sliding window at ", p));
+          return absl::InternalError(
+              absl::StrCat("policy '", spec_, "' kept no position inside the sliding window at ", p));
         }
       }
       const float* logit_row = s.logits.data() + (c * group_ + j) * capacity_;

@@ -338,8 +338,8 @@ TEST(LlamaSessionTest, DecodeReadsOnlyTheKeptSet) {
   std::vector<int32_t> seq = prompt;
   const int64_t p0 = prompt.size();
   for (size_t i = 0; i + 1 < g.ids.size(); ++i) seq.push_back(g.ids[i]);
-  const auto ref = testing::ReferenceForward(*model, seq, {}, 1.0,
-                                             [&](int64_t t, int64_t s) { return t < p0 || s >= t - 1; });
+  const auto ref =
+      testing::ReferenceForward(*model, seq, {}, 1.0, [&](int64_t t, int64_t s) { return t < p0 || s >= t - 1; });
   for (size_t i = 0; i < g.logits.size(); ++i) {
     ExpectClose(g.logits[i], ref[p0 - 1 + i], absl::StrCat("step ", i));
   }
@@ -375,8 +375,8 @@ TEST(LlamaSessionTest, QuestBoundsPagesFilledDuringDecode) {
   for (int64_t i = prompt; i < n; ++i) {
     for (int c = 0; c < d; ++c) keys[i * d + c] = 0.001f;
   }
-  keys[40 * d] = 5.0f;                 // page 2
-  queries[63 * d] = 1.0f;              // the step's query points along channel 0
+  keys[40 * d] = 5.0f;     // page 2
+  queries[63 * d] = 1.0f;  // the step's query points along channel 0
   std::vector<float> probs(n, 1.0f / n);
   LayerStep step;
   step.position = 63;

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "simdjson.h"
 #include "sim/eval/llama_model.h"
 #include "sim/eval/llama_session.h"
+#include "simdjson.h"
 #include "util/file.h"
 
 namespace kvsim {
@@ -82,7 +82,8 @@ TEST_P(ReferenceLogitsTest, MatchesPyTorch) {
   EXPECT_EQ(int64_t(root["vocab_size"]), (*model)->config.vocab_size);
   CheckCase(**model, root, GetParam());
   int n = 0;
-  for (simdjson::dom::element c : root["cases"].get_array()) CheckCase(**model, c, absl::StrCat(GetParam(), " case ", n++));
+  for (simdjson::dom::element c : root["cases"].get_array())
+    CheckCase(**model, c, absl::StrCat(GetParam(), " case ", n++));
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, ReferenceLogitsTest,

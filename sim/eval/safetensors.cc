@@ -134,8 +134,8 @@ absl::StatusOr<FloatTensor> SafetensorsFile::Read(const std::string& name) const
   const SafetensorsEntry& entry = it->second;
   const int size = DTypeBytes(entry.dtype);
   if (size == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": tensor '", name, "' has dtype ", entry.dtype,
-                                                   "; supported: F32, F16, BF16"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": tensor '", name, "' has dtype ", entry.dtype, "; supported: F32, F16, BF16"));
   }
   FloatTensor tensor;
   tensor.shape = entry.shape;
@@ -195,8 +195,8 @@ absl::StatusOr<TensorStore> TensorStore::OpenFolder(const std::string& dir) {
     for (const auto& [name, f] : wanted) {
       const size_t i = std::find(files.begin(), files.end(), f) - files.begin();
       if (!store.files_[i].Has(name)) {
-        return absl::InvalidArgumentError(absl::StrCat(index_path, ": tensor '", name, "' is mapped to ", f,
-                                                       ", which does not hold it"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(index_path, ": tensor '", name, "' is mapped to ", f, ", which does not hold it"));
       }
       store.where_[name] = i;
     }
@@ -236,8 +236,8 @@ std::vector<std::string> TensorStore::Names() const {
 absl::StatusOr<FloatTensor> TensorStore::Read(const std::string& name, absl::Span<const int64_t> shape) const {
   auto it = where_.find(name);
   if (it == where_.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(dir_, ": tensor '", name, "' not found (expected shape ",
-                                                   ShapeString(shape), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir_, ": tensor '", name, "' not found (expected shape ", ShapeString(shape), ")"));
   }
   const SafetensorsFile& file = files_[it->second];
   const SafetensorsEntry& entry = file.entries().at(name);

@@ -34,8 +34,8 @@ std::string Write(const std::string& dir, const std::string& name, const std::st
 TEST(SafetensorsTest, ReadsHandWrittenF32F16Bf16) {
   const std::string dir = TempDir("hand");
   // F32 [1.0, -2.0] = 00 00 80 3f, 00 00 00 c0; F16 [0.5] = 00 38; BF16 [3.0] = 40 40.
-  const std::string data = std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8) + std::string("\x00\x38", 2) +
-                           std::string("\x40\x40", 2);
+  const std::string data =
+      std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8) + std::string("\x00\x38", 2) + std::string("\x40\x40", 2);
   const std::string json =
       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F16","shape":[1,1],)"
       R"("data_offsets":[8,10]},"c":{"dtype":"BF16","shape":[1],"data_offsets":[10,12]},"__metadata__":{"x":"y"}})";
@@ -80,9 +80,9 @@ TEST(SafetensorsTest, RefusesBadFiles) {
   EXPECT_NE(message("size", HandFile(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"))
                 .find("tensor 'w': data_offsets span 8 bytes, but shape [3] of F32 needs 12"),
             std::string::npos);
-  EXPECT_NE(message("rev", HandFile(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", "1234"))
-                .find("reversed"),
-            std::string::npos);
+  EXPECT_NE(
+      message("rev", HandFile(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", "1234")).find("reversed"),
+      std::string::npos);
   EXPECT_NE(message("dtype", HandFile(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", "1"))
                 .find("unknown dtype 'Q4'"),
             std::string::npos);

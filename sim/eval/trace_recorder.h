@@ -30,7 +30,7 @@ struct TraceRecordOptions {
   std::vector<int32_t> layers;    // ascending; empty = every layer
   std::vector<int32_t> kv_heads;  // ascending; empty = every KV head
   int64_t decode_steps = 32;
-  int64_t query_window = 64;      // prompt queries kept (the last W); 0 = every prompt query
+  int64_t query_window = 64;  // prompt queries kept (the last W); 0 = every prompt query
   AttentionDType dtype = AttentionDType::kFloat16;
 };
 

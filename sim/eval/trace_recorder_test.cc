@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/eval/llama_session.h"
-#include "sim/quality_evaluator.h"
+#include "sim/quality/quality_evaluator.h"
 #include "traces/attention/attention_trace_io.h"
 
 namespace kvsim {
@@ -63,8 +63,8 @@ TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
       std::vector<double> k(8, 0.0);
       for (int o = 0; o < 8; ++o) {
         for (int i = 0; i < c.hidden_size; ++i) {
-          k[o] += double(model->layers[0].wk[(h * 8 + o) * c.hidden_size + i]) * e[i] * r *
-                  model->layers[0].input_norm[i];
+          k[o] +=
+              double(model->layers[0].wk[(h * 8 + o) * c.hidden_size + i]) * e[i] * r * model->layers[0].input_norm[i];
         }
       }
       for (int i = 0; i < 4; ++i) {
@@ -85,7 +85,8 @@ TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
     std::vector<double> q(8, 0.0);
     for (int o = 0; o < 8; ++o) {
       for (int i = 0; i < c.hidden_size; ++i) {
-        q[o] += double(model->layers[0].wq[(3 * 8 + o) * c.hidden_size + i]) * e[i] * r * model->layers[0].input_norm[i];
+        q[o] +=
+            double(model->layers[0].wq[(3 * 8 + o) * c.hidden_size + i]) * e[i] * r * model->layers[0].input_norm[i];
       }
     }
     const float* row = sample->heads[1].queries.data() + (1 * (26 - 12) + pos - 12) * 8;
@@ -134,8 +135,9 @@ TEST(TraceRecorderTest, RefusesBadOptions) {
   EXPECT_NE(TraceHeaderFor(*model, options).status().message().find("layers must be ascending"), std::string::npos);
   options.layers = {};
   options.kv_heads = {2};
-  EXPECT_NE(TraceHeaderFor(*model, options).status().message().find("kv_heads must be ascending, distinct and in [0, 2)"),
-            std::string::npos);
+  EXPECT_NE(
+      TraceHeaderFor(*model, options).status().message().find("kv_heads must be ascending, distinct and in [0, 2)"),
+      std::string::npos);
   options.kv_heads = {};
   options.decode_steps = -1;
   EXPECT_FALSE(RecordAttentionSample(*model, {1, 2}, options).ok());
