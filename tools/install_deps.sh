@@ -14,6 +14,8 @@ PACKAGES=(
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
   clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
+  python3-torch python3-numpy                       # tools/llama_torch.py reference logits, tools/train_small_model.py
+  libopenblas0-openmp                               # fast BLAS behind python3-torch (the default reference BLAS is ~15x slower)
 )
 
 missing=()
