@@ -22,6 +22,8 @@ Sub-commands:
   llama_torch.py reference --model=DIR --out=FILE [--prompts=JSON] [--last=N] [--new_tokens=64]
       writes the reference file described in /work/brief/shared_formats.md ("Added by eval-py"):
       logits (float32) at the prompt positions and greedy generation of --new_tokens tokens.
+      --prompts=TASKS.jsonl takes the first --max_prompts prompts of a task file; --text_prompt=TEXT puts
+      BOS + TEXT's bytes first (byte-level models).
   llama_torch.py generate --model=DIR --prompt_ids=1,2,3 [--new_tokens=N]
       prints the greedy continuation's ids.
   llama_torch.py check --model=DIR
@@ -156,6 +158,8 @@ class LlamaConfig:
         self.max_position_embeddings = int(d.get("max_position_embeddings", 2048))
         self.tie_word_embeddings = bool(d.get("tie_word_embeddings", False))
         self.hidden_act = d.get("hidden_act", "silu")
+        if d.get("mlp_bias"):
+            raise FormatError("mlp_bias=true is not supported")
         if self.hidden_act != "silu":
             raise FormatError("unsupported hidden_act %r (only silu)" % self.hidden_act)
         if self.architecture == "Qwen2ForCausalLM":
@@ -591,6 +595,7 @@ def main(argv):
     ap.add_argument("--dtype", default="fp32", choices=sorted(DTYPE_NAMES))
     ap.add_argument("--prompts", help="JSON list of prompt id lists, or a task JSONL file (its prompt_ids)")
     ap.add_argument("--max_prompts", type=int, default=3)
+    ap.add_argument("--text_prompt", help="byte-level models: a text whose bytes (after BOS) are the first prompt")
     ap.add_argument("--last", type=int, default=None, help="logits of the last N prompt positions only")
     ap.add_argument("--new_tokens", type=int, default=64)
     ap.add_argument("--decode_logits", type=int, default=4)
@@ -615,6 +620,9 @@ def main(argv):
                     prompts = [json.loads(line)["prompt_ids"] for line in f if line.strip()][:a.max_prompts]
             else:
                 prompts = json.loads(a.prompts)
+            if a.text_prompt is not None:
+                # Byte-level models: BOS (256) + the text's bytes, as the primary (first) prompt.
+                prompts = [[256] + list(a.text_prompt.encode("utf-8"))] + prompts
             ref = make_reference(model, prompts, a.last, a.new_tokens, a.decode_logits,
                                  os.path.basename(os.path.normpath(a.model)))
             write_json(a.out, ref)

@@ -194,6 +194,7 @@ def main(argv):
                     help="stop at the first step boundary after this much time (NOT deterministic; the log "
                          "says where it stopped, and --max_steps=that reproduces the run); 0: no limit")
     ap.add_argument("--dtype", default="fp16", choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--init_from", default="", help="start from this model folder instead of random weights")
     a = ap.parse_args(argv)
 
     torch.set_num_threads(a.threads)
@@ -217,17 +218,23 @@ def main(argv):
         print("train_small_model: --family_weights needs one weight per family", file=sys.stderr)
         return 2
     stages = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in a.stages.split(",") if s]
-    cfg = lt.LlamaConfig(model_config(a))
-    model = lt.LlamaModel(cfg)
-    model.init_random(a.seed, 0.02)
-    with torch.no_grad():
-        for name, _ in lt.tensor_names(cfg):
-            if name.endswith("norm.weight"):
-                model.p(name).fill_(1.0)
-            elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
-                model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
+    if a.init_from:
+        # Continue from an earlier run's folder (its config wins over the size flags).
+        model = lt.load_model(a.init_from)
+        cfg = model.cfg
+        log("initialised from %s" % a.init_from)
+    else:
+        cfg = lt.LlamaConfig(model_config(a))
+        model = lt.LlamaModel(cfg)
+        model.init_random(a.seed, 0.02)
+        with torch.no_grad():
+            for name, _ in lt.tensor_names(cfg):
+                if name.endswith("norm.weight"):
+                    model.p(name).fill_(1.0)
+                elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
+                    model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
     nparams = sum(p.numel() for p in model.parameters())
-    log("model: %d parameters, config %s" % (nparams, json.dumps(model_config(a), sort_keys=True)))
+    log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
     data = Data(a.seed, a.task_fraction, families, weights)
     decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
     no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
