@@ -16,7 +16,7 @@ perplexity set's bits per byte. Everything goes to the training log.
 Deterministic: the same --seed, --threads and arguments give the same weights (fixed step counts; torch and
 Python generators seeded; one thread count throughout).
 
-  train_small_model.py --out=DIR [--seed=1] [--threads=2] [--stages=384:300,640:300,1024:400]
+  train_small_model.py --out=DIR [--seed=1] [--threads=1] [--stages=384:300,640:300,1024:400]
 """
 
 import argparse
@@ -166,7 +166,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (results depend on it; 1 is also fastest on a busy machine)")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--intermediate", type=int, default=352)
     ap.add_argument("--layers", type=int, default=4)
