@@ -3,8 +3,11 @@
 
 The model is tools/llama_torch.py's LlamaModel (the same forward pass the reference files come from), with
 the byte-level vocabulary of shared_formats.md (259 ids). Each training step is a batch of sequences of one
-length (the curriculum raises it stage by stage): a fraction are task instances from tools/make_tasks.py
-(prompt + answer + EOS), the others windows of natural training text (make_tasks.load_corpus("train")).
+length (the curriculum raises it stage by stage): --copy_fraction of them are "copy" sequences (natural text
+with random strings that recur later, the repeats counted as answers: a dense copying signal; without it the
+sparse task answers alone taught the model no look-up in 2,350 steps), of the rest --task_fraction are task
+instances from tools/make_tasks.py (prompt + answer + EOS), the others windows of natural training text
+(make_tasks.load_corpus("train")).
 The loss is the next-byte cross-entropy over every non-pad position plus `--answer_weight` times the mean
 cross-entropy over the answer bytes (and their EOS), so the retrieval answers are not drowned by the text.
 
@@ -65,7 +68,8 @@ def model_config(a):
 
 
 class Data:
-    def __init__(self, seed, task_fraction, families, weights):
+    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0):
+        self.copy_fraction = copy_fraction
         self.rng = random.Random("train/%d" % seed)
         self.tok = mt.ByteTokenizer()
         corpus = mt.load_corpus("train")
@@ -75,8 +79,34 @@ class Data:
         self.families = families
         self.weights = weights
 
+    def copy_sequence(self, length):
+        """Natural text with random strings that recur later on (answer mask on the repeats): a dense copying
+        signal, from which the model learns to look up earlier context before the sparse task answers need it."""
+        ids, mask = [mt.BOS], [0]
+        strings = []
+        while len(ids) < length:
+            r = self.rng.random()
+            if strings and r < 0.4:
+                s = self.rng.choice(strings)
+                ids += s
+                mask += [0] + [1] * (len(s) - 1)
+            elif r < 0.7:
+                s = [ord(c) for c in " " + "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
+                                                   for _ in range(self.rng.randint(6, 24)))]
+                strings.append(s)
+                ids += s
+                mask += [0] * len(s)
+            else:
+                n = self.rng.randint(10, 60)
+                start = self.rng.randrange(len(self.text) - n)
+                ids += self.text[start:start + n]
+                mask += [0] * n
+        return ids[:length], mask[:length]
+
     def sequence(self, length):
         """(ids, answer_mask) of at most `length` tokens."""
+        if self.rng.random() < self.copy_fraction:
+            return self.copy_sequence(length)
         fams = [f for f in self.families if MIN_CONTEXT[f] <= length - ANSWER_ROOM]
         if fams and self.rng.random() < self.task_fraction:
             ws = [self.weights[self.families.index(f)] for f in fams]
@@ -182,7 +212,9 @@ def main(argv):
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--weight_decay", type=float, default=0.01)
     ap.add_argument("--answer_weight", type=float, default=1.0)
-    ap.add_argument("--task_fraction", type=float, default=0.8)
+    ap.add_argument("--task_fraction", type=float, default=0.8, help="of the sequences that are not copy ones")
+    ap.add_argument("--copy_fraction", type=float, default=0.2,
+                    help="sequences of text with recurring random strings (dense copying signal)")
     ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
                                            "common_words,dialogue_recall")
     ap.add_argument("--family_weights", default="1,2,2,1,1,2")
@@ -236,7 +268,7 @@ def main(argv):
                     model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
     nparams = sum(p.numel() for p in model.parameters())
     log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
-    data = Data(a.seed, a.task_fraction, families, weights)
+    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction)
     decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
     no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
