@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Trains kvsim's small byte-level Llama-architecture model on generated long-context tasks and natural text.
+
+The model is tools/llama_torch.py's LlamaModel (the same forward pass the reference files come from), with
+the byte-level vocabulary of shared_formats.md (259 ids). Each training step is a batch of sequences of one
+length (the curriculum raises it stage by stage): --copy_fraction of them are "copy" sequences (natural text
+with random strings that recur later, the repeats counted as answers: a dense copying signal; without it the
+sparse task answers alone taught the model no look-up in 2,350 steps), of the rest --task_fraction are task
+instances from tools/make_tasks.py (prompt + answer + EOS), the others windows of natural training text
+(make_tasks.load_corpus("train")).
+The loss is the next-byte cross-entropy over every non-pad position plus `--answer_weight` times the mean
+cross-entropy over the answer bytes (and their EOS), so the retrieval answers are not drowned by the text.
+
+At the end the model is saved in fp16 (config.json + model.safetensors), reloaded from that folder, and
+evaluated by greedy decoding with a full KV cache on held-out task instances (a different seed stream from
+the training data) at the final context length: exact match per task family (make_tasks.score), and the
+perplexity set's bits per byte. Everything goes to the training log.
+
+Deterministic: the same --seed, --threads and arguments give the same weights (fixed step counts; torch and
+Python generators seeded; one thread count throughout).
+
+  train_small_model.py --out=DIR [--seed=1] [--threads=1] [--stages=384:300,640:300,1024:400]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_torch as lt  # noqa: E402
+import make_tasks as mt  # noqa: E402
+
+# Families that fit a prompt of at least this many bytes (templates and needles included).
+MIN_CONTEXT = {"niah_single": 230, "niah_multikey": 360, "niah_multivalue": 330, "variable_tracking": 250,
+               "common_words": 400, "dialogue_recall": 370}
+ANSWER_ROOM = 32  # bytes reserved after the prompt for the answer and EOS
+
+
+def model_config(a):
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": a.hidden,
+        "intermediate_size": a.intermediate,
+        "num_hidden_layers": a.layers,
+        "num_attention_heads": a.heads,
+        "num_key_value_heads": a.kv_heads,
+        "head_dim": a.hidden // a.heads,
+        "vocab_size": mt.VOCAB_SIZE,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": a.rope_theta,
+        "rope_scaling": None,
+        "max_position_embeddings": a.max_positions,
+        "tie_word_embeddings": True,
+        "attention_bias": False,
+        "hidden_act": "silu",
+        "bos_token_id": mt.BOS,
+        "eos_token_id": mt.EOS,
+        "pad_token_id": mt.PAD,
+    }
+
+
+class Data:
+    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0):
+        self.copy_fraction = copy_fraction
+        self.rng = random.Random("train/%d" % seed)
+        self.tok = mt.ByteTokenizer()
+        corpus = mt.load_corpus("train")
+        self.haystack = mt.Haystack(mt.sentences_of(corpus))
+        self.text = list(" ".join(corpus).encode("ascii", errors="replace"))
+        self.task_fraction = task_fraction
+        self.families = families
+        self.weights = weights
+
+    def copy_sequence(self, length):
+        """Natural text with random strings that recur later on (answer mask on the repeats): a dense copying
+        signal, from which the model learns to look up earlier context before the sparse task answers need it."""
+        ids, mask = [mt.BOS], [0]
+        strings = []
+        while len(ids) < length:
+            r = self.rng.random()
+            if strings and r < 0.4:
+                s = self.rng.choice(strings)
+                ids += s
+                mask += [0] + [1] * (len(s) - 1)
+            elif r < 0.7:
+                s = [ord(c) for c in " " + "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
+                                                   for _ in range(self.rng.randint(6, 24)))]
+                strings.append(s)
+                ids += s
+                mask += [0] * len(s)
+            else:
+                n = self.rng.randint(10, 60)
+                start = self.rng.randrange(len(self.text) - n)
+                ids += self.text[start:start + n]
+                mask += [0] * n
+        return ids[:length], mask[:length]
+
+    def sequence(self, length):
+        """(ids, answer_mask) of at most `length` tokens."""
+        if self.rng.random() < self.copy_fraction:
+            return self.copy_sequence(length)
+        fams = [f for f in self.families if MIN_CONTEXT[f] <= length - ANSWER_ROOM]
+        if fams and self.rng.random() < self.task_fraction:
+            ws = [self.weights[self.families.index(f)] for f in fams]
+            fam = self.rng.choices(fams, ws)[0]
+            # Prompts of varied length up to the stage length, so that short distances are seen too.
+            n = self.rng.randint(max(MIN_CONTEXT[fam], (length - ANSWER_ROOM) // 2), length - ANSWER_ROOM)
+            rec = mt.make_task(fam, n, self.rng, self.tok, self.haystack, 0)
+            ids = rec["prompt_ids"] + rec["answer_ids"] + [mt.EOS]
+            mask = [0] * len(rec["prompt_ids"]) + [1] * (len(rec["answer_ids"]) + 1)
+            return ids, mask
+        start = self.rng.randrange(len(self.text) - length)
+        ids = [mt.BOS] + self.text[start:start + length - 1]
+        return ids, [0] * len(ids)
+
+    def batch(self, size, length):
+        ids = torch.full((size, length), mt.PAD, dtype=torch.int64)
+        ans = torch.zeros((size, length), dtype=torch.bool)
+        for b in range(size):
+            seq, mask = self.sequence(length)
+            ids[b, :len(seq)] = torch.tensor(seq)
+            ans[b, :len(mask)] = torch.tensor(mask, dtype=torch.bool)
+        return ids, ans
+
+
+def loss_of(model, ids, ans, answer_weight):
+    logits = model(ids[:, :-1])
+    target = ids[:, 1:]
+    valid = target != mt.PAD
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none")
+    ce = ce.view(target.shape)
+    lm = (ce * valid).sum() / valid.sum().clamp(min=1)
+    amask = ans[:, 1:]
+    na = amask.sum()
+    answer = (ce * amask).sum() / na.clamp(min=1)
+    total = lm + answer_weight * answer if na > 0 else lm
+    return total, float(lm), float(answer) if na > 0 else float("nan")
+
+
+@torch.no_grad()
+def evaluate(model, tasks, log):
+    """Exact match per family with greedy decoding and the full KV cache; perplexity as bits per byte."""
+    per = {}
+    nll, count = 0.0, 0
+    for rec in tasks:
+        if rec["task"] == "perplexity":
+            ids = torch.tensor([rec["prompt_ids"] + rec["answer_ids"]], dtype=torch.int64)
+            logits = model(ids[:, :-1])[0, len(rec["prompt_ids"]) - 1:]
+            nll += float(F.cross_entropy(logits, ids[0, len(rec["prompt_ids"]):], reduction="sum"))
+            count += len(rec["answer_ids"])
+            continue
+        gen, _ = lt.greedy_generate(model, rec["prompt_ids"], rec["max_new_tokens"], stop_id=mt.EOS)
+        ok = mt.score(gen, rec["answer_ids"], rec["max_new_tokens"])
+        key = (rec["task"], rec["context_tokens"])
+        c = per.setdefault(key, [0, 0])
+        c[0] += int(ok)
+        c[1] += 1
+    results = {"%s@%d" % k: v[0] / v[1] for k, v in sorted(per.items())}
+    for k, v in sorted(per.items()):
+        log("eval %s context %d: %d/%d exact match (%.1f%%)" % (k[0], k[1], v[0], v[1], 100.0 * v[0] / v[1]))
+    if count:
+        results["perplexity_nll_per_byte"] = nll / count
+        log("eval perplexity: %.4f nats/byte = %.4f bits/byte over %d held-out bytes" %
+            (nll / count, nll / count / math.log(2), count))
+    return results
+
+
+def eval_tasks(seed, lengths, num, families):
+    """Held-out instances: a seed stream disjoint from training ("eval/...")."""
+    tok = mt.ByteTokenizer()
+    hay = mt.Haystack(mt.sentences_of(mt.load_corpus("train")))
+    heldout = " ".join(mt.load_corpus("heldout"))
+    out = []
+    for n in lengths:
+        for f in families:
+            if MIN_CONTEXT[f] > n:
+                continue
+            rng = random.Random("eval/%d/%s/%d" % (seed, f, n))
+            for i in range(num):
+                out.append(mt.make_task(f, n, rng, tok, hay, i))
+        rng = random.Random("eval/%d/perplexity/%d" % (seed, n))
+        for i in range(max(1, num // 4)):
+            out.append(mt.make_perplexity(heldout, n - 128, 128, rng, tok, i))
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (results depend on it; 1 is also fastest on a busy machine)")
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--intermediate", type=int, default=352)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv_heads", type=int, default=2)
+    ap.add_argument("--rope_theta", type=float, default=10000.0)
+    ap.add_argument("--max_positions", type=int, default=1024)
+    ap.add_argument("--stages", default="384:300,640:300,1024:300",
+                    help="curriculum: comma list of SEQ_LEN:STEPS")
+    ap.add_argument("--batch_tokens", type=int, default=6144, help="tokens per step (batch = this / length)")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--weight_decay", type=float, default=0.01)
+    ap.add_argument("--answer_weight", type=float, default=1.0)
+    ap.add_argument("--task_fraction", type=float, default=0.8, help="of the sequences that are not copy ones")
+    ap.add_argument("--copy_fraction", type=float, default=0.2,
+                    help="sequences of text with recurring random strings (dense copying signal)")
+    ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
+                                           "common_words,dialogue_recall")
+    ap.add_argument("--family_weights", default="1,2,2,1,1,2")
+    ap.add_argument("--eval_num", type=int, default=20, help="held-out instances per family (0: no eval)")
+    ap.add_argument("--eval_lengths", default="", help="default: the last stage's length minus 32")
+    ap.add_argument("--log_every", type=int, default=10)
+    ap.add_argument("--max_steps", type=int, default=0,
+                    help="stop after this many steps (the schedule still assumes all stages); 0: no limit")
+    ap.add_argument("--max_minutes", type=float, default=0,
+                    help="stop at the first step boundary after this much time (NOT deterministic; the log "
+                         "says where it stopped, and --max_steps=that reproduces the run); 0: no limit")
+    ap.add_argument("--dtype", default="fp16", choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--init_from", default="", help="start from this model folder instead of random weights")
+    a = ap.parse_args(argv)
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    os.makedirs(a.out, exist_ok=True)
+    log_path = os.path.join(a.out, "train_log.txt")
+    log_file = open(log_path + ".tmp", "w")
+    t_start = time.time()
+
+    def log(msg):
+        line = "[%7.1fs] %s" % (time.time() - t_start, msg)
+        print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    log("args: %s" % json.dumps(vars(a), sort_keys=True))
+    log("torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
+    families = [f for f in a.families.split(",") if f]
+    weights = [float(w) for w in a.family_weights.split(",")]
+    if len(weights) != len(families):
+        print("train_small_model: --family_weights needs one weight per family", file=sys.stderr)
+        return 2
+    stages = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in a.stages.split(",") if s]
+    if a.init_from:
+        # Continue from an earlier run's folder (its config wins over the size flags).
+        model = lt.load_model(a.init_from)
+        cfg = model.cfg
+        log("initialised from %s" % a.init_from)
+    else:
+        cfg = lt.LlamaConfig(model_config(a))
+        model = lt.LlamaModel(cfg)
+        model.init_random(a.seed, 0.02)
+        with torch.no_grad():
+            for name, _ in lt.tensor_names(cfg):
+                if name.endswith("norm.weight"):
+                    model.p(name).fill_(1.0)
+                elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
+                    model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
+    nparams = sum(p.numel() for p in model.parameters())
+    log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
+    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction)
+    decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
+    no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.95))
+    total_steps = sum(s for _, s in stages)
+    step = 0
+    first_loss = last_loss = None
+    for length, steps in stages:
+        bsz = max(1, a.batch_tokens // length)
+        log("stage: sequence length %d, batch %d, %d steps" % (length, bsz, steps))
+        acc = []
+        for _ in range(steps):
+            if (a.max_steps and step >= a.max_steps) or (a.max_minutes and time.time() - t_start > 60 * a.max_minutes):
+                break
+            lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total_steps)))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            ids, ans = data.batch(bsz, length)
+            loss, lm, answer = loss_of(model, ids, ans, a.answer_weight)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            acc.append((float(loss), lm, answer))
+            if first_loss is None:
+                first_loss = float(loss)
+            last_loss = float(loss)
+            if step % a.log_every == 0 or step == total_steps:
+                n = len(acc)
+                ans_vals = [x[2] for x in acc if x[2] == x[2]]
+                log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f" %
+                    (step, total_steps, length, lr, sum(x[0] for x in acc) / n, sum(x[1] for x in acc) / n,
+                     sum(ans_vals) / len(ans_vals) if ans_vals else float("nan")))
+                acc = []
+    log("trained %d steps" % step)
+    dtype = lt.DTYPE_NAMES[a.dtype]
+    lt.save_model(model, a.out, dtype)
+    log("saved %s (%s)" % (a.out, a.dtype))
+    results = {"first_loss": first_loss, "last_loss": last_loss, "parameters": nparams, "steps": step}
+    if a.eval_num > 0:
+        saved = lt.load_model(a.out)
+        lengths = [int(x) for x in a.eval_lengths.split(",") if x] or [stages[-1][0] - ANSWER_ROOM]
+        tasks = eval_tasks(a.seed, lengths, a.eval_num, families)
+        results.update(evaluate(saved, tasks, log))
+    log("done in %.1f s; results %s" % (time.time() - t_start, json.dumps(results, sort_keys=True)))
+    log_file.close()
+    os.replace(log_path + ".tmp", log_path)
+    lt.write_json(os.path.join(a.out, "train_results.json"), results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
