@@ -230,8 +230,9 @@ def check_forward():
 @torch.no_grad()
 def check_references():
     """The committed reference files are what the code computes now (to float32 rounding)."""
-    for name in ("tiny-llama3", "tiny-qwen2"):
-        folder = os.path.join(TESTDATA, name)
+    for folder in (os.path.join(TESTDATA, "tiny-llama3"), os.path.join(TESTDATA, "tiny-qwen2"),
+                   os.path.join(ROOT, "sim", "eval", "models", "kvsim-tiny")):
+        name = os.path.basename(folder)
         ref = json.load(open(os.path.join(folder, "reference.json")))
         model = lt.load_model(folder)
         assert len(ref["greedy_ids"]) == 64 and len(ref["logits"]) == len(ref["prompt_ids"])
