@@ -1,7 +1,8 @@
 // The forward pass against the PyTorch reference (tools/llama_torch.py) of the model folders in
 // sim/eval/testdata/: every stored logit within 1e-4 of the reference relative to its row's largest
 // magnitude, and the 64-token greedy generations identical. Folders with random weights (Llama-3 rotary
-// scaling, Qwen2 biases and tied embeddings, Mistral, dynamic NTK and YaRN rotary) in bf16, fp16 and fp32.
+// scaling, Qwen2 biases and tied embeddings, Mistral, dynamic NTK and YaRN rotary) in bf16, fp16 and fp32,
+// and the small byte-level model trained by tools/train_small_model.py (sim/eval/models/kvsim-tiny).
 #include <cmath>
 #include <string>
 
@@ -72,7 +73,7 @@ void CheckCase(const LlamaModel& model, simdjson::dom::element c, const std::str
 class ReferenceLogitsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceLogitsTest, MatchesPyTorch) {
-  const std::string dir = absl::StrCat("sim/eval/testdata/", GetParam());
+  const std::string dir = absl::StrCat("sim/eval/", GetParam());
   auto model = LoadLlamaModel(dir);
   ASSERT_TRUE(model.ok()) << model.status();
   auto text = ReadFile(dir + "/reference.json");
@@ -87,7 +88,8 @@ TEST_P(ReferenceLogitsTest, MatchesPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, ReferenceLogitsTest,
-                         ::testing::Values("tiny-llama3", "tiny-qwen2", "tiny-linear", "tiny-dynamic", "tiny-yarn"));
+                         ::testing::Values("testdata/tiny-llama3", "testdata/tiny-qwen2", "testdata/tiny-linear",
+                                           "testdata/tiny-dynamic", "testdata/tiny-yarn", "models/kvsim-tiny"));
 
 }  // namespace
 }  // namespace kvsim
