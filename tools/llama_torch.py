@@ -20,7 +20,7 @@ Sub-commands:
   llama_torch.py init --config=CONFIG.json --out=DIR [--seed=N] [--dtype=fp32|fp16|bf16] [--std=0.2]
       random weights (normal(0, std), norms 1 + small noise, biases small) for a config; deterministic.
   llama_torch.py reference --model=DIR --out=FILE [--prompts=JSON] [--last=N] [--new_tokens=64]
-      writes the reference file described in /work/brief/shared_formats.md ("Added by eval-py"):
+      writes the reference file described in sim/eval/FORMATS.md:
       logits (float32) at the prompt positions and greedy generation of --new_tokens tokens.
       --prompts=TASKS.jsonl takes the first --max_prompts prompts of a task file; --text_prompt=TEXT puts
       BOS + TEXT's bytes first (byte-level models).
@@ -532,8 +532,8 @@ def _case(model, prompt, last, new_tokens, decode_logits):
 
 @torch.no_grad()
 def make_reference(model, prompts, last=None, new_tokens=64, decode_logits=4, name=""):
-    """The reference object of shared_formats.md: prompts[0] at the top level with every position's logits
-    (the layout eval-cpp reads), the other prompts under "cases" (logits of the last `last` positions)."""
+    """The reference object of sim/eval/FORMATS.md: prompts[0] at the top level with every position's logits
+    (the layout sim/eval/reference_logits_test.cc reads), the other prompts under "cases" (logits of the last `last` positions)."""
     first = _case(model, prompts[0], None, new_tokens, decode_logits)
     ref = {
         "format": "kvsim-llama-reference-1",

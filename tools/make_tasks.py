@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates RULER-style long-context tasks and a held-out perplexity set as token-id JSONL.
 
-Task families (the `task` field of shared_formats.md's task file):
+Task families (the `task` field of sim/eval/FORMATS.md's task file):
   niah_single       one needle ("The magic number for KEY is: 1234567.") in a haystack of
                     natural text; the question asks for KEY's number.
   niah_multikey     four needles with different keys; the question asks for one of them.
@@ -22,7 +22,7 @@ interpreter's stdlib directory where that one is absent). Text is reduced to pri
 whitespace. Every tenth stdlib module (in sorted order, index % 10 == 0) is held out: it is used only for
 the perplexity set, never in haystacks or training text.
 
-Tokenisation: --tokenizer=bytes (default) is the byte-level vocabulary of shared_formats.md (ids 0..255
+Tokenisation: --tokenizer=bytes (default) is the byte-level vocabulary of sim/eval/FORMATS.md (ids 0..255
 bytes, 256 BOS, 257 EOS, 258 PAD; a prompt starts with BOS), and then context_tokens is the prompt length
 exactly. --tokenizer=PATH uses a Hugging Face tokenizer folder where `transformers` is importable; the
 prompt is tokenised segment by segment (so that the needle's position is exact) and is at most
@@ -389,7 +389,7 @@ def make_perplexity(heldout_text, context_tokens, score_tokens, rng, tok, index)
 
 
 def score(generated_ids, answer_ids, max_new_tokens, eos=EOS):
-    """Exact match (shared_formats.md): the generation, cut at EOS or after max_new_tokens, begins with
+    """Exact match (sim/eval/FORMATS.md): the generation, cut at EOS or after max_new_tokens, begins with
     answer_ids."""
     gen = list(generated_ids[:max_new_tokens])
     if eos in gen:

@@ -2,7 +2,7 @@
 """Trains kvsim's small byte-level Llama-architecture model on generated long-context tasks and natural text.
 
 The model is tools/llama_torch.py's LlamaModel (the same forward pass the reference files come from), with
-the byte-level vocabulary of shared_formats.md (259 ids). Each training step is a batch of sequences of one
+the byte-level vocabulary of sim/eval/FORMATS.md (259 ids). Each training step is a batch of sequences of one
 length (the curriculum raises it stage by stage): --copy_fraction of them are "copy" sequences (natural text
 with random strings that recur later, the repeats counted as answers: a dense copying signal; without it the
 sparse task answers alone taught the model no look-up in 2,350 steps), of the rest --task_fraction are task
