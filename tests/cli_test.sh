@@ -71,4 +71,11 @@ for config in presets/experiments/*.textproto; do
   expect 0 "$kvsim" config --config="$config"
 done
 
+# A report that cannot be written is a failure (exit 1, one line on stderr), not a success.
+if [ -w /dev/full ]; then
+  "$kvsim" help >/dev/full 2>"$tmp/full_err"
+  [ $? -eq 1 ] || fail "help > /dev/full should exit 1"
+  grep -q "writing the report to standard output failed" "$tmp/full_err" || fail "/dev/full message: $(cat "$tmp/full_err")"
+fi
+
 finish

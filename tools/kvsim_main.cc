@@ -6,5 +6,12 @@
 
 int main(int argc, char** argv) {
   kvsim::TuneHeapForBatchRun();
-  return kvsim::RunKvsim(argc, argv, std::cout, std::cerr);
+  int code = kvsim::RunKvsim(argc, argv, std::cout, std::cerr);
+  // A report that could not be written is a failure, whatever the command did (a full disk, a closed pipe).
+  std::cout.flush();
+  if (!std::cout && code == 0) {
+    std::cerr << "kvsim: writing the report to standard output failed\n";
+    code = 1;
+  }
+  return code;
 }
