@@ -178,6 +178,7 @@ proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const
   s.set_throughput_output_tokens_per_s(Ratio(output, duration_s));
   s.set_goodput_requests_per_s(Ratio(good, duration_s));
   s.set_goodput_fraction(Ratio(good, finished));
+  s.set_slo_set(slo.ttft_ms() > 0 || slo.tpot_ms() > 0);
   *s.mutable_ttft_ms() = Distribute(&ttft);
   *s.mutable_tpot_ms() = Distribute(&tpot);
   *s.mutable_e2e_ms() = Distribute(&e2e);

@@ -49,6 +49,21 @@ TEST(MetricsCollectorTest, NearestRankPercentilesAndGoodput) {
   EXPECT_EQ(s.output_tokens(), 20);
 }
 
+// Without an SLO every finished request counts as good: the table says no SLO is set instead of
+// printing a goodput of 100% of finished.
+TEST(ResultsWriterTest, GoodputLineSaysWhenNoSloIsSet) {
+  const proto::Results none = TenRequests({});
+  EXPECT_FALSE(none.summary().slo_set());
+  const std::string table = SummaryTable(none);
+  EXPECT_NE(table.find("goodput                      no SLO set"), std::string::npos) << table;
+  EXPECT_EQ(table.find("% of finished"), std::string::npos) << table;
+  proto::SloConfig slo;
+  slo.set_tpot_ms(100);
+  const proto::Results some = TenRequests(slo);
+  EXPECT_TRUE(some.summary().slo_set());
+  EXPECT_NE(SummaryTable(some).find("req/s (100.0% of finished)"), std::string::npos) << SummaryTable(some);
+}
+
 TEST(ResultsWriterTest, CsvAndTableShowEveryRequest) {
   const proto::Results results = TenRequests({});
   const std::string csv = RequestsCsv(results);

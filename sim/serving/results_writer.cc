@@ -151,8 +151,9 @@ std::string SummaryTable(const proto::Results& results) {
   line("simulated duration", absl::StrFormat("%.3f s", s.duration_s()));
   line("throughput", absl::StrFormat("%.3f req/s, %.1f output tok/s", s.throughput_requests_per_s(),
                                      s.throughput_output_tokens_per_s()));
-  line("goodput",
-       absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(), 100 * s.goodput_fraction()));
+  line("goodput", s.slo_set() ? absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(),
+                                                100 * s.goodput_fraction())
+                               : "no SLO set (config slo.ttft_ms, slo.tpot_ms)");
   dist("TTFT (ms)", s.ttft_ms());
   dist("TPOT (ms)", s.tpot_ms());
   dist("end-to-end (ms)", s.e2e_ms());
