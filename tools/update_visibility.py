@@ -123,9 +123,12 @@ for path, lines in sorted(by_file.items()):
                   'package(default_visibility = ["//visibility:private"])')
     files = source_files.get(path, {})
     marker = "# Source files other packages read."
-    if marker in s:
-        s = s[:s.index(marker)].rstrip("\n") + "\n"
+    if marker in s:  # drop the block written before (up to its closing parenthesis); keep what follows
+        i = s.index(marker)
+        j = s.index("\n)\n", i) + 3
+        s = s[:i].rstrip("\n") + "\n" + s[j:]
     if files and "exports_files(" not in s:
+        s = s.rstrip("\n") + "\n"
         pkgs = set()
         for f in files.values():
             pkgs |= f

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -19,22 +20,6 @@ std::string Budget(const EvalPoint& p) {
 }
 
 std::string Num(double x) { return std::isfinite(x) ? absl::StrFormat("%.6f", x) : "nan"; }
-std::string JsonNum(double x) { return std::isfinite(x) ? absl::StrFormat("%.6f", x) : "null"; }
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -183,25 +168,25 @@ std::string EvalTimingCsv(const EvalResults& r) {
 
 std::string EvalJson(const EvalResults& r) {
   std::string out =
-      absl::StrCat("{\n  \"model\": ", JsonString(r.model), ",\n  \"num_tasks\": ", r.num_tasks,
+      absl::StrCat("{\n  \"model\": ", JsonQuote(r.model), ",\n  \"num_tasks\": ", r.num_tasks,
                    ",\n  \"seed\": ", r.seed, ",\n  \"query_window\": ", r.query_window, ",\n  \"points\": [\n");
   for (size_t p = 0; p < r.points.size(); ++p) {
     const EvalPoint& point = r.points[p];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonString(point.policy), ", \"kind\": ", JsonString(point.kind),
+    absl::StrAppend(&out, "    {\"policy\": ", JsonQuote(point.policy), ", \"kind\": ", JsonQuote(point.kind),
                     ", \"is_ratio\": ", point.is_ratio ? "true" : "false",
-                    ", \"budget\": ", JsonNum(point.budget_value), ", \"groups\": [");
+                    ", \"budget\": ", JsonNumber(point.budget_value), ", \"groups\": [");
     bool first = true;
     for (const EvalGroup& g : r.groups) {
       if (g.point != static_cast<int32_t>(p)) continue;
       absl::StrAppend(
-          &out, first ? "\n" : ",\n", "      {\"task\": ", JsonString(g.task),
+          &out, first ? "\n" : ",\n", "      {\"task\": ", JsonQuote(g.task),
           ", \"context_tokens\": ", g.context_tokens, ", \"tasks\": ", g.num_tasks, ", \"correct\": ", g.num_correct,
-          ", \"accuracy\": ", IsPerplexity(g) ? "null" : JsonNum(g.accuracy), ", \"needle_tasks\": ", g.needle_tasks,
+          ", \"accuracy\": ", IsPerplexity(g) ? "null" : JsonNumber(g.accuracy), ", \"needle_tasks\": ", g.needle_tasks,
           ", \"needle_covered\": ", g.needle_covered, ", \"nll_tokens\": ", g.nll_tokens,
-          ", \"mean_nll\": ", IsPerplexity(g) ? JsonNum(g.mean_nll) : "null",
-          ", \"perplexity\": ", IsPerplexity(g) ? JsonNum(g.perplexity) : "null",
-          ", \"mean_tokens_read\": ", JsonNum(g.mean_tokens_read),
-          ", \"mean_budget_tokens\": ", JsonNum(g.mean_budget_tokens), "}");
+          ", \"mean_nll\": ", IsPerplexity(g) ? JsonNumber(g.mean_nll) : "null",
+          ", \"perplexity\": ", IsPerplexity(g) ? JsonNumber(g.perplexity) : "null",
+          ", \"mean_tokens_read\": ", JsonNumber(g.mean_tokens_read),
+          ", \"mean_budget_tokens\": ", JsonNumber(g.mean_budget_tokens), "}");
       first = false;
     }
     absl::StrAppend(&out, "]}", p + 1 < r.points.size() ? "," : "", "\n");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -23,36 +24,16 @@ std::string Num(double x) {
   return absl::StrFormat("%.6f", x);
 }
 
-std::string JsonNum(double x) {
-  if (!std::isfinite(x)) return "null";
-  return absl::StrFormat("%.6f", x);
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string TraceLabel(const QualityResults& r) { return r.synthetic ? "synthetic" : "recorded"; }
 
 std::string Summary(const MetricSummary& m) {
-  return absl::StrCat("{\"mean\": ", JsonNum(m.mean), ", \"p10\": ", JsonNum(m.p10), ", \"worst\": ", JsonNum(m.worst),
-                      ", \"count\": ", m.count, "}");
+  return absl::StrCat("{\"mean\": ", JsonNumber(m.mean), ", \"p10\": ", JsonNumber(m.p10),
+                      ", \"worst\": ", JsonNumber(m.worst), ", \"count\": ", m.count, "}");
 }
 
 std::string Doubles(const std::vector<double>& v) {
   std::vector<std::string> parts;
-  for (double x : v) parts.push_back(JsonNum(x));
+  for (double x : v) parts.push_back(JsonNumber(x));
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
 }
 
@@ -129,8 +110,8 @@ std::string QualityAreaCsv(const QualityResults& r) {
 
 std::string QualityJson(const QualityResults& r) {
   std::string out = "{\n";
-  absl::StrAppend(&out, "  \"trace\": ", JsonString(TraceLabel(r)),
-                  ",\n  \"synthetic\": ", r.synthetic ? "true" : "false", ",\n  \"model\": ", JsonString(r.model),
+  absl::StrAppend(&out, "  \"trace\": ", JsonQuote(TraceLabel(r)),
+                  ",\n  \"synthetic\": ", r.synthetic ? "true" : "false", ",\n  \"model\": ", JsonQuote(r.model),
                   ",\n");
   absl::StrAppend(&out, "  \"kept_layers\": [", absl::StrJoin(r.kept_layers, ", "), "],\n  \"kept_kv_heads\": [",
                   absl::StrJoin(r.kept_kv_heads, ", "), "],\n");
@@ -139,24 +120,24 @@ std::string QualityJson(const QualityResults& r) {
                   ",\n  \"points\": [\n");
   for (size_t i = 0; i < r.points.size(); ++i) {
     const QualityPoint& p = r.points[i];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonString(p.policy), ", \"kind\": ", JsonString(p.kind),
-                    ", \"budget_axis\": ", JsonString(p.is_ratio ? "ratio" : "tokens"),
+    absl::StrAppend(&out, "    {\"policy\": ", JsonQuote(p.policy), ", \"kind\": ", JsonQuote(p.kind),
+                    ", \"budget_axis\": ", JsonQuote(p.is_ratio ? "ratio" : "tokens"),
                     ", \"budget\": ", absl::StrFormat("%g", p.budget_value),
-                    ", \"budget_tokens\": ", JsonNum(p.mean_budget_tokens),
-                    ", \"mean_tokens_read\": ", JsonNum(p.mean_kept_tokens), ",\n     \"recall\": ", Summary(p.recall),
-                    ", \"error\": ", Summary(p.error), ", \"topk_overlap\": ", Summary(p.overlap),
-                    ",\n     \"layer_recall\": ", Doubles(p.layer_recall),
+                    ", \"budget_tokens\": ", JsonNumber(p.mean_budget_tokens),
+                    ", \"mean_tokens_read\": ", JsonNumber(p.mean_kept_tokens),
+                    ",\n     \"recall\": ", Summary(p.recall), ", \"error\": ", Summary(p.error),
+                    ", \"topk_overlap\": ", Summary(p.overlap), ",\n     \"layer_recall\": ", Doubles(p.layer_recall),
                     ", \"layer_error\": ", Doubles(p.layer_error), ",\n     \"head_recall\": ", Doubles(p.head_recall),
                     ", \"head_error\": ", Doubles(p.head_error), "}", i + 1 < r.points.size() ? "," : "", "\n");
   }
   out += "  ],\n  \"areas\": [\n";
   for (size_t i = 0; i < r.areas.size(); ++i) {
     const QualityArea& a = r.areas[i];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonString(a.policy),
-                    ", \"budget_axis\": ", JsonString(a.is_ratio ? "ratio" : "tokens"),
-                    ", \"recall_area\": ", JsonNum(a.recall_area), ", \"error_area\": ", JsonNum(a.error_area),
-                    ", \"recall_vs_oracle\": ", JsonNum(a.recall_vs_oracle),
-                    ", \"error_vs_oracle\": ", JsonNum(a.error_vs_oracle), "}", i + 1 < r.areas.size() ? "," : "",
+    absl::StrAppend(&out, "    {\"policy\": ", JsonQuote(a.policy),
+                    ", \"budget_axis\": ", JsonQuote(a.is_ratio ? "ratio" : "tokens"),
+                    ", \"recall_area\": ", JsonNumber(a.recall_area), ", \"error_area\": ", JsonNumber(a.error_area),
+                    ", \"recall_vs_oracle\": ", JsonNumber(a.recall_vs_oracle),
+                    ", \"error_vs_oracle\": ", JsonNumber(a.error_vs_oracle), "}", i + 1 < r.areas.size() ? "," : "",
                     "\n");
   }
   out += "  ]\n}\n";
