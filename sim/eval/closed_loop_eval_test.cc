@@ -8,41 +8,17 @@
 #include "sim/eval/eval_report.h"
 #include "sim/eval/llama_session.h"
 #include "sim/eval/testing/reference_forward.h"
+#include "sim/eval/testing/tiny_llama.h"
 
 namespace kvsim {
 namespace {
 
-LlamaConfig Config() {
-  LlamaConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = 24;
-  c.intermediate_size = 40;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 40;
-  c.rms_norm_eps = 1e-5;
-  c.max_position_embeddings = 512;
-  return c;
-}
+LlamaConfig Config() { return testing::TinyLlamaConfig(/*num_layers=*/2, /*vocab_size=*/40); }
 
 std::vector<int32_t> Prompt(int n, int seed) {
   std::vector<int32_t> ids(n);
   for (int i = 0; i < n; ++i) ids[i] = (i * 5 + seed * 11 + (i * i) % 7) % 39;  // never the EOS id 39
   return ids;
-}
-
-// The model's own greedy continuation (no policy), computed independently of the evaluator.
-std::vector<int32_t> Greedy(const LlamaModel& model, const std::vector<int32_t>& prompt, int n) {
-  LlamaSession s(model, prompt.size() + n);
-  std::vector<float> logits = *s.Prefill(prompt);
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(ArgMax(logits));
-    if (i + 1 < n) logits = *s.Decode(out.back());
-  }
-  return out;
 }
 
 class ClosedLoopEvalTest : public ::testing::Test {
@@ -55,13 +31,13 @@ class ClosedLoopEvalTest : public ::testing::Test {
       t.task = i < 2 ? "niah_single" : "niah_multikey";
       t.prompt_ids = Prompt(30 + 4 * i, i);
       t.context_tokens = 32;
-      t.answer_ids = Greedy(*model_, t.prompt_ids, 4);
+      t.answer_ids = testing::GreedyIds(*model_, t.prompt_ids, 4);
       t.max_new_tokens = 6;
       t.answer_position = 10;
       t.source = absl::StrCat("mem:", i + 1);
       tasks_.push_back(t);
     }
-    // EOS: an id in no answer (Greedy ignores EOS, so the answers are the model's first 4 tokens).
+    // EOS: an id in no answer (GreedyIds ignores EOS, so the answers are the model's first 4 tokens).
     int32_t eos = 0;
     for (bool used = true; used; eos += used ? 1 : 0) {
       used = false;

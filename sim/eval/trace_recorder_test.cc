@@ -6,26 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/eval/llama_session.h"
+#include "sim/eval/testing/tiny_llama.h"
 #include "sim/quality/quality_evaluator.h"
 #include "traces/attention/attention_trace_io.h"
 
 namespace kvsim {
 namespace {
 
-LlamaConfig Config() {
-  LlamaConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = 24;
-  c.intermediate_size = 40;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 50;
-  c.rms_norm_eps = 1e-5;
-  c.max_position_embeddings = 512;
-  return c;
-}
+LlamaConfig Config() { return testing::TinyLlamaConfig(/*num_layers=*/3, /*vocab_size=*/50); }
 
 TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
   auto model = RandomLlamaModel(Config(), 5, 2.0f);
@@ -44,13 +32,8 @@ TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
   EXPECT_EQ(sample->heads[2].layer, 2);
   EXPECT_EQ(sample->heads[3].kv_head, 1);
   // Tokens: the prompt, then the greedy continuation fed at the decode steps (an independent session).
-  LlamaSession s(*model, 26);
-  std::vector<float> logits = *s.Prefill(prompt);
   std::vector<int32_t> want = prompt;
-  for (int t = 0; t < 6; ++t) {
-    want.push_back(ArgMax(logits));
-    logits = *s.Decode(want.back());
-  }
+  for (int32_t id : testing::GreedyIds(*model, prompt, 6)) want.push_back(id);
   EXPECT_EQ(sample->token_ids, want);
   // Layer 0 keys by hand, in double: RoPE(Wk . RMSNorm(embed[token]) * w) at each position.
   const LlamaConfig& c = model->config;
