@@ -1,7 +1,6 @@
 #include "sim/serving/scheduler.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "util/check.h"
 #include "util/status_macros.h"
@@ -22,8 +21,10 @@
 // Why it is fast:
 // - The plan is reused across iterations (Clear keeps the vectors' capacity): no allocation per
 //   iteration once warm. One IterationTimeNs call prices the whole iteration.
-// - ADAPTIVE is a binary search over [min_chunk, budget]: O(log budget) cost model calls, on
-//   plan->shape itself with one probe sequence pushed and popped, not on a copy.
+// - ADAPTIVE prices each prefill candidate once at its whole remaining prompt (capped by the budget); only
+//   the one that does not fit is binary-searched, after which the iteration is full: O(prefills + log
+//   budget) cost model calls per iteration. Candidates are priced on probe_, a scratch copy of the plan's
+//   shape whose capacity is kept across iterations, so the plan itself is never disturbed.
 // - AddPrefillPieces starts at the request's run cursor (run_index, run_offset): O(runs in the chunk).
 // - Decode growth is BlockManager::Grow's inline test except when a new block is needed. Removing a
 //   finished request is a linear find and erase in running_, the batch's size.
@@ -103,27 +104,22 @@ void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* bu
   }
 }
 
-int64_t Scheduler::PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill) const {
+absl::StatusOr<int64_t> Scheduler::PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill,
+                                                 const IterationPlan& plan) {
   const int64_t remaining = state.remaining_compute_tokens();
-  if (config_.chunking() == proto::CHUNKING_MODE_NONE) {
-    return (first_prefill || remaining <= budget) ? remaining : 0;
+  switch (config_.chunking()) {
+    case proto::CHUNKING_MODE_NONE:
+      return (first_prefill || remaining <= budget) ? remaining : 0;
+    case proto::CHUNKING_MODE_ADAPTIVE:
+      return AdaptiveTokens(state, std::min(remaining, budget), plan, first_prefill);
+    default:
+      return std::min({remaining, static_cast<int64_t>(config_.chunk_tokens()), budget});
   }
-  return std::min({remaining, chunk_limit_, budget});
 }
 
 absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, int64_t* budget) {
   const bool prefill_first = config_.chunking() == proto::CHUNKING_MODE_NONE;
-  switch (config_.chunking()) {
-    case proto::CHUNKING_MODE_ADAPTIVE: {
-      KVSIM_ASSIGN_OR_RETURN(chunk_limit_, AdaptiveBudget(*budget, plan));
-      break;
-    }
-    case proto::CHUNKING_MODE_NONE:
-      chunk_limit_ = std::numeric_limits<int64_t>::max();
-      break;
-    default:
-      chunk_limit_ = config_.chunk_tokens();
-  }
+  adaptive_full_ = false;
   const int64_t max_seqs = config_.max_num_seqs();
   bool first = plan->prefill_tokens == 0;
   for (size_t i = 0; i < running_.size(); ++i) {
@@ -131,7 +127,7 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
     const int32_t slot = running_[i];
     const RequestState& state = pool_->at(slot);
     if (state.phase() != RequestPhase::kPrefill || state.scheduled_tokens > 0) continue;
-    const int64_t tokens = PrefillTokens(state, *budget, first);
+    KVSIM_ASSIGN_OR_RETURN(const int64_t tokens, PrefillTokens(state, *budget, first, *plan));
     if (tokens <= 0) break;
     AddPrefillPieces(slot, tokens, plan);
     *budget -= tokens;
@@ -142,6 +138,7 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
     const int32_t slot = waiting_.front();
     RequestState& state = pool_->at(slot);
     if (prefill_first && !first && state.prefill_target_tokens > *budget) break;
+    if (adaptive_full_) break;  // ADAPTIVE: the predicted time already reached the target
     const bool resume = state.swapped && state.swapped_while_decoding;
     if (!blocks_->Admit(&state, now_ns)) break;
     waiting_.pop_front();
@@ -160,7 +157,7 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
       continue;
     }
     state.Admit(now_ns);
-    const int64_t tokens = PrefillTokens(state, *budget, first);
+    KVSIM_ASSIGN_OR_RETURN(const int64_t tokens, PrefillTokens(state, *budget, first, *plan));
     if (tokens <= 0) continue;
     AddPrefillPieces(slot, tokens, plan);
     *budget -= tokens;
@@ -169,58 +166,39 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Scheduler::AdaptiveBudget(int64_t budget, IterationPlan* plan) {
-  if (budget <= 0) return 0;
-  int64_t context = -1;
-  for (int32_t slot : running_) {
-    const RequestState& state = pool_->at(slot);
-    if (state.phase() == RequestPhase::kPrefill && state.scheduled_tokens == 0 &&
-        state.remaining_compute_tokens() > 0) {
-      context = state.frontier_tokens();
-      break;
-    }
-  }
-  if (context < 0 && !waiting_.empty()) context = 0;
-  if (context < 0) return budget;
+absl::StatusOr<int64_t> Scheduler::AdaptiveTokens(const RequestState& state, int64_t cap, const IterationPlan& plan,
+                                                  bool first_prefill) {
+  if (cap <= 0 || adaptive_full_) return 0;
   const int64_t target_ns = config_.target_iteration_ns();
-  std::vector<SequenceWork>& sequences = plan->shape.sequences;
-  sequences.push_back(SequenceWork{context, 1, 1});
+  probe_.sequences.assign(plan.shape.sequences.begin(), plan.shape.sequences.end());
+  const size_t base = probe_.sequences.size();
   auto fits = [&](int64_t tokens) -> absl::StatusOr<bool> {
-    sequences.back().new_tokens = tokens;
-    KVSIM_ASSIGN_OR_RETURN(int64_t ns, cost_model_->IterationTimeNs(plan->shape));
+    probe_.sequences.resize(base);
+    AppendPrefillWork(state, tokens, &probe_);
+    KVSIM_ASSIGN_OR_RETURN(int64_t ns, cost_model_->IterationTimeNs(probe_));
     return ns <= target_ns;
   };
-  // Largest budget in [min_chunk, budget] whose estimate fits; at least min_chunk so prefills progress.
-  const int64_t min_chunk = std::min<int64_t>(budget, blocks_->block_tokens());
-  int64_t lo = min_chunk, hi = budget;
-  absl::StatusOr<bool> fit_hi = fits(hi);
-  if (!fit_hi.ok()) {
-    sequences.pop_back();
-    return fit_hi.status();
-  }
-  if (*fit_hi) lo = hi;
+  KVSIM_ASSIGN_OR_RETURN(bool fit_cap, fits(cap));
+  if (fit_cap) return cap;
+  // The iteration is full after this request: no later prefill gets tokens.
+  adaptive_full_ = true;
+  // Largest count in [lo, cap) whose estimate fits; the iteration's first prefill gets at least a block
+  // so prefills progress even when the decodes alone exceed the target.
+  int64_t lo = first_prefill ? std::min<int64_t>(cap, blocks_->block_tokens()) : 0;
+  int64_t hi = cap - 1;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    absl::StatusOr<bool> fit = fits(mid);
-    if (!fit.ok()) {
-      sequences.pop_back();
-      return fit.status();
-    }
-    if (*fit) {
+    KVSIM_ASSIGN_OR_RETURN(bool fit, fits(mid));
+    if (fit) {
       lo = mid;
     } else {
       hi = mid - 1;
     }
   }
-  sequences.pop_back();
   return lo;
 }
 
-void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan) {
-  RequestState& state = pool_->at(slot);
-  state.scheduled_tokens = tokens;
-  plan->pieces.push_back(ScheduledPiece{slot, tokens, true});
-  plan->prefill_tokens += tokens;
+void Scheduler::AppendPrefillWork(const RequestState& state, int64_t tokens, BatchShape* shape) {
   // Only the chunk that completes the prefill samples a token (pays the LM head).
   const bool completes = tokens == state.remaining_compute_tokens();
   const std::vector<TokenRun>& runs = state.compute_runs();
@@ -229,7 +207,7 @@ void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* pl
   while (tokens > 0) {
     const TokenRun& run = runs[index];
     const int64_t take = std::min(tokens, run.length - offset);
-    SequenceWork& work = plan->shape.sequences.emplace_back();
+    SequenceWork& work = shape->sequences.emplace_back();
     work.context_tokens = run.start + offset;
     work.new_tokens = take;
     work.num_segments = run.num_segments;
@@ -239,6 +217,14 @@ void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* pl
     ++index;
     offset = 0;
   }
+}
+
+void Scheduler::AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan) {
+  RequestState& state = pool_->at(slot);
+  state.scheduled_tokens = tokens;
+  plan->pieces.push_back(ScheduledPiece{slot, tokens, true});
+  plan->prefill_tokens += tokens;
+  AppendPrefillWork(state, tokens, &plan->shape);
 }
 
 int32_t Scheduler::PreemptNewest(SimTime now_ns, IterationPlan* plan) {

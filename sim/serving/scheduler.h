@@ -8,9 +8,12 @@
 //      GPU blocks allow (a request that does not fit stops admission: strict FCFS).
 // Chunking: NONE (prefill-first: an iteration with prefill work runs whole prompts and no decodes; the
 // first prompt may exceed max_num_batched_tokens), FIXED (each prefill takes at most chunk_tokens, all
-// together at most max_num_batched_tokens), ADAPTIVE (the prefill token budget is the largest that keeps
-// the iteration's estimated time, decodes included, at or under target_iteration_ns, searched with the
-// cost model each iteration; the estimate uses the first prefill's context).
+// together at most max_num_batched_tokens), ADAPTIVE (the iteration's total prefill tokens, over all
+// requests, are the most that keep the cost model's predicted compute time of the whole iteration, its
+// decodes and every prefill piece at its real context included, at or under target_iteration_ns; prefills
+// are filled in scheduling order, each priced whole first and the one that overflows binary-searched; the
+// iteration's first prefill gets at least one block so prefills progress when decodes alone exceed the
+// target; chunk_tokens is ignored; tier transfers are not part of the target).
 //
 // Preempted requests go back to the front of the waiting queue (they were admitted before the others).
 //
@@ -84,9 +87,15 @@ class Scheduler {
  private:
   void ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* budget);
   absl::Status SchedulePrefills(SimTime now_ns, IterationPlan* plan, int64_t* budget);
-  absl::StatusOr<int64_t> AdaptiveBudget(int64_t budget, IterationPlan* plan);
+  // ADAPTIVE: the most tokens in [0, cap] of `state`'s prefill that keep plan + those tokens at or under
+  // the target (see the class comment); sets adaptive_full_ when fewer than `cap` fit.
+  absl::StatusOr<int64_t> AdaptiveTokens(const RequestState& state, int64_t cap, const IterationPlan& plan,
+                                         bool first_prefill);
+  // Appends the pieces of `state`'s next `tokens` prefill tokens (from its run cursor) to `shape`.
+  static void AppendPrefillWork(const RequestState& state, int64_t tokens, BatchShape* shape);
   void AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan);
-  int64_t PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill) const;
+  absl::StatusOr<int64_t> PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill,
+                                        const IterationPlan& plan);
   // Preempts the newest running request; returns its slot.
   int32_t PreemptNewest(SimTime now_ns, IterationPlan* plan);
   void RemoveRunning(int32_t slot);
@@ -101,8 +110,8 @@ class Scheduler {
   std::vector<int32_t> running_;  // in admission order
   int64_t next_admit_order_ = 0;
   int64_t outstanding_tokens_ = 0;
-  int64_t chunk_limit_ = 0;  // this iteration's per-request prefill limit
-  BatchShape probe_;         // scratch for the adaptive search
+  bool adaptive_full_ = false;  // ADAPTIVE: this iteration's predicted time reached the target
+  BatchShape probe_;            // ADAPTIVE: the plan's shape plus one candidate prefill, priced in the search
 };
 
 }  // namespace kvsim
