@@ -134,8 +134,28 @@ absl::StatusOr<int64_t> GpuCapacityTokens(const proto::ExperimentConfig& config)
   return blocks * block_tokens;
 }
 
+namespace {
+
+// The stack preset under `config`: the preset's fields, then every field `config` sets over them (a set
+// eviction name or tier list replaces the preset's whole message or list).
+absl::Status ApplyStackPreset(absl::string_view source, proto::ExperimentConfig* config) {
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig merged, LoadStackPreset(config->stack_preset()));
+  if (!merged.stack_preset().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": stack_preset '", config->stack_preset(),
+                                                   "' sets stack_preset itself; a stack preset cannot nest"));
+  }
+  if (!config->eviction().name().empty()) merged.clear_eviction();
+  if (config->cache().lower_tiers_size() > 0) merged.mutable_cache()->clear_lower_tiers();
+  merged.MergeFrom(*config);
+  *config = std::move(merged);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::ExperimentConfig config,
                                                                 absl::string_view source) {
+  if (!config.stack_preset().empty()) KVSIM_RETURN_IF_ERROR(ApplyStackPreset(source, &config));
   const std::string model_preset = config.model_preset().empty() ? kDefaultModelPreset : config.model_preset();
   KVSIM_ASSIGN_OR_RETURN(proto::ModelSpec model, LoadModelPreset(model_preset));
   model.MergeFrom(config.model());

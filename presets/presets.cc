@@ -11,7 +11,7 @@ namespace kvsim {
 namespace {
 
 struct Preset {
-  const char* kind;  // "models" or "devices"
+  const char* kind;  // "models", "devices" or "stacks"
   const char* name;  // file stem
   const char* path;  // source path in the repository, for error messages
   const char* text;
@@ -47,9 +47,9 @@ absl::StatusOr<Spec> Load(absl::string_view kind, absl::string_view name) {
       return spec;
     }
   }
-  return absl::NotFoundError(absl::StrCat("unknown ", kind == "models" ? "model" : "device", " preset '", name,
-                                          "'; known: ", absl::StrJoin(Names(kind), ", "),
-                                          " (or give a path to a .textproto file)"));
+  const char* noun = kind == "models" ? "model" : kind == "devices" ? "device" : "stack";
+  return absl::NotFoundError(absl::StrCat("unknown ", noun, " preset '", name, "'; known: ",
+                                          absl::StrJoin(Names(kind), ", "), " (or give a path to a .textproto file)"));
 }
 
 }  // namespace
@@ -62,7 +62,12 @@ absl::StatusOr<proto::DeviceSpec> LoadDevicePreset(absl::string_view name_or_pat
   return Load<proto::DeviceSpec>("devices", name_or_path);
 }
 
+absl::StatusOr<proto::ExperimentConfig> LoadStackPreset(absl::string_view name_or_path) {
+  return Load<proto::ExperimentConfig>("stacks", name_or_path);
+}
+
 std::vector<std::string> ModelPresetNames() { return Names("models"); }
 std::vector<std::string> DevicePresetNames() { return Names("devices"); }
+std::vector<std::string> StackPresetNames() { return Names("stacks"); }
 
 }  // namespace kvsim
