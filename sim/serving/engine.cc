@@ -37,16 +37,27 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
 }
 
 Engine::Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens)
-    : config_(config), cost_model_(cost_model), block_tokens_(block_tokens) {}
+    : config_(config),
+      cost_model_(cost_model),
+      block_tokens_(block_tokens),
+      closed_loop_(config.workload().closed_loop_sessions()) {}
 
 absl::Status Engine::Run(TraceReader* reader) {
-  KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+  if (closed_loop_) {
+    KVSIM_RETURN_IF_ERROR(LoadSessions(reader));
+  } else {
+    KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+  }
   while (!queue_.empty()) {
     const Event event = queue_.PopNext();
     switch (event.type) {
       case EventType::kArrival:
         HandleArrival(event);
-        KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+        if (!closed_loop_) {
+          KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
+        } else if (static_cast<int32_t>(event.payload) == root_slot_) {
+          IssueNextRoot();
+        }
         break;
       case EventType::kIterationEnd:
         EndIteration(event.replica, event.time_ns);
@@ -119,6 +130,63 @@ absl::Status Engine::ReadNextArrival(TraceReader* reader) {
   return absl::OkStatus();
 }
 
+absl::Status Engine::LoadSessions(TraceReader* reader) {
+  const int64_t max_requests = config_.workload().max_requests();
+  const double scale = config_.workload().time_scale();
+  RequestState scratch;
+  SimTime last_ns = 0;
+  while ((max_requests <= 0 || static_cast<int64_t>(session_requests_.size()) < max_requests) &&
+         reader->Next(&scratch.request)) {
+    KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &scratch));
+    const SimTime arrival_ns = static_cast<SimTime>(std::llround(scratch.request.arrival_ns * scale));
+    if (arrival_ns < last_ns) {
+      return absl::InvalidArgumentError(absl::StrCat(reader->info().path, ": request ", scratch.request.request_id,
+                                                     ": arrival ", arrival_ns, " ns before the previous request's ",
+                                                     last_ns));
+    }
+    last_ns = arrival_ns;
+    session_requests_.push_back(scratch.request);
+    session_unique_.push_back(scratch.unique_blocks ? 1 : 0);
+    scratch.request.Clear();
+    scratch.unique_blocks = false;
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  requests_read_ = static_cast<int64_t>(session_requests_.size());
+  KVSIM_ASSIGN_OR_RETURN(chains_, BuildSessionChains(session_requests_, reader->info().path));
+  IssueNextRoot();
+  return absl::OkStatus();
+}
+
+int32_t Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
+  const int32_t slot = pool_.Allocate();
+  RequestState& state = pool_.at(slot);
+  state.request = session_requests_[index];
+  state.unique_blocks = session_unique_[index] != 0;  // fresh hashes, assigned when the trace was checked
+  state.arrival_ns = issue_ns;
+  if (slot >= static_cast<int32_t>(slot_index_.size())) slot_index_.resize(slot + 1, -1);
+  slot_index_[slot] = index;
+  queue_.Schedule(issue_ns, kPriorityArrival, EventType::kArrival, -1, slot);
+  return slot;
+}
+
+void Engine::IssueNextRoot() {
+  root_slot_ = -1;
+  if (next_root_ >= chains_.roots.size()) return;
+  const int32_t index = chains_.roots[next_root_++];
+  const double scale = config_.workload().time_scale();
+  root_slot_ =
+      IssueSessionRequest(index, static_cast<SimTime>(std::llround(session_requests_[index].arrival_ns * scale)));
+}
+
+void Engine::SessionRequestEnded(int32_t slot, SimTime now_ns) {
+  const int32_t index = slot_index_[slot];
+  slot_index_[slot] = -1;
+  const double scale = config_.workload().time_scale();
+  for (int32_t next : chains_.successors[index]) {
+    IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(chains_.think_ns[next] * scale)));
+  }
+}
+
 void Engine::HandleArrival(const Event& event) {
   const int32_t slot = static_cast<int32_t>(event.payload);
   RequestState& state = pool_.at(slot);
@@ -128,6 +196,7 @@ void Engine::HandleArrival(const Event& event) {
   if (blocks_[replica]->BlocksToComplete(state.request) > blocks_[replica]->gpu_capacity_blocks()) {
     state.rejected = true;
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(event.time_ns, state);
+    if (closed_loop_) SessionRequestEnded(slot, event.time_ns);
     pool_.Free(slot);
     return;
   }
@@ -186,6 +255,7 @@ void Engine::EndIteration(int32_t replica, SimTime now_ns) {
   schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
   for (int32_t slot : finished_) {
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(now_ns, pool_.at(slot));
+    if (closed_loop_) SessionRequestEnded(slot, now_ns);
     pool_.Free(slot);
   }
   busy_[replica] = 0;

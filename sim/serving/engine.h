@@ -14,6 +14,11 @@
 // trace's block size. A request whose prompt and output can never fit on one GPU is rejected (reported,
 // not run). At the end every replica's BlockManager must be idle (no leaked block).
 //
+// Closed loop (config.workload.closed_loop_sessions): the whole trace is read and checked first; roots
+// (sim/serving/session_chains.h) arrive at their trace times, streamed one ahead as in open loop, and
+// each other request arrives when its predecessor finishes (or is rejected) plus its think time, both
+// scaled by workload.time_scale. RequestState::arrival_ns is then the issue time.
+//
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, cost_model.get(), reader->info().block_tokens));
 //   engine->AddObserver(&metrics);
@@ -38,6 +43,7 @@
 #include "sim/serving/request_state.h"
 #include "sim/serving/router.h"
 #include "sim/serving/scheduler.h"
+#include "sim/serving/session_chains.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {
@@ -64,6 +70,13 @@ class Engine {
   absl::Status ReadNextArrival(TraceReader* reader);
   absl::Status CheckRequest(const TraceReader& reader, RequestState* state) const;
   void HandleArrival(const Event& event);
+  // Closed loop: reads and checks the whole trace, builds the chains, issues the first root.
+  absl::Status LoadSessions(TraceReader* reader);
+  // Closed loop: request `index` arrives at `issue_ns`; returns its slot.
+  int32_t IssueSessionRequest(int32_t index, SimTime issue_ns);
+  void IssueNextRoot();
+  // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
+  void SessionRequestEnded(int32_t slot, SimTime now_ns);
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
   void EndIteration(int32_t replica, SimTime now_ns);
   void RequestSchedule(int32_t replica, SimTime now_ns);
@@ -82,6 +95,13 @@ class Engine {
   std::vector<int32_t> finished_;
   std::vector<EngineObserver*> observers_;
   int64_t requests_read_ = 0;
+  const bool closed_loop_;
+  std::vector<Request> session_requests_;  // closed loop: the whole trace, checked
+  std::vector<uint8_t> session_unique_;    // closed loop: per request, RequestState::unique_blocks
+  SessionChains chains_;
+  size_t next_root_ = 0;
+  int32_t root_slot_ = -1;           // the root arrival scheduled one ahead
+  std::vector<int32_t> slot_index_;  // closed loop: slot -> index in session_requests_
   SimTime last_arrival_ns_ = 0;
 };
 

@@ -7,9 +7,6 @@
 #include "util/percentile.h"
 
 namespace kvsim {
-namespace {
-
-// Nearest-rank percentiles, mean and max of `values` (sorted in place).
 proto::Distribution Distribute(std::vector<double>* values) {
   proto::Distribution d;
   if (values->empty()) return d;
@@ -24,6 +21,8 @@ proto::Distribution Distribute(std::vector<double>* values) {
   d.set_max(values->back());
   return d;
 }
+
+namespace {
 
 double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
 

@@ -32,6 +32,9 @@
 
 namespace kvsim {
 
+// Nearest-rank percentiles, mean and max of `values` (sorted in place); all 0 when empty.
+proto::Distribution Distribute(std::vector<double>* values);
+
 class MetricsCollector final : public EngineObserver {
  public:
   // Samples each replica at most once per `interval_ns` (> 0).

@@ -8,6 +8,7 @@
 #include "policies/policy_factory.h"
 #include "sim/serving/engine.h"
 #include "sim/serving/metrics.h"
+#include "sim/serving/session_metrics.h"
 #include "sim/serving/timeline.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
@@ -38,6 +39,8 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
                          Engine::Create(config, &cost_model, reader->info().block_tokens));
   MetricsCollector metrics(options.timeseries_interval_ns);
   engine->AddObserver(&metrics);
+  SessionMetrics sessions;
+  engine->AddObserver(&sessions);
   std::unique_ptr<TimelineRecorder> timeline;
   if (options.timeline) {
     timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
@@ -47,6 +50,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
 
   ReplayOutput output;
   output.results = metrics.BuildResults(config.slo());
+  sessions.Fill(config.workload().closed_loop_sessions(), &output.results);
   proto::RunInfo& run = *output.results.mutable_run();
   run.set_kvsim_version(kKvsimVersion);
   run.set_seed(config.seed());
