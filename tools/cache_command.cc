@@ -53,7 +53,7 @@ KVSIM_REGISTER_COMMAND(
         .name = "cache",
         .summary = "cache replay (no timing): hit ratios of eviction policies at given capacities",
         .usage = "kvsim cache --trace=T --policy=NAME[,NAME...] --capacity_blocks=N[,M...] [--block_tokens=16]\n"
-                 "            [--restore_cost=uniform|position] [--threads=0] [--json] [--out=DIR]",
+                 "            [--restore_cost=auto|uniform|position] [--threads=0] [--json] [--out=DIR]",
         .details =
             "Requests in trace order, each request's blocks accessed one after another; an access hits if the\n"
             "block is resident at that moment, and after it the block is resident. Capacity in blocks.\n"

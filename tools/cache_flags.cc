@@ -19,8 +19,11 @@ absl::StatusOr<CacheReplayOptions> CacheReplayOptionsFromFlags() {
     options.restore_cost = RestoreCost::kUniform;
   } else if (restore == "position") {
     options.restore_cost = RestoreCost::kPosition;
+  } else if (restore == "auto") {
+    options.restore_cost = RestoreCost::kAuto;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--restore_cost: '", restore, "' is not one of: uniform, position"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--restore_cost: '", restore, "' is not one of: auto, uniform, position"));
   }
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   return options;

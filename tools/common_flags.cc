@@ -28,9 +28,10 @@ ABSL_FLAG(std::string, policy, "lru",
           "eviction policies, comma-separated, each NAME[+leaf_first][+ttl] (see 'kvsim help cache')");
 ABSL_FLAG(std::string, capacity_blocks, "",
           "cache capacities in blocks: a comma list, ranges LO:HI:xFACTOR or LO:HI:+STEP allowed");
-ABSL_FLAG(std::string, restore_cost, "uniform",
-          "cache replay restore cost per block: uniform (all equal) or position (tokens up to the block's end, "
-          "the linear-in-position recompute model)");
+ABSL_FLAG(std::string, restore_cost, "auto",
+          "cache replay restore cost per block that policies see: auto (position for the cost-aware asym and "
+          "gdsf, uniform for the others), uniform (all equal) or position (tokens up to the block's end, the "
+          "linear-in-position recompute model)");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs, at most 1024; 0 = all cores");
 
 namespace kvsim {

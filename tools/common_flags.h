@@ -26,7 +26,7 @@ ABSL_DECLARE_FLAG(int32_t, trace_block_tokens);  // tokens per hash block where 
 ABSL_DECLARE_FLAG(int32_t, block_tokens);         // tokens per block for hash-less traces; 0 = config's
 ABSL_DECLARE_FLAG(std::string, policy);           // eviction policy specs, comma-separated
 ABSL_DECLARE_FLAG(std::string, capacity_blocks);  // capacities in blocks (list/ranges)
-ABSL_DECLARE_FLAG(std::string, restore_cost);     // cache replay restore cost: uniform | position
+ABSL_DECLARE_FLAG(std::string, restore_cost);     // cache replay restore cost: auto | uniform | position
 ABSL_DECLARE_FLAG(int32_t, threads);              // worker threads; 0 = all cores
 
 namespace kvsim {

@@ -22,6 +22,9 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result) {
   p.set_prefix_hit_ratio(s.PrefixHitRatio());
   p.set_token_hit_ratio(s.TokenHitRatio());
   p.set_prefix_token_hit_ratio(s.PrefixTokenHitRatio());
+  p.set_restore_cost(s.restore_cost);
+  p.set_restore_cost_saved(s.restore_cost_saved);
+  p.set_restore_cost_saved_ratio(s.RestoreCostSavedRatio());
   return p;
 }
 
@@ -42,7 +45,10 @@ Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector
                                                            {"prefix_hit_tokens", true},
                                                            {"prefix_token_hit_ratio", true},
                                                            {"evictions", true},
-                                                           {"bypasses", true}};
+                                                           {"bypasses", true},
+                                                           {"restore_cost", true},
+                                                           {"restore_cost_saved", true},
+                                                           {"restore_cost_saved_ratio", true}};
   for (const auto& [name, is_numeric] : stats) {
     columns.push_back(name);
     numeric.push_back(is_numeric);
@@ -61,7 +67,8 @@ void AddCacheStatsRow(const proto::CacheRunStats& s, const std::vector<std::stri
        {s.policy(), i(s.capacity_blocks()), i(s.requests()), i(s.accesses()), i(s.hits()), FormatDouble(s.hit_ratio()),
         i(s.prefix_hits()), FormatDouble(s.prefix_hit_ratio()), i(s.tokens()), i(s.hit_tokens()),
         FormatDouble(s.token_hit_ratio()), i(s.prefix_hit_tokens()), FormatDouble(s.prefix_token_hit_ratio()),
-        i(s.evictions()), i(s.bypasses())}) {
+        i(s.evictions()), i(s.bypasses()), i(s.restore_cost()), i(s.restore_cost_saved()),
+        FormatDouble(s.restore_cost_saved_ratio())}) {
     row.push_back(std::move(cell));
   }
   row.resize(table->columns().size());  // trailing columns stay empty

@@ -68,8 +68,8 @@ absl::StatusOr<std::vector<std::unique_ptr<CacheSimulator>>> CreateSimulators(co
     if (!policy.ok()) {
       return absl::Status(policy.status().code(), absl::StrCat("run ", label, ": ", policy.status().message()));
     }
-    simulators.push_back(
-        std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks, options.restore_cost));
+    simulators.push_back(std::make_unique<CacheSimulator>(std::move(*policy), spec.capacity_blocks,
+                                                          ResolveRestoreCost(options.restore_cost, spec.policy)));
   }
   return simulators;
 }
@@ -148,11 +148,20 @@ void ComputeNextUse(CompiledTrace* trace) {
   }
 }
 
+bool IsCostAwarePolicy(const proto::EvictionPolicyConfig& policy) {
+  return policy.name() == "asym" || policy.name() == "gdsf";
+}
+
+RestoreCost ResolveRestoreCost(RestoreCost cost, const proto::EvictionPolicyConfig& policy) {
+  if (cost != RestoreCost::kAuto) return cost;
+  return IsCostAwarePolicy(policy) ? RestoreCost::kPosition : RestoreCost::kUniform;
+}
+
 CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
                                RestoreCost restore_cost, bool own_index)
     : policy_(std::move(policy)),
       capacity_blocks_(capacity_blocks),
-      restore_cost_(restore_cost),
+      restore_cost_(restore_cost == RestoreCost::kAuto ? RestoreCost::kUniform : restore_cost),
       residency_(own_index ? nullptr : policy_->residency()) {
   KVSIM_CHECK(capacity_blocks_ > 0);
   if (residency_ == nullptr) {
@@ -183,7 +192,9 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
     info.clock = clock_++;
     info.block_index = static_cast<int32_t>(k);
     info.position_tokens = k * static_cast<int64_t>(request.block_tokens);
-    info.restore_ns = restore_cost_ == RestoreCost::kPosition ? info.position_tokens + tokens : 0;
+    const int64_t position_cost = PositionRestoreCost(info.position_tokens, tokens);
+    info.restore_ns = restore_cost_ == RestoreCost::kPosition ? position_cost : 0;
+    stats_.restore_cost += position_cost;
     info.next_access_clock = request.next_use != nullptr ? request.next_use[k] : -1;
     info.has_parent = k > 0;
     info.parent = k > 0 ? request.blocks[k - 1] : 0;
@@ -192,6 +203,7 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
     if (IsResident(block)) {
       ++stats_.hits;
       stats_.hit_tokens += tokens;
+      stats_.restore_cost_saved += position_cost;
       if (in_prefix) {
         ++stats_.prefix_hits;
         stats_.prefix_hit_tokens += tokens;

@@ -18,9 +18,9 @@
 // Requests without hashes get AssignFreshBlockHashes(options.block_tokens). The AccessInfo each policy
 // sees: clock = the access's index in the whole stream, time_ns = the request's arrival, block_index,
 // position_tokens = block_index x block_tokens, size_bytes = 0 (uniform), restore_ns per
-// options.restore_cost, next_access_clock when the oracle pre-pass ran (else -1), parent = previous block
-// of the request. After each request's last block the policy gets OnRequestEnd (tool call of the
-// request: the first tool's name and the sum of the tools' durations).
+// options.restore_cost (kAuto by default: position-aware for asym and gdsf), next_access_clock when the oracle pre-pass
+// ran (else -1), parent = previous block of the request. After each request's last block the policy gets OnRequestEnd
+// (tool call of the request: the first tool's name and the sum of the tools' durations).
 //
 // Memory: a single run without the oracle streams the trace (memory grows with the resident blocks,
 // not the trace). Belady needs next uses, so RunCacheReplays loads the access stream (CompiledTrace,
@@ -54,13 +54,26 @@ namespace kvsim {
 // How AccessInfo::restore_ns is filled in cache replay.
 enum class RestoreCost {
   kUniform,   // 0: every block costs the same (cost-aware policies reduce to their uniform form)
-  kPosition,  // position_tokens + the block's tokens: proportional to recomputing the block, whose
-              // attention spans everything before it (AsymCache's linear-in-position model; 1 unit/token)
+  kPosition,  // PositionRestoreCost: proportional to recomputing the block, whose attention spans
+              // everything before it (AsymCache's linear-in-position model; 1 unit per token)
+  kAuto,      // kPosition for the cost-aware policies (IsCostAwarePolicy), kUniform for the others
 };
+
+// The restore cost of a block of `tokens` tokens after `position_tokens` tokens, in tokens of attention
+// span: position_tokens + tokens. Cache replay reports, besides hits, the sum of this over all accesses
+// (CacheStats::restore_cost) and over hits (restore_cost_saved: the recompute the cache spared), whatever
+// restore cost the policy was shown.
+inline int64_t PositionRestoreCost(int64_t position_tokens, int64_t tokens) { return position_tokens + tokens; }
+
+// Policies whose choices depend on AccessInfo::restore_ns: "asym" and "gdsf" (by base name).
+bool IsCostAwarePolicy(const proto::EvictionPolicyConfig& policy);
+
+// `cost` with kAuto resolved for `policy`.
+RestoreCost ResolveRestoreCost(RestoreCost cost, const proto::EvictionPolicyConfig& policy);
 
 struct CacheReplayOptions {
   int32_t block_tokens = 16;  // block size for requests without hashes; > 0
-  RestoreCost restore_cost = RestoreCost::kUniform;
+  RestoreCost restore_cost = RestoreCost::kAuto;
   int64_t max_requests = 0;  // replay only the first N requests; 0 = all
   int num_threads = 0;       // parallel runs; 0 = hardware concurrency
 };
@@ -74,12 +87,17 @@ struct CacheStats {
   int64_t hit_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t evictions = 0;
-  int64_t bypasses = 0;  // misses the policy declined to admit (Belady)
+  int64_t bypasses = 0;            // misses the policy declined to admit (Belady)
+  int64_t restore_cost = 0;        // PositionRestoreCost over all accesses
+  int64_t restore_cost_saved = 0;  // PositionRestoreCost over hits
 
   double HitRatio() const { return accesses == 0 ? 0 : static_cast<double>(hits) / accesses; }
   double PrefixHitRatio() const { return accesses == 0 ? 0 : static_cast<double>(prefix_hits) / accesses; }
   double TokenHitRatio() const { return tokens == 0 ? 0 : static_cast<double>(hit_tokens) / tokens; }
   double PrefixTokenHitRatio() const { return tokens == 0 ? 0 : static_cast<double>(prefix_hit_tokens) / tokens; }
+  double RestoreCostSavedRatio() const {
+    return restore_cost == 0 ? 0 : static_cast<double>(restore_cost_saved) / restore_cost;
+  }
 };
 
 // One request's accesses as the simulator consumes them.
