@@ -245,6 +245,8 @@ absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   record.host_blocks_used = blocks.host_used_blocks();
   record.queued_requests = scheduler.num_waiting();
   record.running_requests = scheduler.num_running();
+  record.plan = &plan;
+  record.pool = &pool_;
   for (EngineObserver* observer : observers_) observer->OnIteration(record);
   queue_.Schedule(now_ns + plan.duration_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
   return absl::OkStatus();

@@ -21,6 +21,7 @@
 #include "sim/serving/block_manager.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/request_state.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvsim {
 
@@ -42,6 +43,9 @@ struct IterationRecord {
   int64_t host_blocks_used = 0;
   int64_t queued_requests = 0;
   int64_t running_requests = 0;
+  // The iteration's plan and the states its pieces' slots name; valid during OnIteration only.
+  const IterationPlan* plan = nullptr;
+  const RequestPool* pool = nullptr;
 };
 
 class EngineObserver {
