@@ -23,6 +23,7 @@
 #define KVSIM_POLICIES_BELADY_POLICY_H_
 
 #include <utility>
+#include <vector>
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
@@ -37,7 +38,13 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
   const ResidencyIndex* residency() const override { return this; }
-  bool IsResident(BlockId block) const override { return next_use_.contains(block); }
+  void SetDenseIds(int64_t num_ids) override { dense_next_use_.assign(static_cast<size_t>(num_ids), kAbsent); }
+  bool IsResident(BlockId block) const override {
+    return dense_next_use_.empty() ? next_use_.contains(block) : dense_next_use_[block] != kAbsent;
+  }
+  void Prefetch(BlockId block) const override {
+    if (!dense_next_use_.empty()) __builtin_prefetch(&dense_next_use_[block]);
+  }
   // False when the incoming block's next use is no earlier than every resident block's.
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
 
@@ -45,8 +52,10 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   void SetNextUse(BlockId block, const AccessInfo& info);
 
+  static constexpr int64_t kAbsent = -1;
   absl::btree_set<std::pair<int64_t, BlockId>> by_next_use_;
-  absl::flat_hash_map<BlockId, int64_t> next_use_;
+  absl::flat_hash_map<BlockId, int64_t> next_use_;  // resident blocks' next uses, unless ids are dense
+  std::vector<int64_t> dense_next_use_;             // by dense id (kAbsent = not resident), if dense
 };
 
 }  // namespace kvsim

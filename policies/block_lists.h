@@ -14,14 +14,23 @@
 //   lists.MoveToFront(lists.Find(block));   // hit
 //   for (int32_t s = lists.Back(0); s != kNoSlot; s = lists.Prev(s)) ...  // victim search
 //
+// Eligible view (for wrappers that restrict the victims to a subset that changes, as leaf-first does):
+// after EnableEligibility(lists), each slot has an eligible flag (true when its block is added) and the
+// eligible slots of each of those lists are kept in list order in a B-tree. While SetEligibleView(true),
+// LastMatching and the *Eligible walks visit only eligible slots: O(log n) per step instead of passing
+// over every ineligible one. The flag survives moves between lists; each link or unlink of an eligible
+// slot in a tracked list costs O(log n). Without EnableEligibility nothing of this is kept or paid.
+//
 // Thread-safety: none; one owner.
 #ifndef KVSIM_POLICIES_BLOCK_LISTS_H_
 #define KVSIM_POLICIES_BLOCK_LISTS_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
 #include "util/check.h"
@@ -39,17 +48,32 @@ class BlockLists {
   void Reserve(int64_t num_blocks) {
     const size_t n = static_cast<size_t>(std::clamp<int64_t>(num_blocks, 0, int64_t{1} << 24));
     slots_.reserve(n);
-    index_.reserve(n);
+    if (!dense_) index_.reserve(n);
+  }
+
+  // Dense ids: every block from now on is < num_ids, and the index is an array of num_ids slots instead
+  // of a hash map (cache replay over a compiled trace). REQUIRES: before the first block is added.
+  void UseDenseIds(int64_t num_ids) {
+    KVSIM_CHECK(slots_.empty()) << "UseDenseIds after the first block";
+    dense_index_.assign(static_cast<size_t>(num_ids), kNoSlot);
+    dense_ = num_ids > 0;
   }
 
   // The slot of `block`, or kNoSlot if it is in no list.
   int32_t Find(BlockId block) const {
+    if (dense_) return dense_index_[block];
     auto it = index_.find(block);
     return it == index_.end() ? kNoSlot : it->second;
   }
-  bool Contains(BlockId block) const { return index_.contains(block); }
+  bool Contains(BlockId block) const { return Find(block) != kNoSlot; }
   // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
-  void Prefetch(BlockId block) const { index_.prefetch(block); }
+  void Prefetch(BlockId block) const {
+    if (dense_) {
+      __builtin_prefetch(&dense_index_[block]);
+    } else {
+      index_.prefetch(block);
+    }
+  }
 
   // Adds `block` at the front (or back) of `list`; returns its slot. REQUIRES: block in no list.
   int32_t PushFront(int list, BlockId block) {
@@ -70,20 +94,69 @@ class BlockLists {
     LinkFront(list, s);
   }
 
+  // Moves slot `s` to the back of `list`, keeping its mark.
+  void MoveToBack(int32_t s, int list) {
+    Unlink(s);
+    LinkBack(list, s);
+  }
+
   // Removes slot `s` from its list and forgets its block.
   void Erase(int32_t s) {
     Unlink(s);
-    index_.erase(slots_[s].block);
+    if (dense_) {
+      dense_index_[slots_[s].block] = kNoSlot;
+    } else {
+      index_.erase(slots_[s].block);
+    }
     free_.push_back(s);
   }
 
-  // The evictable block nearest the back of `list`, or kNoSlot.
+  // The evictable block nearest the back of `list`, or kNoSlot (in the eligible view: the nearest
+  // eligible one for which pred holds).
   template <typename Pred>
   int32_t LastMatching(int list, const Pred& pred) const {
+    if (view_) {
+      for (int32_t s = BackEligible(list); s != kNoSlot; s = PrevEligible(s)) {
+        if (pred(slots_[s].block)) return s;
+      }
+      return kNoSlot;
+    }
     for (int32_t s = tails_[list]; s != kNoSlot; s = slots_[s].prev) {
       if (pred(slots_[s].block)) return s;
     }
     return kNoSlot;
+  }
+
+  // Starts keeping the eligible view of `lists`. REQUIRES: before the first block is added.
+  void EnableEligibility(std::initializer_list<int> lists) {
+    KVSIM_CHECK(slots_.empty()) << "EnableEligibility after the first block";
+    tracked_.assign(heads_.size(), false);
+    eligible_sets_.resize(heads_.size());
+    for (int list : lists) tracked_[list] = true;
+  }
+  bool eligibility_enabled() const { return !tracked_.empty(); }
+  // Marks the slot of `block` (eligible or not); ignored when the block is in no list.
+  void SetEligible(BlockId block, bool eligible) {
+    const int32_t s = Find(block);
+    if (s == kNoSlot || eligible_[s] == eligible) return;
+    const bool tracked = slots_[s].list >= 0 && tracked_[slots_[s].list];
+    if (tracked && !eligible) eligible_sets_[slots_[s].list].erase(order_[s]);
+    eligible_[s] = eligible;
+    if (tracked && eligible) eligible_sets_[slots_[s].list].emplace(order_[s], s);
+  }
+  // While on, LastMatching visits only eligible slots. REQUIRES: eligibility_enabled().
+  void SetEligibleView(bool on) { view_ = on; }
+  bool eligible_view() const { return view_; }
+  // The eligible slot nearest the back of `list`, and the nearest eligible slot in front of slot `s`
+  // (towards the front of its list); kNoSlot if none. REQUIRES: eligibility_enabled(), `list` tracked.
+  int32_t BackEligible(int list) const {
+    const auto& set = eligible_sets_[list];
+    return set.empty() ? kNoSlot : set.begin()->second;
+  }
+  int32_t PrevEligible(int32_t s) const {
+    const auto& set = eligible_sets_[slots_[s].list];
+    auto it = set.upper_bound(order_[s]);
+    return it == set.end() ? kNoSlot : it->second;
   }
 
   int32_t Front(int list) const { return heads_[list]; }
@@ -114,8 +187,20 @@ class BlockLists {
       slots_.emplace_back();
     }
     slots_[s] = Slot{block, kNoSlot, kNoSlot, -1, 0};
-    bool inserted = index_.emplace(block, s).second;
-    KVSIM_CHECK(inserted) << "block " << block << " is already in a list";
+    if (eligibility_enabled()) {
+      if (order_.size() < slots_.size()) {
+        order_.resize(slots_.size());
+        eligible_.resize(slots_.size());
+      }
+      eligible_[s] = true;
+    }
+    if (dense_) {
+      KVSIM_CHECK(dense_index_[block] == kNoSlot) << "block " << block << " is already in a list";
+      dense_index_[block] = s;
+    } else {
+      bool inserted = index_.emplace(block, s).second;
+      KVSIM_CHECK(inserted) << "block " << block << " is already in a list";
+    }
     return s;
   }
 
@@ -128,6 +213,7 @@ class BlockLists {
     heads_[list] = s;
     if (tails_[list] == kNoSlot) tails_[list] = s;
     ++sizes_[list];
+    if (eligibility_enabled()) Track(s, ++front_order_);
   }
 
   void LinkBack(int list, int32_t s) {
@@ -139,11 +225,19 @@ class BlockLists {
     tails_[list] = s;
     if (heads_[list] == kNoSlot) heads_[list] = s;
     ++sizes_[list];
+    if (eligibility_enabled()) Track(s, --back_order_);
+  }
+
+  // Gives linked slot `s` its place in list order and, if eligible in a tracked list, enters it.
+  void Track(int32_t s, int64_t order) {
+    order_[s] = order;
+    if (eligible_[s] && tracked_[slots_[s].list]) eligible_sets_[slots_[s].list].emplace(order, s);
   }
 
   void Unlink(int32_t s) {
     Slot& slot = slots_[s];
     const int list = slot.list;
+    if (eligibility_enabled() && eligible_[s] && tracked_[list]) eligible_sets_[list].erase(order_[s]);
     if (slot.prev != kNoSlot)
       slots_[slot.prev].next = slot.next;
     else
@@ -160,7 +254,30 @@ class BlockLists {
   std::vector<int32_t> free_;
   std::vector<int32_t> heads_, tails_;
   std::vector<int64_t> sizes_;
-  absl::flat_hash_map<BlockId, int32_t> index_;
+  absl::flat_hash_map<BlockId, int32_t> index_;  // unused with dense ids
+  std::vector<int32_t> dense_index_;             // by dense id
+  bool dense_ = false;
+  // The eligible view (empty unless EnableEligibility): per slot its list-order key (larger = nearer
+  // the front) and flag; per tracked list its eligible slots by key.
+  std::vector<bool> tracked_;
+  std::vector<int64_t> order_;
+  std::vector<bool> eligible_;
+  std::vector<absl::btree_map<int64_t, int32_t>> eligible_sets_;
+  int64_t front_order_ = 0;
+  int64_t back_order_ = 1;
+  bool view_ = false;
+};
+
+// Turns the eligible view on for a scope.
+class EligibleViewScope {
+ public:
+  explicit EligibleViewScope(BlockLists* lists) : lists_(lists) { lists_->SetEligibleView(true); }
+  ~EligibleViewScope() { lists_->SetEligibleView(false); }
+  EligibleViewScope(const EligibleViewScope&) = delete;
+  EligibleViewScope& operator=(const EligibleViewScope&) = delete;
+
+ private:
+  BlockLists* lists_;
 };
 
 }  // namespace kvsim

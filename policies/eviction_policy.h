@@ -6,6 +6,10 @@
 // it for a victim. A policy only decides: it never mutates simulator state.
 //
 // Call protocol, for one cache:
+//   OnMiss(b)        optional: b missed and will be inserted; the evictions that make room for it follow,
+//                    then OnInsert(b). Cache replay calls it; the serving simulator does not (it makes room
+//                    for a batch of blocks at once). Policies whose victim depends on the incoming block
+//                    (ARC's REPLACE) use it.
 //   OnInsert(b)      b became resident (after a miss, or a reload from a lower tier).
 //   OnAccess(b)      resident b was used again (a hit).
 //   OnRemove(b)      b left this cache (evicted, or freed by its owner). Never called for a b not inserted.
@@ -13,6 +17,8 @@
 //                    (blocks of running requests are pinned and not evictable). The cache evicts it and then
 //                    calls OnRemove(victim). SelectVictim is the base class's: it asks the policy's own
 //                    ChooseVictim and checks the answer, so no policy repeats those checks.
+//                    After a victim, EvictionPending() true asks the cache for another victim before the
+//                    insert even though it has room (S3-FIFO's eviction step can evict two blocks).
 // Optional, before the first callback: Configure(config) (per-policy parameters) and SetCapacity(n) (the
 // cache's size in blocks; policies sized by it, such as ARC, S3-FIFO and 2Q, need it). Optional at the end
 // of each request: OnRequestEnd(end) (the TTL-pinning wrapper needs it; others ignore it).
@@ -102,6 +108,21 @@ class ResidencyIndex {
   virtual void Prefetch(BlockId block) const {}
 };
 
+// Optional side of a policy: its victim search restricted, in O(log n) per step, to a subset of its blocks
+// that the caller marks (leaf-first marks the prefix-tree leaves). Policies built on BlockLists offer it
+// through its eligible view.
+class EligibleSubset {
+ public:
+  virtual ~EligibleSubset() = default;
+  // Starts keeping the subset; every block is eligible when inserted. REQUIRES: before the first OnInsert.
+  virtual void EnableEligibility() = 0;
+  // Marks resident `block` eligible or not; ignored for a block the policy does not hold as resident.
+  virtual void SetEligible(BlockId block, bool eligible) = 0;
+  // Exactly what TrySelectVictim(b -> eligible(b) && evictable(b)) returns, with the same changes to the
+  // policy's state, but visiting only eligible blocks. `evictable` may include the eligibility test.
+  virtual absl::optional<BlockId> ChooseEligibleVictim(VictimFilter evictable) = 0;
+};
+
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
@@ -109,6 +130,9 @@ class EvictionPolicy {
   // The registered name.
   virtual absl::string_view Name() const = 0;
 
+  // `block` missed and will be inserted after the evictions that make room for it (see the protocol
+  // above; optional, so a policy must also work when it is never called). Default: ignored.
+  virtual void OnMiss(BlockId block, const AccessInfo& info) {}
   virtual void OnInsert(BlockId block, const AccessInfo& info) = 0;
   virtual void OnAccess(BlockId block, const AccessInfo& info) = 0;
   virtual void OnRemove(BlockId block) = 0;
@@ -127,6 +151,10 @@ class EvictionPolicy {
   // Default: accepts a config with no params set.
   virtual absl::Status Configure(const proto::EvictionPolicyConfig& config);
 
+  // Dense ids: every BlockId from now on (blocks and parents) is < num_ids, so the policy may index arrays
+  // by id (cache replay over a compiled trace). REQUIRES: before the first OnInsert. Default: ignored.
+  virtual void SetDenseIds(int64_t num_ids) {}
+
   // The cache's capacity in blocks, > 0. REQUIRES: before the first OnInsert. Policies that size their
   // queues from it (ARC, S3-FIFO, 2Q, asym's default half-life) fall back to the number of resident
   // blocks at the first SelectVictim call when it is never given. Default: ignored.
@@ -143,6 +171,14 @@ class EvictionPolicy {
   // The policy's index of resident blocks, or nullptr if it keeps none (the default). Owned by the policy.
   virtual const ResidencyIndex* residency() const { return nullptr; }
 
+  // True when the policy's rule evicts more than one block for the current miss and the next victim is
+  // still to come: the cache (cache replay) then calls SelectVictim again before OnInsert, even with room.
+  // A cache that never asks simply evicts less (the next SelectVictim continues the step). Default: false.
+  virtual bool EvictionPending() const { return false; }
+
+  // The policy's restricted victim search, or nullptr if it has none (the default). Owned by the policy.
+  virtual EligibleSubset* eligible_subset() { return nullptr; }
+
  protected:
   // The policy's own choice: a resident block with evictable(block) true, or absl::nullopt if none is.
   virtual absl::optional<BlockId> ChooseVictim(VictimFilter evictable) = 0;
@@ -155,14 +191,17 @@ class ForwardingPolicy : public EvictionPolicy {
   // REQUIRES: inner != nullptr.
   explicit ForwardingPolicy(std::unique_ptr<EvictionPolicy> inner);
 
+  void OnMiss(BlockId block, const AccessInfo& info) override { inner_->OnMiss(block, info); }
   void OnInsert(BlockId block, const AccessInfo& info) override { inner_->OnInsert(block, info); }
   void OnAccess(BlockId block, const AccessInfo& info) override { inner_->OnAccess(block, info); }
   void OnRemove(BlockId block) override { inner_->OnRemove(block); }
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override { return inner_->Configure(config); }
   void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
+  void SetDenseIds(int64_t num_ids) override { inner_->SetDenseIds(num_ids); }
   void OnRequestEnd(const RequestEndInfo& end) override { inner_->OnRequestEnd(end); }
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override { return inner_->ShouldAdmit(block, info); }
   const ResidencyIndex* residency() const override { return inner_->residency(); }
+  bool EvictionPending() const override { return inner_->EvictionPending(); }
 
  protected:
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override { return inner_->TrySelectVictim(evictable); }

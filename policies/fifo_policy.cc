@@ -13,10 +13,9 @@ void FifoPolicy::OnRemove(BlockId block) {
 }
 
 absl::optional<BlockId> FifoPolicy::ChooseVictim(VictimFilter evictable) {
-  for (int32_t s = lists_.Back(0); s != kNoSlot; s = lists_.Prev(s)) {
-    if (evictable(lists_.Block(s))) return lists_.Block(s);
-  }
-  return absl::nullopt;
+  const int32_t s = lists_.LastMatching(0, evictable);
+  if (s == kNoSlot) return absl::nullopt;
+  return lists_.Block(s);
 }
 
 KVSIM_REGISTER_EVICTION_POLICY("fifo", FifoPolicy);

@@ -20,9 +20,10 @@
 
 namespace kvsim {
 
-class FifoPolicy final : public EvictionPolicy, public ResidencyIndex {
+class FifoPolicy final : public EvictionPolicy, public ResidencyIndex, public EligibleSubset {
  public:
   absl::string_view Name() const override { return "fifo"; }
+  void SetDenseIds(int64_t num_ids) override { lists_.UseDenseIds(num_ids); }
   void SetCapacity(int64_t num_blocks) override { lists_.Reserve(num_blocks + 1); }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
@@ -30,6 +31,15 @@ class FifoPolicy final : public EvictionPolicy, public ResidencyIndex {
   const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
+
+  // Leaf-first's restricted search (eviction_policy.h), through the lists' eligible view.
+  EligibleSubset* eligible_subset() override { return this; }
+  void EnableEligibility() override { lists_.EnableEligibility({0}); }
+  void SetEligible(BlockId block, bool eligible) override { lists_.SetEligible(block, eligible); }
+  absl::optional<BlockId> ChooseEligibleVictim(VictimFilter evictable) override {
+    EligibleViewScope view(&lists_);
+    return TrySelectVictim(evictable);
+  }
 
  private:
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;

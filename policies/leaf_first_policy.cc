@@ -7,14 +7,23 @@
 namespace kvsim {
 
 LeafFirstPolicy::LeafFirstPolicy(std::unique_ptr<EvictionPolicy> inner)
-    : ForwardingPolicy(std::move(inner)), name_(absl::StrCat(this->inner().Name(), "+leaf_first")) {}
+    : ForwardingPolicy(std::move(inner)),
+      name_(absl::StrCat(this->inner().Name(), "+leaf_first")),
+      subset_(this->inner().eligible_subset()) {
+  if (subset_ != nullptr) subset_->EnableEligibility();
+}
 
 void LeafFirstPolicy::OnInsert(BlockId block, const AccessInfo& info) {
+  bool parent_stops_being_leaf = false;
   if (info.has_parent && info.parent != block) {
     parent_of_[block] = info.parent;
-    ++child_count_[info.parent];
+    parent_stops_being_leaf = ++child_count_[info.parent] == 1;
   }
   inner().OnInsert(block, info);
+  if (subset_ != nullptr) {
+    if (child_count_.contains(block)) subset_->SetEligible(block, false);  // its children came first
+    if (parent_stops_being_leaf) subset_->SetEligible(info.parent, false);
+  }
 }
 
 void LeafFirstPolicy::OnRemove(BlockId block) {
@@ -22,7 +31,10 @@ void LeafFirstPolicy::OnRemove(BlockId block) {
   if (it != parent_of_.end()) {
     auto count = child_count_.find(it->second);
     KVSIM_CHECK(count != child_count_.end() && count->second > 0);
-    if (--count->second == 0) child_count_.erase(count);
+    if (--count->second == 0) {
+      child_count_.erase(count);
+      if (subset_ != nullptr) subset_->SetEligible(it->second, true);
+    }
     parent_of_.erase(it);
   }
   inner().OnRemove(block);
@@ -34,8 +46,11 @@ int32_t LeafFirstPolicy::ResidentChildren(BlockId block) const {
 }
 
 absl::optional<BlockId> LeafFirstPolicy::ChooseVictim(VictimFilter evictable) {
+  auto evictable_leaf = [&](BlockId b) { return !child_count_.contains(b) && evictable(b); };
   absl::optional<BlockId> leaf =
-      inner().TrySelectVictim([&](BlockId b) { return !child_count_.contains(b) && evictable(b); });
+      subset_ != nullptr ? subset_->ChooseEligibleVictim(evictable_leaf) : inner().TrySelectVictim(evictable_leaf);
+  KVSIM_CHECK(!leaf.has_value() || evictable_leaf(*leaf))
+      << name_ << ": chose block " << *leaf << ", not an evictable leaf";
   if (leaf.has_value()) return leaf;
   return inner().TrySelectVictim(evictable);
 }

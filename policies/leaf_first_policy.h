@@ -8,9 +8,12 @@
 // the constraint costs O(1) per callback. The inner policy ranks the candidates: SelectVictim asks it
 // for its first choice among evictable leaves.
 //
-// Any policy gets the constraint with EvictionPolicyConfig.leaf_first (policy_factory.h); the price of
-// generality is that the inner search skips non-leaf blocks, which can cost O(resident blocks) per
-// eviction when most recent blocks have children. "leaf_lru", the SGLang radix-cache policy (LRU over
+// Any policy gets the constraint with EvictionPolicyConfig.leaf_first (policy_factory.h). When the inner
+// policy offers an EligibleSubset (lru, fifo, arc, 2q, s3fifo: their BlockLists keep the leaves in list
+// order in a B-tree), the wrapper marks the leaves there and the inner search visits only leaves: O(log n)
+// per step, the same victims and state changes as the plain search. Otherwise the inner search skips the
+// non-leaf blocks one by one, which can cost O(resident blocks) per eviction when most blocks have
+// children. "leaf_lru", the SGLang radix-cache policy (LRU over
 // leaves), is therefore a dedicated class, LeafLruPolicy: a B-tree of the leaves ordered by last use,
 // O(log n) per operation, choosing exactly the victims of LeafFirstPolicy(LruPolicy) (a test checks it).
 //
@@ -52,6 +55,7 @@ class LeafFirstPolicy : public ForwardingPolicy {
 
  private:
   std::string name_;
+  EligibleSubset* subset_;                             // the inner policy's, or null
   absl::flat_hash_map<BlockId, BlockId> parent_of_;    // resident blocks that have a parent
   absl::flat_hash_map<BlockId, int32_t> child_count_;  // > 0 entries only
 };

@@ -1,7 +1,7 @@
 // File: policies/policy_test_util.h
 //
-// Test helper: drives an EvictionPolicy the way cache replay does (hit if resident, else evict when
-// full, then insert), over a plain list of block ids, and reports hits and victims.
+// Test helper: drives an EvictionPolicy the way cache replay does (hit if resident, else OnMiss, evict
+// while full or EvictionPending, then insert), over a plain list of block ids, and reports hits and victims.
 //
 // Example:
 //   LruPolicy lru;
@@ -43,8 +43,9 @@ inline PolicyRun DrivePolicy(EvictionPolicy* policy, int64_t capacity_blocks, co
       continue;
     }
     run.hit.push_back(false);
-    if (static_cast<int64_t>(resident.size()) >= capacity_blocks) {
-      if (!policy->ShouldAdmit(b, info)) continue;
+    if (static_cast<int64_t>(resident.size()) >= capacity_blocks && !policy->ShouldAdmit(b, info)) continue;
+    policy->OnMiss(b, info);
+    while (static_cast<int64_t>(resident.size()) >= capacity_blocks || policy->EvictionPending()) {
       BlockId victim = policy->SelectVictim(all);
       resident.erase(victim);
       policy->OnRemove(victim);

@@ -35,9 +35,12 @@ absl::Status S3FifoPolicy::Configure(const proto::EvictionPolicyConfig& config) 
 }
 
 int64_t S3FifoPolicy::SmallTarget() const { return std::max<int64_t>(1, std::llround(small_ratio_ * capacity_)); }
-int64_t S3FifoPolicy::GhostSize() const { return std::llround(ghost_ratio_ * capacity_); }
+int64_t S3FifoPolicy::GhostSize() const {
+  return ghost_ratio_ > 0 ? std::llround(ghost_ratio_ * capacity_) : std::max<int64_t>(0, MainTarget());
+}
 
 void S3FifoPolicy::OnInsert(BlockId block, const AccessInfo& info) {
+  if (!pending_.empty()) CancelPending();
   const int32_t s = lists_.Find(block);
   if (s == kNoSlot) {
     lists_.PushFront(kSmall, block);
@@ -49,17 +52,18 @@ void S3FifoPolicy::OnInsert(BlockId block, const AccessInfo& info) {
 }
 
 void S3FifoPolicy::OnAccess(BlockId block, const AccessInfo& info) {
-  const int32_t s = lists_.Find(block);
+  int32_t s = lists_.Find(block);
   KVSIM_CHECK(s != kNoSlot && lists_.ListOf(s) != kGhost) << "s3fifo: access to non-resident " << block;
+  if (lists_.ListOf(s) >= kOutSmall) CancelPending();
   lists_.Mark(s) = std::min(lists_.Mark(s) + 1, 3);
 }
 
 void S3FifoPolicy::OnRemove(BlockId block) {
   const int32_t s = lists_.Find(block);
   KVSIM_CHECK(s != kNoSlot && lists_.ListOf(s) != kGhost) << "s3fifo: removal of non-resident " << block;
-  const bool to_ghost = has_victim_ && victim_ == block && lists_.ListOf(s) == kSmall;
-  if (has_victim_ && victim_ == block) has_victim_ = false;
-  if (!to_ghost) {
+  auto it = std::find(pending_.begin(), pending_.end(), block);
+  if (it != pending_.end()) pending_.erase(it);  // removed by its owner before the cache claimed it
+  if (lists_.ListOf(s) != kOutSmall) {
     lists_.Erase(s);
     return;
   }
@@ -68,48 +72,91 @@ void S3FifoPolicy::OnRemove(BlockId block) {
   while (lists_.Size(kGhost) > GhostSize()) lists_.Erase(lists_.Back(kGhost));
 }
 
-absl::optional<BlockId> S3FifoPolicy::EvictFromSmall(const std::function<bool(BlockId)>& evictable) {
-  for (int32_t s = lists_.Back(kSmall); s != kNoSlot;) {
-    const int32_t prev = lists_.Prev(s);
+void S3FifoPolicy::TakeVictim(int32_t s, List out) {
+  lists_.MoveToFront(s, out);
+  pending_.push_back(lists_.Block(s));
+}
+
+void S3FifoPolicy::CancelPending() {
+  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+    const int32_t s = lists_.Find(*it);
+    const int list = lists_.ListOf(s) == kOutSmall ? kSmall : kMain;
+    lists_.MoveToBack(s, list);
+  }
+  pending_.clear();
+}
+
+// Blocks failing the filter stay where they are; the walk passes over them. In the eligible view (leaf-
+// first) it visits only eligible blocks and takes exactly the steps the plain walk takes with a filter that
+// refuses the ineligible ones: the plain walk goes from the tail towards the head, a block reinserted at
+// the head is met again on the way, and the walk wraps to the tail after the head.
+bool S3FifoPolicy::EvictMain(VictimFilter evictable) {
+  const bool view = lists_.eligible_view();
+  auto tail = [&] { return view ? lists_.BackEligible(kMain) : lists_.Back(kMain); };
+  // Each pass over M decrements every evictable frequency it passes; frequencies are <= 3, so at most
+  // four passes reach a block with frequency 0 if any block is evictable.
+  for (int pass = 0; pass < 5; ++pass) {
+    const int64_t n = lists_.Size(kMain);
+    int32_t s = tail();
+    for (int64_t i = 0; i < n && s != kNoSlot; ++i) {
+      const bool at_head = lists_.Prev(s) == kNoSlot;
+      const int32_t prev = view ? lists_.PrevEligible(s) : lists_.Prev(s);
+      bool moved = false;
+      if (evictable(lists_.Block(s))) {
+        if (lists_.Mark(s) == 0) {
+          TakeVictim(s, kOutMain);
+          return true;
+        }
+        --lists_.Mark(s);
+        lists_.MoveToFront(s);
+        moved = true;
+      }
+      if (at_head) {
+        s = tail();
+      } else if (prev != kNoSlot) {
+        s = prev;
+      } else {
+        s = view && moved ? s : tail();  // (plain walk: prev == kNoSlot only at the head)
+      }
+    }
+  }
+  return false;
+}
+
+void S3FifoPolicy::EvictSmall(VictimFilter evictable) {
+  const bool view = lists_.eligible_view();
+  for (int32_t s = view ? lists_.BackEligible(kSmall) : lists_.Back(kSmall); s != kNoSlot;) {
+    const int32_t prev = view ? lists_.PrevEligible(s) : lists_.Prev(s);
     if (evictable(lists_.Block(s))) {
-      if (lists_.Mark(s) < move_threshold_) return lists_.Block(s);
+      if (lists_.Mark(s) < move_threshold_) {
+        TakeVictim(s, kOutSmall);
+        return;
+      }
       lists_.MoveToFront(s, kMain);
-      lists_.Mark(s) = 0;
+      if (lists_.Size(kMain) > MainTarget()) EvictMain(evictable);
     }
     s = prev;
   }
-  return absl::nullopt;
 }
 
-absl::optional<BlockId> S3FifoPolicy::EvictFromMain(const std::function<bool(BlockId)>& evictable) {
-  // Each pass over M decrements every evictable counter it passes; counters are <= 3, so at most four
-  // passes reach a block with counter 0 if any block is evictable.
-  for (int pass = 0; pass < 5; ++pass) {
-    const int64_t n = lists_.Size(kMain);
-    int32_t s = lists_.Back(kMain);
-    for (int64_t i = 0; i < n && s != kNoSlot; ++i) {
-      const int32_t prev = lists_.Prev(s);
-      if (evictable(lists_.Block(s))) {
-        if (lists_.Mark(s) == 0) return lists_.Block(s);
-        --lists_.Mark(s);
-        lists_.MoveToFront(s);
-      }
-      s = prev != kNoSlot ? prev : lists_.Back(kMain);
-    }
+void S3FifoPolicy::Evict(VictimFilter evictable) {
+  if (lists_.Size(kSmall) >= SmallTarget()) {
+    EvictSmall(evictable);
+    // evictS ended without evicting from S (it emptied, or holds no evictable block): evict() again,
+    // which now takes M unless S still holds its share of unevictable blocks.
+    if (pending_.empty()) EvictMain(evictable);
+  } else if (!EvictMain(evictable)) {
+    EvictSmall(evictable);  // M holds no evictable block
   }
-  return absl::nullopt;
 }
 
 absl::optional<BlockId> S3FifoPolicy::ChooseVictim(VictimFilter evictable) {
   if (capacity_ == 0) capacity_ = lists_.Size(kSmall) + lists_.Size(kMain);
-  absl::optional<BlockId> victim;
-  if (lists_.Size(kSmall) >= SmallTarget() || lists_.Size(kMain) == 0) victim = EvictFromSmall(evictable);
-  if (!victim.has_value()) victim = EvictFromMain(evictable);
-  if (!victim.has_value()) victim = EvictFromSmall(evictable);
-  if (victim.has_value()) {
-    victim_ = *victim;
-    has_victim_ = true;
-  }
+  if (!pending_.empty() && !evictable(pending_.front())) CancelPending();
+  if (pending_.empty()) Evict(evictable);
+  if (pending_.empty()) return absl::nullopt;
+  const BlockId victim = pending_.front();
+  pending_.pop_front();
   return victim;
 }
 

@@ -24,9 +24,10 @@
 
 namespace kvsim {
 
-class TwoQPolicy final : public EvictionPolicy, public ResidencyIndex {
+class TwoQPolicy final : public EvictionPolicy, public ResidencyIndex, public EligibleSubset {
  public:
   absl::string_view Name() const override { return "2q"; }
+  void SetDenseIds(int64_t num_ids) override { lists_.UseDenseIds(num_ids); }
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override;
   void SetCapacity(int64_t num_blocks) override { capacity_ = num_blocks; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
@@ -34,6 +35,15 @@ class TwoQPolicy final : public EvictionPolicy, public ResidencyIndex {
   void OnRemove(BlockId block) override;
   const ResidencyIndex* residency() const override { return this; }
   bool IsResident(BlockId block) const override;
+
+  // Leaf-first's restricted search (eviction_policy.h), through the lists' eligible view.
+  EligibleSubset* eligible_subset() override { return this; }
+  void EnableEligibility() override { lists_.EnableEligibility({kA1in, kAm}); }
+  void SetEligible(BlockId block, bool eligible) override { lists_.SetEligible(block, eligible); }
+  absl::optional<BlockId> ChooseEligibleVictim(VictimFilter evictable) override {
+    EligibleViewScope view(&lists_);
+    return TrySelectVictim(evictable);
+  }
 
  private:
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;

@@ -8,8 +8,16 @@
 //                      in thread CPU time, the fastest repetition of each kept: the ratios
 //                      kvsim_lru / plain_lru and mrc / kvsim_lru that the speed targets are about, robust
 //                      to other load on the machine (a single run of each is not).
+//   BM_Prefix/<policy>/<percent>  the goals' benchmark: a generated LLM-prefix trace (the `chat` workload
+//                      preset's shape, 16-token blocks, at least 8M block accesses, compiled with dense
+//                      ids), each of lru, fifo, sieve, arc, s3fifo, belady at 1% and 10% of its distinct
+//                      blocks, in thread CPU time, with `vs_plain` = its speed over BM_PrefixPlainLru's at
+//                      the same size, measured in the same process (the baseline runs first).
+//   BM_PrefixPlainLru/<percent>   the baseline: std::unordered_map + std::list LRU on the same trace.
+//   BM_PrefixHashIds/<policy>/<percent>  the same replay without dense ids (the policies' hash-map
+//                      indexes, as streaming replay runs): what dense ids buy.
 // Each reports items_per_second = accesses per second (CPU time). Run:
-//   bazel run -c opt //policies:cache_benchmark
+//   bazel run //sim/cache:cache_benchmark -- --benchmark_filter=BM_Prefix
 #include <algorithm>
 #include <cmath>
 #include <list>
@@ -18,9 +26,13 @@
 
 #include "absl/hash/hash.h"
 #include "benchmark/benchmark.h"
+#include "google/protobuf/text_format.h"
 #include "policies/eviction_policy.h"
+#include "proto/workload.pb.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
+#include "traces/generators/workload_generator.h"
+#include "util/check.h"
 #include "util/heap_tuning.h"
 #include "util/thread_cpu_time.h"
 
@@ -150,6 +162,162 @@ BENCHMARK(BM_Ratios)->Arg(3)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Policy(benchmark::State& state, std::string name) { RunPolicy(state, name); }
 
+// The LLM-prefix trace: multi-turn chat in the shape of presets/workloads/chat.textproto (8 shared system
+// prompts, every turn re-sending its conversation), with more sessions at once so that the working set
+// is larger than one conversation: 75,000 requests, about 8.5M block accesses.
+constexpr char kPrefixSpec[] = R"pb(
+  name: "chat-bench"
+  seed: 1
+  block_tokens: 16
+  num_requests: 75000
+  decode_s_per_token: 0.02
+  arrivals {
+    gamma { cv: 2 }
+    rate_per_s: 4
+  }
+  classes {
+    name: "chat"
+    system_prompts {
+      num_prompts: 8
+      prompt_tokens_distribution { uniform { min: 200 max: 1500 } }
+      zipf_exponent: 1
+    }
+    chat {
+      turns { zipf { min: 1 max: 30 exponent: 1 } }
+      input_tokens {
+        lognormal { median: 80 sigma: 1.0 }
+        min_value: 1
+        max_value: 4000
+      }
+      output_tokens {
+        lognormal { median: 250 sigma: 0.8 }
+        min_value: 1
+        max_value: 4000
+      }
+      think_time_s { exponential { mean: 30 } }
+      max_context_tokens: 32768
+    }
+  }
+)pb";
+
+CompiledTrace* PrefixTrace() {
+  static CompiledTrace* trace = [] {
+    proto::WorkloadSpec spec;
+    KVSIM_CHECK(google::protobuf::TextFormat::ParseFromString(kPrefixSpec, &spec));
+    auto generator = WorkloadGenerator::Create(spec, spec.seed(), nullptr);
+    KVSIM_CHECK(generator.ok()) << generator.status();
+    auto compiled = CompileTrace(generator->get(), CacheReplayOptions{});
+    KVSIM_CHECK(compiled.ok()) << compiled.status();
+    auto* t = new CompiledTrace(std::move(*compiled));
+    KVSIM_CHECK(t->num_accesses() >= 8'000'000) << "the prefix trace has only " << t->num_accesses() << " accesses";
+    ComputeNextUse(t);
+    return t;
+  }();
+  return trace;
+}
+
+int64_t PrefixCapacity(int percent) {
+  return std::max<int64_t>(1, static_cast<int64_t>(PrefixTrace()->distinct_blocks.size()) * percent / 100);
+}
+
+// The baseline's CPU seconds at each size, measured once per process (by BM_PrefixPlainLru, or here if
+// a filter skipped it).
+double PlainPrefixSeconds(int percent);
+
+int64_t PlainLruHitsAt(const CompiledTrace& trace, int64_t capacity) {
+  std::list<BlockId> order;  // front = most recent
+  std::unordered_map<BlockId, std::list<BlockId>::iterator, absl::Hash<BlockId>> index;
+  index.reserve(static_cast<size_t>(capacity) + 1);
+  int64_t hits = 0;
+  for (BlockId b : trace.blocks) {
+    auto it = index.find(b);
+    if (it != index.end()) {
+      ++hits;
+      order.splice(order.begin(), order, it->second);
+      continue;
+    }
+    if (static_cast<int64_t>(index.size()) >= capacity) {
+      index.erase(order.back());
+      order.pop_back();
+    }
+    order.push_front(b);
+    index.emplace(b, order.begin());
+  }
+  return hits;
+}
+
+double PlainPrefixSeconds(int percent) {
+  static double seconds[101] = {};
+  if (seconds[percent] == 0) {
+    int64_t hits = 0;
+    seconds[percent] = CpuSecondsOf([&] { hits = PlainLruHitsAt(*PrefixTrace(), PrefixCapacity(percent)); });
+    benchmark::DoNotOptimize(hits);
+  }
+  return seconds[percent];
+}
+
+void BM_PrefixPlainLru(benchmark::State& state) {
+  const int percent = static_cast<int>(state.range(0));
+  const CompiledTrace& trace = *PrefixTrace();
+  int64_t hits = 0;
+  double seconds = 0;
+  for (auto _ : state) seconds = CpuSecondsOf([&] { hits = PlainLruHitsAt(trace, PrefixCapacity(percent)); });
+  state.SetItemsProcessed(state.iterations() * trace.num_accesses());
+  state.counters["accesses_per_cpu_s"] = trace.num_accesses() / seconds;
+  state.counters["hit_ratio"] = static_cast<double>(hits) / trace.num_accesses();
+  state.counters["capacity_blocks"] = static_cast<double>(PrefixCapacity(percent));
+}
+
+// `dense`: with the compiled trace's dense ids (what `kvsim cache` runs over a compiled trace), else the
+// hashes and the policies' hash maps.
+void RunPrefix(benchmark::State& state, const std::string& name, bool dense) {
+  const int percent = static_cast<int>(state.range(0));
+  CompiledTrace* trace = PrefixTrace();
+  const int64_t capacity = PrefixCapacity(percent);
+  CompiledTrace hashed;
+  if (!dense) {  // the same trace without its dense ids
+    hashed = *trace;
+    hashed.dense_blocks.clear();
+  }
+  const CompiledTrace& run = dense ? *trace : hashed;
+  CacheStats stats;
+  double seconds = 0;
+  for (auto _ : state) {
+    seconds = CpuSecondsOf([&] {
+      CacheSimulator sim(*CreateEvictionPolicy(name), capacity);
+      if (dense) sim.UseDenseIds(&run.distinct_blocks);
+      for (int64_t r = 0; r < run.num_requests(); ++r) sim.ProcessRequest(run.View(r));
+      stats = sim.stats();
+    });
+  }
+  const double n = static_cast<double>(run.num_accesses());
+  state.SetItemsProcessed(state.iterations() * run.num_accesses());
+  state.counters["accesses_per_cpu_s"] = n / seconds;
+  state.counters["vs_plain"] = PlainPrefixSeconds(percent) / seconds;
+  state.counters["hit_ratio"] = stats.HitRatio();
+  state.counters["capacity_blocks"] = static_cast<double>(capacity);
+}
+
+void RegisterPrefixBenchmarks() {
+  for (int percent : {1, 10}) {
+    benchmark::RegisterBenchmark("BM_PrefixPlainLru", BM_PrefixPlainLru)
+        ->Arg(percent)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  }
+  for (const char* name : {"lru", "fifo", "sieve", "arc", "s3fifo", "belady"}) {
+    for (bool dense : {true, false}) {
+      const std::string label = std::string(dense ? "BM_Prefix/" : "BM_PrefixHashIds/") + name;
+      benchmark::RegisterBenchmark(label.c_str(),
+                                   [name, dense](benchmark::State& state) { RunPrefix(state, name, dense); })
+          ->Arg(1)
+          ->Arg(10)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
+    }
+  }
+}
+
 // After static initialisation, when every policy has registered.
 void RegisterPolicyBenchmarks() {
   for (const std::string& name : EvictionPolicyNames()) {
@@ -164,6 +332,7 @@ void RegisterPolicyBenchmarks() {
 
 int main(int argc, char** argv) {
   kvsim::TuneHeapForBatchRun();  // as `kvsim cache` does: the simulators' tables are not re-faulted per run
+  kvsim::RegisterPrefixBenchmarks();
   kvsim::RegisterPolicyBenchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

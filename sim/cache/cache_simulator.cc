@@ -1,6 +1,7 @@
 #include "sim/cache/cache_simulator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -18,8 +19,9 @@
 //   and request_begin has one entry more than requests.
 // Order per access: residency test; a hit counts (a prefix hit while no miss came before in the request)
 // and calls OnAccess; a miss in a full cache first asks ShouldAdmit (a refusal is a bypass: no insert,
-// the clock still advances), then evicts (SelectVictim, OnRemove) *before* OnInsert, so the count never
-// passes the capacity. OnRequestEnd follows the request's last block.
+// the clock still advances); an admitted miss calls OnMiss, then evicts (SelectVictim, OnRemove) while the
+// cache is full or the policy reports EvictionPending (S3-FIFO's step can evict two), *before* OnInsert,
+// so the count never passes the capacity. OnRequestEnd follows the request's last block.
 // Why it is fast:
 // - With the policy's index there is one residency structure and one lookup per access, not a second set
 //   kept in step. Its entries for the blocks kPrefetchAhead (16) accesses ahead are prefetched: the
@@ -105,6 +107,7 @@ RequestView CompiledTrace::View(int64_t r) const {
   view.blocks = blocks.data() + begin;
   view.tokens = tokens.data() + begin;
   view.next_use = next_use.empty() ? nullptr : next_use.data() + begin;
+  view.dense_blocks = dense_blocks.empty() ? nullptr : dense_blocks.data() + begin;
   view.num_blocks = request_begin[r + 1] - begin;
   view.end = meta.end;
   return view;
@@ -131,12 +134,53 @@ absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheRepla
     trace.requests.push_back(std::move(meta));
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
+  AssignDenseIds(&trace);
   return trace;
+}
+
+void AssignDenseIds(CompiledTrace* trace) {
+  const int64_t n = trace->num_accesses();
+  trace->dense_blocks.clear();
+  trace->distinct_blocks.clear();
+  // First-seen ids, then ranks by hash.
+  std::vector<uint32_t> dense(n);
+  std::vector<BlockId> first_seen;
+  {
+    absl::flat_hash_map<BlockId, uint32_t> ids;
+    for (int64_t i = 0; i < n; ++i) {
+      auto [it, inserted] = ids.try_emplace(trace->blocks[i], static_cast<uint32_t>(first_seen.size()));
+      if (inserted) {
+        if (first_seen.size() >= std::numeric_limits<uint32_t>::max()) return;
+        first_seen.push_back(trace->blocks[i]);
+      }
+      dense[i] = it->second;
+    }
+  }
+  std::vector<uint32_t> by_hash(first_seen.size());
+  for (size_t k = 0; k < by_hash.size(); ++k) by_hash[k] = static_cast<uint32_t>(k);
+  std::sort(by_hash.begin(), by_hash.end(), [&](uint32_t a, uint32_t b) { return first_seen[a] < first_seen[b]; });
+  std::vector<uint32_t> rank(first_seen.size());
+  trace->distinct_blocks.resize(first_seen.size());
+  for (size_t r = 0; r < by_hash.size(); ++r) {
+    rank[by_hash[r]] = static_cast<uint32_t>(r);
+    trace->distinct_blocks[r] = first_seen[by_hash[r]];
+  }
+  for (uint32_t& id : dense) id = rank[id];
+  trace->dense_blocks = std::move(dense);
 }
 
 void ComputeNextUse(CompiledTrace* trace) {
   const int64_t n = trace->num_accesses();
   trace->next_use.assign(n, AccessInfo::kNever);
+  if (trace->dense_blocks.size() == trace->blocks.size()) {
+    std::vector<int64_t> next(trace->distinct_blocks.size(), AccessInfo::kNever);
+    for (int64_t i = n - 1; i >= 0; --i) {
+      int64_t& later = next[trace->dense_blocks[i]];
+      trace->next_use[i] = later;
+      later = i;
+    }
+    return;
+  }
   absl::flat_hash_map<BlockId, int64_t> next;
   next.reserve(static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 24)));
   for (int64_t i = n - 1; i >= 0; --i) {
@@ -170,6 +214,16 @@ CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t c
   policy_->SetCapacity(capacity_blocks_);
 }
 
+void CacheSimulator::UseDenseIds(const std::vector<BlockId>* distinct_blocks) {
+  KVSIM_CHECK(stats_.accesses == 0) << "UseDenseIds after the first access";
+  distinct_ = distinct_blocks;
+  policy_->SetDenseIds(static_cast<int64_t>(distinct_->size()));
+  if (residency_ == nullptr) {
+    resident_ = {};
+    resident_dense_.assign(distinct_->size(), 0);
+  }
+}
+
 void CacheSimulator::ProcessRequest(const RequestView& request) {
   ++stats_.requests;
   bool in_prefix = true;
@@ -180,14 +234,17 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
   // The policy's index entries of the next blocks are loaded ahead (a hint: the accesses are random
   // in a table larger than the CPU caches, and a request's blocks are known in advance).
   constexpr int64_t kPrefetchAhead = 16;
+  // Dense ids only after UseDenseIds; a simulator without them reads the hashes of any view.
+  const uint32_t* dense = distinct_ != nullptr ? request.dense_blocks : nullptr;
+  KVSIM_CHECK(request.num_blocks == 0 || (dense != nullptr) == (distinct_ != nullptr))
+      << "the simulator uses dense ids but request " << request.request_id << " has none";
+  auto id = [&](int64_t k) -> BlockId { return dense != nullptr ? dense[k] : request.blocks[k]; };
   if (residency_ != nullptr) {
-    for (int64_t k = 0; k < std::min(kPrefetchAhead, request.num_blocks); ++k) residency_->Prefetch(request.blocks[k]);
+    for (int64_t k = 0; k < std::min(kPrefetchAhead, request.num_blocks); ++k) residency_->Prefetch(id(k));
   }
   for (int64_t k = 0; k < request.num_blocks; ++k) {
-    if (residency_ != nullptr && k + kPrefetchAhead < request.num_blocks) {
-      residency_->Prefetch(request.blocks[k + kPrefetchAhead]);
-    }
-    const BlockId block = request.blocks[k];
+    if (residency_ != nullptr && k + kPrefetchAhead < request.num_blocks) residency_->Prefetch(id(k + kPrefetchAhead));
+    const BlockId block = id(k);
     const int32_t tokens = request.tokens[k];
     info.clock = clock_++;
     info.block_index = static_cast<int32_t>(k);
@@ -197,7 +254,7 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
     stats_.restore_cost += position_cost;
     info.next_access_clock = request.next_use != nullptr ? request.next_use[k] : -1;
     info.has_parent = k > 0;
-    info.parent = k > 0 ? request.blocks[k - 1] : 0;
+    info.parent = k > 0 ? id(k - 1) : 0;
     ++stats_.accesses;
     stats_.tokens += tokens;
     if (IsResident(block)) {
@@ -212,20 +269,33 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
       continue;
     }
     in_prefix = false;
-    if (num_resident_ >= capacity_blocks_) {
-      if (!policy_->ShouldAdmit(block, info)) {
-        ++stats_.bypasses;
-        continue;
-      }
+    if (num_resident_ >= capacity_blocks_ && !policy_->ShouldAdmit(block, info)) {
+      ++stats_.bypasses;
+      continue;
+    }
+    policy_->OnMiss(block, info);
+    while (num_resident_ >= capacity_blocks_ || policy_->EvictionPending()) {
       const BlockId victim = policy_->SelectVictim([](BlockId) { return true; });
-      KVSIM_CHECK(residency_ != nullptr ? residency_->IsResident(victim) : resident_.erase(victim) == 1)
-          << policy_->Name() << " chose non-resident victim " << victim;
+      if (residency_ != nullptr) {
+        KVSIM_CHECK(residency_->IsResident(victim)) << policy_->Name() << " chose non-resident victim " << victim;
+      } else if (distinct_ != nullptr) {
+        KVSIM_CHECK(resident_dense_[victim] != 0) << policy_->Name() << " chose non-resident victim " << victim;
+        resident_dense_[victim] = 0;
+      } else {
+        KVSIM_CHECK(resident_.erase(victim) == 1) << policy_->Name() << " chose non-resident victim " << victim;
+      }
       policy_->OnRemove(victim);
       --num_resident_;
       ++stats_.evictions;
-      if (victims_ != nullptr) victims_->push_back(victim);
+      if (victims_ != nullptr) victims_->push_back(distinct_ != nullptr ? (*distinct_)[victim] : victim);
     }
-    if (residency_ == nullptr) resident_.insert(block);
+    if (residency_ == nullptr) {
+      if (distinct_ != nullptr) {
+        resident_dense_[block] = 1;
+      } else {
+        resident_.insert(block);
+      }
+    }
     ++num_resident_;
     policy_->OnInsert(block, info);
   }
@@ -238,8 +308,11 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(CompiledTrace
   KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators, CreateSimulators(specs, options));
   bool oracle = false;
   for (const CacheRunSpec& spec : specs) oracle |= PolicyNeedsOracle(spec.policy);
+  if (trace->dense_blocks.size() != trace->blocks.size()) AssignDenseIds(trace);
   if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
+  const bool dense = !trace->blocks.empty() && trace->dense_blocks.size() == trace->blocks.size();
   ParallelFor(ResolveThreadCount(options.num_threads), simulators.size(), [&](size_t i, int) {
+    if (dense) simulators[i]->UseDenseIds(&trace->distinct_blocks);
     for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
   });
   return Collect(specs, simulators);

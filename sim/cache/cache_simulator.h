@@ -109,6 +109,9 @@ struct RequestView {
   const BlockId* blocks = nullptr;
   const int32_t* tokens = nullptr;    // tokens of each block
   const int64_t* next_use = nullptr;  // next access clock of each access; nullptr = unknown
+  // The blocks as dense ids (CompiledTrace::dense_blocks), or nullptr. A simulator after UseDenseIds
+  // reads these (REQUIRES: set); any other reads `blocks`.
+  const uint32_t* dense_blocks = nullptr;
   int64_t num_blocks = 0;
   RequestEndInfo end;  // MakeRequestEndInfo at the arrival time
 };
@@ -127,6 +130,11 @@ struct CompiledTrace {
   std::vector<int64_t> request_begin;  // first access of each request; one extra entry at the end
   std::vector<RequestMeta> requests;
   std::vector<int64_t> next_use;  // filled by ComputeNextUse; empty otherwise
+  // Dense ids (AssignDenseIds; empty otherwise): each access's block as its rank among the trace's
+  // distinct blocks, so the ids keep the order of the hashes (policies that break ties by id choose as
+  // with the hashes); distinct_blocks[id] is the hash. Cache replay then indexes arrays by id.
+  std::vector<uint32_t> dense_blocks;
+  std::vector<BlockId> distinct_blocks;
 
   int64_t num_requests() const { return static_cast<int64_t>(requests.size()); }
   int64_t num_accesses() const { return static_cast<int64_t>(blocks.size()); }
@@ -138,8 +146,12 @@ struct CompiledTrace {
 absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheReplayOptions& options);
 
 // Fills trace->next_use: for each access, the index of the next access of the same block, or
-// AccessInfo::kNever.
+// AccessInfo::kNever. One backward pass; with dense ids its scratch is one entry per distinct block.
 void ComputeNextUse(CompiledTrace* trace);
+
+// Fills trace->dense_blocks and distinct_blocks (one hash lookup per access, a sort of the distinct
+// blocks). Leaves both empty when the trace has 2^32 distinct blocks or more. CompileTrace calls it.
+void AssignDenseIds(CompiledTrace* trace);
 
 // InvalidArgument if block_tokens <= 0 or max_requests < 0.
 absl::Status ValidateReplayOptions(const CacheReplayOptions& options);
@@ -160,23 +172,32 @@ class CacheSimulator {
   CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t capacity_blocks,
                  RestoreCost restore_cost = RestoreCost::kUniform, bool own_index = false);
 
+  // Dense ids: from now on every request carries dense_blocks, ids below distinct_blocks->size(), which
+  // the policy and the simulator's own index then address as arrays. REQUIRES: before the first request;
+  // `distinct_blocks` (id -> hash, for RecordVictims) outlives the simulator.
+  void UseDenseIds(const std::vector<BlockId>* distinct_blocks);
+
   void ProcessRequest(const RequestView& request);
 
-  // If set, every victim is appended to it, in order (tests).
+  // If set, every victim is appended to it, in order, as its hash (tests).
   void RecordVictims(std::vector<BlockId>* victims) { victims_ = victims; }
 
   const CacheStats& stats() const { return stats_; }
   int64_t resident_blocks() const { return num_resident_; }
+  // `block` as the policy sees it: the dense id after UseDenseIds, else the hash.
   bool IsResident(BlockId block) const {
-    return residency_ != nullptr ? residency_->IsResident(block) : resident_.contains(block);
+    if (residency_ != nullptr) return residency_->IsResident(block);
+    return distinct_ != nullptr ? resident_dense_[block] != 0 : resident_.contains(block);
   }
 
  private:
   std::unique_ptr<EvictionPolicy> policy_;
   int64_t capacity_blocks_;
   RestoreCost restore_cost_;
-  const ResidencyIndex* residency_;        // the policy's index, or null: resident_ is used
-  absl::flat_hash_set<BlockId> resident_;  // unused when residency_ is set
+  const ResidencyIndex* residency_;                 // the policy's index, or null: resident_ is used
+  absl::flat_hash_set<BlockId> resident_;           // unused when residency_ is set or ids are dense
+  std::vector<uint8_t> resident_dense_;             // by dense id, when ids are dense and residency_ is null
+  const std::vector<BlockId>* distinct_ = nullptr;  // dense id -> hash; null: ids are hashes
   int64_t num_resident_ = 0;
   int64_t clock_ = 0;
   CacheStats stats_;

@@ -158,21 +158,71 @@ TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
   for (const std::string& name : EvictionPolicyNames()) {
     for (const char* modifier : {"", "+leaf_first", "+ttl"}) {
       const std::string label = name + modifier;
-      std::vector<BlockId> victims[2];
-      CacheStats stats[2];
-      for (int own = 0; own < 2; ++own) {
-        CacheSimulator sim(*CreateEvictionPolicyFromConfig(*ParsePolicySpec(label)), 50, RestoreCost::kPosition,
-                           own == 1);
-        sim.RecordVictims(&victims[own]);
+      // Variants: the policy's index or the simulator's, each with hashes or with dense ids.
+      std::vector<BlockId> victims[4];
+      CacheStats stats[4];
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool own = variant % 2 == 1, dense = variant >= 2;
+        CacheSimulator sim(*CreateEvictionPolicyFromConfig(*ParsePolicySpec(label)), 50, RestoreCost::kPosition, own);
+        if (dense) sim.UseDenseIds(&trace->distinct_blocks);
+        sim.RecordVictims(&victims[variant]);
         for (int64_t r = 0; r < trace->num_requests(); ++r) sim.ProcessRequest(trace->View(r));
-        stats[own] = sim.stats();
+        stats[variant] = sim.stats();
       }
-      EXPECT_EQ(stats[0].hits, stats[1].hits) << label;
-      EXPECT_EQ(stats[0].prefix_hits, stats[1].prefix_hits) << label;
-      EXPECT_EQ(victims[0], victims[1]) << label;
+      for (int variant = 1; variant < 4; ++variant) {
+        EXPECT_EQ(stats[0].hits, stats[variant].hits) << label << " variant " << variant;
+        EXPECT_EQ(stats[0].prefix_hits, stats[variant].prefix_hits) << label << " variant " << variant;
+        EXPECT_EQ(stats[0].evictions, stats[variant].evictions) << label << " variant " << variant;
+        EXPECT_EQ(victims[0], victims[variant]) << label << " variant " << variant;
+      }
       EXPECT_GT(stats[0].hits, 0) << label;
     }
   }
+}
+
+TEST(CacheReplayTest, DenseIdsKeepTheOrderOfTheHashesAndTheNextUses) {
+  std::vector<Request> requests = {Req(0, {900, 7, 300}, 48), Req(1, {7, 900, 5}, 48), Req(2, {300, 5, 7}, 48)};
+  VectorTraceReader reader(requests, {});
+  auto trace = CompileTrace(&reader, {});
+  ASSERT_TRUE(trace.ok());
+  // Distinct hashes 5 < 7 < 300 < 900 get ids 0..3.
+  EXPECT_EQ(trace->distinct_blocks, (std::vector<BlockId>{5, 7, 300, 900}));
+  EXPECT_EQ(trace->dense_blocks, (std::vector<uint32_t>{3, 1, 2, 1, 3, 0, 2, 0, 1}));
+  CompiledTrace hashed = *trace;
+  hashed.dense_blocks.clear();  // the hash-map pass
+  ComputeNextUse(&*trace);
+  ComputeNextUse(&hashed);
+  const int64_t never = AccessInfo::kNever;
+  EXPECT_EQ(trace->next_use, (std::vector<int64_t>{4, 3, 6, 8, never, 7, never, never, never}));
+  EXPECT_EQ(trace->next_use, hashed.next_use);
+}
+
+// S3-FIFO's step that evicts two blocks (a block moving into a full main queue evicts from it first)
+// runs as the paper's INSERT does: both go before the insert, leaving a free slot.
+TEST(CacheReplayTest, EvictsWhileThePolicyHasAVictimPending) {
+  proto::EvictionPolicyConfig config;
+  config.set_name("s3fifo");
+  config.mutable_s3fifo()->set_small_queue_ratio(0.5);
+  CacheSimulator sim(*CreateEvictionPolicyFromConfig(config), 4);
+  std::vector<BlockId> victims;
+  sim.RecordVictims(&victims);
+  // The hand-computed sequence of policies/s3fifo_policy_test.cc (FollowsAlgorithmOneByHand), one block
+  // per request.
+  const std::vector<BlockId> accesses = {1, 2, 1, 1, 3, 4, 5, 2, 4, 4, 5, 5, 6, 7, 8};
+  int32_t tokens = 16;
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    RequestView view;
+    view.request_id = i;
+    view.block_tokens = 16;
+    view.blocks = &accesses[i];
+    view.tokens = &tokens;
+    view.num_blocks = 1;
+    sim.ProcessRequest(view);
+    if (accesses[i] == 6) EXPECT_EQ(sim.resident_blocks(), 3);  // 2 and 1 evicted for 6
+  }
+  EXPECT_EQ(victims, (std::vector<BlockId>{2, 3, 2, 1, 6}));
+  EXPECT_EQ(sim.stats().evictions, 5);
+  EXPECT_EQ(sim.stats().hits, 6);
 }
 
 TEST(CacheReplayTest, BeladyRunsWithTheOraclePrePass) {
