@@ -1,6 +1,7 @@
 #include "tools/command.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
@@ -71,9 +72,15 @@ void PrintCommandHelp(const Command& command, std::ostream& out) {
   }
 }
 
+std::set<std::string>& GivenFlags() {
+  static std::set<std::string>* given = new std::set<std::string>();
+  return *given;
+}
+
 // Applies the flags in `args` to the absl flags of `command`; collects positional arguments.
 absl::Status ParseArgs(const Command& command, const std::vector<std::string>& args,
                        std::vector<std::string>* positional) {
+  GivenFlags().clear();
   bool flags_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -124,6 +131,7 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
     if (!flag->ParseFrom(value, &error)) {
       return absl::InvalidArgumentError(absl::StrCat("bad value '", value, "' for flag --", name, ": ", error));
     }
+    GivenFlags().insert(name);
   }
   return absl::OkStatus();
 }
@@ -134,6 +142,8 @@ int ExitCode(const absl::Status& status) {
 }
 
 }  // namespace
+
+bool FlagGiven(absl::string_view name) { return GivenFlags().count(std::string(name)) > 0; }
 
 Registry<std::function<std::string()>>& HelpListRegistry() {
   static auto* registry = new Registry<std::function<std::string()>>("help name list");

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "util/registry.h"
 
 namespace kvsim {
@@ -42,6 +43,10 @@ bool RegisterCommand(Command command);
 // Name lists that help texts cite as {KEY} (e.g. {eviction_policies}), each computed from its registry
 // when help is printed; `kvsim help names` prints them all (tools/help_lists.cc registers them).
 Registry<std::function<std::string()>>& HelpListRegistry();
+
+// True if the command line of the sub-command being run set flag `name` (by name or as --noNAME), so a
+// flag's default can mean "the component's own default".
+bool FlagGiven(absl::string_view name);
 
 // Runs `kvsim` with argv[1..]: dispatches to the named sub-command, or prints help. Errors go to `err`
 // as one line "kvsim <cmd>: <message>". Returns the process exit code.

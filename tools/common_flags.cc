@@ -2,6 +2,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "tools/command.h"
 #include "util/parallel.h"
 
 ABSL_FLAG(std::string, config, "",
@@ -13,8 +14,11 @@ ABSL_FLAG(std::string, out, "",
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(uint64_t, seed, 0, "seed of every random choice; recorded in the results");
 ABSL_FLAG(bool, chain_hashes, false,
-          "hash-per-block traces: turn per-block content hashes into prefix ids, "
-          "id'_k = H(id'_{k-1}, id_k), so that equal ids mean equal prefixes");
+          "hash-per-block/-chunk traces: turn per-block content hashes into prefix ids, "
+          "id'_k = H(id'_{k-1}, id_k), so that equal ids mean equal prefixes (default: off for hashed, "
+          "on for chunk_hash; --chain_hashes=false keeps chunk_hash ids as content hashes)");
+ABSL_FLAG(std::string, trace_timestamp_unit, "",
+          "unit of chunk_hash timestamps: ns, us, ms or s; empty = detect from the first record's magnitude");
 ABSL_FLAG(int64_t, reorder_window, 4096,
           "records (count) held while importing to re-sort out-of-order timestamps; a record displaced "
           "further is an error");
@@ -40,8 +44,27 @@ TraceOptions TraceOptionsFromFlags() {
   TraceOptions options;
   options.format = absl::GetFlag(FLAGS_trace_format);
   options.chain_hashes = absl::GetFlag(FLAGS_chain_hashes);
+  options.chain_hashes_given = FlagGiven("chain_hashes");
   options.reorder_window = absl::GetFlag(FLAGS_reorder_window);
   options.block_tokens = absl::GetFlag(FLAGS_trace_block_tokens);
+  return options;
+}
+
+absl::StatusOr<TraceOptions> CheckedTraceOptionsFromFlags() {
+  TraceOptions options = TraceOptionsFromFlags();
+  const std::string unit = absl::GetFlag(FLAGS_trace_timestamp_unit);
+  if (unit == "ns") {
+    options.timestamp_unit_ns = 1;
+  } else if (unit == "us") {
+    options.timestamp_unit_ns = 1'000;
+  } else if (unit == "ms") {
+    options.timestamp_unit_ns = 1'000'000;
+  } else if (unit == "s") {
+    options.timestamp_unit_ns = 1'000'000'000;
+  } else if (!unit.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trace_timestamp_unit=", unit, ": expected ns, us, ms or s (or empty to detect)"));
+  }
   return options;
 }
 

@@ -22,6 +22,7 @@ ABSL_DECLARE_FLAG(uint64_t, seed);               // seed of every random choice
 ABSL_DECLARE_FLAG(bool, chain_hashes);           // hash-per-block traces: chain content hashes
 ABSL_DECLARE_FLAG(int64_t, reorder_window);      // records re-sorted by arrival while importing
 ABSL_DECLARE_FLAG(int32_t, trace_block_tokens);  // tokens per hash block where the trace omits it
+ABSL_DECLARE_FLAG(std::string, trace_timestamp_unit);  // chunk_hash timestamps: ns, us, ms, s; "" = detect
 
 ABSL_DECLARE_FLAG(int32_t, block_tokens);         // tokens per block for hash-less traces; 0 = config's
 ABSL_DECLARE_FLAG(std::string, policy);           // eviction policy specs, comma-separated
@@ -33,6 +34,9 @@ namespace kvsim {
 
 // TraceOptions from --trace_format, --chain_hashes, --reorder_window and --trace_block_tokens.
 TraceOptions TraceOptionsFromFlags();
+
+// The same plus --trace_timestamp_unit; InvalidArgument for an unknown unit.
+absl::StatusOr<TraceOptions> CheckedTraceOptionsFromFlags();
 
 // --threads, checked: in [0, kMaxThreads] (util/parallel.h), 0 = all cores.
 absl::StatusOr<int> ThreadsFromFlag();

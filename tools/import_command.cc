@@ -21,7 +21,8 @@ absl::Status RunImport(const std::vector<std::string>& args, std::ostream& out) 
   if (args.size() != 2) return absl::InvalidArgumentError("expected two arguments: IN OUT");
   TraceWriterOptions writer_options;
   writer_options.compress = absl::GetFlag(FLAGS_import_zstd);
-  KVSIM_ASSIGN_OR_RETURN(ConvertSummary summary, ConvertTrace(args[0], TraceOptionsFromFlags(), args[1],
+  KVSIM_ASSIGN_OR_RETURN(TraceOptions options, CheckedTraceOptionsFromFlags());
+  KVSIM_ASSIGN_OR_RETURN(ConvertSummary summary, ConvertTrace(args[0], options, args[1],
                                                               absl::GetFlag(FLAGS_import_out_format), writer_options));
   out << absl::StrFormat("imported %d requests from %s (%s", summary.num_requests, args[0], summary.source_format);
   if (summary.block_tokens > 0) out << absl::StrFormat(", %d-token blocks", summary.block_tokens);
@@ -43,8 +44,8 @@ KVSIM_REGISTER_COMMAND(
                    "a native binary trace (zstd frames, summary statistics in the header) or, for a .jsonl\n"
                    "OUT, as kvsim JSONL with every field. OUT appears only if the whole import succeeds.\n"
                    "Formats (--trace_format): {trace_formats}.",
-        .flags = {"trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "import_out_format",
-                  "import_zstd"},
+        .flags = {"trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit",
+                  "import_out_format", "import_zstd"},
         .run = RunImport,
     });
 

@@ -13,7 +13,8 @@ namespace {
 
 absl::Status RunInspect(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1) return absl::InvalidArgumentError("expected one argument: TRACE");
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(args[0], TraceOptionsFromFlags()));
+  KVSIM_ASSIGN_OR_RETURN(TraceOptions options, CheckedTraceOptionsFromFlags());
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(args[0], options));
   KVSIM_ASSIGN_OR_RETURN(TraceStats stats, ComputeTraceStats(*reader));
   out << (absl::GetFlag(FLAGS_json) ? FormatTraceStatsJson(stats) : FormatTraceStats(stats));
   return absl::OkStatus();
@@ -33,7 +34,8 @@ KVSIM_REGISTER_COMMAND(
                    "cache, the prefix-hit ratio, the fraction of blocks used twice or more, and LRU stack\n"
                    "distance quartiles (distinct blocks between reuses; a reuse hits in an LRU cache of\n"
                    "distance + 1 blocks). Definitions: traces/trace_stats.h. --json prints one JSON object.",
-        .flags = {"json", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens"},
+        .flags = {"json", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                  "trace_timestamp_unit"},
         .run = RunInspect,
     });
 

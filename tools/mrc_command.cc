@@ -18,6 +18,9 @@
 ABSL_FLAG(bool, prefix, false, "mrc: also the prefix-hit curve (leading hits of each request); exact only");
 ABSL_FLAG(double, sample_rate, 1.0,
           "mrc: SHARDS spatial sampling rate in [1e-6, 1] for the one-pass LRU curve; 1 = exact");
+ABSL_FLAG(double, hot_share, 0.001,
+          "mrc with --sample_rate < 1: blocks with at least this share of all accesses are tracked exactly "
+          "beside the sample (a pre-pass finds them); 0 = plain SHARDS");
 ABSL_FLAG(std::string, sizes, "",
           "mrc: cache sizes in blocks (comma list, ranges LO:HI:xF or LO:HI:+S); empty = every size where "
           "the LRU curve changes (LRU only)");
@@ -25,23 +28,29 @@ ABSL_FLAG(std::string, sizes, "",
 namespace kvsim {
 namespace {
 
-Table CurveTable(bool prefix) {
+// `sampled`: a sampled curve, which gets the error_bound column (exact curves have no error).
+Table CurveTable(bool prefix, bool sampled) {
   std::vector<std::string> columns = {"policy", "capacity_blocks", "hit_ratio", "token_hit_ratio"};
   std::vector<bool> numeric = {false, true, true, true};
   if (prefix) {
     columns.insert(columns.end(), {"prefix_hit_ratio", "prefix_token_hit_ratio"});
     numeric.insert(numeric.end(), {true, true});
   }
+  if (sampled) {
+    columns.push_back("error_bound");
+    numeric.push_back(true);
+  }
   return Table(columns, numeric);
 }
 
-void AddPoint(const std::string& policy, const MrcPoint& p, bool prefix, Table* table) {
+void AddPoint(const std::string& policy, const MrcPoint& p, bool prefix, bool sampled, Table* table) {
   std::vector<std::string> row = {policy, absl::StrCat(p.capacity_blocks), FormatDouble(p.hit_ratio),
                                   FormatDouble(p.token_hit_ratio)};
   if (prefix) {
     row.push_back(FormatDouble(p.prefix_hit_ratio));
     row.push_back(FormatDouble(p.prefix_token_hit_ratio));
   }
+  if (sampled) row.push_back(FormatDouble(p.error_bound));
   table->AddRow(std::move(row));
 }
 
@@ -63,14 +72,23 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
   if (!one_pass && options.sample_rate != 1.0) {
     return absl::InvalidArgumentError("--sample_rate applies to the one-pass LRU curve only");
   }
-  Table table = CurveTable(options.prefix);
+  const bool sampled = options.sample_rate < 1;
+  Table table = CurveTable(options.prefix, sampled);
+  options.hot_share = absl::GetFlag(FLAGS_hot_share);
+  if (!(options.hot_share >= 0 && options.hot_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--hot_share=", options.hot_share, ": must be in [0, 1)"));
+  }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
   if (one_pass) {
+    if (sampled && options.hot_share > 0) {  // a pre-pass finds the hot blocks; then the trace again
+      KVSIM_ASSIGN_OR_RETURN(options.hot_blocks, FindHotBlocks(reader.get(), replay, options.hot_share));
+      KVSIM_ASSIGN_OR_RETURN(reader, OpenTraceFromFlags());
+    }
     KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay, options));
     if (sizes.empty()) {
-      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, options.prefix, &table);
+      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, options.prefix, sampled, &table);
     } else {
-      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), options.prefix, &table);
+      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), options.prefix, sampled, &table);
     }
   } else {
     std::vector<CacheRunSpec> specs;
@@ -86,7 +104,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       p.token_hit_ratio = r.stats.TokenHitRatio();
       p.prefix_hit_ratio = r.stats.PrefixHitRatio();
       p.prefix_token_hit_ratio = r.stats.PrefixTokenHitRatio();
-      AddPoint(r.policy_label, p, options.prefix, &table);
+      AddPoint(r.policy_label, p, options.prefix, /*sampled=*/false, &table);
     }
   }
   const std::string path = absl::GetFlag(FLAGS_out);
@@ -112,9 +130,12 @@ KVSIM_REGISTER_COMMAND(
                  "--sizes the CSV has a row at every size where the curve changes (the curve is a step function),\n"
                  "with --sizes a row per listed size. --prefix adds the prefix-hit curve. --sample_rate=R < 1 uses\n"
                  "SHARDS spatial sampling (blocks whose hash falls below R; distances scaled by 1/R) for very long\n"
-                 "traces. Other policies: one cache replay per size and policy, on --threads threads; results do not\n"
+                 "traces; blocks with at least --hot_share of all accesses (found by a pre-pass) are tracked exactly\n"
+                 "beside the sample, and an error_bound column gives each point's estimated 3-sigma error\n"
+                 "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
+                 "results do not\n"
                  "depend on the thread count. --out here names the CSV file to write (atomically).",
-             .flags = {"trace", "trace_format", "policy", "prefix", "sample_rate", "sizes", "block_tokens",
+             .flags = {"trace", "trace_format", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
                        "restore_cost", "threads", "out", "json"},
              .run = RunMrc,
          });

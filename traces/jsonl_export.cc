@@ -50,6 +50,13 @@ class JsonlWriter final : public TraceWriter {
                                                      ": block_tokens: expected 0 (no hashes) or the trace's ",
                                                      block_tokens_, ", got ", r.block_tokens));
     }
+    if (r.input_tokens <= 0) {  // the reader refuses it (as replay does)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": record ", records_, ": input_tokens: expected > 0, got ", r.input_tokens));
+    }
+    if (absl::Status counts = CheckBlockTokenCounts(r); !counts.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", records_, ": ", counts.message()));
+    }
     line_.clear();
     absl::StrAppend(&line_, "{\"request_id\": ", r.request_id, ", \"arrival_ns\": ", r.arrival_ns,
                     ", \"session_id\": ", r.session_id, ", \"parent_id\": ", r.parent_id, ", \"turn\": ", r.turn,
@@ -58,6 +65,13 @@ class JsonlWriter final : public TraceWriter {
     for (size_t k = 0; k < r.block_hashes.size(); ++k) {
       if (k > 0) line_ += ", ";
       absl::StrAppend(&line_, r.block_hashes[k]);
+    }
+    if (!r.block_token_counts.empty()) {  // variable blocks only, so uniform traces export as before
+      line_ += "], \"block_token_counts\": [";
+      for (size_t k = 0; k < r.block_token_counts.size(); ++k) {
+        if (k > 0) line_ += ", ";
+        absl::StrAppend(&line_, r.block_token_counts[k]);
+      }
     }
     absl::StrAppend(&line_, "], \"type\": \"", proto::RequestType_Name(r.type),
                     "\", \"failed\": ", r.failed ? "true" : "false", ", \"model\": ");

@@ -11,7 +11,10 @@
 // required; other fields default as in Request. arrival_ns is kept as written (already relative); ids
 // are the file's; records are re-sorted by arrival like every importer (traces/text/import_reader.h).
 // block_tokens must be 0 or the header's; block_hashes require block_tokens > 0. Hash ids and request
-// ids are unsigned 64-bit. Strings must be valid UTF-8 (JSON's rule).
+// ids are unsigned 64-bit. Strings must be valid UTF-8 (JSON's rule). Records with variable blocks also
+// carry "block_token_counts": [...] after "block_hashes" (one count > 0 per id, summing to
+// input_tokens; the key is absent for uniform blocks). The writer refuses what the reader would
+// (input_tokens <= 0, counts that do not fit), naming the record, so an export always reads back.
 //
 // The writer is here; the reader is an importer like the others (traces/importers/jsonl_reader.h).
 //

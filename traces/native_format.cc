@@ -194,6 +194,7 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, 
   if (r.model != s->previous_model) flags |= kModelChanged;
   if (!r.tool_calls.empty()) flags |= kHasToolCalls;
   if (r.failed) flags |= kFailed;
+  if ((flags & kHasHashes) && !r.block_token_counts.empty()) flags |= kHasBlockTokenCounts;
   PutVarint(out, flags);
   PutSigned(out, r.request_id - (s->previous_id + 1));
   s->previous_id = r.request_id;
@@ -223,6 +224,9 @@ void EncodeRecord(const Request& r, int32_t header_block_tokens, DeltaState* s, 
       k = end;
     }
     if (!h.empty()) s->previous_first_hash = h[0];
+  }
+  if (flags & kHasBlockTokenCounts) {
+    for (int32_t tokens : r.block_token_counts) PutVarint(out, static_cast<uint32_t>(tokens));
   }
   if (flags & kModelChanged) {
     PutVarint(out, r.model.size());
@@ -303,6 +307,19 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
     if (count > 0) s->previous_first_hash = out[0];
   } else {
     r->block_hashes.clear();  // the caller may have left the previous record's ids
+  }
+  r->block_token_counts.clear();
+  if (flags & kHasBlockTokenCounts) {
+    if (!(flags & kHasHashes)) return "block token counts without block hashes";
+    r->block_token_counts.resize(r->block_hashes.size());
+    int64_t sum = 0;
+    for (int32_t& tokens : r->block_token_counts) {
+      if (!d.Varint(&v)) return "block token counts run past the frame";
+      if (v == 0 || v > INT32_MAX) return "block token count out of range";
+      tokens = static_cast<int32_t>(v);
+      sum += tokens;
+    }
+    if (sum != r->input_tokens) return "block token counts do not sum to input_tokens";
   }
   if (flags & kModelChanged) {
     if (!d.Varint(&v) || !d.Bytes(v, &s->previous_model)) return "model runs past the frame";
@@ -440,6 +457,10 @@ class NativeWriter final : public TraceWriter {
       return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", header_.num_requests(),
                                                      ": block_tokens: expected 0 or the trace's ",
                                                      options_.block_tokens, ", got ", r.block_tokens));
+    }
+    if (absl::Status counts = CheckBlockTokenCounts(r); !counts.ok()) {  // the reader would refuse it
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": record ", header_.num_requests(), ": ", counts.message()));
     }
     if (r.block_tokens == 0 && !r.block_hashes.empty()) {
       return absl::InvalidArgumentError(

@@ -30,6 +30,7 @@
 //                zigzag delta of the run's first id (against the previous record's first hash for the
 //                first run, else against the id before), varint number of ids that follow in the run.
 //                Sequentially numbered prefix ids (Mooncake) cost a few bytes per request.
+//     [counts]   (with [hashes], only for variable blocks) one varint per hash: that block's tokens
 //     [model]    varint length + bytes (only when the model differs from the previous record's)
 //     [tools]    varint count, then per call: varint name length + bytes, zigzag varint duration_ns
 // Every Request field round-trips exactly. Corruption (bad magic, checksum mismatch, a record running
@@ -78,7 +79,8 @@ inline constexpr uint32_t kHasHashes = 1u << 4;  // block_tokens = header's; cou
 inline constexpr uint32_t kModelChanged = 1u << 5;
 inline constexpr uint32_t kHasToolCalls = 1u << 6;
 inline constexpr uint32_t kFailed = 1u << 7;
-inline constexpr uint32_t kKnownFlags = (1u << 8) - 1;
+inline constexpr uint32_t kHasBlockTokenCounts = 1u << 8;  // with kHasHashes: one token count per hash
+inline constexpr uint32_t kKnownFlags = (1u << 9) - 1;    // files written before bit 8 read unchanged
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenNativeTrace(const std::string& path, const TraceOptions& options);
 

@@ -1,5 +1,7 @@
 #include "traces/request.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace kvsim {
 namespace {
 
@@ -23,16 +25,49 @@ void Request::Clear() {
   output_tokens = 0;
   block_tokens = 0;
   block_hashes.clear();
+  block_token_counts.clear();
   type = proto::REQUEST_TYPE_UNSPECIFIED;
   failed = false;
   model.clear();
   tool_calls.clear();
 }
 
+int64_t BlockStartTokens(const Request& request, int64_t k) {
+  if (request.block_token_counts.empty()) {
+    const int64_t start = k * static_cast<int64_t>(request.block_tokens);
+    return start < request.input_tokens ? start : request.input_tokens;
+  }
+  int64_t start = 0;
+  for (int64_t j = 0; j < k; ++j) start += request.block_token_counts[j];
+  return start;
+}
+
+absl::Status CheckBlockTokenCounts(const Request& request) {
+  if (request.block_token_counts.empty()) return absl::OkStatus();
+  if (request.block_token_counts.size() != request.block_hashes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("block_token_counts: ", request.block_token_counts.size(),
+                                                   " counts for ", request.block_hashes.size(), " block hashes"));
+  }
+  int64_t sum = 0;
+  for (size_t k = 0; k < request.block_token_counts.size(); ++k) {
+    if (request.block_token_counts[k] <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block_token_counts[", k, "]: expected > 0, got ", request.block_token_counts[k]));
+    }
+    sum += request.block_token_counts[k];
+  }
+  if (sum != request.input_tokens) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_token_counts: sum ", sum, " differs from input_tokens ", request.input_tokens));
+  }
+  return absl::OkStatus();
+}
+
 void AssignFreshBlockHashes(int32_t block_tokens, Request* request) {
   const int64_t n = NumBlocks(request->input_tokens, block_tokens);
   request->block_tokens = block_tokens;
   request->block_hashes.resize(n);
+  request->block_token_counts.clear();
   const uint64_t base = Mix(request->request_id);
   for (int64_t k = 0; k < n; ++k) {
     request->block_hashes[k] = Mix(base ^ static_cast<uint64_t>(k)) | (uint64_t{1} << 63);
@@ -49,6 +84,7 @@ void RequestToProto(const Request& request, proto::TraceRecord* record) {
   record->set_input_tokens(request.input_tokens);
   record->set_output_tokens(request.output_tokens);
   record->mutable_block_hashes()->Assign(request.block_hashes.begin(), request.block_hashes.end());
+  record->mutable_block_token_counts()->Assign(request.block_token_counts.begin(), request.block_token_counts.end());
   record->set_type(request.type);
   for (const ToolCall& call : request.tool_calls) {
     proto::ToolCall* out = record->add_tool_calls();
@@ -70,6 +106,7 @@ void RequestFromProto(const proto::TraceRecord& record, int32_t block_tokens, Re
   request->output_tokens = record.output_tokens();
   request->block_tokens = record.block_hashes_size() > 0 ? block_tokens : 0;
   request->block_hashes.assign(record.block_hashes().begin(), record.block_hashes().end());
+  request->block_token_counts.assign(record.block_token_counts().begin(), record.block_token_counts().end());
   request->type = record.type();
   for (const proto::ToolCall& call : record.tool_calls()) {
     request->tool_calls.push_back({call.name(), call.duration_ns()});

@@ -7,6 +7,12 @@
 // Blocks: `block_hashes` are prefix-chained ids of the prompt's blocks of `block_tokens` tokens (the last
 // one partial): equal id at position k means equal prompt prefix through block k. A request whose trace
 // has no hashes gets fresh ids from AssignFreshBlockHashes(), distinct from every other request's.
+//
+// Variable blocks: traces whose ids each cover their own number of tokens (hash-per-chunk traces, see
+// traces/importers/chunk_hash_reader.h) set `block_token_counts`, one entry > 0 per id, summing to
+// input_tokens; `block_tokens` is then the trace's nominal block size (the serving simulator's slot size
+// for capacity and generated tokens). Empty = uniform blocks of `block_tokens`. Use BlockTokensAt() and
+// BlockStartTokens() instead of arithmetic on block_tokens, so both kinds work.
 #ifndef KVSIM_TRACES_REQUEST_H_
 #define KVSIM_TRACES_REQUEST_H_
 
@@ -14,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "proto/trace.pb.h"
 
 namespace kvsim {
@@ -33,6 +40,8 @@ struct Request {
   int64_t output_tokens = 0;
   int32_t block_tokens = 0;  // tokens per hash block; 0 = no hashes
   std::vector<uint64_t> block_hashes;
+  // Tokens of each block when blocks differ in size; empty = uniform (see above).
+  std::vector<int32_t> block_token_counts;
   proto::RequestType type = proto::REQUEST_TYPE_UNSPECIFIED;
   bool failed = false;  // the source marks it failed (e.g. BurstGPT 0 response tokens)
   std::string model;    // model named by the source; empty if none
@@ -45,6 +54,23 @@ struct Request {
 // Blocks of `block_tokens` tokens needed for `tokens` tokens (the last one partial): ceil(tokens / bt).
 // REQUIRES: block_tokens > 0, tokens >= 0.
 inline int64_t NumBlocks(int64_t tokens, int64_t block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
+
+// Tokens of block k of `request`: block_token_counts[k] if set, else min(block_tokens, input_tokens -
+// k x block_tokens). REQUIRES: 0 <= k < block_hashes.size(), block_tokens > 0.
+inline int64_t BlockTokensAt(const Request& request, int64_t k) {
+  if (!request.block_token_counts.empty()) return request.block_token_counts[k];
+  const int64_t bt = request.block_tokens;
+  const int64_t rest = request.input_tokens - k * bt;
+  return rest < bt ? rest : bt;
+}
+
+// Prompt tokens before block k (k in [0, n]; k = n gives input_tokens for well-formed requests):
+// the sum of the counts before k when set (O(k)), else min(k x block_tokens, input_tokens).
+int64_t BlockStartTokens(const Request& request, int64_t k);
+
+// OK if block_token_counts is empty, or has one entry > 0 per block hash and sums to input_tokens;
+// else InvalidArgument saying which.
+absl::Status CheckBlockTokenCounts(const Request& request);
 
 // Fills `request->block_hashes` with NumBlocks(input_tokens, block_tokens) ids unique to this request
 // (a mix of request_id and block index with the top bit set, so they never equal a trace's small

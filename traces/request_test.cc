@@ -78,5 +78,39 @@ TEST(RequestTest, ProtoRoundTripKeepsEveryField) {
   EXPECT_EQ(back.parent_id, -1);
 }
 
+TEST(RequestTest, BlockTokensUniformAndVariable) {
+  Request r;
+  r.input_tokens = 40;
+  r.block_tokens = 16;
+  r.block_hashes = {1, 2, 3};
+  EXPECT_EQ(BlockTokensAt(r, 0), 16);
+  EXPECT_EQ(BlockTokensAt(r, 2), 8);  // 40 - 2 x 16
+  EXPECT_EQ(BlockStartTokens(r, 2), 32);
+  EXPECT_EQ(BlockStartTokens(r, 3), 40);  // capped at the prompt
+  EXPECT_TRUE(CheckBlockTokenCounts(r).ok());
+
+  r.block_token_counts = {10, 25, 5};
+  EXPECT_EQ(BlockTokensAt(r, 1), 25);
+  EXPECT_EQ(BlockStartTokens(r, 0), 0);
+  EXPECT_EQ(BlockStartTokens(r, 2), 35);
+  EXPECT_EQ(BlockStartTokens(r, 3), 40);
+  EXPECT_TRUE(CheckBlockTokenCounts(r).ok());
+  r.block_token_counts = {10, 25, 6};
+  EXPECT_NE(CheckBlockTokenCounts(r).message().find("sum 41"), std::string::npos);
+  r.block_token_counts = {10, 30, 0};
+  EXPECT_NE(CheckBlockTokenCounts(r).message().find("block_token_counts[2]"), std::string::npos);
+  r.block_token_counts = {40};
+  EXPECT_FALSE(CheckBlockTokenCounts(r).ok());
+
+  r.block_token_counts = {10, 25, 5};
+  proto::TraceRecord record;
+  RequestToProto(r, &record);
+  Request back;
+  RequestFromProto(record, 16, &back);
+  EXPECT_EQ(back.block_token_counts, r.block_token_counts);
+  back.Clear();
+  EXPECT_TRUE(back.block_token_counts.empty());
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -57,6 +57,12 @@ class TraceReader {
 struct TraceOptions {
   std::string format;         // importer name; empty = detect from the file's content
   bool chain_hashes = false;  // hash-per-block JSONL: chain content hashes into prefix ids
+  // True when the caller set chain_hashes on purpose; false = the format's default (off for "hashed",
+  // on for "chunk_hash").
+  bool chain_hashes_given = false;
+  // Nanoseconds per timestamp unit for formats whose unit varies ("chunk_hash": 1 = ns, 1000 = us,
+  // 1e6 = ms, 1e9 = s); 0 = the format's rule (chunk_hash detects it, see its header). >= 0.
+  int64_t timestamp_unit_ns = 0;
   // Tokens per hash block for formats whose records do not say (hash-per-block JSONL without
   // "block_size"); 0 = the format's own. >= 0.
   int32_t block_tokens = 0;

@@ -57,6 +57,9 @@ class GrowingFenwick {
 struct BlockState {
   int64_t last_access = 0;  // Fenwick position of the latest access
   int64_t accesses = 0;
+  uint64_t predecessor = 0;       // the id before its first access in its request
+  bool first_in_request = false;  // its first access was at position 0 (no predecessor)
+  int64_t request_seen = -1;      // index of the request that accessed it last
 };
 
 Distribution Summarise(std::vector<int64_t>& values) {
@@ -101,10 +104,26 @@ absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
       stats.max_turn = std::max(stats.max_turn, r.turn);
     }
     bool leading = true;
-    for (uint64_t id : r.block_hashes) {
+    const int64_t request_index = stats.num_requests - 1;
+    for (size_t k = 0; k < r.block_hashes.size(); ++k) {
+      const uint64_t id = r.block_hashes[k];
+      const int64_t tokens = r.block_tokens > 0 ? BlockTokensAt(r, static_cast<int64_t>(k)) : 0;
+      stats.block_token_sum += tokens;
+      if (stats.min_tokens_per_id == 0 || tokens < stats.min_tokens_per_id) stats.min_tokens_per_id = tokens;
+      stats.max_tokens_per_id = std::max(stats.max_tokens_per_id, tokens);
       const int64_t now = fenwick.Append(1);
       auto [it, inserted] = blocks.try_emplace(id);
       BlockState& block = it->second;
+      // Prefix-chained ids have one predecessor each, and an id never repeats inside a request.
+      if (inserted) {
+        block.first_in_request = k == 0;
+        block.predecessor = k == 0 ? 0 : r.block_hashes[k - 1];
+      } else if (block.request_seen == request_index) {
+        ++stats.ids_repeated_in_request;
+      } else if ((k == 0) != block.first_in_request || (k > 0 && block.predecessor != r.block_hashes[k - 1])) {
+        ++stats.ids_with_other_predecessor;
+      }
+      block.request_seen = request_index;
       if (!inserted) {
         ++hits;
         if (leading) ++prefix_hits;
@@ -136,7 +155,9 @@ absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader) {
     stats.mean_requests_per_session = static_cast<double>(stats.requests_in_sessions) / stats.num_sessions;
   }
   stats.distinct_blocks = static_cast<int64_t>(blocks.size());
+  stats.ids_look_chained = stats.ids_repeated_in_request == 0 && stats.ids_with_other_predecessor == 0;
   if (stats.block_references > 0) {
+    stats.mean_tokens_per_id = static_cast<double>(stats.block_token_sum) / stats.block_references;
     stats.unbounded_hit_ratio = static_cast<double>(hits) / stats.block_references;
     stats.prefix_hit_ratio = static_cast<double>(prefix_hits) / stats.block_references;
   }
@@ -179,6 +200,12 @@ std::string FormatTraceStats(const TraceStats& s) {
     line("blocks", "none (the trace has no block hashes)");
   } else {
     line("block size", absl::StrCat(s.block_tokens, " tokens"));
+    line("tokens per id",
+         absl::StrFormat("mean %.2f  min %d  max %d", s.mean_tokens_per_id, s.min_tokens_per_id, s.max_tokens_per_id));
+    line("ids prefix-chained",
+         s.ids_look_chained ? "yes (every id has one predecessor)"
+                            : absl::StrFormat("no (%d accesses follow another predecessor, %d repeat in their request)",
+                                              s.ids_with_other_predecessor, s.ids_repeated_in_request));
     line("block references", absl::StrCat(s.block_references));
     line("distinct blocks", absl::StrCat(s.distinct_blocks));
     line("unbounded-cache hit ratio", absl::StrFormat("%.3f", s.unbounded_hit_ratio));
@@ -213,12 +240,14 @@ std::string FormatTraceStatsJson(const TraceStats& s) {
       "\"mean_requests_per_session\": %.6g, \"max_turn\": %d, \"block_references\": %d, "
       "\"distinct_blocks\": %d, \"unbounded_hit_ratio\": %.6g, \"prefix_hit_ratio\": %.6g, "
       "\"reused_block_fraction\": %.6g, \"reuses\": %d, \"stack_distance\": {\"p25\": %d, \"p50\": %d, "
-      "\"p75\": %d}, \"warnings\": %s}\n",
+      "\"p75\": %d}, \"tokens_per_id\": {\"mean\": %.6g, \"min\": %d, \"max\": %d}, \"ids_look_chained\": %s, "
+      "\"ids_with_other_predecessor\": %d, \"ids_repeated_in_request\": %d, \"warnings\": %s}\n",
       path, format, s.block_tokens, s.num_requests, s.duration_ns, s.mean_requests_per_minute,
       s.peak_requests_per_minute, dist(s.input_tokens), dist(s.output_tokens), s.num_failed, s.num_sessions,
       s.requests_in_sessions, s.mean_requests_per_session, s.max_turn, s.block_references, s.distinct_blocks,
       s.unbounded_hit_ratio, s.prefix_hit_ratio, s.reused_block_fraction, s.num_reuses, s.stack_distance_p25,
-      s.stack_distance_p50, s.stack_distance_p75, warnings);
+      s.stack_distance_p50, s.stack_distance_p75, s.mean_tokens_per_id, s.min_tokens_per_id, s.max_tokens_per_id,
+      s.ids_look_chained ? "true" : "false", s.ids_with_other_predecessor, s.ids_repeated_in_request, warnings);
 }
 
 }  // namespace kvsim

@@ -14,6 +14,13 @@
 //  * Prefix-hit ratio = sum over requests of the leading blocks that hit in an unbounded cache
 //    (until the request's first miss) / block_references.
 //  * reused_block_fraction = distinct blocks accessed twice or more / distinct_blocks.
+//  * Tokens per id: over every block reference, the block's tokens (BlockTokensAt: block_tokens, the
+//    last block of a request partial; a variable-block trace's own counts): mean, min, max.
+//  * Ids look prefix-chained when no id is preceded, in a later request, by another id than at its first
+//    access (the first block of a request counts as preceded by "nothing"), and no id occurs twice in one
+//    request. Prefix-chained ids (id_k a function of the whole prefix) always pass; content hashes of
+//    chunks fail as soon as a chunk recurs after a different one. ids_with_other_predecessor and
+//    ids_repeated_in_request count the accesses that break it.
 //  * LRU stack distance of a reuse = the number of distinct other blocks accessed since the previous
 //    access to the same block (its depth below the top of the LRU stack). The access hits in an LRU
 //    cache of distance + 1 blocks or more and misses in any smaller one. This is the definition under
@@ -68,6 +75,13 @@ struct TraceStats {
   int64_t num_reuses = 0;
   // LRU stack distance quartiles (a reuse hits in an LRU cache of distance + 1 blocks).
   int64_t stack_distance_p25 = 0, stack_distance_p50 = 0, stack_distance_p75 = 0;
+  // Tokens per id and chaining (see above).
+  int64_t block_token_sum = 0;
+  double mean_tokens_per_id = 0;
+  int64_t min_tokens_per_id = 0, max_tokens_per_id = 0;
+  bool ids_look_chained = true;
+  int64_t ids_with_other_predecessor = 0;
+  int64_t ids_repeated_in_request = 0;
   std::vector<std::string> warnings;  // the reader's
 };
 

@@ -89,6 +89,10 @@ std::vector<CacheRunResult> Collect(const std::vector<CacheRunSpec>& specs,
 
 void BlockTokens(const Request& request, std::vector<int32_t>* tokens) {
   const int64_t n = static_cast<int64_t>(request.block_hashes.size());
+  if (!request.block_token_counts.empty()) {  // variable blocks: each counts its own tokens
+    tokens->assign(request.block_token_counts.begin(), request.block_token_counts.end());
+    return;
+  }
   const int32_t bt = request.block_tokens;
   tokens->assign(n, bt);
   if (n == 0) return;

@@ -14,6 +14,9 @@
 //                 block, which counts its real tokens (input_tokens - (n - 1) x block_tokens). Bytes are
 //                 proportional to tokens, so this is the byte-weighted hit ratio. A request whose
 //                 input_tokens is 0 or smaller than its hashes imply counts block_tokens per block.
+//                 Variable blocks (Request::block_token_counts, hash-per-chunk traces) count their own
+//                 tokens; hits and capacity stay in blocks (each id one block, whatever its size), and
+//                 position_tokens stays block_index x block_tokens (the nominal size), a policy hint.
 //
 // Requests without hashes get AssignFreshBlockHashes(options.block_tokens). The AccessInfo each policy
 // sees: clock = the access's index in the whole stream, time_ns = the request's arrival, block_index,

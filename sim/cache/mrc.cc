@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "util/status_macros.h"
 
@@ -57,7 +58,8 @@ class LastTimeTable {
  public:
   struct Entry {
     BlockId block;
-    int64_t time;  // < 0: empty
+    int64_t time;      // < 0: empty
+    int64_t accesses;  // sampled accesses of the block so far (for the error bound's sum of squares)
   };
 
   LastTimeTable() { Reset(1 << 12); }
@@ -79,7 +81,7 @@ class LastTimeTable {
     if (2 * (size_ + 1) > static_cast<int64_t>(entries_.size())) Grow(moved);  // load <= 1/2
     int64_t s = Home(block);
     while (entries_[s].time >= 0) s = (s + 1) & mask_;
-    entries_[s] = Entry{block, -1};
+    entries_[s] = Entry{block, -1, 0};
     ++size_;
     *inserted = true;
     return s;
@@ -94,7 +96,7 @@ class LastTimeTable {
     return static_cast<int64_t>((h ^ (h >> 29)) & static_cast<uint64_t>(mask_));
   }
   void Reset(int64_t num_slots) {
-    entries_.assign(num_slots, Entry{0, -1});
+    entries_.assign(num_slots, Entry{0, -1, 0});
     mask_ = num_slots - 1;
   }
   template <typename Moved>
@@ -118,10 +120,12 @@ class LastTimeTable {
 // Builds an LruMrc access by access (see the header comment for the method).
 class MrcBuilder {
  public:
-  MrcBuilder(double sample_rate, bool prefix) {
+  MrcBuilder(double sample_rate, bool prefix, const std::vector<BlockId>& hot_blocks) {
     mrc_.sample_rate_ = sample_rate;
     mrc_.has_prefix_ = prefix;
     threshold_ = static_cast<uint64_t>(std::llround(sample_rate * kSampleModulus));
+    if (sample_rate < 1) hot_.insert(hot_blocks.begin(), hot_blocks.end());  // exact anyway at rate 1
+    mrc_.num_hot_blocks_ = static_cast<int64_t>(hot_.size());
     Rebuild(1 << 16);
   }
 
@@ -134,24 +138,55 @@ class MrcBuilder {
   void Prefetch(BlockId block) const { last_.Prefetch(block); }
 
   void Access(BlockId block, int32_t tokens) {
-    if (threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
-    ++mrc_.accesses_;
-    mrc_.tokens_ += tokens;
+    ++mrc_.total_accesses_;
+    mrc_.total_tokens_ += tokens;
+    const bool hot = !hot_.empty() && hot_.contains(block);
+    if (!hot && threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
+    if (hot) {
+      ++mrc_.hot_accesses_;
+      mrc_.hot_tokens_ += tokens;
+    } else {
+      ++mrc_.accesses_;
+      mrc_.tokens_ += tokens;
+    }
     if (reference_tokens_ < 0) reference_tokens_ = tokens;
     if (next_time_ == capacity_) Compact();
     bool inserted = false;
     const int64_t slot = last_.FindOrInsert(block, &inserted,
                                             [this](int64_t s) { owner_[last_.at(s).time] = static_cast<uint32_t>(s); });
-    int64_t& time = last_.at(slot).time;
+    LastTimeTable::Entry& entry = last_.at(slot);
+    int64_t& time = entry.time;
     int64_t distance = 0;  // 0 = cold miss (infinite distance)
     if (!inserted) {
-      distance = markers_ - Prefix(time) + 1;
+      if (hot_.empty()) {
+        distance = markers_ - Prefix(time) + 1;
+      } else {
+        // Sampled units: cold blocks between count 1 each, hot ones (and the block itself) R each.
+        const int64_t since = markers_ - Prefix(time);
+        const int64_t hot_since = hot_markers_ - PrefixIn(hot_bits_, hot_tree_, time);
+        const double units = static_cast<double>(since - hot_since) + mrc_.sample_rate_ * (hot_since + 1);
+        distance = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(units - 1e-9)));
+      }
       Add(time, -1);  // clears its bit
       --markers_;
-      Count(&hits_, &hit_token_deficit_, distance, tokens);
+      if (hot) {
+        AddIn(&hot_bits_, &hot_tree_, time, -1);
+        --hot_markers_;
+        Count(&hot_hits_, &hot_token_deficit_, distance, tokens);
+      } else {
+        Count(&hits_, &hit_token_deficit_, distance, tokens);
+      }
+    }
+    if (!hot) {  // the sum over sampled blocks of accesses^2, incrementally: (a + 1)^2 - a^2 = 2a + 1
+      mrc_.sampled_square_sum_ += 2 * entry.accesses + 1;
+      ++entry.accesses;
     }
     time = next_time_;
     owner_[next_time_] = static_cast<uint32_t>(slot);
+    if (hot) {
+      AddIn(&hot_bits_, &hot_tree_, next_time_, +1);
+      ++hot_markers_;
+    }
     Add(next_time_++, +1);
     ++markers_;
     if (!mrc_.has_prefix_) return;
@@ -166,9 +201,12 @@ class MrcBuilder {
     // Histograms are sized by the largest distance seen plus one.
     size_t size = 1;
     for (size_t d = 0; d < hits_.size(); ++d) {
-      if (hits_[d] || (d < prefix_hits_.size() && prefix_hits_[d])) size = d + 1;
+      if (hits_[d] || (d < prefix_hits_.size() && prefix_hits_[d]) || (d < hot_hits_.size() && hot_hits_[d])) {
+        size = d + 1;
+      }
     }
     Split(hits_, hit_token_deficit_, &mrc_.hits_, &mrc_.hit_tokens_, size);
+    if (!hot_.empty()) Split(hot_hits_, hot_token_deficit_, &mrc_.hot_hits_, &mrc_.hot_hit_tokens_, size);
     Split(prefix_hits_, prefix_token_deficit_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_, size);
     return std::move(mrc_);
   }
@@ -176,17 +214,20 @@ class MrcBuilder {
  private:
   // Markers: one bit per time in `bits_` (64 times per word) and a Fenwick tree over the words' counts,
   // so the tree is 64 times smaller than the time range and stays in cache.
-  void Add(int64_t time, int delta) {
+  void Add(int64_t time, int delta) { AddIn(&bits_, &tree_, time, delta); }
+  int64_t Prefix(int64_t time) const { return PrefixIn(bits_, tree_, time); }  // markers at times <= time
+  // The same on any bitmap and tree of num_words_ words (the hot blocks' markers have their own).
+  void AddIn(std::vector<uint64_t>* bits, std::vector<int32_t>* tree, int64_t time, int delta) const {
     const int64_t word = time >> 6;
-    bits_[word] ^= uint64_t{1} << (time & 63);
-    for (int64_t i = word + 1; i <= num_words_; i += i & -i) tree_[i] += delta;
+    (*bits)[word] ^= uint64_t{1} << (time & 63);
+    for (int64_t i = word + 1; i <= num_words_; i += i & -i) (*tree)[i] += delta;
   }
-  int64_t Prefix(int64_t time) const {  // markers at times <= time
+  int64_t PrefixIn(const std::vector<uint64_t>& bits, const std::vector<int32_t>& tree, int64_t time) const {
     const int64_t word = time >> 6;
     const int bit = static_cast<int>(time & 63);
     const uint64_t mask = bit == 63 ? ~uint64_t{0} : (uint64_t{2} << bit) - 1;
-    int64_t sum = __builtin_popcountll(bits_[word] & mask);
-    for (int64_t i = word; i > 0; i -= i & -i) sum += tree_[i];
+    int64_t sum = __builtin_popcountll(bits[word] & mask);
+    for (int64_t i = word; i > 0; i -= i & -i) sum += tree[i];
     return sum;
   }
 
@@ -209,12 +250,22 @@ class MrcBuilder {
     while (capacity < 4 * live) capacity *= 2;
     Rebuild(capacity);
     for (int64_t t = 0; t < live; ++t) bits_[t >> 6] |= uint64_t{1} << (t & 63);
-    for (int64_t w = 0; w < num_words_; ++w) tree_[w + 1] = __builtin_popcountll(bits_[w]);
-    for (int64_t k = 1; k <= num_words_; ++k) {
-      const int64_t j = k + (k & -k);
-      if (j <= num_words_) tree_[j] += tree_[k];
+    BuildTree(bits_, &tree_);
+    if (!hot_.empty()) {
+      for (int64_t t = 0; t < live; ++t) {
+        if (hot_.contains(last_.at(owner_[t]).block)) hot_bits_[t >> 6] |= uint64_t{1} << (t & 63);
+      }
+      BuildTree(hot_bits_, &hot_tree_);
     }
     next_time_ = live;
+  }
+
+  void BuildTree(const std::vector<uint64_t>& bits, std::vector<int32_t>* tree) const {
+    for (int64_t w = 0; w < num_words_; ++w) (*tree)[w + 1] = __builtin_popcountll(bits[w]);
+    for (int64_t k = 1; k <= num_words_; ++k) {
+      const int64_t j = k + (k & -k);
+      if (j <= num_words_) (*tree)[j] += (*tree)[k];
+    }
   }
 
   void Rebuild(int64_t capacity) {  // REQUIRES: capacity a multiple of 64
@@ -225,6 +276,11 @@ class MrcBuilder {
     owner_.resize(capacity_);
     hits_.resize(capacity_ + 1, 0);
     if (mrc_.has_prefix_) prefix_hits_.resize(capacity_ + 1, 0);
+    if (!hot_.empty()) {
+      hot_bits_.assign(num_words_, 0);
+      hot_tree_.assign(num_words_ + 1, 0);
+      hot_hits_.resize(capacity_ + 1, 0);
+    }
   }
 
   // Counts an access at `distance`. Tokens are kept as a deficit against reference_tokens_ (the first
@@ -250,8 +306,12 @@ class MrcBuilder {
 
   LruMrc mrc_;
   // Accesses by distance (index = distance; sized with the time range, which bounds every distance).
-  std::vector<int64_t> hits_, prefix_hits_;
-  absl::flat_hash_map<int64_t, int64_t> hit_token_deficit_, prefix_token_deficit_;
+  std::vector<int64_t> hits_, prefix_hits_, hot_hits_;
+  absl::flat_hash_map<int64_t, int64_t> hit_token_deficit_, prefix_token_deficit_, hot_token_deficit_;
+  absl::flat_hash_set<BlockId> hot_;  // tracked exactly, outside the sample
+  std::vector<uint64_t> hot_bits_;    // markers of the hot blocks only (same times as bits_)
+  std::vector<int32_t> hot_tree_;
+  int64_t hot_markers_ = 0;
   int32_t reference_tokens_ = -1;
   uint64_t threshold_ = kSampleModulus;
   std::vector<uint64_t> bits_;
@@ -277,21 +337,58 @@ int64_t LruMrc::CountAtMost(const std::vector<int64_t>& cumulative, int64_t capa
 MrcPoint LruMrc::At(int64_t capacity_blocks) const {
   MrcPoint point;
   point.capacity_blocks = capacity_blocks;
-  if (accesses_ == 0) return point;
-  point.hit_ratio = static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_;
-  point.token_hit_ratio = static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_;
-  if (has_prefix_) {
-    point.prefix_hit_ratio = static_cast<double>(CountAtMost(prefix_hits_, capacity_blocks)) / accesses_;
-    point.prefix_token_hit_ratio = static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
+  if (accesses_ == 0 && hot_accesses_ == 0) return point;
+  if (num_hot_blocks_ == 0) {  // plain SHARDS (or exact): the sample's ratios
+    point.hit_ratio = static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_;
+    point.token_hit_ratio = static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_;
+    if (has_prefix_) {
+      point.prefix_hit_ratio = static_cast<double>(CountAtMost(prefix_hits_, capacity_blocks)) / accesses_;
+      point.prefix_token_hit_ratio = static_cast<double>(CountAtMost(prefix_hit_tokens_, capacity_blocks)) / tokens_;
+    }
+  } else {  // the hot stratum counted exactly, the sampled one's ratio applied to the rest
+    const double cold_accesses = static_cast<double>(total_accesses_ - hot_accesses_);
+    const double cold_tokens = static_cast<double>(total_tokens_ - hot_tokens_);
+    const double cold_hit = accesses_ > 0 ? static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_ : 0;
+    const double cold_token_hit =
+        tokens_ > 0 ? static_cast<double>(CountAtMost(hit_tokens_, capacity_blocks)) / tokens_ : 0;
+    point.hit_ratio =
+        (static_cast<double>(CountAtMost(hot_hits_, capacity_blocks)) + cold_accesses * cold_hit) / total_accesses_;
+    point.token_hit_ratio =
+        (static_cast<double>(CountAtMost(hot_hit_tokens_, capacity_blocks)) + cold_tokens * cold_token_hit) /
+        total_tokens_;
   }
+  point.error_bound = ErrorBound(capacity_blocks);
   return point;
+}
+
+double LruMrc::ErrorBound(int64_t capacity_blocks) const {
+  if (sample_rate_ >= 1 || total_accesses_ == 0) return 0;
+  const double r = sample_rate_;
+  // Which blocks the hash samples: 3 x the standard error of the ratio estimator, with each sampled
+  // block's residual bounded by its accesses x max(p, 1 - p).
+  const double p = accesses_ > 0 ? static_cast<double>(CountAtMost(hits_, capacity_blocks)) / accesses_ : 0;
+  const double selection = 3 * std::max(p, 1 - p) * std::sqrt((1 - r) * static_cast<double>(sampled_square_sum_)) /
+                           (r * static_cast<double>(total_accesses_));
+  // How far sampled distances stray: the curve's change between C (1 - d) and C (1 + d), d = 3 sigma of
+  // a scaled count of C x R sampled blocks.
+  const double spread = std::min(1.0, 3 * std::sqrt((1 - r) / std::max(1.0, capacity_blocks * r)));
+  const int64_t low = static_cast<int64_t>(std::floor(capacity_blocks * (1 - spread)));
+  const int64_t high = static_cast<int64_t>(std::ceil(capacity_blocks * (1 + spread)));
+  auto ratio = [&](int64_t c) {
+    const double cold_accesses = static_cast<double>(total_accesses_ - hot_accesses_);
+    const double cold = accesses_ > 0 ? static_cast<double>(CountAtMost(hits_, c)) / accesses_ : 0;
+    if (num_hot_blocks_ == 0) return cold;
+    return (static_cast<double>(CountAtMost(hot_hits_, c)) + cold_accesses * cold) / total_accesses_;
+  };
+  return std::min(1.0, selection + ratio(high) - ratio(std::max<int64_t>(0, low)));
 }
 
 std::vector<MrcPoint> LruMrc::StepPoints() const {
   std::vector<MrcPoint> points;
   int64_t last_capacity = -1;
   for (size_t d = 1; d < hits_.size(); ++d) {
-    const bool step = hits_[d] != hits_[d - 1] || (has_prefix_ && prefix_hits_[d] != prefix_hits_[d - 1]);
+    const bool step = hits_[d] != hits_[d - 1] || (has_prefix_ && prefix_hits_[d] != prefix_hits_[d - 1]) ||
+                      (num_hot_blocks_ > 0 && hot_hits_[d] != hot_hits_[d - 1]);
     if (!step) continue;
     const int64_t capacity = static_cast<int64_t>(std::ceil(d / sample_rate_ - 1e-9));
     if (capacity == last_capacity) continue;
@@ -308,6 +405,9 @@ absl::Status ValidateMrcOptions(const MrcOptions& options) {
   if (!(options.sample_rate >= 1e-6 && options.sample_rate <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("sample rate must be in [1e-6, 1], got ", options.sample_rate));
   }
+  if (!(options.hot_share >= 0 && options.hot_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot share must be in [0, 1), got ", options.hot_share));
+  }
   if (options.prefix && options.sample_rate < 1) {
     return absl::InvalidArgumentError(
         "the prefix-hit curve is exact only: sampling drops most of a request's leading blocks; use a "
@@ -320,7 +420,7 @@ absl::Status ValidateMrcOptions(const MrcOptions& options) {
 
 absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
-  MrcBuilder builder(options.sample_rate, options.prefix);
+  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks);
   const int64_t num_accesses = static_cast<int64_t>(trace.blocks.size());
   for (int64_t r = 0; r < trace.num_requests(); ++r) {
     builder.BeginRequest();
@@ -335,7 +435,7 @@ absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const Mr
 absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options) {
   KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
-  MrcBuilder builder(options.sample_rate, options.prefix);
+  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks);
   Request request;
   std::vector<int32_t> tokens;
   int64_t num_requests = 0;
@@ -352,6 +452,50 @@ absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptio
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   return builder.Finish();
+}
+
+absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const CacheReplayOptions& replay,
+                                                   double hot_share) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
+  if (!(hot_share > 0 && hot_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot share must be in (0, 1), got ", hot_share));
+  }
+  // Misra-Gries with k counters: each count is at most N / (k + 1) below the block's true count.
+  const size_t k = static_cast<size_t>(std::ceil(2 / hot_share));
+  absl::flat_hash_map<BlockId, int64_t> counts;
+  counts.reserve(k + 1);
+  int64_t total = 0;
+  Request request;
+  int64_t num_requests = 0;
+  while ((replay.max_requests == 0 || num_requests < replay.max_requests) && reader->Next(&request)) {
+    ++num_requests;
+    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
+    for (BlockId block : request.block_hashes) {
+      ++total;
+      auto it = counts.find(block);
+      if (it != counts.end()) {
+        ++it->second;
+      } else if (counts.size() < k) {
+        counts.emplace(block, 1);
+      } else {  // decrement all (amortised O(1): the total count drops by k)
+        for (auto c = counts.begin(); c != counts.end();) {
+          if (--c->second == 0) {
+            counts.erase(c++);
+          } else {
+            ++c;
+          }
+        }
+      }
+    }
+  }
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  // Every block with share >= hot_share has a count >= hot_share x N - N / (k + 1) > hot_share x N / 2.
+  std::vector<BlockId> hot;
+  for (const auto& [block, count] : counts) {
+    if (static_cast<double>(count) >= hot_share * static_cast<double>(total) / 2) hot.push_back(block);
+  }
+  std::sort(hot.begin(), hot.end());
+  return hot;
 }
 
 }  // namespace kvsim

@@ -20,6 +20,26 @@
 // blocks. Memory and time scale with R. The prefix curve is not available under sampling (a request's
 // leading blocks are mostly not sampled): InvalidArgument.
 //
+// Hot blocks (MrcOptions::hot_blocks, found by FindHotBlocks): spatial sampling keeps or drops a block
+// with all its accesses, so one block carrying a large share of the accesses (the system prompt every
+// conversation starts with) makes the sampled curve wrong at every size: dropped (probability 1 - R) its
+// hits are missing, kept it stands for 1 / R blocks. The remedy is stratified sampling with a take-all
+// (certainty) stratum for the heaviest units beside the sample (Cochran, "Sampling Techniques", 3rd ed., Wiley 1977,
+// sections 5.1-5.5; the sampled stratum is a cluster sample of blocks with a ratio estimator, section 6.2 and 9A).
+// Here: the hot blocks are tracked on every access; a distance counts each hot block between as 1 and each sampled one
+// as 1 / R; the hit ratio at C is (hits of hot accesses at C + (N - N_hot) x the sampled accesses' hit fraction at C)
+// / N, with N and N_hot counted exactly over the whole stream (tokens likewise).
+//
+// Error bound (MrcPoint::error_bound, 0 when exact), an estimate of 3 standard errors of the block
+// hit ratio at C, the sum of two terms:
+//   selection  3 max(p, 1 - p) sqrt((1 - R) S) / (R N): the ratio estimator's variance under
+//              independent inclusion of each block with probability R, each sampled block's residual
+//              h_i - p a_i bounded by a_i max(p, 1 - p); S = sum over sampled blocks of a_i^2 (a_i its
+//              accesses), p the sampled hit fraction at C;
+//   distance   F(C (1 + d)) - F(C (1 - d)), d = min(1, 3 sqrt((1 - R) / (C R))): the estimated curve F's
+//              change over 3 standard deviations of a distance that a scaled count of C R sampled
+//              blocks gives.
+//
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay_options, {}));
 //   mrc.HitRatio(4096);   // equals RunCacheReplays(lru @ 4096).HitRatio() exactly when R = 1
@@ -40,6 +60,11 @@ namespace kvsim {
 struct MrcOptions {
   double sample_rate = 1.0;  // SHARDS rate R in [1e-6, 1]; 1 = exact
   bool prefix = false;       // also the prefix-hit curve (exact only)
+  // Blocks tracked exactly outside the sample (see above); ignored at R = 1. Usually FindHotBlocks'.
+  std::vector<BlockId> hot_blocks;
+  // For callers that find the hot blocks (kvsim mrc): the access share above which a block is hot,
+  // in [0, 1); 0 = none. Not used by ComputeLruMrc itself.
+  double hot_share = 0;
 };
 
 // One point of a curve.
@@ -49,6 +74,7 @@ struct MrcPoint {
   double token_hit_ratio = 0;
   double prefix_hit_ratio = 0;        // 0 unless computed
   double prefix_token_hit_ratio = 0;  // 0 unless computed
+  double error_bound = 0;             // estimated bound on |hit_ratio - exact|; 0 when exact (see above)
 };
 
 class LruMrc {
@@ -61,7 +87,11 @@ class LruMrc {
   // increasing order: the step points that define it for every size.
   std::vector<MrcPoint> StepPoints() const;
 
+  // The estimated error bound at `capacity_blocks` (see above).
+  double ErrorBound(int64_t capacity_blocks) const;
+
   double sample_rate() const { return sample_rate_; }
+  int64_t num_hot_blocks() const { return num_hot_blocks_; }
   int64_t sampled_accesses() const { return accesses_; }
   bool has_prefix() const { return has_prefix_; }
 
@@ -72,15 +102,29 @@ class LruMrc {
 
   double sample_rate_ = 1.0;
   bool has_prefix_ = false;
-  int64_t accesses_ = 0;
+  int64_t accesses_ = 0;  // sampled accesses outside the hot blocks
   int64_t tokens_ = 0;
+  int64_t total_accesses_ = 0;  // every access of the stream
+  int64_t total_tokens_ = 0;
+  int64_t hot_accesses_ = 0;
+  int64_t hot_tokens_ = 0;
+  int64_t num_hot_blocks_ = 0;
+  int64_t sampled_square_sum_ = 0;  // sum over sampled blocks of their accesses squared
   // Cumulative histograms by unscaled distance d (index d, 1-based; index 0 = 0).
   std::vector<int64_t> hits_, hit_tokens_, prefix_hits_, prefix_hit_tokens_;
+  std::vector<int64_t> hot_hits_, hot_hit_tokens_;  // of the hot blocks' accesses
 };
 
 // Streams `reader` once. InvalidArgument for a rate outside (0, 1], prefix with sampling, or the
 // reader's / replay options' errors.
 absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options);
+
+// The blocks whose share of all block accesses is `hot_share` or more (every one of them, and maybe some
+// with at least half that share), in increasing id order, from one pass with Misra-Gries counters
+// (Misra and Gries, "Finding repeated elements", Science of Computer Programming 1982): memory
+// O(1 / hot_share), not O(distinct blocks). InvalidArgument for a share outside (0, 1).
+absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const CacheReplayOptions& replay,
+                                                   double hot_share);
 
 // The same over a trace held in memory (benchmarks; options validated as above).
 absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options);

@@ -102,7 +102,19 @@ BlockManager::BlockManager(const BlockManagerOptions& options, const CostModel* 
 }
 
 int64_t BlockManager::BlockTokensAt(const Request& request, int64_t k) const {
+  if (!request.block_token_counts.empty()) return request.block_token_counts[k];
   return std::min<int64_t>(block_tokens_, request.input_tokens - k * block_tokens_);
+}
+
+int64_t BlockManager::StartTokens(const RequestState& state, int64_t k) const {
+  if (!state.block_start_tokens.empty()) return state.block_start_tokens[k];
+  return std::min<int64_t>(k * block_tokens_, state.request.input_tokens);
+}
+
+int64_t BlockManager::BlocksBefore(const RequestState& state, int64_t tokens) const {
+  if (state.block_start_tokens.empty()) return NumBlocks(tokens, block_tokens_);
+  const auto& starts = state.block_start_tokens;
+  return std::lower_bound(starts.begin(), starts.end() - 1, tokens) - starts.begin();
 }
 
 AccessInfo BlockManager::Info(const RequestState* state, int64_t k, SimTime now_ns) {
@@ -114,7 +126,7 @@ AccessInfo BlockManager::Info(const RequestState* state, int64_t k, SimTime now_
     info.request_id = state->request.request_id;
     info.session_id = state->request.session_id;
     info.block_index = static_cast<int32_t>(k);
-    info.position_tokens = k * block_tokens_;
+    info.position_tokens = StartTokens(*state, k);
     if (k > 0) {
       info.parent = state->request.block_hashes[k - 1];
       info.has_parent = true;
@@ -132,11 +144,11 @@ void BlockManager::AddUsed(int32_t tier, int64_t blocks) {
   stats.max_used_blocks = std::max(stats.max_used_blocks, stats.used_blocks);
 }
 
-bool BlockManager::ShouldReload(int32_t tier, int64_t position_tokens) {
+bool BlockManager::ShouldReload(int32_t tier, int64_t position_tokens, int64_t tokens) {
   if (restore_rule_ == proto::RESTORE_RULE_RELOAD || cost_model_ == nullptr) return true;
   if (restore_rule_ == proto::RESTORE_RULE_RECOMPUTE) return false;
   const int64_t reload_ns = cost_model_->TransferTimeNs(block_bytes_, tiers_[tier].config);
-  auto recompute_ns = cost_model_->RecomputeTimeNs(position_tokens, block_tokens_);
+  auto recompute_ns = cost_model_->RecomputeTimeNs(position_tokens, tokens);
   return !recompute_ns.ok() || reload_ns <= *recompute_ns;
 }
 
@@ -160,13 +172,21 @@ void BlockManager::Unpin(int32_t entry, const RequestState* state, int64_t k, Si
   if (--e.refcount == 0) {
     ++gpu_evictable_;
     AccessInfo info = Info(state, k, now_ns);
-    info.restore_ns = RestoreNs(k);
+    info.restore_ns = RestoreNs(state, k);
     tiers_[0].policy->OnInsert(e.hash, info);
   }
 }
 
-int64_t BlockManager::RestoreNs(int64_t k) {
+int64_t BlockManager::RestoreNs(const RequestState* state, int64_t k) {
   if (cost_model_ == nullptr) return 0;
+  if (state != nullptr && !state->block_start_tokens.empty()) {  // variable blocks: not memoised by index
+    auto recompute = cost_model_->RecomputeTimeNs(StartTokens(*state, k), RecomputeTokensAt(state->request, k));
+    int64_t ns = recompute.ok() ? *recompute : 0;
+    if (tiers_.size() > 1 && tiers_[0].evict_action == proto::EVICT_ACTION_DEMOTE) {
+      ns = std::min(ns, cost_model_->TransferTimeNs(block_bytes_, tiers_[1].config));
+    }
+    return ns;
+  }
   if (k >= static_cast<int64_t>(restore_ns_.size())) restore_ns_.resize(k + 1, -1);
   if (restore_ns_[k] < 0) {
     auto recompute = cost_model_->RecomputeTimeNs(k * block_tokens_, block_tokens_);
@@ -313,7 +333,7 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
       ++counts.gpu_hits;
       if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
     } else {
-      kinds_[k] = ShouldReload(tier, k * block_tokens_) ? kReload : kRecomputeLower;
+      kinds_[k] = ShouldReload(tier, StartTokens(*state, k), RecomputeTokensAt(request, k)) ? kReload : kRecomputeLower;
       ++counts.lower;
       counts.reloads += kinds_[k] == kReload;
     }
@@ -327,9 +347,16 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   const Request& request = state->request;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
   const int64_t input = request.input_tokens;
+  if (!request.block_token_counts.empty() && state->block_start_tokens.size() != request.block_hashes.size() + 1) {
+    state->block_start_tokens.resize(request.block_hashes.size() + 1);
+    state->block_start_tokens[0] = 0;
+    for (int64_t k = 0; k < num_blocks; ++k) {
+      state->block_start_tokens[k + 1] = state->block_start_tokens[k] + request.block_token_counts[k];
+    }
+  }
   const bool swapped = state->swapped;
   const int64_t frontier = swapped ? state->swap_frontier_tokens : 0;
-  const int64_t restored = NumBlocks(std::min(frontier, input), block_tokens_);
+  const int64_t restored = BlocksBefore(*state, std::min(frontier, input));
   const int64_t tail_tokens =
       (swapped && state->swapped_while_decoding ? frontier : state->prefill_target_tokens) - input;
   const int64_t tail_blocks = NumBlocks(std::max<int64_t>(0, tail_tokens), block_tokens_);
@@ -425,8 +452,8 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   }
   state->ClearComputeRuns();
   // The block that holds the frontier was restored partly; its remainder is computed.
-  if (frontier < input && frontier % block_tokens_ != 0) {
-    state->AddComputeRun(frontier, std::min<int64_t>(restored * block_tokens_, input) - frontier, 1, again);
+  if (frontier < input && StartTokens(*state, restored) != frontier) {
+    state->AddComputeRun(frontier, StartTokens(*state, restored) - frontier, 1, again);
   }
   int32_t segments = 1;
   bool computed_before = frontier > 0;
@@ -440,12 +467,13 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
     state->AddComputeRun(pending.start, pending.length, pending.num_segments, pending.recompute);
   };
   if (all_computed && restored < num_blocks) {  // what the loop below makes of it: one run
-    pending = TokenRun{restored * block_tokens_, input - restored * block_tokens_, segments, again};
+    const int64_t start = StartTokens(*state, restored);
+    pending = TokenRun{start, input - start, segments, again};
   }
   for (int64_t k = restored; k < num_blocks && !all_computed; ++k) {
     const bool compute = kinds_[k] == kCompute || kinds_[k] == kRecomputeLower;
     if (compute) {
-      const int64_t start = k * block_tokens_;
+      const int64_t start = StartTokens(*state, k);
       const bool recompute = again || k < last_reused || kinds_[k] == kRecomputeLower;
       if (pending.length > 0 && pending.start + pending.length == start && pending.num_segments == segments &&
           pending.recompute == recompute) {
@@ -491,7 +519,7 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   }
   while (state->publish_cursor < num_blocks) {
     const int64_t k = state->publish_cursor;
-    const int64_t end = std::min<int64_t>((k + 1) * block_tokens_, request.input_tokens);
+    const int64_t end = StartTokens(*state, k + 1);
     if (end > frontier) break;
     ++state->publish_cursor;
     if (state->block_entries[k] != kPrivateBlock) continue;
@@ -536,7 +564,7 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
   const bool decoding = state->phase() == RequestPhase::kDecode;
   const int64_t computed = decoding ? state->kv_tokens : state->frontier_tokens();
   if (computed <= 0) return false;
-  const int64_t blocks = NumBlocks(std::min(computed, input), block_tokens_) +
+  const int64_t blocks = BlocksBefore(*state, std::min(computed, input)) +
                          NumBlocks(std::max<int64_t>(0, computed - input), block_tokens_);
   if (!MakeLowerRoom(1, blocks, now_ns)) return false;
   Release(state, now_ns);

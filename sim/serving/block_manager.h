@@ -6,6 +6,9 @@
 // evictions itself (demote to the next tier or drop, per config).
 //
 // Semantics (docs/ARCHITECTURE.md):
+// - Variable blocks (Request::block_token_counts, hash-per-chunk traces): each block holds its own tokens;
+//   every token count (reused, recomputed, reloaded, potentials) and compute run uses them; capacity and
+//   generated-token blocks use block_tokens (the trace's nominal size) as the slot size.
 // - A block is identified by its prefix-chained hash. A block computed by a request enters the shared
 //   cache when the prefill has computed all its tokens (vLLM v1: only computed blocks are reusable); if
 //   the hash is already cached (computed concurrently by another request) the copy stays private to the
@@ -97,7 +100,8 @@ class BlockManager {
   // Admits `state` (its prefill_target_tokens set by the caller): classifies its prompt blocks, pins the
   // reused ones, makes room, allocates the rest and builds the compute runs. Returns false, changing
   // nothing, if the GPU cannot hold the blocks even after evicting every unpinned one.
-  // REQUIRES: state holds no blocks; block_hashes has NumBlocks(input_tokens, block_tokens) entries.
+  // REQUIRES: state holds no blocks; block_hashes has NumBlocks(input_tokens, block_tokens) entries, or
+  // (variable blocks) block_token_counts has one count per hash, summing to input_tokens.
   bool Admit(RequestState* state, SimTime now_ns);
 
   // Blocks needed on an empty GPU to run `request` to completion (prompt + generated tokens).
@@ -167,14 +171,23 @@ class BlockManager {
   // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
   bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
   int64_t BlockTokensAt(const Request& request, int64_t k) const;
-  bool ShouldReload(int32_t tier, int64_t position_tokens);
+  // Prompt tokens before block k (k <= n) and the number of blocks that start before `tokens` (<= input):
+  // arithmetic on block_tokens_ for uniform blocks, state->block_start_tokens for variable ones.
+  int64_t StartTokens(const RequestState& state, int64_t k) const;
+  int64_t BlocksBefore(const RequestState& state, int64_t tokens) const;
+  // Tokens a recompute of block k is priced at: block_tokens_ for uniform blocks, the block's own.
+  int64_t RecomputeTokensAt(const Request& request, int64_t k) const {
+    return request.block_token_counts.empty() ? block_tokens_ : request.block_token_counts[k];
+  }
+  bool ShouldReload(int32_t tier, int64_t position_tokens, int64_t tokens);
   AccessInfo Info(const RequestState* state, int64_t k, SimTime now_ns);
   void AddUsed(int32_t tier, int64_t blocks);
   void Pin(int32_t entry);
   void Unpin(int32_t entry, const RequestState* state, int64_t k, SimTime now_ns);
   // Estimated time to restore prompt block k if evicted (AccessInfo.restore_ns): recompute at its
-  // position, or reload from the host tier when blocks are demoted there, whichever is cheaper. Memoised.
-  int64_t RestoreNs(int64_t k);
+  // position, or reload from the host tier when blocks are demoted there, whichever is cheaper. Memoised
+  // for uniform blocks (by index); computed for variable ones.
+  int64_t RestoreNs(const RequestState* state, int64_t k);
   void MakeGpuRoom(int64_t blocks, SimTime now_ns);
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);

@@ -98,6 +98,10 @@ absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state
     return error(
         absl::StrCat("block size ", request->block_tokens, " tokens differs from the trace's ", block_tokens_));
   }
+  if (!request->block_token_counts.empty()) {  // variable blocks: each id covers its own tokens
+    if (absl::Status counts = CheckBlockTokenCounts(*request); !counts.ok()) return error(counts.message());
+    return absl::OkStatus();
+  }
   const int64_t expected = NumBlocks(request->input_tokens, block_tokens_);
   if (static_cast<int64_t>(request->block_hashes.size()) != expected) {
     return error(absl::StrCat(request->block_hashes.size(), " block hashes for ", request->input_tokens,

@@ -127,6 +127,9 @@ class RequestState {
   // The trace gave no block hashes: the engine assigned ids no other request has, so the blocks are
   // never looked up or offered to the shared cache (nothing could reuse them).
   bool unique_blocks = false;
+  // Variable blocks (request.block_token_counts set): prompt tokens before each block, n + 1 entries
+  // (the last = input_tokens), filled by the BlockManager at the first admission; empty otherwise.
+  std::vector<int64_t> block_start_tokens;
 
  private:
   RequestPhase phase_ = RequestPhase::kQueued;

@@ -25,7 +25,7 @@ class AzureSource final : public CsvSource {
     if (!ParseDateTimeNs(fields[timestamp_], &request->arrival_ns)) {
       return CsvFieldError("TIMESTAMP", "a time 'YYYY-MM-DD HH:MM:SS.fffffff'", fields[timestamp_]);
     }
-    KVSIM_RETURN_IF_ERROR(CsvInt(fields[context_], "ContextTokens", 0, kMaxTraceTokens, &request->input_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(fields[context_], "ContextTokens", 1, kMaxTraceTokens, &request->input_tokens));
     return CsvInt(fields[generated_], "GeneratedTokens", 0, kMaxTraceTokens, &request->output_tokens);
   }
 

@@ -61,7 +61,7 @@ TEST(AzureReaderTest, BadRowsNameFileLineAndColumn) {
     std::string name, contents, expected;
   } cases[] = {
       {"neg.csv", header + ok + "2023-11-16 18:17:04.0,-1,10\n",
-       "neg.csv:3: ContextTokens: expected an integer in [0, "},
+       "neg.csv:3: ContextTokens: expected an integer in [1, "},
       {"word.csv", header + ok + "2023-11-16 18:17:04.0,12,ten\n", "word.csv:3: GeneratedTokens: expected an integer"},
       {"time.csv", header + "18:17:04,12,10\n", "time.csv:2: TIMESTAMP: expected a time"},
       {"short.csv", header + ok + "2023-11-16 18:17:04.0,12\n", "short.csv:3: expected 3 comma-separated fields"},

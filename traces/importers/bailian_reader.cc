@@ -85,7 +85,7 @@ class BailianSource final : public JsonlSource {
         }
         has_time = true;
       } else if (key == "input_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &r->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 1, kMaxTraceTokens, &r->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &r->output_tokens));

@@ -19,8 +19,8 @@ TEST(BailianReaderTest, HandWrittenConversationGetsSessionsParentsAndTypes) {
                     "\"output_length\": 1, \"type\": \"image\", \"turn\": 1, \"hash_ids\": [200]}\n"
                     "{\"chat_id\": 11, \"parent_chat_id\": 10, \"timestamp\": 2.0, \"input_length\": 33, "
                     "\"output_length\": 4, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [100, 101, 102]}\n"
-                    "{\"chat_id\": 13, \"parent_chat_id\": 11, \"timestamp\": 2.5, \"input_length\": 0, "
-                    "\"output_length\": 4, \"type\": \"search\", \"turn\": 3, \"hash_ids\": []}\n"
+                    "{\"chat_id\": 13, \"parent_chat_id\": 11, \"timestamp\": 2.5, \"input_length\": 5, "
+                    "\"output_length\": 4, \"type\": \"search\", \"turn\": 3, \"hash_ids\": [300]}\n"
                     "{\"chat_id\": 14, \"parent_chat_id\": 99, \"timestamp\": 3, \"input_length\": 1, "
                     "\"output_length\": 1, \"type\": \"file\", \"turn\": 2, \"hash_ids\": [7]}\n");
   auto reader = OpenBailianTrace(path, {});

@@ -45,7 +45,7 @@ class BurstGptSource final : public CsvSource {
   absl::Status ParseFields(absl::Span<const absl::string_view> f, Request* r) override {
     KVSIM_RETURN_IF_ERROR(CsvDecimalNs(f[timestamp_], "Timestamp", 1'000'000'000, &r->arrival_ns));
     r->model = std::string(absl::StripAsciiWhitespace(f[model_]));
-    KVSIM_RETURN_IF_ERROR(CsvInt(f[request_], "Request tokens", 0, kMaxTraceTokens, &r->input_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(f[request_], "Request tokens", 1, kMaxTraceTokens, &r->input_tokens));
     KVSIM_RETURN_IF_ERROR(CsvInt(f[response_], "Response tokens", 0, kMaxTraceTokens, &r->output_tokens));
     const absl::string_view log_type = absl::StripAsciiWhitespace(f[log_type_]);
     if (log_type == "Conversation log") {

@@ -67,7 +67,7 @@ TEST(BurstGptReaderTest, BadRowsNameLineAndColumn) {
        "logtype.csv:2: Log Type: expected \"Conversation log\" or \"API log\""},
       {"time.csv", header + "1,ChatGPT,1,1,2,API log\nx,ChatGPT,1,1,2,API log\n",
        "time.csv:3: Timestamp: expected a decimal number"},
-      {"neg.csv", header + "1,ChatGPT,-1,1,2,API log\n", "neg.csv:2: Request tokens: expected an integer in [0, "},
+      {"neg.csv", header + "1,ChatGPT,-1,1,2,API log\n", "neg.csv:2: Request tokens: expected an integer in [1, "},
       {"nomodel.csv", "Timestamp,Request tokens,Response tokens,Total tokens,Log Type\n1,1,1,2,API log\n",
        "nomodel.csv:1: expected a column 'Model'"},
   };

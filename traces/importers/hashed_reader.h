@@ -15,7 +15,9 @@
 // equal content in blocks 0..k: what prefix caching needs. Without it the ids are kept as they are
 // (segment-reuse semantics) and the reader warns once. request_id = 0-based record index;
 // arrival_ns = timestamp - the earliest. Detected when the first line has "hash_ids" and either a
-// "block_size" key or a string "timestamp".
+// "block_size" key or a string "timestamp" (a file without "block_size" that has Mooncake's four keys is
+// taken first by "chunk_hash", variable tokens per id: traces/importers/chunk_hash_reader.h; name
+// --trace_format=hashed --trace_block_tokens=N for fixed blocks).
 #ifndef KVSIM_TRACES_IMPORTERS_HASHED_READER_H_
 #define KVSIM_TRACES_IMPORTERS_HASHED_READER_H_
 

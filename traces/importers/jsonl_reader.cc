@@ -90,6 +90,16 @@ class KvsimJsonlSource final : public JsonlSource {
           KVSIM_RETURN_IF_ERROR(JsonUint64(id, "block_hashes[]", &h));
           r->block_hashes.push_back(h);
         }
+      } else if (key == "block_token_counts") {
+        simdjson::dom::array array;
+        if (value.get_array().get(array) != simdjson::SUCCESS) {
+          return JsonFieldError("block_token_counts", "an array of token counts", value);
+        }
+        r->block_token_counts.clear();
+        for (simdjson::dom::element count : array) {
+          KVSIM_RETURN_IF_ERROR(JsonInt(count, "block_token_counts[]", 1, INT32_MAX, &v));
+          r->block_token_counts.push_back(static_cast<int32_t>(v));
+        }
       } else if (key == "type") {
         std::string name;
         KVSIM_RETURN_IF_ERROR(JsonString(value, "type", &name));
@@ -118,7 +128,9 @@ class KvsimJsonlSource final : public JsonlSource {
           absl::StrCat("request_id: expected an id not used before, got ", r->request_id, " again"));
     }
     if (r->parent_id >= 0 && !seen_ids_.contains(static_cast<uint64_t>(r->parent_id))) ++orphans_;
-    if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
+    if (!r->block_token_counts.empty()) {  // variable blocks: one count per id, summing to the prompt
+      KVSIM_RETURN_IF_ERROR(CheckBlockTokenCounts(*r));
+    } else if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
       const int64_t expected = NumBlocks(r->input_tokens, r->block_tokens);
       if (static_cast<int64_t>(r->block_hashes.size()) != expected) {
         return absl::InvalidArgumentError(absl::StrCat("block_hashes: ", r->block_hashes.size(), " ids for ",

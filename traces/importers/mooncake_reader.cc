@@ -26,7 +26,7 @@ class MooncakeSource final : public JsonlSource {
                                       kMaxAbsTimestampNs / 1'000'000, &timestamp_ms));
         has_timestamp = true;
       } else if (key == "input_length") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 0, kMaxTraceTokens, &request->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_length", 1, kMaxTraceTokens, &request->input_tokens));
         has_input = true;
       } else if (key == "output_length") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_length", 0, kMaxTraceTokens, &request->output_tokens));

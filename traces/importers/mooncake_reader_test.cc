@@ -63,7 +63,7 @@ TEST(MooncakeReaderTest, HandWrittenTraceWithExtraKeysBlankLinesAndOutOfOrderTim
       "small.jsonl",
       "{\"timestamp\": 100, \"input_length\": 513, \"output_length\": 2, \"hash_ids\": [7, 8], \"x\": [1]}\n"
       "\n"
-      "  {\"hash_ids\": [], \"output_length\": 0, \"input_length\": 0, \"timestamp\": 90}\r\n"
+      "  {\"hash_ids\": [9], \"output_length\": 0, \"input_length\": 5, \"timestamp\": 90}\r\n"
       "{\"timestamp\": 150, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [7]}");
   TraceOptions options;
   auto reader = OpenMooncakeTrace(path, options);
@@ -74,7 +74,7 @@ TEST(MooncakeReaderTest, HandWrittenTraceWithExtraKeysBlankLinesAndOutOfOrderTim
   // Sorted by time: 90 (record 1), 100 (record 0), 150 (record 2); origin 90 ms.
   EXPECT_EQ((*requests)[0].request_id, 1u);
   EXPECT_EQ((*requests)[0].arrival_ns, 0);
-  EXPECT_TRUE((*requests)[0].block_hashes.empty());
+  EXPECT_EQ((*requests)[0].block_hashes, std::vector<uint64_t>{9});
   EXPECT_EQ((*requests)[1].request_id, 0u);
   EXPECT_EQ((*requests)[1].arrival_ns, 10'000'000);
   EXPECT_EQ((*requests)[1].input_tokens, 513);  // 513 tokens = 2 blocks of 512
@@ -92,10 +92,13 @@ TEST(MooncakeReaderTest, BadRecordsNameFileLineAndField) {
               "trunc.jsonl:2: expected one JSON object per line");
   ExpectError("type.jsonl",
               ok + "{\"timestamp\": 5, \"input_length\": \"1\", \"output_length\": 1, \"hash_ids\": [1]}\n",
-              "type.jsonl:2: input_length: expected an integer in [0, ");
+              "type.jsonl:2: input_length: expected an integer in [1, ");
   ExpectError("neg.jsonl",
               ok + ok + "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -3, \"hash_ids\": [1]}\n",
               "neg.jsonl:3: output_length: expected an integer in [0, ");
+  // A zero-token prompt: replay could not run it, so the importer refuses it at its line.
+  ExpectError("zero.jsonl", ok + "{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n",
+              "zero.jsonl:2: input_length: expected an integer in [1, ");
   ExpectError("missing.jsonl", "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1}\n",
               "missing.jsonl:1: hash_ids: missing");
   ExpectError("float.jsonl", "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",

@@ -23,7 +23,7 @@ class VidurSource final : public CsvSource {
  protected:
   absl::Status ParseFields(absl::Span<const absl::string_view> f, Request* r) override {
     KVSIM_RETURN_IF_ERROR(CsvDecimalNs(f[arrived_], "arrived_at", 1'000'000'000, &r->arrival_ns));
-    KVSIM_RETURN_IF_ERROR(CsvInt(f[prefill_], "num_prefill_tokens", 0, kMaxTraceTokens, &r->input_tokens));
+    KVSIM_RETURN_IF_ERROR(CsvInt(f[prefill_], "num_prefill_tokens", 1, kMaxTraceTokens, &r->input_tokens));
     return CsvInt(f[decode_], "num_decode_tokens", 0, kMaxTraceTokens, &r->output_tokens);
   }
 
