@@ -51,5 +51,17 @@ expect 0 "$kvsim" sweep --trace="$trace" --grid="mode=replay capacity_blocks=600
   --out="$tmp/replay"
 head -1 "$tmp/replay/results.csv" | grep -q "finished_requests" || fail "replay sweep columns: $(head -1 "$tmp/replay/results.csv")"
 grep -q ",200," "$tmp/replay/results.csv" || fail "replay sweep row: $(tail -1 "$tmp/replay/results.csv")"
+# Every sweep table loads with unique column names (pandas would rename a repeat `policy.1`) and its JSON
+# holds every column once, missing numbers as null.
+for d in "$tmp/replay" "$tmp/m"; do
+  python3 - "$d/results.csv" "$d/results.json" <<'PY' || fail "sweep table $d: unique columns and JSON fields"
+import csv, json, sys
+header = next(csv.reader(open(sys.argv[1])))
+assert len(header) == len(set(header)), [c for c in header if header.count(c) > 1]
+rows = json.load(open(sys.argv[2]))
+assert all(list(r) == header for r in rows), "JSON keys differ from the CSV header"
+assert all(v != "" for r in rows for k, v in r.items() if not k.startswith("axis.") and k not in ("mode", "policy")), rows[0]
+PY
+done
 
 finish

@@ -376,8 +376,9 @@ namespace {
 const std::vector<std::string>& ReplayColumns() {
   static const auto* columns = new std::vector<std::string>{
       "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms", "ttft_p99_ms",
-      "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "reuse_hit_ratio", "prefix_hit_ratio", "evicted_blocks",
-      "preemptions",
+      "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "reuse_hit_ratio",
+      "serving_prefix_hit_ratio",  // the summary's prefix_hit_ratio; the cache columns have their own
+      "evicted_blocks", "preemptions",
       // How far to trust the point's times (proto::CostModelAccuracy): empty error for a roofline.
       "cost_model_heldout_median_error", "cost_model_heldout_p95_error", "cost_model_extrapolated_predictions"};
   return *columns;
@@ -408,7 +409,8 @@ std::vector<std::string> ReplayCells(const proto::Results& results) {
 Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
   std::vector<std::string> leading;
   if (!results.empty()) {
-    for (const auto& c : results[0].coordinates()) leading.push_back(c.name());
+    // Prefixed: an axis may share its name with a result column (policy, capacity_blocks).
+    for (const auto& c : results[0].coordinates()) leading.push_back("axis." + c.name());
   }
   leading.push_back("point");
   leading.push_back("mode");

@@ -7,6 +7,7 @@
 #include "policies/policy_factory.h"
 #include "traces/trace_io.h"
 #include "util/file.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -106,6 +107,21 @@ TEST_F(SweepRunTest, ShardsMergeToTheFullRunAndResume) {
   auto shard_csv = ReadFile(b + "/shard-1-of-2.csv");
   ASSERT_TRUE(shard_csv.ok());
   EXPECT_NE(shard_csv->find("fifo"), std::string::npos);
+  // Grid coordinates are prefixed, so no column name repeats (policy and capacity_blocks are also result
+  // columns); the JSON holds every column of every row once.
+  const std::string header = shard_csv->substr(0, shard_csv->find('\n'));
+  EXPECT_EQ(header.rfind("axis.policy,axis.capacity_blocks,point,mode,policy,capacity_blocks,", 0), 0u) << header;
+  auto json = ReadFile(b + "/shard-1-of-2.json");
+  ASSERT_TRUE(json.ok());
+  const Json rows = Json::parse(*json);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].size(), merged_full->columns().size());
+  // Shard 1 of 2 holds points 1, 3, 5: (lru, 1024), (fifo, 1024), (belady, 1024).
+  EXPECT_EQ(rows[1]["axis.policy"], "fifo");
+  EXPECT_EQ(rows[1]["policy"], "fifo");
+  EXPECT_EQ(rows[1]["axis.capacity_blocks"], "1024");  // a coordinate as written in the grid
+  EXPECT_EQ(rows[1]["capacity_blocks"], 1024);         // a result column: a number
+  EXPECT_TRUE(rows[0]["ttft_p50_ms"].is_null());       // cache points have no serving metrics: null, not ""
 
   // Point 3 = (fifo, 1024) equals a direct replay.
   CacheRunSpec spec;
