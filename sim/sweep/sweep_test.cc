@@ -149,6 +149,74 @@ TEST_F(SweepRunTest, ShardsMergeToTheFullRunAndResume) {
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// The first `lines` records of the bundled trace, as another trace file.
+std::string TraceHead(const std::string& name, int lines) {
+  auto text = ReadFile(kMooncake);
+  EXPECT_TRUE(text.ok());
+  size_t end = 0;
+  for (int i = 0; i < lines; ++i) end = text->find('\n', end) + 1;
+  const std::string path = TempDir(name) + ".jsonl";
+  EXPECT_TRUE(WriteFileAtomically(path, text->substr(0, end)).ok());
+  return path;
+}
+
+TEST_F(SweepRunTest, ChangedTraceOrConfigRerunsInsteadOfReusingStalePoints) {
+  const std::string dir = TempDir("stale");
+  const std::vector<GridAxis> axes = *ParseGrid("policy=lru capacity_blocks=64,1024");
+  ASSERT_TRUE(RunSweep(axes, base_, Options(dir, 0, 1, 1)).ok());
+  auto before = MergeSweep({dir}, "");
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  // Another --trace into the same folder: every point reruns on it.
+  SweepOptions other_trace = Options(dir, 0, 1, 1);
+  other_trace.trace_path = TraceHead("head100", 100);
+  auto rerun = RunSweep(axes, base_, other_trace);
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
+  EXPECT_EQ(rerun->points_run, 2);
+  EXPECT_EQ(rerun->points_stale, 2);
+  EXPECT_EQ(rerun->points_skipped, 0);
+  auto after = MergeSweep({dir}, "");
+  ASSERT_TRUE(after.ok()) << after.status();
+  const size_t requests =
+      std::find(after->columns().begin(), after->columns().end(), "requests") - after->columns().begin();
+  EXPECT_EQ(before->rows()[0][requests], "400");
+  EXPECT_EQ(after->rows()[0][requests], "100");  // the new trace's requests, not the old results
+
+  // The same inputs again: nothing reruns.
+  auto same = RunSweep(axes, base_, other_trace);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->points_run, 0);
+  EXPECT_EQ(same->points_skipped, 2);
+
+  // Another --config (fewer requests): every point reruns.
+  proto::ExperimentConfig fewer = base_;
+  fewer.mutable_workload()->set_max_requests(50);
+  auto changed = RunSweep(axes, fewer, other_trace);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(changed->points_run, 2);
+  EXPECT_EQ(changed->points_stale, 2);
+  auto last = MergeSweep({dir}, "");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->rows()[1][requests], "50");
+}
+
+TEST_F(SweepRunTest, MergeFailsOnMissingOrInconsistentPoints) {
+  const std::string a = TempDir("merge_a"), b = TempDir("merge_b");
+  ASSERT_TRUE(RunSweep(axes_, base_, Options(a, 0, 2, 1)).ok());
+  auto half = MergeSweep({a}, "");
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(half.status().message().find("3 of 6 points missing"), absl::string_view::npos) << half.status();
+  EXPECT_NE(half.status().message().find("first missing: 1, 3, 5"), absl::string_view::npos) << half.status();
+  // The other shard run on another trace: the halves do not make one sweep.
+  SweepOptions other = Options(b, 1, 2, 1);
+  other.trace_path = TraceHead("head200", 200);
+  ASSERT_TRUE(RunSweep(axes_, base_, other).ok());
+  auto mixed = MergeSweep({a, b}, "");
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(mixed.status().message().find("another trace"), absl::string_view::npos) << mixed.status();
+  EXPECT_EQ(MergeSweep({TempDir("empty")}, "").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(SweepRunTest, ReplayModeNeedsTheSimulator) {
   auto s = RunSweep(*ParseGrid("mode=replay capacity_blocks=64"), base_, Options(TempDir("replay"), 0, 1, 1));
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
