@@ -34,6 +34,8 @@ _PKG_CONFIG_LIBS = {
     "benchmark_main": ["-lbenchmark_main", "benchmark"],  # Debian ships no benchmark_main.pc
     "simdjson": ["simdjson"],
     "zstd": ["libzstd"],
+    "nlohmann_json": ["nlohmann_json"],
+    "crypto": ["libcrypto"],  # SHA-256 content digests (util/digest.h)  # header-only JSON object model for every JSON kvsim writes
 }
 
 # Libraries that must stay dynamic even under --config=static (no .a shipped, or glibc parts).

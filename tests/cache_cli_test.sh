@@ -51,5 +51,29 @@ expect 0 "$kvsim" sweep --trace="$trace" --grid="mode=replay capacity_blocks=600
   --out="$tmp/replay"
 head -1 "$tmp/replay/results.csv" | grep -q "finished_requests" || fail "replay sweep columns: $(head -1 "$tmp/replay/results.csv")"
 grep -q ",200," "$tmp/replay/results.csv" || fail "replay sweep row: $(tail -1 "$tmp/replay/results.csv")"
+# Preset axes take effect: each point is resolved after the grid is applied (the defaults' model and device
+# fields filled in first made every row the same). H100 (80 GB) and H200 (141 GB) hold different KV capacities.
+expect 0 "$kvsim" sweep --trace="$trace" --mode=replay --grid="device_preset=h100-sxm,h200 model_preset=llama-3.1-8b,qwen2.5-7b workload.max_requests=20" \
+  --out="$tmp/presets"
+python3 - "$tmp/presets/results.csv" <<'PY' || fail "preset sweep capacities: $(cat "$tmp/presets/results.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+caps = {(r["axis.device_preset"], r["axis.model_preset"]): int(r["gpu_capacity_blocks"]) for r in rows}
+assert len(caps) == 4 and len(set(caps.values())) == 4, caps
+assert caps[("h200", "llama-3.1-8b")] > caps[("h100-sxm", "llama-3.1-8b")], caps
+PY
+
+# Every sweep table loads with unique column names (pandas would rename a repeat `policy.1`) and its JSON
+# holds every column once, missing numbers as null.
+for d in "$tmp/replay" "$tmp/m" "$tmp/presets"; do
+  python3 - "$d/results.csv" "$d/results.json" <<'PY' || fail "sweep table $d: unique columns and JSON fields"
+import csv, json, sys
+header = next(csv.reader(open(sys.argv[1])))
+assert len(header) == len(set(header)), [c for c in header if header.count(c) > 1]
+rows = json.load(open(sys.argv[2]))
+assert all(list(r) == header for r in rows), "JSON keys differ from the CSV header"
+assert all(v != "" for r in rows for k, v in r.items() if not k.startswith("axis.") and k not in ("mode", "policy")), rows[0]
+PY
+done
 
 finish

@@ -25,7 +25,7 @@ grep -q "cost model error *held-out median [0-9.]*%, p95 [0-9.]*%, worst [0-9.]*
 grep -q '"calibrated": true' "$tmp/table_out/summary.json" || fail "summary.json lacks the cost model accuracy"
 # One CSV row per request, plus the header.
 [ "$(wc -l < "$tmp/out/requests.csv")" -eq 3994 ] || fail "requests.csv rows: $(wc -l < "$tmp/out/requests.csv")"
-grep -q '"finished_requests": "3993"' "$tmp/out/summary.json" || fail "summary.json: $(head -c 400 "$tmp/out/summary.json")"
+grep -q '"finished_requests": 3993,' "$tmp/out/summary.json" || fail "summary.json: $(head -c 400 "$tmp/out/summary.json")"
 ls "$tmp/out" | grep -q '\.tmp\.' && fail "temporary files left in the output directory"
 
 # Same inputs, same bytes.

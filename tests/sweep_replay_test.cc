@@ -66,8 +66,8 @@ TEST(SweepReplayTest, PointsEqualDirectReplaysOfTheSameConfig) {
   absl::StatusOr<Table> table = MergeSweep({options.out_dir}, "");
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_EQ(table->rows().size(), 4u);
-  const int policy = Column(*table, "policy");
-  const int capacity = Column(*table, "capacity_blocks");
+  const int policy = Column(*table, "axis.policy");
+  const int capacity = Column(*table, "axis.capacity_blocks");
   const int finished = Column(*table, "finished_requests");
   const int ttft = Column(*table, "ttft_p50_ms");
   const int evicted = Column(*table, "evicted_blocks");

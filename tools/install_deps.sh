@@ -11,6 +11,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev                         # unit tests
   libbenchmark-dev                                  # speed benchmarks
   libsimdjson-dev                                   # JSON trace import
+  libssl-dev                                        # SHA-256 (libcrypto) content digests that key sweep points
+  nlohmann-json3-dev                                # JSON object model for every JSON file kvsim writes (no duplicate keys, typed values)
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
   libxgboost-dev                                    # gradient-boosted trees: per-prompt selection's predictors

@@ -4,11 +4,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "config/experiment_config.h"
 #include "sim/sweep/sweep.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
+#include "util/text_proto.h"
 
 ABSL_FLAG(std::string, grid, "",
           "sweep: space-separated axes NAME=VALUES, e.g. \"policy=lru,asym capacity_blocks=1000:64000:x2\"");
@@ -30,7 +30,10 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   if (!args.empty()) return absl::InvalidArgumentError("expected no arguments, or: merge DIR...");
   KVSIM_ASSIGN_OR_RETURN(std::vector<GridAxis> axes, ParseGrid(absl::GetFlag(FLAGS_grid)));
   KVSIM_ASSIGN_OR_RETURN(auto shard, ParseShard(absl::GetFlag(FLAGS_shard)));
-  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig base, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  // The config as written: each point is applied to it before presets are resolved (sim/sweep/sweep.h).
+  proto::ExperimentConfig base;
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (!config_path.empty()) KVSIM_RETURN_IF_ERROR(ParseTextProtoFile(config_path, &base));
   SweepOptions options;
   options.out_dir = absl::GetFlag(FLAGS_out);
   options.trace_path = absl::GetFlag(FLAGS_trace);
@@ -44,7 +47,11 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   KVSIM_ASSIGN_OR_RETURN(SweepSummary summary, RunSweep(axes, base, options));
   out << "shard " << shard.first << "/" << shard.second << ": " << summary.points_in_shard << " of "
       << NumGridPoints(axes) << " points (" << summary.points_run << " run, " << summary.points_skipped
-      << " already done); " << options.out_dir << "/shard-" << shard.first << "-of-" << shard.second << ".csv\n";
+      << " already done"
+      << (summary.points_stale > 0
+              ? absl::StrCat(", ", summary.points_stale, " rerun: trace, config or version changed")
+              : "")
+      << "); " << options.out_dir << "/shard-" << shard.first << "-of-" << shard.second << ".csv\n";
   if (shard.second == 1) {
     KVSIM_ASSIGN_OR_RETURN(Table table, MergeSweep({options.out_dir}, options.out_dir));
     out << "results: " << options.out_dir << "/results.csv and results.json (" << table.rows().size() << " rows)\n";
@@ -62,14 +69,18 @@ KVSIM_REGISTER_COMMAND(
         .usage = "kvsim sweep --trace=T --grid=\"AXIS=VALUES ...\" --out=DIR [--mode=cache] [--shard=i/N]\n"
                  "            [--config=FILE] [--threads=0]\n"
                  "kvsim sweep merge DIR... [--out=DIR]",
-        .details = "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
-                   "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
-                   "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
-                   "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"
-                   "atomically to DIR/points/point-NNNNNNNN.pb and skipped on a rerun, so a killed shard resumes.\n"
-                   "A shard writes DIR/shard-i-of-N.{csv,json}; with one shard, DIR/results.{csv,json} too. `merge`\n"
-                   "collects the points of several shard directories into one table with the grid coordinates in\n"
-                   "every row. The replay mode is provided by the serving simulator.",
+        .details =
+            "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
+            "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
+            "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
+            "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"
+            "atomically to DIR/points/point-NNNNNNNN.pb and skipped on a rerun, so a killed shard resumes,\n"
+            "unless its inputs changed (digest of trace bytes, resolved config, point, kvsim version).\n"
+            "A shard writes DIR/shard-i-of-N.{csv,json}; with one shard, DIR/results.{csv,json} too. `merge`\n"
+            "collects the points of several shard directories into one table with the grid coordinates in\n"
+            "every row (columns axis.NAME); it fails when a point is missing or points come from different sweeps.\n"
+            "Presets are resolved per point, so model_preset and device_preset are axes too. The replay mode\n"
+            "is provided by the serving simulator.",
         .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out"},
         .run = RunSweepCommand,
     });

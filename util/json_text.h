@@ -1,8 +1,15 @@
 // File: util/json_text.h
 //
-// JSON text for the report writers that build their JSON by hand (the quality and closed-loop reports):
-// one quoting rule and one number format, so their files agree. (util/table.h and the JSONL trace export
-// still quote on their own, with the short escapes \n and \t; one JSON library for every file is open work.)
+// The one JSON writer of kvsim's results: an object model (nlohmann-json's ordered_json, Debian's
+// nlohmann-json3-dev), so a key is set once and every value is typed (numbers as numbers, missing numbers
+// as null), plus the quoting rule and number format of the reports that still append text (the
+// closed-loop report) and a protobuf -> JSON conversion that keeps 64-bit integers as numbers.
+//
+// Example:
+//   Json row = Json::object();
+//   row["policy"] = "lru";
+//   row["hit_ratio"] = JsonNumberOrNull(0.5);
+//   std::string text = DumpJson(row);   // "{\n  \"policy\": \"lru\",\n  \"hit_ratio\": 0.5\n}\n"
 //
 // Stateless; thread-safe.
 #ifndef KVSIM_UTIL_JSON_TEXT_H_
@@ -11,13 +18,31 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "nlohmann/json.hpp"
 
 namespace kvsim {
 
-// `s` as a JSON string literal: quotes and backslashes escaped, other control characters as \u00XX.
+// Objects keep the order keys were first set in (so files read in the order they are written).
+using Json = nlohmann::ordered_json;
+
+// Pretty-printed with two-space indentation and a final newline. Strings that are not valid UTF-8 get
+// U+FFFD for the bad bytes instead of failing.
+std::string DumpJson(const Json& json);
+
+// `x`, or null when it is not finite (JSON has no NaN or infinity).
+Json JsonNumberOrNull(double x);
+
+// A message as JSON: fields in declaration order under their proto names; every scalar field (default
+// values included); 64-bit integers as numbers (not strings, as protobuf's JSON printer writes them);
+// enums by name; non-finite doubles and unset proto3 `optional` fields as null; unset sub-messages left
+// out; repeated fields as arrays.
+Json ProtoToJson(const google::protobuf::Message& message);
+
+// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
 std::string JsonQuote(absl::string_view s);
 
-// `x` with six decimals, or null when it is not finite (JSON has no NaN or infinity).
+// `x` with six decimals, or null when it is not finite.
 std::string JsonNumber(double x);
 
 }  // namespace kvsim

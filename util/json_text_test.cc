@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "google/protobuf/duration.pb.h"
 #include "gtest/gtest.h"
 
 namespace kvsim {
@@ -11,7 +12,7 @@ namespace {
 TEST(JsonTextTest, QuotesAndEscapesByHand) {
   EXPECT_EQ(JsonQuote("snapkv"), "\"snapkv\"");
   EXPECT_EQ(JsonQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-  EXPECT_EQ(JsonQuote(std::string("x\ny\x01", 4)), "\"x\\u000ay\\u0001\"");
+  EXPECT_EQ(JsonQuote(std::string("x\ny\x01", 4)), "\"x\\ny\\u0001\"");
 }
 
 TEST(JsonTextTest, NumbersWithSixDecimalsAndNullForNonFinite) {
@@ -19,6 +20,25 @@ TEST(JsonTextTest, NumbersWithSixDecimalsAndNullForNonFinite) {
   EXPECT_EQ(JsonNumber(-2), "-2.000000");
   EXPECT_EQ(JsonNumber(std::nan("")), "null");
   EXPECT_EQ(JsonNumber(std::numeric_limits<double>::infinity()), "null");
+}
+
+TEST(JsonTextTest, ObjectsKeepKeyOrderAndNullForNonFinite) {
+  Json row = Json::object();
+  row["policy"] = "lru";
+  row["hit_ratio"] = JsonNumberOrNull(0.5);
+  row["tpot_ms"] = JsonNumberOrNull(std::nan(""));
+  row["policy"] = "fifo";  // a key set twice is one key
+  EXPECT_EQ(DumpJson(row), "{\n  \"policy\": \"fifo\",\n  \"hit_ratio\": 0.5,\n  \"tpot_ms\": null\n}\n");
+}
+
+TEST(JsonTextTest, ProtoInt64IsANumberNotAString) {
+  google::protobuf::Duration d;
+  d.set_seconds(int64_t{9007199254740993});  // 2^53 + 1: exact only as an integer
+  const Json json = ProtoToJson(d);
+  ASSERT_TRUE(json["seconds"].is_number_integer());
+  EXPECT_EQ(json["seconds"].get<int64_t>(), int64_t{9007199254740993});
+  EXPECT_EQ(json["nanos"], 0);  // default values are written
+  EXPECT_EQ(json.dump(), "{\"seconds\":9007199254740993,\"nanos\":0}");
 }
 
 }  // namespace

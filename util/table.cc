@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/check.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -21,31 +23,15 @@ std::string CsvCell(const std::string& cell) {
   return out + "\"";
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+// A numeric cell as a JSON number: integers exactly, other numbers as doubles, empty (a value that does
+// not exist) and non-finite values as null; a cell that is not a number stays a string.
+Json NumericCell(const std::string& cell) {
+  if (cell.empty()) return nullptr;
+  int64_t i;
+  if (absl::SimpleAtoi(cell, &i)) return i;
+  double d;
+  if (absl::SimpleAtod(cell, &d)) return JsonNumberOrNull(d);
+  return cell;
 }
 
 }  // namespace
@@ -61,6 +47,9 @@ std::string FormatDouble(double value) {
 Table::Table(std::vector<std::string> columns, std::vector<bool> numeric)
     : columns_(std::move(columns)), numeric_(std::move(numeric)) {
   KVSIM_CHECK(columns_.size() == numeric_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    for (size_t d = 0; d < c; ++d) KVSIM_CHECK(columns_[c] != columns_[d]) << "column '" << columns_[c] << "' twice";
+  }
 }
 
 void Table::AddRow(std::vector<std::string> row) {
@@ -80,17 +69,13 @@ std::string Table::ToCsv() const {
 }
 
 std::string Table::ToJson() const {
-  std::string out = "[";
-  for (size_t r = 0; r < rows_.size(); ++r) {
-    absl::StrAppend(&out, r ? ",\n " : "\n ", "{");
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      const std::string& v = rows_[r][c];
-      absl::StrAppend(&out, c ? ", " : "", JsonString(columns_[c]), ": ",
-                      numeric_[c] && !v.empty() ? v : JsonString(v));
-    }
-    out += "}";
+  Json out = Json::array();
+  for (const auto& row : rows_) {
+    Json object = Json::object();
+    for (size_t c = 0; c < columns_.size(); ++c) object[columns_[c]] = numeric_[c] ? NumericCell(row[c]) : Json(row[c]);
+    out.push_back(std::move(object));
   }
-  return out + (rows_.empty() ? "]\n" : "\n]\n");
+  return DumpJson(out);
 }
 
 std::string Table::ToText() const {

@@ -1,7 +1,8 @@
 // File: util/table.h
 //
-// Table: rows of named columns, rendered as CSV (RFC 4180 quoting), a JSON array of objects (numeric
-// columns unquoted) or an aligned text table. Deterministic: same table, same bytes.
+// Table: rows of named columns (each name once), rendered as CSV (RFC 4180 quoting), a JSON array of
+// objects (util/json_text.h; numeric columns as numbers, an empty numeric cell as null) or an aligned text
+// table. Deterministic: same table, same bytes.
 //
 // Example:
 //   Table t({"policy", "hit_ratio"}, {false, true});
@@ -20,7 +21,7 @@ namespace kvsim {
 class Table {
  public:
   Table() = default;
-  // REQUIRES: columns.size() == numeric.size().
+  // REQUIRES: columns.size() == numeric.size(); no column name twice.
   Table(std::vector<std::string> columns, std::vector<bool> numeric);
 
   // REQUIRES: row.size() == columns().size().

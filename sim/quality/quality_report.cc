@@ -26,15 +26,21 @@ std::string Num(double x) {
 
 std::string TraceLabel(const QualityResults& r) { return r.synthetic ? "synthetic" : "recorded"; }
 
-std::string Summary(const MetricSummary& m) {
-  return absl::StrCat("{\"mean\": ", JsonNumber(m.mean), ", \"p10\": ", JsonNumber(m.p10),
-                      ", \"worst\": ", JsonNumber(m.worst), ", \"count\": ", m.count, "}");
+// `tail_key` names the bad-tail percentile as the CSV does: p10 for recall and overlap (low is bad), p90
+// for the error (high is bad).
+Json Summary(const MetricSummary& m, const char* tail_key) {
+  Json out = Json::object();
+  out["mean"] = JsonNumberOrNull(m.mean);
+  out[tail_key] = JsonNumberOrNull(m.p10);
+  out["worst"] = JsonNumberOrNull(m.worst);
+  out["count"] = m.count;
+  return out;
 }
 
-std::string Doubles(const std::vector<double>& v) {
-  std::vector<std::string> parts;
-  for (double x : v) parts.push_back(JsonNumber(x));
-  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+Json Doubles(const std::vector<double>& v) {
+  Json out = Json::array();
+  for (double x : v) out.push_back(JsonNumberOrNull(x));
+  return out;
 }
 
 }  // namespace
@@ -109,39 +115,46 @@ std::string QualityAreaCsv(const QualityResults& r) {
 }
 
 std::string QualityJson(const QualityResults& r) {
-  std::string out = "{\n";
-  absl::StrAppend(&out, "  \"trace\": ", JsonQuote(TraceLabel(r)),
-                  ",\n  \"synthetic\": ", r.synthetic ? "true" : "false", ",\n  \"model\": ", JsonQuote(r.model),
-                  ",\n");
-  absl::StrAppend(&out, "  \"kept_layers\": [", absl::StrJoin(r.kept_layers, ", "), "],\n  \"kept_kv_heads\": [",
-                  absl::StrJoin(r.kept_kv_heads, ", "), "],\n");
-  absl::StrAppend(&out, "  \"num_samples\": ", r.num_samples, ",\n  \"num_decode_steps\": ", r.num_decode_steps,
-                  ",\n  \"num_dot_products\": ", r.num_dot_products, ",\n  \"top_k\": ", r.top_k,
-                  ",\n  \"points\": [\n");
-  for (size_t i = 0; i < r.points.size(); ++i) {
-    const QualityPoint& p = r.points[i];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonQuote(p.policy), ", \"kind\": ", JsonQuote(p.kind),
-                    ", \"budget_axis\": ", JsonQuote(p.is_ratio ? "ratio" : "tokens"),
-                    ", \"budget\": ", absl::StrFormat("%g", p.budget_value),
-                    ", \"budget_tokens\": ", JsonNumber(p.mean_budget_tokens),
-                    ", \"mean_tokens_read\": ", JsonNumber(p.mean_kept_tokens),
-                    ",\n     \"recall\": ", Summary(p.recall), ", \"error\": ", Summary(p.error),
-                    ", \"topk_overlap\": ", Summary(p.overlap), ",\n     \"layer_recall\": ", Doubles(p.layer_recall),
-                    ", \"layer_error\": ", Doubles(p.layer_error), ",\n     \"head_recall\": ", Doubles(p.head_recall),
-                    ", \"head_error\": ", Doubles(p.head_error), "}", i + 1 < r.points.size() ? "," : "", "\n");
+  Json out = Json::object();
+  out["trace"] = TraceLabel(r);
+  out["synthetic"] = r.synthetic;
+  out["model"] = r.model;
+  out["kept_layers"] = r.kept_layers;
+  out["kept_kv_heads"] = r.kept_kv_heads;
+  out["num_samples"] = r.num_samples;
+  out["num_decode_steps"] = r.num_decode_steps;
+  out["num_dot_products"] = r.num_dot_products;
+  out["top_k"] = r.top_k;
+  out["points"] = Json::array();
+  for (const QualityPoint& p : r.points) {
+    Json point = Json::object();
+    point["policy"] = p.policy;
+    point["kind"] = p.kind;
+    point["budget_axis"] = p.is_ratio ? "ratio" : "tokens";
+    point["budget"] = JsonNumberOrNull(p.budget_value);
+    point["budget_tokens"] = JsonNumberOrNull(p.mean_budget_tokens);
+    point["mean_tokens_read"] = JsonNumberOrNull(p.mean_kept_tokens);
+    point["recall"] = Summary(p.recall, "p10");
+    point["error"] = Summary(p.error, "p90");
+    point["topk_overlap"] = Summary(p.overlap, "p10");
+    point["layer_recall"] = Doubles(p.layer_recall);
+    point["layer_error"] = Doubles(p.layer_error);
+    point["head_recall"] = Doubles(p.head_recall);
+    point["head_error"] = Doubles(p.head_error);
+    out["points"].push_back(std::move(point));
   }
-  out += "  ],\n  \"areas\": [\n";
-  for (size_t i = 0; i < r.areas.size(); ++i) {
-    const QualityArea& a = r.areas[i];
-    absl::StrAppend(&out, "    {\"policy\": ", JsonQuote(a.policy),
-                    ", \"budget_axis\": ", JsonQuote(a.is_ratio ? "ratio" : "tokens"),
-                    ", \"recall_area\": ", JsonNumber(a.recall_area), ", \"error_area\": ", JsonNumber(a.error_area),
-                    ", \"recall_vs_oracle\": ", JsonNumber(a.recall_vs_oracle),
-                    ", \"error_vs_oracle\": ", JsonNumber(a.error_vs_oracle), "}", i + 1 < r.areas.size() ? "," : "",
-                    "\n");
+  out["areas"] = Json::array();
+  for (const QualityArea& a : r.areas) {
+    Json area = Json::object();
+    area["policy"] = a.policy;
+    area["budget_axis"] = a.is_ratio ? "ratio" : "tokens";
+    area["recall_area"] = JsonNumberOrNull(a.recall_area);
+    area["error_area"] = JsonNumberOrNull(a.error_area);
+    area["recall_vs_oracle"] = JsonNumberOrNull(a.recall_vs_oracle);
+    area["error_vs_oracle"] = JsonNumberOrNull(a.error_vs_oracle);
+    out["areas"].push_back(std::move(area));
   }
-  out += "  ]\n}\n";
-  return out;
+  return DumpJson(out);
 }
 
 namespace {

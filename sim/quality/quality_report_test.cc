@@ -83,6 +83,26 @@ TEST(QualityReportTest, JsonParsesAndMatchesResults) {
   EXPECT_TRUE(doc["areas"].at(0)["error_vs_oracle"].is_null());
 }
 
+// The CSV's error_p90 (the error's bad tail is high) is the JSON's error.p90, not error.p10.
+TEST(QualityReportTest, JsonErrorTailKeyMatchesTheCsvColumn) {
+  QualityResults r = Results();
+  r.points[0].error.p10 = 0.375;  // the bad-tail value of the error
+  r.points[0].recall.p10 = 0.625;
+  const std::string json = QualityJson(r);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(simdjson::padded_string(json)).get(doc), simdjson::SUCCESS) << json;
+  double error_p90 = -1, recall_p10 = -1;
+  ASSERT_EQ(doc["points"].at(0)["error"]["p90"].get(error_p90), simdjson::SUCCESS) << json;
+  EXPECT_EQ(error_p90, 0.375);
+  EXPECT_EQ(doc["points"].at(0)["error"]["p10"].error(), simdjson::NO_SUCH_FIELD);
+  ASSERT_EQ(doc["points"].at(0)["recall"]["p10"].get(recall_p10), simdjson::SUCCESS);
+  EXPECT_EQ(recall_p10, 0.625);
+  const std::string csv = QualitySummaryCsv(r);
+  EXPECT_NE(csv.find(",error_p90,"), std::string::npos);
+  EXPECT_NE(csv.find(",0.375000,"), std::string::npos) << csv;
+}
+
 TEST(QualityReportTest, SvgHasTwoPanelsPerAxisAndALinePerPolicy) {
   QualityResults r = Results();
   const std::string svg = QualitySvg(r);

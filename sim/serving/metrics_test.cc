@@ -76,7 +76,10 @@ TEST(ResultsWriterTest, CsvAndTableShowEveryRequest) {
   EXPECT_NE(table.find("10 of 10 (0 rejected)"), std::string::npos) << table;
   auto json = SummaryJson(results);
   ASSERT_TRUE(json.ok());
-  EXPECT_NE(json->find("\"finished_requests\": \"10\""), std::string::npos) << *json;
+  // Counts are JSON numbers (protobuf's JSON printer wrote int64 fields as strings).
+  EXPECT_NE(json->find("\"finished_requests\": 10,"), std::string::npos) << *json;
+  EXPECT_NE(json->find("\"output_tokens\": 20,"), std::string::npos) << *json;
+  EXPECT_EQ(json->find("\"10\""), std::string::npos) << *json;
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/util/json_util.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -71,17 +71,10 @@ std::string TimeSeriesCsv(const proto::Results& results) {
 }
 
 absl::StatusOr<std::string> SummaryJson(const proto::Results& results) {
-  proto::Results head;
-  *head.mutable_run() = results.run();
-  *head.mutable_summary() = results.summary();
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  auto status = google::protobuf::util::MessageToJsonString(head, &json, options);
-  if (!status.ok()) return absl::InternalError(absl::StrCat("summary.json: ", status.ToString()));
-  return json;
+  Json head = Json::object();
+  if (results.has_run()) head["run"] = ProtoToJson(results.run());
+  if (results.has_summary()) head["summary"] = ProtoToJson(results.summary());
+  return DumpJson(head);
 }
 
 // The error of this run's kernel mix (each kind's held-out error weighted by the predicted time it
@@ -153,7 +146,7 @@ std::string SummaryTable(const proto::Results& results) {
                                      s.throughput_output_tokens_per_s()));
   line("goodput", s.slo_set() ? absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(),
                                                 100 * s.goodput_fraction())
-                               : "no SLO set (config slo.ttft_ms, slo.tpot_ms)");
+                              : "no SLO set (config slo.ttft_ms, slo.tpot_ms)");
   dist("TTFT (ms)", s.ttft_ms());
   dist("TPOT (ms)", s.tpot_ms());
   dist("end-to-end (ms)", s.e2e_ms());

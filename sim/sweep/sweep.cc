@@ -12,14 +12,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "config/experiment_config.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "policies/policy_factory.h"
 #include "sim/cache/cache_report.h"
 #include "traces/trace_reader.h"
+#include "util/digest.h"
 #include "util/file.h"
 #include "util/parallel.h"
 #include "util/status_macros.h"
+#include "util/text_proto.h"
+#include "util/version.h"
 
 // Data and invariants:
 // - Points are numbered in mixed radix, the last axis fastest; GridPoint decodes an index in O(axes), so
@@ -376,8 +380,10 @@ namespace {
 const std::vector<std::string>& ReplayColumns() {
   static const auto* columns = new std::vector<std::string>{
       "finished_requests", "throughput_requests_per_s", "goodput_requests_per_s", "ttft_p50_ms", "ttft_p99_ms",
-      "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "reuse_hit_ratio", "prefix_hit_ratio", "evicted_blocks",
-      "preemptions",
+      "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "reuse_hit_ratio",
+      "serving_prefix_hit_ratio",  // the summary's prefix_hit_ratio; the cache columns have their own
+      "evicted_blocks", "preemptions",
+      "gpu_capacity_blocks",  // of one replica, from the point's model and device
       // How far to trust the point's times (proto::CostModelAccuracy): empty error for a roofline.
       "cost_model_heldout_median_error", "cost_model_heldout_p95_error", "cost_model_extrapolated_predictions"};
   return *columns;
@@ -398,6 +404,7 @@ std::vector<std::string> ReplayCells(const proto::Results& results) {
           FormatDouble(s.prefix_hit_ratio()),
           absl::StrCat(s.evicted_blocks()),
           absl::StrCat(s.preemptions()),
+          absl::StrCat(s.gpu_capacity_blocks()),
           a.calibrated() ? FormatDouble(a.heldout_median_error()) : "",
           a.calibrated() ? FormatDouble(a.heldout_p95_error()) : "",
           absl::StrCat(a.extrapolated_predictions())};
@@ -408,7 +415,8 @@ std::vector<std::string> ReplayCells(const proto::Results& results) {
 Table SweepTable(const std::vector<proto::SweepPointResult>& results) {
   std::vector<std::string> leading;
   if (!results.empty()) {
-    for (const auto& c : results[0].coordinates()) leading.push_back(c.name());
+    // Prefixed: an axis may share its name with a result column (policy, capacity_blocks).
+    for (const auto& c : results[0].coordinates()) leading.push_back("axis." + c.name());
   }
   leading.push_back("point");
   leading.push_back("mode");
@@ -439,12 +447,21 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
     return absl::InvalidArgumentError("shard index must be in [0, number of shards)");
   }
+  // What every point shares, digested once: the trace's bytes (not its path), the base config and the grid.
+  KVSIM_ASSIGN_OR_RETURN(const std::string trace_digest, FileSha256Hex(options.trace_path));
+  Sha256 sweep_digest;
+  sweep_digest.Update(absl::StrCat("kvsim ", kKvsimVersion, "\ntrace ", trace_digest, "\nformat ", options.trace_format,
+                                   "\ndefault_mode ", options.default_mode, "\nbase\n", ToTextProto(base), "grid\n"));
+  for (const GridAxis& axis : axes)
+    sweep_digest.Update(absl::StrCat(axis.name, "=", absl::StrJoin(axis.values, ","), "\n"));
+  const std::string sweep_hex = sweep_digest.HexDigest();
   // Validate every point of the shard before running any (an invalid grid leaves no directory behind),
-  // and find the finished ones.
+  // and find the finished ones whose inputs are unchanged.
   SweepSummary summary;
   std::vector<int64_t> todo;
   std::vector<SweepPointContext> contexts;
-  std::vector<std::string> modes;
+  std::vector<std::string> modes, point_digests;
+  std::vector<proto::SweepPointResult> rewrite;  // finished points of an unchanged input, relabelled
   const int64_t num_points = NumGridPoints(axes);
   std::map<int64_t, proto::SweepPointResult> results;
   for (int64_t index = options.shard_index; index < num_points; index += options.num_shards) {
@@ -458,6 +475,16 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
           "point ", index, ": mode '", mode, "' is not available; available: ", SweepModeRegistry().NameList(),
           " (\"replay\" is registered by linking //sim/sweep:serving_mode)"));
     }
+    // Presets are resolved after the point is applied, so model_preset and device_preset axes take effect.
+    auto resolved = ResolveExperimentConfig(context.config, absl::StrCat("sweep point ", index));
+    if (!resolved.ok()) return absl::Status(resolved.status().code(), resolved.status().message());
+    context.config = std::move(*resolved);
+    Sha256 point_digest;
+    point_digest.Update(absl::StrCat("kvsim ", kKvsimVersion, "\ntrace ", trace_digest, "\nformat ",
+                                     options.trace_format, "\nmode ", mode, "\nconfig\n", ToTextProto(context.config),
+                                     "point\n"));
+    for (const auto& [name, value] : point) point_digest.Update(absl::StrCat(name, "=", value, "\n"));
+    std::string point_hex = point_digest.HexDigest();
     const std::string path = PointPath(options.out_dir, index);
     if (std::filesystem::exists(path)) {
       KVSIM_ASSIGN_OR_RETURN(proto::SweepPointResult done, ReadPoint(path));
@@ -465,15 +492,27 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
         return absl::FailedPreconditionError(absl::StrCat(
             path, ": holds a result of another grid; use a fresh --out directory or remove the points/ folder"));
       }
-      ++summary.points_skipped;
-      results[index] = std::move(done);
-      continue;
+      if (done.point_digest() == point_hex) {
+        ++summary.points_skipped;
+        if (done.sweep_digest() != sweep_hex || done.num_points() != num_points) {
+          done.set_sweep_digest(sweep_hex);  // the same point, reached from an otherwise changed sweep
+          done.set_num_points(num_points);
+          rewrite.push_back(done);
+        }
+        results[index] = std::move(done);
+        continue;
+      }
+      ++summary.points_stale;  // its trace, config or kvsim version changed: run it again
     }
     todo.push_back(index);
     contexts.push_back(std::move(context));
     modes.push_back(mode);
+    point_digests.push_back(std::move(point_hex));
   }
   KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
+  for (const proto::SweepPointResult& r : rewrite) {
+    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(PointPath(options.out_dir, r.point_index()), r.SerializeAsString()));
+  }
   // Run the remaining points on all cores; each point's file is written as soon as it is done.
   std::vector<absl::Status> statuses(todo.size());
   std::vector<proto::SweepPointResult> done(todo.size());
@@ -486,6 +525,11 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
       c->set_value(value);
     }
     r.set_mode(modes[i]);
+    r.set_point_digest(point_digests[i]);
+    r.set_sweep_digest(sweep_hex);
+    r.set_trace_digest(trace_digest);
+    r.set_kvsim_version(kKvsimVersion);
+    r.set_num_points(num_points);
     statuses[i] = (*SweepModeRegistry().Find(modes[i]))(contexts[i], &r);
     if (statuses[i].ok()) {
       statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
@@ -531,6 +575,31 @@ absl::StatusOr<Table> MergeSweep(const std::vector<std::string>& dirs, const std
             absl::StrCat(file, ": point ", r.point_index(), " differs from another directory's copy"));
       }
     }
+  }
+  // One sweep, complete: the same inputs (sweep_digest) and grid size in every point, every index present.
+  if (results.empty()) return absl::NotFoundError(absl::StrCat("no sweep points in ", absl::StrJoin(dirs, ", ")));
+  const proto::SweepPointResult& first = results.begin()->second;
+  for (const auto& [index, r] : results) {
+    if (r.sweep_digest().empty() || r.sweep_digest() != first.sweep_digest() || r.num_points() != first.num_points()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("point ", index, " comes from another sweep than point ", first.point_index(),
+                       r.trace_digest() != first.trace_digest()     ? " (another trace)"
+                       : r.kvsim_version() != first.kvsim_version() ? " (another kvsim version)"
+                       : r.num_points() != first.num_points()       ? " (another grid size)"
+                                                                    : " (another config or grid)",
+                       "; rerun the shards with the same --trace, --config and --grid"));
+    }
+  }
+  std::vector<int64_t> missing;
+  for (int64_t index = 0; index < first.num_points(); ++index) {
+    if (!results.count(index)) missing.push_back(index);
+  }
+  if (!missing.empty() || results.rbegin()->first >= first.num_points()) {
+    if (missing.size() > 10) missing.resize(10);
+    return absl::FailedPreconditionError(
+        absl::StrCat(first.num_points() - static_cast<int64_t>(results.size()), " of ", first.num_points(),
+                     " points missing in ", absl::StrJoin(dirs, ", "),
+                     " (first missing: ", absl::StrJoin(missing, ", "), "); run the shards that hold them"));
   }
   std::vector<proto::SweepPointResult> ordered;
   for (auto& [index, r] : results) ordered.push_back(std::move(r));

@@ -16,11 +16,17 @@
 // Points are the cartesian product in a fixed order (the last axis varies fastest), numbered from 0.
 // Axes apply in grid order, so put `policy` before eviction.* parameters.
 //
+// Each point's config is the base config with the point applied, then resolved (presets, defaults:
+// config/experiment_config.h), so model_preset and device_preset are axes like any other.
+//
 // Shard i/N runs the points whose index mod N == i. Each finished point is written atomically to
-// DIR/points/point-<index>.pb (a proto::SweepPointResult) and skipped when the sweep is rerun, so an
-// interrupted shard resumes where it stopped; a point file of another grid is an error. After its points,
+// DIR/points/point-<index>.pb (a proto::SweepPointResult) with the SHA-256 digest of what determines it
+// (the trace file's bytes, trace format, mode, resolved config, coordinates, kvsim version). A rerun skips
+// a point whose digest is unchanged, so an interrupted shard resumes where it stopped, and reruns one whose
+// inputs changed (another --trace or --config); a point file of another grid is an error. After its points,
 // a shard writes DIR/shard-<i>-of-<N>.csv and .json. MergeSweep reads the point files of any number of
-// directories (each point once) and writes one table (CSV + JSON) with the grid coordinates in every row.
+// directories (each point once), requires one sweep (same inputs and grid) and every point of its grid, and
+// writes one table (CSV + JSON) with the grid coordinates, prefixed `axis.`, in every row.
 // Results are identical for any number of threads and shards.
 //
 // Example:
@@ -108,18 +114,20 @@ struct SweepOptions {
 struct SweepSummary {
   int64_t points_in_shard = 0;
   int64_t points_run = 0;
-  int64_t points_skipped = 0;  // already finished in out_dir
+  int64_t points_skipped = 0;  // already finished in out_dir from the same inputs
+  int64_t points_stale = 0;    // finished from other inputs (trace, config, kvsim version): rerun
 };
 
 absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const proto::ExperimentConfig& base,
                                       const SweepOptions& options);
 
 // The table of the point results found in `dirs` (sorted by point index; each index once: a second copy
-// must be identical, else InvalidArgument). Writes <out_dir>/results.csv and results.json if out_dir
-// is not empty.
+// must be identical, else InvalidArgument). FailedPrecondition naming the points when one of the grid's
+// points is missing or points come from different sweeps (another trace, config, grid or kvsim version);
+// NotFound when there are none. Writes <out_dir>/results.csv and results.json if out_dir is not empty.
 absl::StatusOr<Table> MergeSweep(const std::vector<std::string>& dirs, const std::string& out_dir);
 
-// The table of `results` (coordinates first, then the mode's columns).
+// The table of `results` (coordinates first as `axis.NAME`, then the mode's columns).
 Table SweepTable(const std::vector<proto::SweepPointResult>& results);
 
 }  // namespace kvsim

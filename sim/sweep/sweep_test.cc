@@ -7,6 +7,7 @@
 #include "policies/policy_factory.h"
 #include "traces/trace_io.h"
 #include "util/file.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -106,6 +107,21 @@ TEST_F(SweepRunTest, ShardsMergeToTheFullRunAndResume) {
   auto shard_csv = ReadFile(b + "/shard-1-of-2.csv");
   ASSERT_TRUE(shard_csv.ok());
   EXPECT_NE(shard_csv->find("fifo"), std::string::npos);
+  // Grid coordinates are prefixed, so no column name repeats (policy and capacity_blocks are also result
+  // columns); the JSON holds every column of every row once.
+  const std::string header = shard_csv->substr(0, shard_csv->find('\n'));
+  EXPECT_EQ(header.rfind("axis.policy,axis.capacity_blocks,point,mode,policy,capacity_blocks,", 0), 0u) << header;
+  auto json = ReadFile(b + "/shard-1-of-2.json");
+  ASSERT_TRUE(json.ok());
+  const Json rows = Json::parse(*json);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].size(), merged_full->columns().size());
+  // Shard 1 of 2 holds points 1, 3, 5: (lru, 1024), (fifo, 1024), (belady, 1024).
+  EXPECT_EQ(rows[1]["axis.policy"], "fifo");
+  EXPECT_EQ(rows[1]["policy"], "fifo");
+  EXPECT_EQ(rows[1]["axis.capacity_blocks"], "1024");  // a coordinate as written in the grid
+  EXPECT_EQ(rows[1]["capacity_blocks"], 1024);         // a result column: a number
+  EXPECT_TRUE(rows[0]["ttft_p50_ms"].is_null());       // cache points have no serving metrics: null, not ""
 
   // Point 3 = (fifo, 1024) equals a direct replay.
   CacheRunSpec spec;
@@ -131,6 +147,74 @@ TEST_F(SweepRunTest, ShardsMergeToTheFullRunAndResume) {
   // A different grid in the same directory is refused.
   auto other = RunSweep(*ParseGrid("policy=sieve,fifo,belady capacity_blocks=64,1024"), base_, Options(b, 1, 2, 1));
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The first `lines` records of the bundled trace, as another trace file.
+std::string TraceHead(const std::string& name, int lines) {
+  auto text = ReadFile(kMooncake);
+  EXPECT_TRUE(text.ok());
+  size_t end = 0;
+  for (int i = 0; i < lines; ++i) end = text->find('\n', end) + 1;
+  const std::string path = TempDir(name) + ".jsonl";
+  EXPECT_TRUE(WriteFileAtomically(path, text->substr(0, end)).ok());
+  return path;
+}
+
+TEST_F(SweepRunTest, ChangedTraceOrConfigRerunsInsteadOfReusingStalePoints) {
+  const std::string dir = TempDir("stale");
+  const std::vector<GridAxis> axes = *ParseGrid("policy=lru capacity_blocks=64,1024");
+  ASSERT_TRUE(RunSweep(axes, base_, Options(dir, 0, 1, 1)).ok());
+  auto before = MergeSweep({dir}, "");
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  // Another --trace into the same folder: every point reruns on it.
+  SweepOptions other_trace = Options(dir, 0, 1, 1);
+  other_trace.trace_path = TraceHead("head100", 100);
+  auto rerun = RunSweep(axes, base_, other_trace);
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
+  EXPECT_EQ(rerun->points_run, 2);
+  EXPECT_EQ(rerun->points_stale, 2);
+  EXPECT_EQ(rerun->points_skipped, 0);
+  auto after = MergeSweep({dir}, "");
+  ASSERT_TRUE(after.ok()) << after.status();
+  const size_t requests =
+      std::find(after->columns().begin(), after->columns().end(), "requests") - after->columns().begin();
+  EXPECT_EQ(before->rows()[0][requests], "400");
+  EXPECT_EQ(after->rows()[0][requests], "100");  // the new trace's requests, not the old results
+
+  // The same inputs again: nothing reruns.
+  auto same = RunSweep(axes, base_, other_trace);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->points_run, 0);
+  EXPECT_EQ(same->points_skipped, 2);
+
+  // Another --config (fewer requests): every point reruns.
+  proto::ExperimentConfig fewer = base_;
+  fewer.mutable_workload()->set_max_requests(50);
+  auto changed = RunSweep(axes, fewer, other_trace);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(changed->points_run, 2);
+  EXPECT_EQ(changed->points_stale, 2);
+  auto last = MergeSweep({dir}, "");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->rows()[1][requests], "50");
+}
+
+TEST_F(SweepRunTest, MergeFailsOnMissingOrInconsistentPoints) {
+  const std::string a = TempDir("merge_a"), b = TempDir("merge_b");
+  ASSERT_TRUE(RunSweep(axes_, base_, Options(a, 0, 2, 1)).ok());
+  auto half = MergeSweep({a}, "");
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(half.status().message().find("3 of 6 points missing"), absl::string_view::npos) << half.status();
+  EXPECT_NE(half.status().message().find("first missing: 1, 3, 5"), absl::string_view::npos) << half.status();
+  // The other shard run on another trace: the halves do not make one sweep.
+  SweepOptions other = Options(b, 1, 2, 1);
+  other.trace_path = TraceHead("head200", 200);
+  ASSERT_TRUE(RunSweep(axes_, base_, other).ok());
+  auto mixed = MergeSweep({a, b}, "");
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(mixed.status().message().find("another trace"), absl::string_view::npos) << mixed.status();
+  EXPECT_EQ(MergeSweep({TempDir("empty")}, "").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SweepRunTest, ReplayModeNeedsTheSimulator) {
