@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "traces/jsonl_export.h"
 #include "traces/native_format.h"
+#include "traces/peer_export.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
 
@@ -66,7 +67,11 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& 
                                                              const TraceWriterOptions& options) {
   if (format == "native") return OpenNativeTraceWriter(path, options);
   if (format == "jsonl") return OpenJsonlTraceWriter(path, options);
-  return absl::InvalidArgumentError(absl::StrCat("unknown trace writer format '", format, "'; known: native, jsonl"));
+  if (format == "vidur") return OpenVidurTraceWriter(path, options);
+  if (format == "mooncake") return OpenMooncakeTraceWriter(path, options);
+  if (format == "oracle_general") return OpenOracleGeneralTraceWriter(path, options);
+  return absl::InvalidArgumentError(absl::StrCat("unknown trace writer format '", format,
+                                                 "'; known: native, jsonl, vidur, mooncake, oracle_general"));
 }
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,

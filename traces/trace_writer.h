@@ -43,10 +43,14 @@ struct TraceWriterOptions {
   // files ~7% larger but frames decompress ~2x faster. Readers accept either.
   bool zstd_compress_literals = false;
   int64_t frame_bytes = 64 * 1024;  // native: encoded bytes per independently decodable frame, >= 64
+  // oracle_general: block size in tokens given to requests without hashes (as cache replay's
+  // --block_tokens does), > 0. See traces/peer_export.h.
+  int32_t fresh_block_tokens = 16;
 };
 
-// `format`: "native" (binary, see traces/native_format.h) or "jsonl" (one JSON object per record with
-// every field; traces/jsonl_export.h). `block_tokens`: tokens per hash block of the requests written
+// `format`: "native" (binary, see traces/native_format.h), "jsonl" (one JSON object per record with
+// every field; traces/jsonl_export.h), or a peer's format: "vidur", "mooncake", "oracle_general"
+// (traces/peer_export.h). `block_tokens`: tokens per hash block of the requests written
 // (0 = no hashes). InvalidArgument for an unknown format.
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path, const std::string& format,
                                                              int32_t block_tokens);

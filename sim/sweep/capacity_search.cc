@@ -1,0 +1,454 @@
+#include "sim/sweep/capacity_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "config/experiment_config.h"
+#include "sim/serving/replay.h"
+#include "traces/trace_reader.h"
+#include "util/file.h"
+#include "util/json_text.h"
+#include "util/parallel.h"
+#include "util/status_macros.h"
+
+namespace kvsim {
+namespace {
+
+constexpr const char* kMetrics[] = {"ttft_ms", "tpot_ms", "e2e_ms", "queueing_ms"};
+constexpr const char* kStats[] = {"mean", "p50", "p90", "p99", "max"};
+
+const proto::Distribution& MetricOf(const proto::Summary& summary, const std::string& metric) {
+  if (metric == "ttft_ms") return summary.ttft_ms();
+  if (metric == "tpot_ms") return summary.tpot_ms();
+  if (metric == "e2e_ms") return summary.e2e_ms();
+  return summary.queueing_ms();
+}
+
+std::string BoundLabel(const SloBound& bound) { return absl::StrCat(bound.metric, "_", bound.stat); }
+
+// Replays every rate of `rates` (in parallel) and appends their evaluations to `path`, ascending by rate.
+absl::Status EvaluateRound(const std::vector<Request>& trace, double trace_rate, const proto::ExperimentConfig& config,
+                           const CostModel& cost_model, const std::vector<SloBound>& slos, int num_threads, int round,
+                           const std::string& phase, std::vector<double> rates, std::vector<CapacityEvaluation>* path) {
+  std::sort(rates.begin(), rates.end());
+  std::vector<absl::StatusOr<proto::Summary>> summaries(rates.size(), absl::UnknownError("not run"));
+  ParallelFor(ResolveThreadCount(num_threads), rates.size(),
+              [&](size_t i, int) { summaries[i] = ReplayAtRate(trace, trace_rate, rates[i], config, cost_model); });
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (!summaries[i].ok()) {
+      return absl::Status(summaries[i].status().code(), absl::StrCat("replay at ", FormatDouble(rates[i]),
+                                                                     " requests/s: ", summaries[i].status().message()));
+    }
+    CapacityEvaluation evaluation;
+    evaluation.round = round;
+    evaluation.phase = phase;
+    evaluation.rate_per_s = rates[i];
+    evaluation.holds = SloHolds(*summaries[i], slos);
+    for (const SloBound& bound : slos) evaluation.values.push_back(SloValue(*summaries[i], bound));
+    evaluation.finished_requests = summaries[i]->finished_requests();
+    evaluation.num_requests = summaries[i]->num_requests();
+    path->push_back(std::move(evaluation));
+  }
+  return absl::OkStatus();
+}
+
+std::string PointFile(const std::string& dir, int64_t index) {
+  return absl::StrCat(dir, "/points/capacity-point-", index, ".txt");
+}
+
+struct GridPointResult {
+  std::string label;
+  int64_t gpus = 0;
+  bool holds = false;
+  double gpu_hours_per_million = 0;
+  int64_t finished_requests = 0;
+  int64_t num_requests = 0;
+  std::vector<double> values;
+};
+
+std::string EncodePoint(const GridPointResult& p) {
+  std::vector<std::string> values;
+  for (double v : p.values) values.push_back(FormatDouble(v));
+  return absl::StrCat("label=", p.label, "\ngpus=", p.gpus, "\nholds=", p.holds ? 1 : 0,
+                      "\ngpu_hours_per_million=", FormatDouble(p.gpu_hours_per_million),
+                      "\nfinished_requests=", p.finished_requests, "\nnum_requests=", p.num_requests,
+                      "\nvalues=", absl::StrJoin(values, ","), "\n");
+}
+
+absl::StatusOr<GridPointResult> DecodePoint(const std::string& path, const std::string& text) {
+  GridPointResult p;
+  int fields = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    bool ok = true;
+    int holds = 0;
+    if (kv.first == "label") {
+      p.label = std::string(kv.second);
+    } else if (kv.first == "gpus") {
+      ok = absl::SimpleAtoi(kv.second, &p.gpus);
+    } else if (kv.first == "holds") {
+      ok = absl::SimpleAtoi(kv.second, &holds);
+      p.holds = holds != 0;
+    } else if (kv.first == "gpu_hours_per_million") {
+      ok = absl::SimpleAtod(kv.second, &p.gpu_hours_per_million);
+    } else if (kv.first == "finished_requests") {
+      ok = absl::SimpleAtoi(kv.second, &p.finished_requests);
+    } else if (kv.first == "num_requests") {
+      ok = absl::SimpleAtoi(kv.second, &p.num_requests);
+    } else if (kv.first == "values") {
+      for (absl::string_view v : absl::StrSplit(kv.second, ',', absl::SkipEmpty())) {
+        double value = 0;
+        ok = ok && absl::SimpleAtod(v, &value);
+        p.values.push_back(value);
+      }
+    } else {
+      ok = false;
+    }
+    if (!ok) return absl::DataLossError(absl::StrCat(path, ": cannot read the line '", line, "'"));
+    ++fields;
+  }
+  if (fields != 7) return absl::DataLossError(absl::StrCat(path, ": expected 7 fields, got ", fields));
+  return p;
+}
+
+absl::StatusOr<GridPointResult> RunGridPoint(const std::vector<std::pair<std::string, std::string>>& point,
+                                             const proto::ExperimentConfig& base, const std::vector<Request>& trace,
+                                             double trace_rate, const std::vector<SloBound>& slos, double target_rate,
+                                             const CostModelFactory& factory) {
+  GridPointResult result;
+  std::vector<std::string> coords;
+  for (const auto& [axis, value] : point) coords.push_back(absl::StrCat(axis, "=", value));
+  result.label = absl::StrJoin(coords, " ");
+  proto::ExperimentConfig config = base;
+  KVSIM_ASSIGN_OR_RETURN(std::string mode, ApplyGridPoint(point, &config));
+  if (!mode.empty()) return absl::InvalidArgumentError("capacity grid: the mode axis does not apply (always a replay)");
+  KVSIM_ASSIGN_OR_RETURN(config, ResolveExperimentConfig(config, absl::StrCat("grid point ", result.label)));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, factory ? factory(config) : CreateCostModel(config));
+  KVSIM_ASSIGN_OR_RETURN(proto::Summary summary, ReplayAtRate(trace, trace_rate, target_rate, config, *cost_model));
+  result.gpus = static_cast<int64_t>(std::max(1, config.cluster().num_replicas())) *
+                std::max(1, config.model().tensor_parallel_size());
+  result.holds = SloHolds(summary, slos);
+  result.gpu_hours_per_million = static_cast<double>(result.gpus) * 1e6 / target_rate / 3600.0;
+  result.finished_requests = summary.finished_requests();
+  result.num_requests = summary.num_requests();
+  for (const SloBound& bound : slos) result.values.push_back(SloValue(summary, bound));
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SloBound>> ParseSloBounds(absl::string_view text) {
+  std::vector<SloBound> bounds;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    const std::string expected = absl::StrCat("--slo: '", item,
+                                              "': expected METRIC:STAT<=LIMIT with METRIC one of ttft_ms, tpot_ms, "
+                                              "e2e_ms, queueing_ms and STAT one of mean, P50, P90, P99, max");
+    const size_t colon = item.find(':');
+    const size_t le = item.find("<=");
+    if (colon == absl::string_view::npos || le == absl::string_view::npos || le < colon) {
+      return absl::InvalidArgumentError(expected);
+    }
+    SloBound bound;
+    bound.metric = std::string(item.substr(0, colon));
+    bound.stat = absl::AsciiStrToLower(item.substr(colon + 1, le - colon - 1));
+    if (std::find(std::begin(kMetrics), std::end(kMetrics), bound.metric) == std::end(kMetrics) ||
+        std::find(std::begin(kStats), std::end(kStats), bound.stat) == std::end(kStats)) {
+      return absl::InvalidArgumentError(expected);
+    }
+    if (!absl::SimpleAtod(item.substr(le + 2), &bound.limit) || !std::isfinite(bound.limit) || bound.limit < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--slo: '", item, "': expected a limit >= 0 in milliseconds"));
+    }
+    bounds.push_back(std::move(bound));
+  }
+  if (bounds.empty()) return absl::InvalidArgumentError("--slo: expected at least one METRIC:STAT<=LIMIT");
+  return bounds;
+}
+
+double SloValue(const proto::Summary& summary, const SloBound& bound) {
+  const proto::Distribution& d = MetricOf(summary, bound.metric);
+  if (bound.stat == "mean") return d.mean();
+  if (bound.stat == "p50") return d.p50();
+  if (bound.stat == "p90") return d.p90();
+  if (bound.stat == "p99") return d.p99();
+  return d.max();
+}
+
+bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos) {
+  if (summary.finished_requests() != summary.num_requests()) return false;
+  for (const SloBound& bound : slos) {
+    if (!(SloValue(summary, bound) <= bound.limit)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<double> TraceRate(const std::vector<Request>& trace) {
+  if (trace.size() >= 2) {
+    int64_t first = trace[0].arrival_ns, last = trace[0].arrival_ns;
+    for (const Request& r : trace) {
+      first = std::min(first, r.arrival_ns);
+      last = std::max(last, r.arrival_ns);
+    }
+    if (last > first) return static_cast<double>(trace.size() - 1) * 1e9 / static_cast<double>(last - first);
+  }
+  return absl::InvalidArgumentError(
+      "capacity search: the trace needs at least two distinct arrival times to have a rate to scale");
+}
+
+std::vector<Request> ScaleArrivals(const std::vector<Request>& trace, double trace_rate_per_s, double rate_per_s) {
+  std::vector<Request> scaled = trace;
+  const long double factor = static_cast<long double>(trace_rate_per_s) / rate_per_s;
+  for (Request& r : scaled) r.arrival_ns = std::llround(static_cast<long double>(r.arrival_ns) * factor);
+  return scaled;
+}
+
+absl::StatusOr<proto::Summary> ReplayAtRate(const std::vector<Request>& trace, double trace_rate_per_s,
+                                            double rate_per_s, const proto::ExperimentConfig& config,
+                                            const CostModel& cost_model) {
+  TraceInfo info;
+  info.path = "capacity search trace";
+  info.format = "memory";
+  info.block_tokens = trace.empty() ? 0 : trace[0].block_tokens;
+  VectorTraceReader reader(ScaleArrivals(trace, trace_rate_per_s, rate_per_s), info);
+  ReplayOptions options;
+  options.timeline = false;
+  KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, cost_model, &reader, options));
+  return output.results.summary();
+}
+
+absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+                                              const CostModel& cost_model, const std::vector<SloBound>& slos,
+                                              const CapacityOptions& options) {
+  if (!(options.tolerance > 0 && options.tolerance < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tolerance: expected a relative width in (0, 1), got ", options.tolerance));
+  }
+  if (options.width < 1) return absl::InvalidArgumentError("capacity search: width must be >= 1");
+  CapacityResult result;
+  KVSIM_ASSIGN_OR_RETURN(result.trace_rate_per_s, TraceRate(trace));
+  const double start = options.start_rate_per_s > 0 ? options.start_rate_per_s : result.trace_rate_per_s;
+  const int w = options.width;
+  auto run = [&](int round, const std::string& phase, std::vector<double> rates) {
+    return EvaluateRound(trace, result.trace_rate_per_s, config, cost_model, slos, options.num_threads, round, phase,
+                         std::move(rates), &result.path);
+  };
+
+  // 1. Bracket.
+  double lo = 0, hi = 0;
+  int round = 0;
+  bool up = true;
+  for (; round < options.max_rounds && hi == 0; ++round) {
+    std::vector<double> rates;
+    for (int j = 0; j < w; ++j) {
+      const int exponent = up ? round * w + j : -(round * w + j + 1);
+      rates.push_back(std::ldexp(start, exponent));
+    }
+    const size_t begin = result.path.size();
+    KVSIM_RETURN_IF_ERROR(run(round, "bracket", rates));
+    if (up) {
+      size_t first_fail = result.path.size();
+      for (size_t i = begin; i < result.path.size(); ++i) {
+        if (!result.path[i].holds) {
+          first_fail = i;
+          break;
+        }
+      }
+      if (first_fail == result.path.size()) {
+        lo = result.path.back().rate_per_s;
+        continue;
+      }
+      if (round == 0 && first_fail == begin) {
+        up = false;  // the start fails: go down from it (this round's other rates are above it and unused)
+        hi = 0;
+        round = -1;
+        continue;
+      }
+      hi = result.path[first_fail].rate_per_s;
+      if (first_fail > begin) lo = result.path[first_fail - 1].rate_per_s;
+    } else {
+      // Rates ascend within the round; the highest that holds, with the rate above it (which failed).
+      for (size_t i = result.path.size(); i-- > begin;) {
+        if (result.path[i].holds) {
+          lo = result.path[i].rate_per_s;
+          hi = lo * 2;
+          break;
+        }
+      }
+    }
+  }
+  if (hi == 0) {
+    return absl::FailedPreconditionError(
+        up ? absl::StrCat("capacity search: the SLOs hold at every rate tried, up to ", FormatDouble(lo),
+                          " requests/s; the search needs a rate at which they fail")
+           : absl::StrCat("capacity search: the SLOs fail at every rate tried, down to ",
+                          FormatDouble(std::ldexp(start, -options.max_rounds * w)), " requests/s"));
+  }
+
+  // 2. Bisect.
+  for (round = 0; hi - lo > options.tolerance * lo; ++round) {
+    std::vector<double> rates;
+    for (int j = 1; j <= w; ++j) rates.push_back(lo + (hi - lo) * j / (w + 1));
+    const size_t begin = result.path.size();
+    KVSIM_RETURN_IF_ERROR(run(round, "bisect", rates));
+    double new_lo = lo, new_hi = hi;
+    for (size_t i = begin; i < result.path.size(); ++i) {
+      if (!result.path[i].holds) {
+        new_hi = result.path[i].rate_per_s;
+        break;
+      }
+      new_lo = result.path[i].rate_per_s;
+    }
+    lo = new_lo;
+    hi = new_hi;
+  }
+  result.max_rate_per_s = lo;
+  result.first_fail_per_s = hi;
+  return result;
+}
+
+Table CapacityPathTable(const CapacityResult& result, const std::vector<SloBound>& slos) {
+  std::vector<std::string> columns = {"phase", "round", "rate_per_s", "holds", "finished", "requests"};
+  std::vector<bool> numeric = {false, true, true, false, true, true};
+  for (const SloBound& bound : slos) {
+    columns.push_back(BoundLabel(bound));
+    numeric.push_back(true);
+  }
+  Table table(columns, numeric);
+  for (const CapacityEvaluation& e : result.path) {
+    std::vector<std::string> row = {e.phase,
+                                    absl::StrCat(e.round),
+                                    FormatDouble(e.rate_per_s),
+                                    e.holds ? "yes" : "no",
+                                    absl::StrCat(e.finished_requests),
+                                    absl::StrCat(e.num_requests)};
+    for (double v : e.values) row.push_back(FormatDouble(v));
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+std::string CapacityJson(const CapacityResult& result, const std::vector<SloBound>& slos, double tolerance) {
+  std::string out = "{\"slo\": [";
+  for (size_t i = 0; i < slos.size(); ++i) {
+    if (i > 0) out += ", ";
+    absl::StrAppend(&out, "{\"metric\": \"", slos[i].metric, "\", \"stat\": \"", slos[i].stat,
+                    "\", \"limit\": ", FormatDouble(slos[i].limit), "}");
+  }
+  absl::StrAppend(&out, "], \"tolerance\": ", FormatDouble(tolerance),
+                  ", \"trace_rate_per_s\": ", FormatDouble(result.trace_rate_per_s),
+                  ", \"max_rate_per_s\": ", FormatDouble(result.max_rate_per_s),
+                  ", \"first_fail_per_s\": ", FormatDouble(result.first_fail_per_s), ", \"path\": ");
+  std::string path = CapacityPathTable(result, slos).ToJson();
+  while (!path.empty() && path.back() == '\n') path.pop_back();
+  absl::StrAppend(&out, path, "}\n");
+  return out;
+}
+
+absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& axes,
+                                                   const proto::ExperimentConfig& base,
+                                                   const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+                                                   const CapacityGridOptions& options) {
+  if (options.out_dir.empty()) return absl::InvalidArgumentError("capacity grid: --out is required");
+  if (!(options.target_rate_per_s > 0)) {
+    return absl::InvalidArgumentError("capacity grid: --target_rate must be > 0 requests/s");
+  }
+  if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
+    return absl::InvalidArgumentError("capacity grid: shard index must be in [0, N)");
+  }
+  KVSIM_ASSIGN_OR_RETURN(double trace_rate, TraceRate(trace));
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
+  const int64_t num_points = NumGridPoints(axes);
+  CapacityGridResult result;
+  std::vector<int64_t> todo;
+  for (int64_t i = options.shard_index; i < num_points; i += options.num_shards) {
+    ++result.points_in_shard;
+    const std::string path = PointFile(options.out_dir, i);
+    absl::StatusOr<std::string> existing = ReadFile(path);
+    if (existing.ok()) {
+      ++result.points_skipped;
+    } else if (absl::IsNotFound(existing.status())) {
+      todo.push_back(i);
+    } else {
+      return existing.status();
+    }
+  }
+  std::vector<absl::Status> statuses(todo.size());
+  ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t k, int) {
+    absl::StatusOr<GridPointResult> point = RunGridPoint(GridPoint(axes, todo[k]), base, trace, trace_rate, slos,
+                                                         options.target_rate_per_s, options.cost_model_factory);
+    statuses[k] =
+        point.ok() ? WriteFileAtomically(PointFile(options.out_dir, todo[k]), EncodePoint(*point)) : point.status();
+  });
+  for (const absl::Status& status : statuses) KVSIM_RETURN_IF_ERROR(status);
+  result.points_run = static_cast<int64_t>(todo.size());
+
+  // Collect every point written so far (by any shard).
+  std::vector<GridPointResult> points;
+  for (int64_t i = 0; i < num_points; ++i) {
+    const std::string path = PointFile(options.out_dir, i);
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (absl::IsNotFound(text.status())) return result;  // other shards still to run
+    KVSIM_RETURN_IF_ERROR(text.status());
+    KVSIM_ASSIGN_OR_RETURN(GridPointResult point, DecodePoint(path, *text));
+    std::vector<std::string> coords;
+    for (const auto& [axis, value] : GridPoint(axes, i)) coords.push_back(absl::StrCat(axis, "=", value));
+    if (point.label != absl::StrJoin(coords, " ") || point.values.size() != slos.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a point of another grid or SLO list ('", point.label, "'); use a fresh --out"));
+    }
+    points.push_back(std::move(point));
+  }
+  result.complete = true;
+  std::vector<std::string> columns = {"point"};
+  std::vector<bool> numeric = {true};
+  for (const GridAxis& axis : axes) {
+    columns.push_back(axis.name);
+    numeric.push_back(false);
+  }
+  for (const char* c : {"gpus", "holds", "gpu_hours_per_million", "finished", "requests"}) {
+    columns.push_back(c);
+    numeric.push_back(std::string(c) != "holds");
+  }
+  for (const SloBound& bound : slos) {
+    columns.push_back(BoundLabel(bound));
+    numeric.push_back(true);
+  }
+  result.table = Table(columns, numeric);
+  for (int64_t i = 0; i < num_points; ++i) {
+    const GridPointResult& p = points[i];
+    std::vector<std::string> row = {absl::StrCat(i)};
+    for (const auto& [axis, value] : GridPoint(axes, i)) row.push_back(value);
+    row.push_back(absl::StrCat(p.gpus));
+    row.push_back(p.holds ? "yes" : "no");
+    row.push_back(FormatDouble(p.gpu_hours_per_million));
+    row.push_back(absl::StrCat(p.finished_requests));
+    row.push_back(absl::StrCat(p.num_requests));
+    for (double v : p.values) row.push_back(FormatDouble(v));
+    result.table.AddRow(std::move(row));
+    if (p.holds && (result.cheapest_point < 0 || p.gpu_hours_per_million < result.cheapest_gpu_hours_per_million)) {
+      result.cheapest_point = i;
+      result.cheapest_label = p.label;
+      result.cheapest_gpu_hours_per_million = p.gpu_hours_per_million;
+    }
+  }
+  std::string json = absl::StrCat("{\"target_rate_per_s\": ", FormatDouble(options.target_rate_per_s),
+                                  ", \"cheapest_point\": ", result.cheapest_point, ", \"cheapest\": ");
+  json += JsonQuote(result.cheapest_label);
+  std::string rows = result.table.ToJson();
+  while (!rows.empty() && rows.back() == '\n') rows.pop_back();
+  absl::StrAppend(&json, ", \"cheapest_gpu_hours_per_million\": ", FormatDouble(result.cheapest_gpu_hours_per_million),
+                  ", \"points\": ", rows, "}\n");
+  KVSIM_RETURN_IF_ERROR(WriteFilesAtomically({{options.out_dir + "/capacity_grid.csv", result.table.ToCsv()},
+                                              {options.out_dir + "/capacity_grid.json", json}}));
+  return result;
+}
+
+}  // namespace kvsim

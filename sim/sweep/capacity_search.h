@@ -1,0 +1,145 @@
+// File: sim/sweep/capacity_search.h
+//
+// Capacity search (`kvsim capacity`): the highest request rate at which a deployment meets its SLOs, found
+// by replaying the trace with its arrival times scaled, and the cheapest of a grid of deployments that
+// meets a target rate.
+//
+// Rate: the trace's own rate is (n - 1) / (last arrival - first arrival); replaying it at rate r scales
+// every arrival by trace_rate / r (rounded to the ns). Lengths, hashes and order are unchanged.
+//
+// SLOs: "METRIC:STAT<=LIMIT" joined by commas, e.g. "ttft_ms:P99<=2000,tpot_ms:P99<=100". METRIC is one of
+// ttft_ms, tpot_ms, e2e_ms, queueing_ms (the replay summary's distributions, milliseconds); STAT one of
+// mean, P50, P90, P99, max (case-insensitive). A rate holds when every request finished and every bound
+// holds on the replay summary.
+//
+// Search (assumes that a rate that holds is held by every lower rate):
+//   1. bracket: from the start rate (the trace's, unless given), rounds of `width` rates, each round
+//      doubling (while the start holds) or halving (while it fails) the last one, until a rate that holds
+//      and one that fails are adjacent: lo holds, hi = the next one up fails;
+//   2. bisect: rounds of `width` rates evenly spaced inside (lo, hi); lo becomes the highest that holds
+//      below the lowest that fails, hi that lowest failure; until hi - lo <= tolerance x lo.
+//   The answer is lo: every rate up to it that was tried holds, and the true threshold lies in [lo, hi),
+//   so lo is within `tolerance` of it. The rates of a round run in parallel; which rates are tried does
+//   not depend on the thread count, so the path and the answer are identical for any --threads.
+//
+// Grid: each point of a sweep grid (sim/sweep/sweep.h axes: cluster.num_replicas, device_preset,
+// model.tensor_parallel_size, scheduler.chunk_tokens, policy, ...) is replayed once at the target rate.
+// GPUs = replicas x tensor-parallel size; GPU-hours per million requests = GPUs x 1e6 / rate / 3600. The
+// cheapest point meeting the SLOs has the fewest GPU-hours per million requests (ties: lowest index).
+// Shard i/N runs the points whose index mod N == i; each finished point is written to
+// DIR/points/capacity-point-<index>.json and skipped on a rerun (a file of another grid point is an
+// error); once all points are in DIR, the table and the answer are written.
+//
+// Thread-safety: the functions use their own threads; the cost models must be thread-safe for const use.
+#ifndef KVSIM_SIM_SWEEP_CAPACITY_SEARCH_H_
+#define KVSIM_SIM_SWEEP_CAPACITY_SEARCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cost_models/cost_model.h"
+#include "proto/config.pb.h"
+#include "proto/results.pb.h"
+#include "sim/sweep/sweep.h"
+#include "traces/request.h"
+#include "util/table.h"
+
+namespace kvsim {
+
+struct SloBound {
+  std::string metric;  // ttft_ms, tpot_ms, e2e_ms, queueing_ms
+  std::string stat;    // mean, p50, p90, p99, max (lower case)
+  double limit = 0;    // milliseconds
+};
+
+// InvalidArgument naming the bound and what was expected for a malformed list or an unknown metric/stat.
+absl::StatusOr<std::vector<SloBound>> ParseSloBounds(absl::string_view text);
+
+// The bound's value in `summary`.
+double SloValue(const proto::Summary& summary, const SloBound& bound);
+
+struct CapacityOptions {
+  double tolerance = 0.02;      // relative width of the final bracket; in (0, 1)
+  int width = 4;                // rates per round; >= 1 (fixed, so the path does not depend on threads)
+  int num_threads = 0;          // 0 = hardware concurrency
+  double start_rate_per_s = 0;  // 0 = the trace's own rate
+  int max_rounds = 64;          // bracketing rounds before giving up
+};
+
+// One replay of the search.
+struct CapacityEvaluation {
+  int round = 0;
+  std::string phase;  // "bracket" or "bisect"
+  double rate_per_s = 0;
+  bool holds = false;
+  std::vector<double> values;  // one per SLO bound
+  int64_t finished_requests = 0;
+  int64_t num_requests = 0;
+};
+
+struct CapacityResult {
+  double trace_rate_per_s = 0;
+  double max_rate_per_s = 0;             // lo: the highest rate tried that holds
+  double first_fail_per_s = 0;           // hi: the lowest rate tried that fails
+  std::vector<CapacityEvaluation> path;  // in the order tried (within a round: ascending rate)
+};
+
+// The trace's rate (see the header comment). InvalidArgument if it has fewer than two distinct arrivals.
+absl::StatusOr<double> TraceRate(const std::vector<Request>& trace);
+
+// `trace` with arrivals scaled from `trace_rate_per_s` to `rate_per_s`.
+std::vector<Request> ScaleArrivals(const std::vector<Request>& trace, double trace_rate_per_s, double rate_per_s);
+
+// Replays `trace` at `rate_per_s` with `config` (resolved) and `cost_model`; the summary.
+absl::StatusOr<proto::Summary> ReplayAtRate(const std::vector<Request>& trace, double trace_rate_per_s,
+                                            double rate_per_s, const proto::ExperimentConfig& config,
+                                            const CostModel& cost_model);
+
+// Whether `summary` meets every bound and every request finished.
+bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos);
+
+// The search (header comment). FailedPrecondition when no rate holds down to start / 2^max_rounds or
+// every rate holds up to start x 2^max_rounds; errors of the replays as they are.
+absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+                                              const CostModel& cost_model, const std::vector<SloBound>& slos,
+                                              const CapacityOptions& options);
+
+// The search path as a table (round, phase, rate_per_s, holds, finished, one column per bound).
+Table CapacityPathTable(const CapacityResult& result, const std::vector<SloBound>& slos);
+
+// The answer and the path as one JSON object.
+std::string CapacityJson(const CapacityResult& result, const std::vector<SloBound>& slos, double tolerance);
+
+struct CapacityGridOptions {
+  std::string out_dir;           // required
+  double target_rate_per_s = 0;  // > 0
+  int shard_index = 0;
+  int num_shards = 1;
+  int num_threads = 0;
+  // Builds each point's cost model from its resolved config; empty = CreateCostModel (tests pass fakes).
+  CostModelFactory cost_model_factory;
+};
+
+struct CapacityGridResult {
+  int64_t points_in_shard = 0;
+  int64_t points_run = 0;
+  int64_t points_skipped = 0;
+  bool complete = false;        // every grid point is in out_dir: `table` and the answer are set
+  Table table;                  // one row per point: coordinates, gpus, holds, GPU-hours per million, bound values
+  int64_t cheapest_point = -1;  // -1 = none meets the SLOs (or not complete)
+  std::string cheapest_label;   // its coordinates, "axis=value ..."
+  double cheapest_gpu_hours_per_million = 0;
+};
+
+// The grid (header comment). `base` unresolved or resolved (each point is resolved after its axes apply).
+absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& axes,
+                                                   const proto::ExperimentConfig& base,
+                                                   const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+                                                   const CapacityGridOptions& options);
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SWEEP_CAPACITY_SEARCH_H_

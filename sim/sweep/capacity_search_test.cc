@@ -1,0 +1,148 @@
+#include "sim/sweep/capacity_search.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sim/serving/testing/fake_cost_model.h"
+#include "sim/serving/testing/test_util.h"
+#include "util/file.h"
+
+namespace kvsim {
+namespace {
+
+// One replica; every prompt is 512 tokens and one iteration holds one prompt (max_num_batched_tokens =
+// 512, prefill first); one output token, so a request is done when its prefill is. Every iteration costs
+// 10 ms (the fake model's fixed cost), so the service time per request is 10 ms. With deterministic
+// arrivals T apart, TTFT = 10 ms for T >= 10 ms, and for T < 10 ms the k-th request waits k (10 ms - T):
+// "max TTFT <= 10 ms" holds exactly up to 1 / 10 ms = 100 requests/s.
+constexpr int64_t kServiceNs = 10'000'000;
+
+proto::ExperimentConfig HandConfig() {
+  proto::ExperimentConfig overrides;
+  overrides.mutable_scheduler()->set_max_num_batched_tokens(512);
+  overrides.mutable_scheduler()->set_chunking(proto::CHUNKING_MODE_NONE);
+  return TestConfig(100000, overrides);
+}
+
+std::vector<Request> EverySecond(int n) {
+  std::vector<Request> trace;
+  for (int i = 0; i < n; ++i) trace.push_back(MakeRequest(i, int64_t{i} * 1'000'000'000, 512, 1));
+  return trace;
+}
+
+const FakeCostModel& Cost() {
+  static const FakeCostModel* cost = new FakeCostModel({.fixed_ns = kServiceNs});
+  return *cost;
+}
+
+TEST(CapacitySearchTest, HandCaseHoldsAtTheServiceRateAndNotAbove) {
+  const std::vector<Request> trace = EverySecond(40);
+  ASSERT_DOUBLE_EQ(*TraceRate(trace), 1.0);
+  auto at_100 = ReplayAtRate(trace, 1.0, 100.0, HandConfig(), Cost());
+  ASSERT_TRUE(at_100.ok()) << at_100.status();
+  EXPECT_EQ(at_100->finished_requests(), 40);
+  EXPECT_DOUBLE_EQ(at_100->ttft_ms().max(), 10.0);
+  auto at_101 = ReplayAtRate(trace, 1.0, 101.0, HandConfig(), Cost());
+  ASSERT_TRUE(at_101.ok()) << at_101.status();
+  // The last of 40 requests waits 39 x (10 - 1000/101) ms.
+  EXPECT_NEAR(at_101->ttft_ms().max(), 10.0 + 39 * (10.0 - 1000.0 / 101.0), 1e-5);
+}
+
+TEST(CapacitySearchTest, FindsTheHandComputedRateWithinTolerance) {
+  const std::vector<Request> trace = EverySecond(40);
+  auto slos = ParseSloBounds("ttft_ms:max<=10");
+  ASSERT_TRUE(slos.ok()) << slos.status();
+  CapacityOptions options;
+  options.tolerance = 0.02;
+  auto result = SearchCapacity(trace, HandConfig(), Cost(), *slos, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LE(result->max_rate_per_s, 100.0);
+  EXPECT_GT(result->first_fail_per_s, 100.0);
+  EXPECT_LE(result->first_fail_per_s - result->max_rate_per_s, 0.02 * result->max_rate_per_s);
+  EXPECT_GE(result->max_rate_per_s, 100.0 * (1 - 0.02));
+  // Every rate tried agrees with the hand rule.
+  for (const CapacityEvaluation& e : result->path) EXPECT_EQ(e.holds, e.rate_per_s <= 100.0) << e.rate_per_s;
+}
+
+TEST(CapacitySearchTest, StartAboveTheAnswerSearchesDownward) {
+  auto slos = ParseSloBounds("ttft_ms:P99<=10");
+  ASSERT_TRUE(slos.ok());
+  CapacityOptions options;
+  options.start_rate_per_s = 5000;
+  auto result = SearchCapacity(EverySecond(40), HandConfig(), Cost(), *slos, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LE(result->max_rate_per_s, 100.0);
+  EXPECT_GE(result->max_rate_per_s, 98.0);
+}
+
+TEST(CapacitySearchTest, PathIsTheSameForAnyThreadCount) {
+  auto slos = ParseSloBounds("ttft_ms:P99<=10,tpot_ms:P99<=100");
+  ASSERT_TRUE(slos.ok());
+  std::string first;
+  for (int threads : {1, 3}) {
+    CapacityOptions options;
+    options.num_threads = threads;
+    auto result = SearchCapacity(EverySecond(40), HandConfig(), Cost(), *slos, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const std::string json = CapacityJson(*result, *slos, options.tolerance);
+    if (first.empty()) first = json;
+    EXPECT_EQ(json, first) << threads;
+  }
+}
+
+TEST(CapacitySearchTest, SloErrorsNameTheBound) {
+  for (const char* bad : {"ttft:P99<=10", "ttft_ms:P98<=10", "ttft_ms:P99<10", "ttft_ms:P99<=x", ""}) {
+    auto slos = ParseSloBounds(bad);
+    EXPECT_EQ(slos.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(slos.status().message().find("--slo"), std::string::npos) << slos.status();
+  }
+  auto slos = ParseSloBounds("ttft_ms:P99<=2000, tpot_ms:mean<=100");
+  ASSERT_TRUE(slos.ok());
+  ASSERT_EQ(slos->size(), 2u);
+  EXPECT_EQ((*slos)[0].stat, "p99");
+  EXPECT_EQ((*slos)[1].metric, "tpot_ms");
+  EXPECT_EQ((*slos)[1].limit, 100);
+}
+
+TEST(CapacityGridTest, CheapestOptionMeetingTheTargetAcrossShards) {
+  // At 150 requests/s one replica (100/s) fails; two (round robin, 75/s each) and three hold; two is
+  // cheapest: 2 GPUs x 1e6 / 150 / 3600 GPU-hours per million requests.
+  auto axes = ParseGrid("cluster.num_replicas=3,1,2");
+  ASSERT_TRUE(axes.ok());
+  auto slos = ParseSloBounds("ttft_ms:max<=10");
+  ASSERT_TRUE(slos.ok());
+  CapacityGridOptions options;
+  options.out_dir = ::testing::TempDir() + "/capacity_grid";
+  options.target_rate_per_s = 150;
+  options.num_shards = 2;
+  options.cost_model_factory = [](const proto::ExperimentConfig&) -> absl::StatusOr<std::unique_ptr<CostModel>> {
+    return std::unique_ptr<CostModel>(new FakeCostModel({.fixed_ns = kServiceNs}));
+  };
+  options.shard_index = 0;
+  auto shard0 = RunCapacityGrid(*axes, HandConfig(), EverySecond(40), *slos, options);
+  ASSERT_TRUE(shard0.ok()) << shard0.status();
+  EXPECT_EQ(shard0->points_run, 2);
+  EXPECT_FALSE(shard0->complete);
+  options.shard_index = 1;
+  auto shard1 = RunCapacityGrid(*axes, HandConfig(), EverySecond(40), *slos, options);
+  ASSERT_TRUE(shard1.ok()) << shard1.status();
+  ASSERT_TRUE(shard1->complete);
+  EXPECT_EQ(shard1->cheapest_point, 2);
+  EXPECT_EQ(shard1->cheapest_label, "cluster.num_replicas=2");
+  EXPECT_DOUBLE_EQ(shard1->cheapest_gpu_hours_per_million, 2 * 1e6 / 150 / 3600);
+  ASSERT_EQ(shard1->table.rows().size(), 3u);
+  EXPECT_EQ(shard1->table.rows()[1][3], "no");  // one replica
+  // A rerun resumes: nothing left to run, same table.
+  auto again = RunCapacityGrid(*axes, HandConfig(), EverySecond(40), *slos, options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->points_run, 0);
+  EXPECT_EQ(again->points_skipped, 1);
+  EXPECT_EQ(again->table.ToCsv(), shard1->table.ToCsv());
+  EXPECT_EQ(*ReadFile(options.out_dir + "/capacity_grid.csv"), shard1->table.ToCsv());
+}
+
+}  // namespace
+}  // namespace kvsim
