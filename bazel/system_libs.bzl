@@ -97,6 +97,14 @@ def _system_libs_impl(ctx):
     lines.append("    includes = [\"eigen\"],")
     lines.append(")")
     lines.append("")
+    # nlohmann-json (nlohmann-json3-dev) is header-only: JSON read and written through an object model.
+    ctx.symlink("/usr/include/nlohmann", "nlohmann_include/nlohmann")
+    lines.append("cc_library(")
+    lines.append("    name = \"nlohmann_json\",")
+    lines.append("    hdrs = glob([\"nlohmann_include/nlohmann/**\"]),")
+    lines.append("    includes = [\"nlohmann_include\"],")
+    lines.append(")")
+    lines.append("")
     # XGBoost (libxgboost-dev, no pkg-config file) for the selection path's predictors: where its header is
     # absent, @system//:xgboost is empty and code built against it sees no KVSIM_HAS_XGBOOST.
     if ctx.path("/usr/include/xgboost/c_api.h").exists:
