@@ -18,7 +18,6 @@ PACKAGES=(
   libxgboost-dev                                    # gradient-boosted trees: per-prompt selection's predictors
   clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
   jq                                                # replay summaries in tools/published_points.sh
-  nlohmann-json3-dev                                # JSON object model: kvsim report/compare read result JSON
   chromium                                          # headless rendering test of the HTML report (skips without it)
   python3-torch python3-numpy                       # tools/llama_torch.py reference logits, tools/train_small_model.py
   libopenblas0-openmp                               # fast BLAS behind python3-torch (the default reference BLAS is ~15x slower)
