@@ -34,8 +34,8 @@ _PKG_CONFIG_LIBS = {
     "benchmark_main": ["-lbenchmark_main", "benchmark"],  # Debian ships no benchmark_main.pc
     "simdjson": ["simdjson"],
     "zstd": ["libzstd"],
-    "nlohmann_json": ["nlohmann_json"],
-    "crypto": ["libcrypto"],  # SHA-256 content digests (util/digest.h)  # header-only JSON object model for every JSON kvsim writes
+    "nlohmann_json": ["nlohmann_json"],  # header-only JSON object model for every JSON kvsim writes and reads
+    "crypto": ["libcrypto"],  # SHA-256 content digests (util/digest.h)
 }
 
 # Libraries that must stay dynamic even under --config=static (no .a shipped, or glibc parts).
@@ -95,14 +95,6 @@ def _system_libs_impl(ctx):
     lines.append("    name = \"eigen\",")
     lines.append("    hdrs = glob([\"eigen/Eigen/**\"]),")
     lines.append("    includes = [\"eigen\"],")
-    lines.append(")")
-    lines.append("")
-    # nlohmann-json (nlohmann-json3-dev) is header-only: JSON read and written through an object model.
-    ctx.symlink("/usr/include/nlohmann", "nlohmann_include/nlohmann")
-    lines.append("cc_library(")
-    lines.append("    name = \"nlohmann_json\",")
-    lines.append("    hdrs = glob([\"nlohmann_include/nlohmann/**\"]),")
-    lines.append("    includes = [\"nlohmann_include\"],")
     lines.append(")")
     lines.append("")
     # XGBoost (libxgboost-dev, no pkg-config file) for the selection path's predictors: where its header is
