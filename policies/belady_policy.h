@@ -10,7 +10,9 @@
 //
 // Needs AccessInfo::next_access_clock on every OnInsert/OnAccess: cache replay computes it in a pre-pass
 // over the whole trace held in memory. A call with next_access_clock == -1 (unknown) is a contract
-// violation (checked). Ties between equal next uses break towards the larger BlockId (deterministic).
+// violation (checked). Ties between equal next uses (only blocks never used again tie) break towards the
+// block accessed most recently (the larger access clock): deterministic, and the same whatever ids the
+// cache gives the blocks (hashes, or cache replay's dense ids).
 // O(log n) per operation (a B-tree ordered by next use).
 //
 // Example:
@@ -22,6 +24,7 @@
 #ifndef KVSIM_POLICIES_BELADY_POLICY_H_
 #define KVSIM_POLICIES_BELADY_POLICY_H_
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -38,12 +41,12 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
   const ResidencyIndex* residency() const override { return this; }
-  void SetDenseIds(int64_t num_ids) override { dense_next_use_.assign(static_cast<size_t>(num_ids), kAbsent); }
+  void SetDenseIds(int64_t num_ids) override { dense_.assign(static_cast<size_t>(num_ids), Key{kAbsent, 0}); }
   bool IsResident(BlockId block) const override {
-    return dense_next_use_.empty() ? next_use_.contains(block) : dense_next_use_[block] != kAbsent;
+    return dense_.empty() ? keys_.contains(block) : dense_[block].next_use != kAbsent;
   }
   void Prefetch(BlockId block) const override {
-    if (!dense_next_use_.empty()) __builtin_prefetch(&dense_next_use_[block]);
+    if (!dense_.empty()) __builtin_prefetch(&dense_[block]);
   }
   // False when the incoming block's next use is no earlier than every resident block's.
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;
@@ -53,9 +56,13 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
   void SetNextUse(BlockId block, const AccessInfo& info);
 
   static constexpr int64_t kAbsent = -1;
-  absl::btree_set<std::pair<int64_t, BlockId>> by_next_use_;
-  absl::flat_hash_map<BlockId, int64_t> next_use_;  // resident blocks' next uses, unless ids are dense
-  std::vector<int64_t> dense_next_use_;             // by dense id (kAbsent = not resident), if dense
+  struct Key {
+    int64_t next_use;  // kAbsent = not resident (dense_)
+    int64_t clock;     // of the access that set next_use
+  };
+  absl::btree_set<std::tuple<int64_t, int64_t, BlockId>> order_;  // (next use, clock, block)
+  absl::flat_hash_map<BlockId, Key> keys_;                        // resident blocks, unless ids are dense
+  std::vector<Key> dense_;                                        // by dense id, if dense
 };
 
 }  // namespace kvsim

@@ -31,6 +31,15 @@ TEST(BeladyPolicyTest, EvictsResidentWhenIncomingIsNeededSooner) {
   EXPECT_THAT(run.victims, ElementsAre(2));
 }
 
+TEST(BeladyPolicyTest, TiesGoToTheMostRecentlyAccessedBlock) {
+  BeladyPolicy belady;
+  // Capacity 2. 9 1 5 5: at clock 2, 5 (next 3) is admitted; 9 (clock 0) and 1 (clock 1) are never used
+  // again: the tie goes to the later access, 1, whatever the ids' order.
+  std::vector<BlockId> accesses = {9, 1, 5, 5};
+  PolicyRun run = DrivePolicy(&belady, 2, accesses, NextUses(accesses));
+  EXPECT_THAT(run.victims, ElementsAre(1));
+}
+
 TEST(BeladyPolicyTest, SkipsBlocksThatAreNotEvictable) {
   BeladyPolicy belady;
   AccessInfo info;

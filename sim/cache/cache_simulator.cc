@@ -146,7 +146,7 @@ void AssignDenseIds(CompiledTrace* trace) {
   const int64_t n = trace->num_accesses();
   trace->dense_blocks.clear();
   trace->distinct_blocks.clear();
-  // First-seen ids, then ranks by hash.
+  // Ids in order of first use.
   std::vector<uint32_t> dense(n);
   std::vector<BlockId> first_seen;
   {
@@ -160,16 +160,7 @@ void AssignDenseIds(CompiledTrace* trace) {
       dense[i] = it->second;
     }
   }
-  std::vector<uint32_t> by_hash(first_seen.size());
-  for (size_t k = 0; k < by_hash.size(); ++k) by_hash[k] = static_cast<uint32_t>(k);
-  std::sort(by_hash.begin(), by_hash.end(), [&](uint32_t a, uint32_t b) { return first_seen[a] < first_seen[b]; });
-  std::vector<uint32_t> rank(first_seen.size());
-  trace->distinct_blocks.resize(first_seen.size());
-  for (size_t r = 0; r < by_hash.size(); ++r) {
-    rank[by_hash[r]] = static_cast<uint32_t>(r);
-    trace->distinct_blocks[r] = first_seen[by_hash[r]];
-  }
-  for (uint32_t& id : dense) id = rank[id];
+  trace->distinct_blocks = std::move(first_seen);
   trace->dense_blocks = std::move(dense);
 }
 

@@ -133,9 +133,10 @@ struct CompiledTrace {
   std::vector<int64_t> request_begin;  // first access of each request; one extra entry at the end
   std::vector<RequestMeta> requests;
   std::vector<int64_t> next_use;  // filled by ComputeNextUse; empty otherwise
-  // Dense ids (AssignDenseIds; empty otherwise): each access's block as its rank among the trace's
-  // distinct blocks, so the ids keep the order of the hashes (policies that break ties by id choose as
-  // with the hashes); distinct_blocks[id] is the hash. Cache replay then indexes arrays by id.
+  // Dense ids (AssignDenseIds; empty otherwise): each access's block numbered in the order the trace
+  // first uses it, so a prompt's blocks, and the same prefix when a later turn re-sends it, have
+  // neighbouring ids and the arrays indexed by id are read in order; distinct_blocks[id] is the hash.
+  // No policy's choice depends on the ids' values (ties break on access clocks or arrival order).
   std::vector<uint32_t> dense_blocks;
   std::vector<BlockId> distinct_blocks;
 
@@ -152,8 +153,8 @@ absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheRepla
 // AccessInfo::kNever. One backward pass; with dense ids its scratch is one entry per distinct block.
 void ComputeNextUse(CompiledTrace* trace);
 
-// Fills trace->dense_blocks and distinct_blocks (one hash lookup per access, a sort of the distinct
-// blocks). Leaves both empty when the trace has 2^32 distinct blocks or more. CompileTrace calls it.
+// Fills trace->dense_blocks and distinct_blocks (one hash lookup per access). Leaves both empty when the
+// trace has 2^32 distinct blocks or more. CompileTrace calls it.
 void AssignDenseIds(CompiledTrace* trace);
 
 // InvalidArgument if block_tokens <= 0 or max_requests < 0.

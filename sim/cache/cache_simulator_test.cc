@@ -180,14 +180,14 @@ TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
   }
 }
 
-TEST(CacheReplayTest, DenseIdsKeepTheOrderOfTheHashesAndTheNextUses) {
+TEST(CacheReplayTest, DenseIdsNumberBlocksByFirstUseAndKeepTheNextUses) {
   std::vector<Request> requests = {Req(0, {900, 7, 300}, 48), Req(1, {7, 900, 5}, 48), Req(2, {300, 5, 7}, 48)};
   VectorTraceReader reader(requests, {});
   auto trace = CompileTrace(&reader, {});
   ASSERT_TRUE(trace.ok());
-  // Distinct hashes 5 < 7 < 300 < 900 get ids 0..3.
-  EXPECT_EQ(trace->distinct_blocks, (std::vector<BlockId>{5, 7, 300, 900}));
-  EXPECT_EQ(trace->dense_blocks, (std::vector<uint32_t>{3, 1, 2, 1, 3, 0, 2, 0, 1}));
+  // First uses: 900, 7, 300, then 5: ids 0..3.
+  EXPECT_EQ(trace->distinct_blocks, (std::vector<BlockId>{900, 7, 300, 5}));
+  EXPECT_EQ(trace->dense_blocks, (std::vector<uint32_t>{0, 1, 2, 1, 0, 3, 2, 3, 1}));
   CompiledTrace hashed = *trace;
   hashed.dense_blocks.clear();  // the hash-map pass
   ComputeNextUse(&*trace);
