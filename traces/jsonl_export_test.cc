@@ -47,6 +47,52 @@ TEST(JsonlExportTest, WritesEveryFieldInTheDocumentedForm) {
   EXPECT_EQ(RequestDifference((*back)[0], r), "");  // arrival 250 kept: times are already relative
 }
 
+// Variable blocks round-trip; the writer refuses what the reader would refuse (a zero-token prompt,
+// counts that do not fit), naming the record, and leaves no file.
+TEST(JsonlExportTest, VariableBlocksRoundTripAndRefusedRecordsAreNeverWritten) {
+  const std::string path = ::testing::TempDir() + "/chunks.jsonl";
+  TraceWriterOptions options;
+  options.block_tokens = 34;
+  auto writer = OpenJsonlTraceWriter(path, options);
+  ASSERT_TRUE(writer.ok());
+  Request r;
+  r.input_tokens = 70;
+  r.output_tokens = 1;
+  r.block_tokens = 34;
+  r.block_hashes = {5, 6};
+  r.block_token_counts = {35, 35};
+  ASSERT_TRUE((*writer)->Write(r).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_NE(ReadFile(path)->find("\"block_hashes\": [5, 6], \"block_token_counts\": [35, 35], \"type\""),
+            std::string::npos);
+  auto back = ReadAll(path, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(RequestDifference((*back)[0], r), "");
+
+  struct Bad {
+    Request request;
+    std::string message;
+  };
+  Request zero = r;
+  zero.input_tokens = 0;
+  zero.block_hashes.clear();
+  zero.block_token_counts.clear();
+  zero.block_tokens = 0;
+  Request wrong_sum = r;
+  wrong_sum.block_token_counts = {35, 34};
+  for (const Bad& bad : std::vector<Bad>{{zero, "record 1: input_tokens: expected > 0, got 0"},
+                                         {wrong_sum, "record 1: block_token_counts: sum 69"}}) {
+    const std::string refused = ::testing::TempDir() + "/refused.jsonl";
+    auto w = OpenJsonlTraceWriter(refused, options);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write(r).ok());
+    const absl::Status status = (*w)->Write(bad.request);
+    EXPECT_NE(status.message().find(bad.message), std::string::npos) << status;
+    w->reset();  // abandoned: no file
+    EXPECT_FALSE(ReadFile(refused).ok());
+  }
+}
+
 TEST(JsonlExportTest, HandWrittenMinimalRecordsGetDefaults) {
   const std::string path =
       WriteTempFile("minimal.jsonl",

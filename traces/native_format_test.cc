@@ -191,6 +191,36 @@ TEST(NativeFormatTest, HeaderCarriesHandComputedSummary) {
   EXPECT_EQ(header->compression(), proto::TRACE_COMPRESSION_ZSTD);
 }
 
+TEST(NativeFormatTest, VariableBlockTokenCountsRoundTrip) {
+  const std::string path = ::testing::TempDir() + "/chunks.kvt";
+  std::vector<Request> requests(3);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].request_id = i;
+    requests[i].arrival_ns = static_cast<int64_t>(i) * 10;
+    requests[i].block_tokens = 34;
+  }
+  requests[0].input_tokens = 100;
+  requests[0].block_hashes = {7, 8, 9};
+  requests[0].block_token_counts = {33, 33, 34};
+  requests[1].input_tokens = 5;  // no hashes: no counts
+  requests[1].block_tokens = 0;
+  requests[2].input_tokens = 31;
+  requests[2].block_hashes = {7};
+  requests[2].block_token_counts = {31};
+  TraceWriterOptions options;
+  options.block_tokens = 34;
+  ASSERT_TRUE(WriteNative(path, requests, options).ok());
+  auto back = ReadAll(path, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectSame(requests, *back);
+
+  Request bad = requests[0];
+  bad.block_token_counts = {33, 33};  // one count short
+  const absl::Status status = WriteNative(::testing::TempDir() + "/bad.kvt", {bad}, options);
+  EXPECT_NE(status.message().find("record 0: block_token_counts: 2 counts for 3 block hashes"), std::string::npos)
+      << status;
+}
+
 TEST(NativeFormatTest, WriterRejectsInconsistentBlockSizesAndLeavesNoFile) {
   const std::string path = ::testing::TempDir() + "/rejected.kvt";
   std::remove(path.c_str());

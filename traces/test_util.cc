@@ -50,6 +50,9 @@ std::string RequestDifference(const Request& a, const Request& b) {
       return field(absl::StrCat("block_hashes[", k, "]").c_str(), a.block_hashes[k], b.block_hashes[k]);
     }
   }
+  if (a.block_token_counts != b.block_token_counts) {
+    return field("block_token_counts.size", a.block_token_counts.size(), b.block_token_counts.size());
+  }
   if (a.type != b.type) return field("type", static_cast<int>(a.type), static_cast<int>(b.type));
   if (a.failed != b.failed) return field("failed", a.failed, b.failed);
   if (a.model != b.model) return field("model", a.model, b.model);

@@ -27,7 +27,8 @@ pb_dir="$(dirname "$pb_cc")"
   for f in text/line_reader text/parse_util text/csv_reader text/text_detect trace_format text/import_reader \
            text/jsonl_source text/csv_source importers/mooncake_reader importers/bailian_reader \
            importers/hashed_reader importers/azure_reader importers/burstgpt_reader importers/vidur_reader \
-           importers/jsonl_reader native_format jsonl_export trace_io trace_stats trace_convert; do
+           importers/chunk_hash_reader importers/jsonl_reader native_format jsonl_export trace_io trace_stats \
+           trace_convert; do
     echo "#include \"traces/$f.cc\""
   done
 } >"$tmp/unity.cc"
@@ -48,7 +49,7 @@ KVSIM_FUZZ_MAKE_NATIVE="traces/fuzz/seeds/mooncake.jsonl $tmp/native_seeds/moonc
   { echo "FAIL: cannot make the native seeds"; exit 1; }
 
 failures=0
-for format in mooncake bailian hashed azure burstgpt vidur jsonl native; do
+for format in mooncake bailian hashed chunk_hash azure burstgpt vidur jsonl native; do
   corpus="$tmp/corpus_$format"
   mkdir -p "$corpus"
   if [ "$format" = native ]; then
