@@ -6,6 +6,8 @@ source tests/cli_test_lib.sh
 
 expect 0 "$kvsim" version
 grep -q '^kvsim [0-9]' "$tmp/out" || fail "version line missing: $(cat "$tmp/out")"
+expect 0 "$kvsim" --version
+grep -q '^kvsim [0-9]' "$tmp/out" || fail "--version: $(cat "$tmp/out") $(cat "$tmp/err")"
 
 expect 0 "$kvsim" help
 for cmd in config version; do

@@ -64,4 +64,18 @@ printf 'eviction { name: "lru" ttl_pin {} }\nworkload { max_requests: 50 }\n' > 
 grep -q '"eviction_policy": "lru+ttl"' "$tmp/ttl_out/summary.json" || \
   fail "run.eviction_policy: $(grep -o '"eviction_policy": "[^"]*"' "$tmp/ttl_out/summary.json")"
 
+# vLLM benchmark_serving's key names, numbers as numbers; no SLO set: goodput null.
+"$kvsim" replay --config="$tmp/ttl.textproto" --trace="$trace" --vllm_json="$tmp/vllm.json" --percentiles=50,99.9 \
+  --warmup_requests=10 >/dev/null 2>"$tmp/vllm_err" || fail "replay --vllm_json: $(cat "$tmp/vllm_err")"
+python3 - "$tmp/vllm.json" <<'PY' || fail "vllm.json: $(cat "$tmp/vllm.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["completed"] == 40 and m["warmup_excluded"] == 10, m
+for k in ["duration", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+          "total_token_throughput", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms",
+          "p99.9_ttft_ms", "mean_tpot_ms", "p99.9_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "p99.9_e2el_ms"]:
+    assert isinstance(m[k], (int, float)), k
+assert m["request_goodput"] is None
+PY
+
 finish

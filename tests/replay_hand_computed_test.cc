@@ -1,5 +1,6 @@
 // Hand-computed replays: every reported time is the sum of the fake cost model's terms, worked out here
 // from the scheduling rules (decodes first, FCFS admission, preempt the newest), independently of the code.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "sim/serving/replay.h"
 #include "sim/serving/testing/fake_cost_model.h"
 #include "sim/serving/testing/test_util.h"
+#include "sim/serving/vllm_metrics.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {
@@ -49,7 +51,7 @@ TEST(ReplayHandComputedTest, ChunkedPrefillAttendsToEarlierChunks) {
   EXPECT_EQ(r.arrival_ns(), 5000);
   EXPECT_EQ(r.ttft_ns(), 3448);
   EXPECT_EQ(r.e2e_ns(), 3448);
-  EXPECT_EQ(r.tpot_ns(), 0);
+  EXPECT_FALSE(r.has_tpot_ns());  // one output token: no TPOT (it read 0)
 }
 
 TEST(ReplayHandComputedTest, AdaptiveChunkHoldsTheTarget) {
@@ -161,6 +163,78 @@ TEST(ReplayHandComputedTest, ForcedPreemptionByRecompute) {
   EXPECT_EQ(results.summary().preemptions(), 1);
   EXPECT_EQ(results.summary().evicted_blocks(), 2);  // B's prompt block, then A's
   EXPECT_EQ(results.summary().max_gpu_blocks_used(), 4);
+}
+
+// vLLM-style metrics of three requests that never overlap (so each time is the fake model's sum):
+//   R1 at 0:      40 in, 3 out: prefill 1000 + 400 = 1400; decodes 1050, 1051 -> e2e 3501; TPOT 2101 / 2.
+//   R2 at 10 us:  20 in, 2 out: prefill 1000 + 200 = 1200; decode 1000 + 10 + 20 -> e2e 2230; TPOT 1030.
+//   R3 at 20 us:  10 in, 1 out: prefill 1100 = TTFT = e2e; no TPOT.
+// Statistics as numpy computes them (mean, median, population std, linear-interpolated percentiles).
+TEST(ReplayHandComputedTest, VllmMetricsOfThreeRequests) {
+  const proto::Results results =
+      Replay(TestConfig(100), {MakeRequest(1, 0, 40, 3), MakeRequest(2, 10000, 20, 2), MakeRequest(3, 20000, 10, 1)});
+  VllmMetricsOptions options;
+  options.percentiles = {50, 99, 99.9};
+  proto::SloConfig slo;
+  auto json = VllmBenchmarkJson(results, slo, options);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const Json& m = *json;
+  const double duration_s = 21100e-9;  // first arrival 0 to R3's finish 20000 + 1100
+  auto near = [](const Json& value, double want) {
+    ASSERT_TRUE(value.is_number()) << value.dump();
+    EXPECT_NEAR(value.get<double>(), want, 1e-9 * std::abs(want)) << value.dump();
+  };
+  EXPECT_EQ(m["completed"], 3);
+  EXPECT_EQ(m["total_input_tokens"], 70);
+  EXPECT_EQ(m["total_output_tokens"], 6);
+  near(m["duration"], duration_s);
+  near(m["request_throughput"], 3 / duration_s);
+  near(m["input_throughput"], 70 / duration_s);
+  near(m["output_throughput"], 6 / duration_s);
+  near(m["total_token_throughput"], 76 / duration_s);
+  EXPECT_TRUE(m["request_goodput"].is_null());  // no SLO set
+  // TTFT (ms): 0.0014, 0.0012, 0.0011.
+  const double ttft_mean = 0.0037 / 3;
+  near(m["mean_ttft_ms"], ttft_mean);
+  near(m["median_ttft_ms"], 0.0012);
+  near(m["std_ttft_ms"],
+       std::sqrt((std::pow(0.0014 - ttft_mean, 2) + std::pow(0.0012 - ttft_mean, 2) + std::pow(0.0011 - ttft_mean, 2)) /
+                 3));
+  near(m["p50_ttft_ms"], 0.0012);
+  near(m["p99_ttft_ms"], 0.0012 + 0.98 * 0.0002);  // rank 0.99 x 2 = 1.98
+  near(m["p99.9_ttft_ms"], 0.0012 + 0.998 * 0.0002);
+  // TPOT (ms): 0.0010505, 0.00103 (R3 has none).
+  near(m["mean_tpot_ms"], (0.0010505 + 0.00103) / 2);
+  near(m["median_tpot_ms"], (0.0010505 + 0.00103) / 2);
+  near(m["std_tpot_ms"], (0.0010505 - 0.00103) / 2);
+  near(m["p99_tpot_ms"], 0.00103 + 0.99 * 0.0000205);
+  // ITL: (2101 + 1030) ns over 3 gaps.
+  near(m["mean_itl_ms"], 3131e-6 / 3);
+  EXPECT_TRUE(m["median_itl_ms"].is_null());
+  // E2E (ms): 0.003501, 0.00223, 0.0011.
+  near(m["mean_e2el_ms"], (0.003501 + 0.00223 + 0.0011) / 3);
+  near(m["median_e2el_ms"], 0.00223);
+  near(m["p99_e2el_ms"], 0.00223 + 0.98 * (0.003501 - 0.00223));
+
+  // Goodput: TTFT <= 1250 ns keeps R2 and R3; adding E2E <= 2000 ns keeps R3 only.
+  slo.set_ttft_ms(0.00125);
+  near((*VllmBenchmarkJson(results, slo, options))["request_goodput"], 2 / duration_s);
+  slo.set_e2e_ms(0.002);
+  near((*VllmBenchmarkJson(results, slo, options))["request_goodput"], 1 / duration_s);
+
+  // Warm-up: the first request by count, or the first 15 us by time.
+  options.warmup_requests = 1;
+  const Json warm = *VllmBenchmarkJson(results, {}, options);
+  EXPECT_EQ(warm["completed"], 2);
+  EXPECT_EQ(warm["warmup_excluded"], 1);
+  near(warm["duration"], 11100e-9);  // R2's arrival to R3's finish
+  near(warm["mean_ttft_ms"], 0.00115);
+  options.warmup_requests = 0;
+  options.warmup_s = 15e-6;
+  const Json late = *VllmBenchmarkJson(results, {}, options);
+  EXPECT_EQ(late["completed"], 1);
+  near(late["mean_e2el_ms"], 0.0011);
+  EXPECT_TRUE(late["mean_tpot_ms"].is_null());
 }
 
 }  // namespace

@@ -161,7 +161,7 @@ int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err) {
     PrintOverview(err);
     return 2;
   }
-  const std::string name = args[0];
+  const std::string name = args[0] == "--version" ? "version" : args[0];  // the convention of other tools
   if (name == "help" || name == "--help" || name == "-h") {
     if (args.size() < 2) {
       PrintOverview(out);

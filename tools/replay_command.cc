@@ -4,16 +4,20 @@
 #include <ostream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "config/experiment_config.h"
 #include "cost_models/cost_model.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/results_writer.h"
+#include "sim/serving/vllm_metrics.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "traces/trace_reader.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(int64_t, replay_sample_ms, 100,
@@ -24,8 +28,33 @@ ABSL_FLAG(bool, replay_timeline, false,
 ABSL_FLAG(int64_t, replay_timeline_max_events, 250000,
           "events kept in timeline.json (the run's first ones; count) before it is truncated");
 
+ABSL_FLAG(std::string, vllm_json, "",
+          "also write the serving metrics as vLLM's benchmark_serving result JSON (its key names: completed, "
+          "request_throughput, mean_ttft_ms, p99_tpot_ms, mean_itl_ms, mean_e2el_ms, ...) to this file");
+ABSL_FLAG(std::string, percentiles, "50,90,99",
+          "percentiles of TTFT, TPOT, ITL and E2E latency in --vllm_json (numpy's linear interpolation), in (0, 100]");
+ABSL_FLAG(int64_t, warmup_requests, 0, "--vllm_json: leave out the first N requests by arrival (warm-up)");
+ABSL_FLAG(double, warmup_s, 0, "--vllm_json: leave out requests arriving within this many seconds of the first");
+
 namespace kvsim {
 namespace {
+
+absl::StatusOr<VllmMetricsOptions> VllmOptionsFromFlags() {
+  VllmMetricsOptions options;
+  options.percentiles.clear();
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_percentiles), ',', absl::SkipEmpty())) {
+    double p;
+    if (!absl::SimpleAtod(item, &p) || !(p > 0 && p <= 100)) {
+      return absl::InvalidArgumentError(absl::StrCat("--percentiles: '", item, "' is not a number in (0, 100]"));
+    }
+    options.percentiles.push_back(p);
+  }
+  options.warmup_requests = absl::GetFlag(FLAGS_warmup_requests);
+  options.warmup_s = absl::GetFlag(FLAGS_warmup_s);
+  if (options.warmup_requests < 0) return absl::InvalidArgumentError("--warmup_requests must be >= 0");
+  if (!(options.warmup_s >= 0)) return absl::InvalidArgumentError("--warmup_s must be >= 0");
+  return options;
+}
 
 absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments; use --trace");
@@ -57,11 +86,18 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
     options.timeline_path = out_dir + "/timeline.json";
   }
 
+  const std::string vllm_json = absl::GetFlag(FLAGS_vllm_json);
+  KVSIM_ASSIGN_OR_RETURN(VllmMetricsOptions vllm_options, VllmOptionsFromFlags());
+
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost_model, reader.get(), options));
   if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
+  }
+  if (!vllm_json.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(Json metrics, VllmBenchmarkJson(output.results, config.slo(), vllm_options));
+    KVSIM_RETURN_IF_ERROR(WriteFileAtomically(vllm_json, DumpJson(metrics)));
   }
   if (absl::GetFlag(FLAGS_json)) {
     KVSIM_ASSIGN_OR_RETURN(std::string json, SummaryJson(output.results));
@@ -71,6 +107,7 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   out << SummaryTable(output.results);
   for (const std::string& warning : reader->warnings()) out << "  warning: " << warning << "\n";
   if (!out_dir.empty()) out << "  results written to " << out_dir << "/\n";
+  if (!vllm_json.empty()) out << "  vLLM benchmark_serving metrics written to " << vllm_json << "\n";
   return absl::OkStatus();
 }
 
@@ -81,14 +118,17 @@ KVSIM_REGISTER_COMMAND(
     {
         .name = "replay",
         .summary = "simulate serving a request trace (TTFT, TPOT, throughput, cache hits)",
-        .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json]",
+        .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json] [--vllm_json=FILE]",
         .details = "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
                    "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
                    "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
-                   "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).",
+                   "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).\n"
+                   "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
+                   "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
+                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
         .flags = {"config", "trace", "trace_format", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
-                  "replay_timeline_max_events"},
+                  "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s"},
         .run = RunReplayCommand,
     });
 

@@ -1,6 +1,9 @@
 // File: util/percentile.h
 //
-// The one percentile rule of kvsim's reports: nearest rank. The q-quantile of n sorted values is the
+// kvsim's two percentile rules. LinearPercentile is numpy's default (np.percentile, method "linear"),
+// for the vLLM-style serving metrics (sim/serving/vllm_metrics.h) that users compare with vLLM's
+// benchmark_serving: the value at fractional rank q (n - 1), interpolated between its neighbours; p50 of
+// {1, 2, 3, 4} is 2.5, p90 is 3.7. Every other report uses nearest rank: The q-quantile of n sorted values is the
 // ceil(q n)-th smallest (the smallest for q n <= 1, the largest for q >= 1): a value that occurred, with at
 // least a fraction q of the values at or below it. p50 of {1, 2, 3, 4} is 2, p90 is 4.
 //
@@ -26,6 +29,17 @@ T NearestRank(const std::vector<T>& sorted, double fraction) {
   const double rank = std::ceil(fraction * static_cast<double>(sorted.size()));
   const size_t index = rank < 1 ? 0 : std::min(sorted.size(), static_cast<size_t>(rank)) - 1;
   return sorted[index];
+}
+
+// numpy.percentile(sorted, 100 * fraction) with its default linear interpolation.
+// REQUIRES: `sorted` is non-empty and sorted ascending; 0 <= fraction <= 1.
+inline double LinearPercentile(const std::vector<double>& sorted, double fraction) {
+  KVSIM_CHECK(!sorted.empty()) << "percentile of no values";
+  KVSIM_CHECK(fraction >= 0 && fraction <= 1) << "percentile fraction " << fraction;
+  const double rank = fraction * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
 }
 
 }  // namespace kvsim

@@ -26,5 +26,18 @@ TEST(NearestRankDeathTest, NoValuesIsAProgrammingError) {
   EXPECT_DEATH(NearestRank(std::vector<double>(), 0.5), "percentile of no values");
 }
 
+// Against numpy by hand: np.percentile([1, 2, 3, 4], [50, 90, 99]) = [2.5, 3.7, 3.97] (rank q x 3, e.g.
+// 2.7 -> 3 + 0.7 x 1), np.percentile([15, 20, 35, 40, 50], 40) = 29 (rank 1.6 -> 20 + 0.6 x 15).
+TEST(LinearPercentileTest, MatchesNumpysDefaultInterpolation) {
+  const std::vector<double> four = {1, 2, 3, 4};
+  EXPECT_DOUBLE_EQ(LinearPercentile(four, 0.50), 2.5);
+  EXPECT_DOUBLE_EQ(LinearPercentile(four, 0.90), 3.7);
+  EXPECT_DOUBLE_EQ(LinearPercentile(four, 0.99), 3.97);
+  EXPECT_DOUBLE_EQ(LinearPercentile(four, 0), 1);
+  EXPECT_DOUBLE_EQ(LinearPercentile(four, 1), 4);
+  EXPECT_DOUBLE_EQ(LinearPercentile({15, 20, 35, 40, 50}, 0.40), 29);
+  EXPECT_DOUBLE_EQ(LinearPercentile({7}, 0.99), 7);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -154,7 +154,9 @@ proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const
       tpot_ms = NsToMs(o.last_token_ns - o.first_token_ns) / static_cast<double>(o.output_tokens - 1);
       tpot.push_back(tpot_ms);
     }
-    if ((slo.ttft_ms() <= 0 || ttft_ms <= slo.ttft_ms()) && (slo.tpot_ms() <= 0 || tpot_ms <= slo.tpot_ms())) {
+    const double e2e_ms = NsToMs(o.finish_ns - o.arrival_ns);
+    if ((slo.ttft_ms() <= 0 || ttft_ms <= slo.ttft_ms()) && (slo.tpot_ms() <= 0 || tpot_ms <= slo.tpot_ms()) &&
+        (slo.e2e_ms() <= 0 || e2e_ms <= slo.e2e_ms())) {
       ++good;
     }
     input += o.input_tokens;
@@ -177,7 +179,7 @@ proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const
   s.set_throughput_output_tokens_per_s(Ratio(output, duration_s));
   s.set_goodput_requests_per_s(Ratio(good, duration_s));
   s.set_goodput_fraction(Ratio(good, finished));
-  s.set_slo_set(slo.ttft_ms() > 0 || slo.tpot_ms() > 0);
+  s.set_slo_set(slo.ttft_ms() > 0 || slo.tpot_ms() > 0 || slo.e2e_ms() > 0);
   *s.mutable_ttft_ms() = Distribute(&ttft);
   *s.mutable_tpot_ms() = Distribute(&tpot);
   *s.mutable_e2e_ms() = Distribute(&e2e);

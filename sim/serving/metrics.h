@@ -8,7 +8,7 @@
 //   TPOT = (last token - first token) / (output tokens - 1), requests with at least two output tokens only.
 // - Percentiles are nearest-rank over finished requests: p = the ceil(q n)-th smallest value.
 // - duration = first arrival until the last event; throughput and goodput are per second of it.
-// - A request is good if its TTFT and TPOT meet the SloConfig objectives that are set.
+// - A request is good if its TTFT, TPOT and end-to-end latency meet the SloConfig objectives that are set.
 // - Hit ratios are over prompt tokens of admitted requests: prefix and segment are what those modes could
 //   reuse at first admission (blocks cached in any tier); reuse is what the configured mode reused.
 // - The time series holds, per replica, the first iteration that starts in each sampling interval.

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "sim/serving/results_writer.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -80,6 +81,35 @@ TEST(ResultsWriterTest, CsvAndTableShowEveryRequest) {
   EXPECT_NE(json->find("\"finished_requests\": 10,"), std::string::npos) << *json;
   EXPECT_NE(json->find("\"output_tokens\": 20,"), std::string::npos) << *json;
   EXPECT_EQ(json->find("\"10\""), std::string::npos) << *json;
+}
+
+// A one-token output has no time per output token: empty in requests.csv, null in JSON (it was 0).
+TEST(ResultsWriterTest, OneTokenOutputHasNoTpot) {
+  MetricsCollector metrics(kNsPerS);
+  for (int tokens : {1, 3}) {
+    RequestState s;
+    s.request.request_id = tokens;
+    s.request.input_tokens = 10;
+    s.request.output_tokens = tokens;
+    s.generated_tokens = tokens;
+    s.replica = 0;
+    s.arrival_ns = 0;
+    s.first_scheduled_ns = 0;
+    s.first_token_ns = kNsPerMs;
+    s.last_token_ns = s.finish_ns = (1 + 2 * (tokens - 1)) * kNsPerMs;  // 2 ms per later token
+    metrics.OnArrival(0, s);
+    metrics.OnRequestFinished(s.finish_ns, s);
+  }
+  metrics.OnRunEnd(10 * kNsPerMs, {});
+  const proto::Results results = metrics.BuildResults({});
+  ASSERT_EQ(results.requests_size(), 2);
+  EXPECT_FALSE(results.requests(0).has_tpot_ns());
+  EXPECT_EQ(results.requests(1).tpot_ns(), 2 * kNsPerMs);
+  const std::string csv = RequestsCsv(results);
+  EXPECT_NE(csv.find("\n1,0,1,0,0,1000000,,1000000,10,1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n3,0,1,0,0,1000000,2000000,5000000,10,3,"), std::string::npos) << csv;
+  EXPECT_TRUE(ProtoToJson(results.requests(0))["tpot_ns"].is_null());
+  EXPECT_EQ(ProtoToJson(results.requests(1))["tpot_ns"], 2 * kNsPerMs);
 }
 
 }  // namespace

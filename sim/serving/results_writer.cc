@@ -27,6 +27,11 @@ class CsvRow {
     *cursor_++ = ',';
     return *this;
   }
+  // An empty field: a value that does not exist (TPOT of a one-token output).
+  CsvRow& Empty() {
+    *cursor_++ = ',';
+    return *this;
+  }
   // Ends the row: the last field's comma becomes the newline.
   ~CsvRow() {
     cursor_[-1] = '\n';
@@ -49,10 +54,16 @@ std::string RequestsCsv(const proto::Results& results) {
       "reloaded_tokens,swapped_tokens,preemptions\n";
   csv.reserve(csv.size() + results.requests_size() * 96);
   for (const proto::RequestResult& r : results.requests()) {
-    CsvRow(&csv) << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns() << r.queueing_ns()
-                 << r.ttft_ns() << r.tpot_ns() << r.e2e_ns() << r.input_tokens() << r.output_tokens()
-                 << r.prefix_reused_tokens() << r.segment_reused_tokens() << r.reused_tokens() << r.reused_blocks()
-                 << r.recomputed_tokens() << r.reloaded_tokens() << r.swapped_tokens() << r.preemptions();
+    CsvRow row(&csv);
+    row << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns() << r.queueing_ns() << r.ttft_ns();
+    if (r.has_tpot_ns()) {
+      row << r.tpot_ns();
+    } else {
+      row.Empty();
+    }
+    row << r.e2e_ns() << r.input_tokens() << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
+        << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens() << r.swapped_tokens()
+        << r.preemptions();
   }
   return csv;
 }
@@ -146,7 +157,7 @@ std::string SummaryTable(const proto::Results& results) {
                                      s.throughput_output_tokens_per_s()));
   line("goodput", s.slo_set() ? absl::StrFormat("%.3f req/s (%.1f%% of finished)", s.goodput_requests_per_s(),
                                                 100 * s.goodput_fraction())
-                              : "no SLO set (config slo.ttft_ms, slo.tpot_ms)");
+                              : "no SLO set (config slo.ttft_ms, slo.tpot_ms, slo.e2e_ms)");
   dist("TTFT (ms)", s.ttft_ms());
   dist("TPOT (ms)", s.tpot_ms());
   dist("end-to-end (ms)", s.e2e_ms());
