@@ -18,6 +18,7 @@ PACKAGES=(
   jq                                                # replay summaries in tools/published_points.sh
   python3-torch python3-numpy                       # tools/llama_torch.py reference logits, tools/train_small_model.py
   libopenblas0-openmp                               # fast BLAS behind python3-torch (the default reference BLAS is ~15x slower)
+  pybind11-dev python3-dev                          # the `import kvsim` Python module (tools/python/)
 )
 
 missing=()
