@@ -25,6 +25,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/config.pb.h"
 #include "sim/cache/cache_simulator.h"
+#include "sim/cache/mrc.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/results_writer.h"
 #include "traces/trace_io.h"
@@ -187,6 +188,55 @@ py::list Cache(const std::string& trace, const std::vector<std::string>& policie
   return out;
 }
 
+// LRU's miss-ratio curve in one pass: numpy arrays over the step points, plus the ratios at `sizes`.
+py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, double sample_rate, bool prefix,
+             int32_t block_tokens, const std::string& trace_format) {
+  absl::StatusOr<LruMrc> curve;
+  {
+    py::gil_scoped_release release;
+    curve = [&]() -> absl::StatusOr<LruMrc> {
+      TraceOptions options;
+      options.format = trace_format;
+      absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(trace, options);
+      if (!reader.ok()) return reader.status();
+      CacheReplayOptions replay;
+      replay.block_tokens = block_tokens;
+      MrcOptions mrc;
+      mrc.sample_rate = sample_rate;
+      mrc.prefix = prefix;
+      return ComputeLruMrc(reader->get(), replay, mrc);
+    }();
+  }
+  const LruMrc lru = OrThrow(std::move(curve));
+  auto columns = [](const std::vector<MrcPoint>& points) {
+    const size_t n = points.size();
+    py::array_t<int64_t> capacity(n);
+    py::array_t<double> hit(n), token_hit(n), prefix_hit(n);
+    for (size_t i = 0; i < n; ++i) {
+      capacity.mutable_at(i) = points[i].capacity_blocks;
+      hit.mutable_at(i) = points[i].hit_ratio;
+      token_hit.mutable_at(i) = points[i].token_hit_ratio;
+      prefix_hit.mutable_at(i) = points[i].prefix_hit_ratio;
+    }
+    py::dict d;
+    d["capacity_blocks"] = capacity;
+    d["hit_ratio"] = hit;
+    d["token_hit_ratio"] = token_hit;
+    d["prefix_hit_ratio"] = prefix_hit;
+    return d;
+  };
+  std::vector<MrcPoint> at;
+  for (int64_t size : sizes) {
+    if (size < 0) throw py::value_error(absl::StrCat("sizes: expected >= 0 blocks, got ", size));
+    at.push_back(lru.At(size));
+  }
+  py::dict out;
+  out["steps"] = columns(lru.StepPoints());
+  out["at"] = columns(at);
+  out["sampled_accesses"] = lru.sampled_accesses();
+  return out;
+}
+
 // Every request of a trace in any format, as a list of dicts.
 py::list ReadTrace(const std::string& trace, const std::string& trace_format) {
   TraceOptions options;
@@ -221,6 +271,9 @@ PYBIND11_MODULE(kvsim, m) {
   m.def("cache", &kvsim::Cache, py::arg("trace"), py::arg("policies"), py::arg("capacities_blocks"),
         py::arg("block_tokens") = 16, py::arg("trace_format") = "",
         "Cache replay: one dict of statistics per (policy, capacity).");
+  m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{}, py::arg("sample_rate") = 1.0,
+        py::arg("prefix") = false, py::arg("block_tokens") = 16, py::arg("trace_format") = "",
+        "LRU miss-ratio curve: {'steps': columns at every size where it changes, 'at': columns at `sizes`}.");
   m.def("read_trace", &kvsim::ReadTrace, py::arg("trace"), py::arg("trace_format") = "",
         "Every request of a trace in any importable format, as dicts.");
 }

@@ -82,6 +82,9 @@ class ReplayTest(unittest.TestCase):
             for key in ("policy", "capacity_blocks", "accesses", "hits", "prefix_hits", "evictions", "hit_ratio"):
                 self.assertEqual(mine[key], theirs[key], key)
         self.assertGreater(rows[0]["hits"], 0)
+        curve = kvsim.mrc(trace, sizes=[8192])
+        self.assertEqual(curve["at"]["hit_ratio"][0], rows[0]["hit_ratio"])  # one-pass LRU = LRU replay
+        self.assertTrue((curve["steps"]["hit_ratio"][1:] >= curve["steps"]["hit_ratio"][:-1]).all())
         requests = kvsim.read_trace(trace)
         self.assertEqual(len(requests), cli_rows[0]["requests"])
         self.assertEqual(sum(len(r["block_hashes"]) for r in requests), cli_rows[0]["accesses"])
