@@ -6,5 +6,6 @@ cd "$(dirname "$0")"
 
 bash tools/install_deps.sh
 bazel build //tools:kvsim
+bash tools/install_python_module.sh
 mkdir -p out
 exec bash tools/main_job.sh out

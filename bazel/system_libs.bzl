@@ -111,6 +111,25 @@ def _system_libs_impl(ctx):
     else:
         lines.append("cc_library(name = \"xgboost\")")
     lines.append("")
+    # pybind11 (pybind11-dev) and the system Python's headers (python3-dev) for the Python module: where
+    # either is absent, @system//:python is empty and the module builds as a stub that says so.
+    python_include = None
+    for version in ["3.13", "3.12", "3.11", "3.10", "3.9"]:
+        if ctx.path("/usr/include/python%s/Python.h" % version).exists:
+            python_include = "/usr/include/python%s" % version
+            break
+    if python_include != None and ctx.path("/usr/include/pybind11/pybind11.h").exists:
+        ctx.symlink("/usr/include/pybind11", "python_include/pybind11")
+        ctx.symlink(python_include, "python_include/python")
+        lines.append("cc_library(")
+        lines.append("    name = \"python\",")
+        lines.append("    hdrs = glob([\"python_include/**/*.h\"]),")
+        lines.append("    includes = [\"python_include\", \"python_include/python\"],")
+        lines.append("    defines = [\"KVSIM_HAS_PYTHON=1\"],")
+        lines.append(")")
+    else:
+        lines.append("cc_library(name = \"python\")")
+    lines.append("")
     ctx.file("BUILD", "\n".join(lines))
     ctx.file("WORKSPACE", "workspace(name = %r)\n" % ctx.name)
 

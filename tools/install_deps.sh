@@ -21,6 +21,7 @@ PACKAGES=(
   chromium                                          # headless rendering test of the HTML report (skips without it)
   python3-torch python3-numpy                       # tools/llama_torch.py reference logits, tools/train_small_model.py
   libopenblas0-openmp                               # fast BLAS behind python3-torch (the default reference BLAS is ~15x slower)
+  pybind11-dev python3-dev                          # the `import kvsim` Python module (tools/python/)
 )
 
 missing=()
