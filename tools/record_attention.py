@@ -37,7 +37,7 @@ MAGIC = b"KVSATTN\x01"
 VERSION = 1
 TAG_HEADER, TAG_SAMPLE, TAG_HEAD, TAG_END = 1, 2, 3, 4
 DTYPES = {"fp16": 1, "bf16": 2, "fp32": 3}
-ROPE_SCALING = {None: 0, "linear": 1, "dynamic": 2, "yarn": 3, "llama3": 4}
+ROPE_SCALING = {None: 0, "default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "llama3": 4}  # else 5 (other)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -315,7 +315,8 @@ def header_for(model, name, layers, kv_heads, dtype):
         "num_kv_heads": _config_value(cfg, "num_key_value_heads", default=num_heads),
         "head_dim": _config_value(cfg, "head_dim", default=cfg.hidden_size // num_heads),
         "dtype": dtype, "rope_base": float(_config_value(cfg, "rope_theta", default=10000.0)),
-        "rope_scaling": ROPE_SCALING.get(kind, 5), "rope_factor": float(scaling.get("factor", 1.0)),
+        "rope_scaling": ROPE_SCALING.get(kind, 5),
+        "rope_factor": float(scaling.get("factor", 1.0)) if ROPE_SCALING.get(kind, 5) else 1.0,
         "kept_layers": list(layers), "kept_kv_heads": list(kv_heads),
     }
 
