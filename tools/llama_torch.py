@@ -351,8 +351,10 @@ class LlamaModel(torch.nn.Module):
                     t.copy_(std * torch.randn(shape, generator=g))
 
     # ---- forward with a KV cache (list of (k, v) per layer, rotated keys [B, kv_heads, S, head_dim]).
-    def forward(self, ids, start_pos=0, cache=None, return_hidden=False):
+    def forward(self, ids, start_pos=0, cache=None, return_hidden=False, observer=None):
         """ids [B, T] int64 at positions start_pos..start_pos+T-1; cache: None or list to extend in place.
+        observer: None, or called as observer(layer, q, k, v) with this call's post-rotary queries
+        [B, heads, T, head_dim], keys and values [B, kv_heads, T, head_dim] (tools/record_attention.py).
 
         Returns logits [B, T, vocab] float32 (computed in the parameters' dtype, float32 normally).
         """
@@ -385,6 +387,8 @@ class LlamaModel(torch.nn.Module):
             v = v.view(B, T, nkv, hd).transpose(1, 2)
             q = apply_rotary(q, cos, sin)
             k = apply_rotary(k, cos, sin)
+            if observer is not None:
+                observer(i, q, k, v)
             if cache is not None:
                 if len(cache) > i:
                     pk, pv = cache[i]

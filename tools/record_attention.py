@@ -16,7 +16,13 @@ Usage:
   python3 tools/record_attention.py --model meta-llama/Llama-3.1-8B --prompts prompts.jsonl \
       --out trace.kvat --layers 0,8,16,31 --kv_heads 0,1 --decode_steps 64 --device cuda --dtype fp16
 
-Prompt file: JSON lines with "prompt" (text, tokenised with the model's tokenizer) or "token_ids" (a list),
+With --forward llama_torch a local model folder (sim/eval/FORMATS.md) runs through tools/llama_torch.py's forward
+pass instead (the PyTorch reference of `kvsim record`'s forward pass; no transformers needed):
+  python3 tools/record_attention.py --forward llama_torch --model sim/eval/models/kvsim-tiny \
+      --prompts sim/eval/testdata/tasks_512.jsonl --out trace.kvat --column_sums
+
+Prompt file: JSON lines with "prompt" (text, tokenised with the model's tokenizer) or "token_ids" (a list;
+"prompt_ids" as in a task file of `kvsim eval` is read the same way),
 and optionally "boundaries" (positions where a question or turn starts); a line that is not JSON is a text
 prompt.
 """
@@ -31,7 +37,7 @@ MAGIC = b"KVSATTN\x01"
 VERSION = 1
 TAG_HEADER, TAG_SAMPLE, TAG_HEAD, TAG_END = 1, 2, 3, 4
 DTYPES = {"fp16": 1, "bf16": 2, "fp32": 3}
-ROPE_SCALING = {None: 0, "linear": 1, "dynamic": 2, "yarn": 3, "llama3": 4}
+ROPE_SCALING = {None: 0, "default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "llama3": 4}  # else 5 (other)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,33 +236,77 @@ def record_prompt(model, token_ids, layers, kv_heads, decode_steps, window, all_
                 past = out.past_key_values
     finally:
         capture.close()
+    q = {layer: torch.cat(capture.q[layer], dim=2)[0] for layer in layers}  # [num_heads, n, d]
+    k = {layer: torch.cat(capture.k[layer], dim=2)[0] for layer in layers}  # [num_kv, n, d]
+    n = len(token_ids) + decode_steps
+    v = {layer: torch.cat(capture.v[layer], dim=1)[0].view(n, num_kv, head_dim).permute(1, 0, 2)
+         for layer in layers}  # [n, num_kv * d] -> [num_kv, n, d]
+    return _sample(token_ids, generated, q, k, v, layers, kv_heads, group, head_dim, window, all_prompt_queries,
+                   column_sums), np
+
+
+def _sample(token_ids, generated, q, k, v, layers, kv_heads, group, head_dim, window, all_prompt_queries,
+            column_sums):
+    """The sample dict from per-layer post-RoPE q [num_heads, n, d], k and v [num_kv, n, d] (float32)."""
+    import torch
     prompt_len = len(token_ids)
-    n = prompt_len + decode_steps
+    n = prompt_len + len(generated)
     query_start = 0 if all_prompt_queries else max(0, prompt_len - window)
     heads = []
     for layer in layers:
-        q = torch.cat(capture.q[layer], dim=2)[0]      # [num_heads, n, d]
-        k = torch.cat(capture.k[layer], dim=2)[0]      # [num_kv, n, d]
-        v = torch.cat(capture.v[layer], dim=1)[0]      # [n, num_kv * d]
-        v = v.view(n, num_kv, head_dim).permute(1, 0, 2)
-        assert q.shape[1] == n and k.shape[1] == n, (q.shape, k.shape, n)
+        assert q[layer].shape[1] == n and k[layer].shape[1] == n, (q[layer].shape, k[layer].shape, n)
         for g in kv_heads:
-            qg = q[g * group:(g + 1) * group]          # [G, n, d]
+            qg = q[layer][g * group:(g + 1) * group]          # [G, n, d]
+            kg = k[layer][g]
             sums = None
             if column_sums:
-                logits = torch.einsum("gtd,id->gti", qg[:, :prompt_len], k[g, :prompt_len]) / head_dim ** 0.5
+                logits = torch.einsum("gtd,id->gti", qg[:, :prompt_len], kg[:prompt_len]) / head_dim ** 0.5
                 mask = torch.triu(torch.ones(prompt_len, prompt_len, dtype=torch.bool), diagonal=1)
                 logits = logits.masked_fill(mask, float("-inf"))
                 sums = torch.softmax(logits.double(), dim=-1).sum(dim=1).float().numpy()
-            heads.append((layer, g, k[g].numpy(), v[g].numpy(), qg[:, query_start:].numpy(), sums))
+            heads.append((layer, g, kg.numpy(), v[layer][g].numpy(), qg[:, query_start:].numpy(), sums))
     return {
-        "prompt_len": prompt_len, "decode_steps": decode_steps, "query_start": query_start,
+        "prompt_len": prompt_len, "decode_steps": len(generated), "query_start": query_start,
         "token_ids": list(token_ids) + generated, "heads": heads,
-    }, np
+    }
+
+
+def record_prompt_llama_torch(model, token_ids, layers, kv_heads, decode_steps, window, all_prompt_queries,
+                              column_sums):
+    """record_prompt for a tools/llama_torch.py LlamaModel (a model folder read without transformers):
+    q, k and v are taken post-RoPE from its forward pass's observer; greedy ties go to the lowest id."""
+    import torch
+    cfg = model.cfg
+    layers_set = set(layers)
+    q, k, v = {}, {}, {}
+
+    def observe(layer, qs, ks, vs):
+        if layer in layers_set:
+            q.setdefault(layer, []).append(qs[0].detach().float())
+            k.setdefault(layer, []).append(ks[0].detach().float())
+            v.setdefault(layer, []).append(vs[0].detach().float())
+
+    generated, cache = [], []
+    with torch.no_grad():
+        logits = model.forward(torch.tensor([token_ids], dtype=torch.int64), 0, cache, observer=observe)[0, -1]
+        for step in range(decode_steps):
+            nxt = int(torch.argmax(logits))
+            generated.append(nxt)
+            logits = model.forward(torch.tensor([[nxt]], dtype=torch.int64), len(token_ids) + step, cache,
+                                   observer=observe)[0, -1]
+    cat = lambda parts: {layer: torch.cat(parts[layer], dim=1) for layer in layers}  # noqa: E731
+    return _sample(token_ids, generated, cat(q), cat(k), cat(v), layers, kv_heads,
+                   cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim, window, all_prompt_queries,
+                   column_sums)
+
+
+def _model_config(model):
+    """transformers' model.config, or a tools/llama_torch.py LlamaModel's cfg (the same attribute names)."""
+    return model.config if hasattr(model, "config") else model.cfg
 
 
 def header_for(model, name, layers, kv_heads, dtype):
-    cfg = model.config
+    cfg = _model_config(model)
     num_heads = cfg.num_attention_heads
     scaling = getattr(cfg, "rope_scaling", None) or {}
     kind = scaling.get("rope_type", scaling.get("type"))
@@ -265,7 +315,8 @@ def header_for(model, name, layers, kv_heads, dtype):
         "num_kv_heads": _config_value(cfg, "num_key_value_heads", default=num_heads),
         "head_dim": _config_value(cfg, "head_dim", default=cfg.hidden_size // num_heads),
         "dtype": dtype, "rope_base": float(_config_value(cfg, "rope_theta", default=10000.0)),
-        "rope_scaling": ROPE_SCALING.get(kind, 5), "rope_factor": float(scaling.get("factor", 1.0)),
+        "rope_scaling": ROPE_SCALING.get(kind, 5),
+        "rope_factor": float(scaling.get("factor", 1.0)) if ROPE_SCALING.get(kind, 5) else 1.0,
         "kept_layers": list(layers), "kept_kv_heads": list(kv_heads),
     }
 
@@ -283,8 +334,8 @@ def read_prompts(path, tokenizer):
                 item = {"prompt": line}
             if isinstance(item, str):
                 item = {"prompt": item}
-            if "token_ids" in item:
-                ids = [int(t) for t in item["token_ids"]]
+            if "token_ids" in item or "prompt_ids" in item:  # prompt_ids: a task file (sim/eval/FORMATS.md)
+                ids = [int(t) for t in item.get("token_ids", item.get("prompt_ids"))]
             elif "prompt" in item:
                 if tokenizer is None:
                     raise SystemExit("%s:%d: text prompt but no tokenizer (give token_ids)" % (path, number))
@@ -300,15 +351,19 @@ def read_prompts(path, tokenizer):
 def record(model, prompts, out, name, layers=None, kv_heads=None, decode_steps=32, window=64,
            all_prompt_queries=False, column_sums=False, dtype="fp16", zstd_level=0, device="cpu"):
     """Records `prompts` [(token_ids, boundaries)] into `out`; returns the samples written."""
-    cfg = model.config
+    cfg = _model_config(model)
     layers = sorted(layers if layers else range(cfg.num_hidden_layers))
     num_kv = _config_value(cfg, "num_key_value_heads", default=cfg.num_attention_heads)
     kv_heads = sorted(kv_heads if kv_heads else range(num_kv))
     writer = TraceWriter(out, header_for(model, name, layers, kv_heads, dtype), zstd_level)
     samples = []
     for ids, boundaries in prompts:
-        sample, _ = record_prompt(model, ids, layers, kv_heads, decode_steps, window, all_prompt_queries,
-                                  column_sums, device)
+        if hasattr(model, "config"):
+            sample, _ = record_prompt(model, ids, layers, kv_heads, decode_steps, window, all_prompt_queries,
+                                      column_sums, device)
+        else:
+            sample = record_prompt_llama_torch(model, ids, layers, kv_heads, decode_steps, window,
+                                               all_prompt_queries, column_sums)
         sample["boundaries"] = sorted(set(b for b in boundaries if 0 <= b < len(ids) + decode_steps))
         writer.append(sample)
         samples.append(sample)
@@ -323,6 +378,9 @@ def _ints(text):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="Hugging Face model id or local directory")
+    p.add_argument("--forward", choices=["transformers", "llama_torch"], default="transformers",
+                   help="transformers: AutoModelForCausalLM; llama_torch: a local model folder through "
+                        "tools/llama_torch.py (no transformers needed; prompts as token ids)")
     p.add_argument("--prompts", required=True, help="prompt file (JSON lines or text lines)")
     p.add_argument("--out", required=True, help="trace file to write (.kvat)")
     p.add_argument("--layers", default="", help="comma-separated layer indices to keep; empty = all")
@@ -338,11 +396,21 @@ def main(argv=None):
     p.add_argument("--max_prompts", type=int, default=0, help="record at most this many prompts; 0 = all")
     args = p.parse_args(argv)
     import torch
-    import transformers
-    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        args.model, torch_dtype=getattr(torch, args.torch_dtype), attn_implementation="eager").to(args.device)
-    model.eval()
+    if args.forward == "llama_torch":
+        import os
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import llama_torch
+        try:
+            model = llama_torch.load_model(args.model, getattr(torch, args.torch_dtype))
+        except llama_torch.FormatError as e:
+            raise SystemExit("record_attention: %s" % e)
+        tokenizer = None
+    else:
+        import transformers
+        tokenizer = transformers.AutoTokenizer.from_pretrained(args.model)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            args.model, torch_dtype=getattr(torch, args.torch_dtype), attn_implementation="eager").to(args.device)
+        model.eval()
     prompts = read_prompts(args.prompts, tokenizer)
     if args.max_prompts > 0:
         prompts = prompts[:args.max_prompts]

@@ -81,6 +81,20 @@ def check_python_writer(tmp):
     print("python writer: OK")
 
 
+def check_header():
+    # rope_scaling {"rope_type": "default"} (as recent configs spell no scaling) is no scaling, factor 1, as
+    # `kvsim record` reads it (sim/eval/llama_config.cc); llama3 keeps its factor; an unknown type is "other".
+    from types import SimpleNamespace
+    for scaling, want in (({"rope_type": "default"}, (0, 1.0)), (None, (0, 1.0)),
+                          ({"rope_type": "llama3", "factor": 8.0}, (4, 8.0)),
+                          ({"type": "longrope", "factor": 2.0}, (5, 2.0))):
+        cfg = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                              hidden_size=32, rope_theta=10000.0, rope_scaling=scaling)
+        h = record_attention.header_for(SimpleNamespace(config=cfg), "m", [0], [0], "fp32")
+        assert (h["rope_scaling"], h["rope_factor"]) == want, (scaling, h)
+    print("header: OK")
+
+
 def check_model(tmp):
     try:
         import torch
@@ -127,6 +141,7 @@ def check_model(tmp):
 def main():
     with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as tmp:
         check_python_writer(tmp)
+        check_header()
         check_model(tmp)
     return 0
 

@@ -54,6 +54,7 @@ absl::StatusOr<AttentionSample> RecordAttentionSample(const LlamaModel& model, a
   sample.num_decode_steps = steps;
   sample.query_start = session.query_start();
   sample.token_ids.assign(prompt.begin(), prompt.end());
+  sample.boundaries = {0};  // the prompt is one turn (tools/record_attention.py's default for a prompt)
   for (int64_t s = 0; s < steps; ++s) {
     const int32_t next = ArgMax(logits);
     sample.token_ids.push_back(next);

@@ -6,7 +6,8 @@
 // position p is fed at position p + 1); for the chosen layers and KV heads the post-rotary keys and values
 // of every position, the post-rotary queries of the decode steps and of the last `query_window` prompt
 // positions (all of them when 0), and the prefill attention's column sums (H2O's seed), which the forward
-// pass computes anyway. token_ids are the prompt and the tokens fed at the decode steps.
+// pass computes anyway. token_ids are the prompt and the tokens fed at the decode steps; boundaries are {0}
+// (the prompt is one turn, as tools/record_attention.py records a prompt that names no boundaries).
 //
 // Thread-compatible; pure functions of the model and prompt.
 //

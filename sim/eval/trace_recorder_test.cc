@@ -35,6 +35,8 @@ TEST(TraceRecorderTest, RecordsKeysTokensAndRoundTrips) {
   std::vector<int32_t> want = prompt;
   for (int32_t id : testing::GreedyIds(*model, prompt, 6)) want.push_back(id);
   EXPECT_EQ(sample->token_ids, want);
+  // One boundary, the prompt's start, as tools/record_attention.py stores for a prompt that names none.
+  EXPECT_EQ(sample->boundaries, std::vector<int64_t>{0});
   // Layer 0 keys by hand, in double: RoPE(Wk . RMSNorm(embed[token]) * w) at each position.
   const LlamaConfig& c = model->config;
   for (int64_t pos = 0; pos < 26; ++pos) {
