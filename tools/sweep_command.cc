@@ -8,6 +8,7 @@
 #include "sim/sweep/sweep.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(std::string, grid, "",
@@ -41,7 +42,14 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   options.shard_index = shard.first;
   options.num_shards = shard.second;
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
+  // Progress on a terminal only (util/progress.h); RunSweep calls it one point at a time.
+  Progress progress("sweep", 0, "points", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  options.progress = [&progress](int64_t done, int64_t total) {
+    progress.set_total(total);
+    progress.Update(done);
+  };
   KVSIM_ASSIGN_OR_RETURN(SweepSummary summary, RunSweep(axes, base, options));
+  progress.Finish();
   out << "shard " << shard.first << "/" << shard.second << ": " << summary.points_in_shard << " of "
       << NumGridPoints(axes) << " points (" << summary.points_run << " run, " << summary.points_skipped
       << " already done); " << options.out_dir << "/shard-" << shard.first << "-of-" << shard.second << ".csv\n";
@@ -70,7 +78,7 @@ KVSIM_REGISTER_COMMAND(
                    "A shard writes DIR/shard-i-of-N.{csv,json}; with one shard, DIR/results.{csv,json} too. `merge`\n"
                    "collects the points of several shard directories into one table with the grid coordinates in\n"
                    "every row. The replay mode is provided by the serving simulator.",
-        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out"},
+        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out", "quiet"},
         .run = RunSweepCommand,
     });
 
