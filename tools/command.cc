@@ -5,7 +5,9 @@
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -136,14 +138,25 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
   return absl::OkStatus();
 }
 
+constexpr char kExitCodePayload[] = "kvsim.exit_code";
+
 int ExitCode(const absl::Status& status) {
   if (status.ok()) return 0;
+  if (const auto code = status.GetPayload(kExitCodePayload)) {
+    int value;
+    if (absl::SimpleAtoi(std::string(*code), &value)) return value;
+  }
   return status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown ? 1 : 2;
 }
 
 }  // namespace
 
 bool FlagGiven(absl::string_view name) { return GivenFlags().count(std::string(name)) > 0; }
+
+absl::Status WithExitCode(absl::Status status, int exit_code) {
+  status.SetPayload(kExitCodePayload, absl::Cord(absl::StrCat(exit_code)));
+  return status;
+}
 
 Registry<std::function<std::string()>>& HelpListRegistry() {
   static auto* registry = new Registry<std::function<std::string()>>("help name list");

@@ -12,7 +12,8 @@
 // The dispatcher parses `--flag=value` itself against the command's own flag list, so a flag that
 // belongs to another sub-command (or to none) is an error naming the accepted ones. Flags may be given
 // as --name=value, --name value, or for booleans --name / --noname; "--" ends the flags.
-// Exit codes: 0 success, 2 bad usage or bad input (any error status but kInternal/kUnknown), 1 internal.
+// Exit codes: 0 success, 2 bad usage or bad input (any error status but kInternal/kUnknown), 1 internal;
+// a command may choose another for a negative verdict (WithExitCode).
 #ifndef KVSIM_TOOLS_COMMAND_H_
 #define KVSIM_TOOLS_COMMAND_H_
 
@@ -47,6 +48,11 @@ Registry<std::function<std::string()>>& HelpListRegistry();
 // True if the command line of the sub-command being run set flag `name` (by name or as --noNAME), so a
 // flag's default can mean "the component's own default".
 bool FlagGiven(absl::string_view name);
+
+// `status` (not OK) marked to end the process with `exit_code` instead of 1 or 2: for a command that ran
+// correctly but whose verdict is negative (`kvsim compare` exits 3 on a regression). The message is
+// printed as any error's.
+absl::Status WithExitCode(absl::Status status, int exit_code);
 
 // Runs `kvsim` with argv[1..]: dispatches to the named sub-command, or prints help. Errors go to `err`
 // as one line "kvsim <cmd>: <message>". Returns the process exit code.

@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(std::string, policy);           // eviction policy specs, comm
 ABSL_DECLARE_FLAG(std::string, capacity_blocks);  // capacities in blocks (list/ranges)
 ABSL_DECLARE_FLAG(std::string, restore_cost);     // cache replay restore cost: auto | uniform | position
 ABSL_DECLARE_FLAG(int32_t, threads);              // worker threads; 0 = all cores
+ABSL_DECLARE_FLAG(bool, quiet);                   // no progress line (util/progress.h)
 
 namespace kvsim {
 

@@ -18,6 +18,7 @@
 #include "sim/quality/quality_evaluator.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(std::string, model, "", "Hugging Face model folder: config.json and *.safetensors (Llama architecture)");
@@ -65,15 +66,12 @@ absl::Status RunEval(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
   if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
-  const bool tty = isatty(STDERR_FILENO);
-  if (tty) {
-    options.progress = [](int64_t done, int64_t total) {
-      std::fprintf(stderr, "\reval: %lld/%lld tasks", static_cast<long long>(done), static_cast<long long>(total));
-      if (done == total) std::fprintf(stderr, "\n");
-      std::fflush(stderr);
-    };
-  }
+  // Progress on a terminal only (util/progress.h); the evaluator calls it under its own lock.
+  Progress progress("eval", static_cast<int64_t>(tasks.size()), "tasks",
+                    Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  options.progress = [&progress](int64_t done, int64_t /*total*/) { progress.Update(done); };
   KVSIM_ASSIGN_OR_RETURN(EvalResults results, RunClosedLoopEval(*model, tasks, options));
+  progress.Finish();
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) KVSIM_RETURN_IF_ERROR(WriteEvalReports(results, tasks, dir));
   out << (absl::GetFlag(FLAGS_json) ? EvalJson(results) : FormatEvalTable(results));
@@ -102,7 +100,7 @@ KVSIM_REGISTER_COMMAND(
             "--threads: runs (task x policy x budget) in parallel (0 = all cores); results do not depend on it.\n"
             "--out=DIR writes results.csv, tasks.csv, results.json, accuracy.svg and timing.csv (wall times).",
         .flags = {"model", "tasks", "policies", "budgets", "threads", "max_tasks", "query_window", "out", "json",
-                  "seed"},
+                  "seed", "quiet"},
         .run = RunEval,
     });
 

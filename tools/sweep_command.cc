@@ -7,6 +7,7 @@
 #include "sim/sweep/sweep.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
@@ -44,7 +45,14 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   options.shard_index = shard.first;
   options.num_shards = shard.second;
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
+  // Progress on a terminal only (util/progress.h); RunSweep calls it one point at a time.
+  Progress progress("sweep", 0, "points", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  options.progress = [&progress](int64_t done, int64_t total) {
+    progress.set_total(total);
+    progress.Update(done);
+  };
   KVSIM_ASSIGN_OR_RETURN(SweepSummary summary, RunSweep(axes, base, options));
+  progress.Finish();
   out << "shard " << shard.first << "/" << shard.second << ": " << summary.points_in_shard << " of "
       << NumGridPoints(axes) << " points (" << summary.points_run << " run, " << summary.points_skipped
       << " already done"
@@ -81,7 +89,7 @@ KVSIM_REGISTER_COMMAND(
             "every row (columns axis.NAME); it fails when a point is missing or points come from different sweeps.\n"
             "Presets are resolved per point, so model_preset and device_preset are axes too. The replay mode\n"
             "is provided by the serving simulator.",
-        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out"},
+        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out", "quiet"},
         .run = RunSweepCommand,
     });
 

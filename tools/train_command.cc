@@ -19,6 +19,7 @@
 #include "sim/train/kvp_trainer.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(std::string, traces, "", "comma-separated attention traces (.kvat) to train on, all of one layout");
@@ -116,15 +117,14 @@ absl::Status RunTrain(const std::vector<std::string>& args, std::ostream& out) {
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = CpuSeconds();
   KVSIM_ASSIGN_OR_RETURN(KvpTrainData data, BuildKvpTrainData(traces, options));
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  KvpProgress progress;
-  if (tty) {
-    progress = [](int done, int total) {
-      std::cerr << absl::StrFormat("\rkvsim train: %d / %d agents trained", done, total) << std::flush;
-      if (done == total) std::cerr << "\n";
-    };
-  }
+  // Progress on a terminal only (util/progress.h).
+  Progress bar("train", 0, "agents", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  KvpProgress progress = [&bar](int done, int total) {
+    bar.set_total(total);
+    bar.Update(done);
+  };
   KVSIM_ASSIGN_OR_RETURN(proto::KvpModel model, TrainKvp(data, options, progress));
+  bar.Finish();
   const std::string bytes = SerializeKvpModel(model);
   KVSIM_RETURN_IF_ERROR(SaveKvpModel(out_path, model));
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -183,7 +183,7 @@ KVSIM_REGISTER_COMMAND(
             "is a terminal.",
         .flags = {"traces", "out", "seed", "threads", "small_model", "steps", "epochs", "future_queries",
                   "samples_per_step", "hidden", "holdout", "objective", "learning_rate", "final_learning_rate",
-                  "max_tokens_per_step", "train_memory_mib"},
+                  "max_tokens_per_step", "train_memory_mib", "quiet"},
         .run = RunTrain,
     });
 

@@ -10,6 +10,7 @@
 #include "util/file.h"
 #include "util/json_text.h"
 #include "util/status_macros.h"
+#include "util/svg_plot.h"
 
 namespace kvsim {
 namespace {
@@ -159,69 +160,43 @@ std::string QualityJson(const QualityResults& r) {
 
 namespace {
 
-constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8",
-                                   "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5"};
+constexpr int kPanelWidth = 560, kPanelHeight = 310;
 
-// One panel: metric (recall or error mean) against budget for every policy on one axis.
-std::string Panel(const QualityResults& r, bool ratio_axis, bool recall, double x0, double y0) {
-  constexpr double kWidth = 420, kHeight = 300, kLeft = 55, kBottom = 40, kTop = 25, kRight = 10;
-  std::map<std::string, std::vector<std::pair<double, double>>> lines;
+// One panel (util/svg_plot.h): mean recall or error against budget, one line per policy, on one budget axis.
+std::string Panel(const QualityResults& r, bool ratio_axis, bool recall) {
+  std::map<std::string, PlotSeries> lines;
   std::vector<std::string> order;
-  double xmin = INFINITY, xmax = -INFINITY, ymax = recall ? 1.0 : 0.0;
+  double xmin = INFINITY, xmax = -INFINITY;
   for (const QualityPoint& p : r.points) {
     if (p.is_ratio != ratio_axis) continue;
     if (!lines.count(p.policy)) order.push_back(p.policy);
-    const double y = recall ? p.recall.mean : p.error.mean;
-    lines[p.policy].push_back({p.budget_value, y});
+    lines[p.policy].x.push_back(p.budget_value);
+    lines[p.policy].y.push_back(recall ? p.recall.mean : p.error.mean);
     xmin = std::min(xmin, p.budget_value);
     xmax = std::max(xmax, p.budget_value);
-    ymax = std::max(ymax, std::isfinite(y) ? y : 0.0);
   }
   if (order.empty()) return "";
-  const bool log_x = !ratio_axis && xmin > 0 && xmax / xmin > 8;
-  auto fx = [&](double x) {
-    const double a = log_x ? std::log(x) : x, lo = log_x ? std::log(xmin) : xmin, hi = log_x ? std::log(xmax) : xmax;
-    const double t = hi > lo ? (a - lo) / (hi - lo) : 0.5;
-    return x0 + kLeft + t * (kWidth - kLeft - kRight);
-  };
-  auto fy = [&](double y) { return y0 + kTop + (1 - y / (ymax > 0 ? ymax : 1)) * (kHeight - kTop - kBottom); };
-  std::string out =
-      absl::StrFormat("<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
-                      x0 + kLeft, y0 + kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom);
-  absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">%s vs budget (%s%s)%s</text>\n",
-                                        x0 + kLeft, y0 + 16, recall ? "attention-mass recall" : "relative output error",
-                                        ratio_axis ? "ratio of prompt" : "tokens", log_x ? ", log scale" : "",
-                                        r.synthetic ? " [synthetic]" : ""));
-  for (int t = 0; t <= 4; ++t) {
-    const double y = ymax * t / 4;
-    absl::StrAppend(&out,
-                    absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.2f</text>\n",
-                                    x0 + kLeft - 4, fy(y) + 3, y));
-  }
-  std::vector<double> ticks;
-  for (const auto& pt : lines[order[0]]) ticks.push_back(pt.first);
-  for (double x : ticks) {
-    absl::StrAppend(
-        &out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n", fx(x),
-                              y0 + kHeight - kBottom + 14, x));
-  }
+  std::vector<PlotSeries> series;
   for (size_t i = 0; i < order.size(); ++i) {
-    const char* color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
-    std::vector<std::string> pts;
-    for (const auto& pt : lines[order[i]]) pts.push_back(absl::StrFormat("%.1f,%.1f", fx(pt.first), fy(pt.second)));
-    absl::StrAppend(
-        &out, absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n", color,
-                              absl::StrJoin(pts, " ")));
-    for (const std::string& pt : pts) {
-      const size_t comma = pt.find(',');
-      absl::StrAppend(&out, absl::StrFormat("<circle cx=\"%s\" cy=\"%s\" r=\"2.5\" fill=\"%s\"/>\n",
-                                            pt.substr(0, comma), pt.substr(comma + 1), color));
-    }
-    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">%s</text>\n",
-                                          x0 + kWidth + 5, y0 + kTop + 12 * (i + 1), color, order[i]));
+    PlotSeries s = std::move(lines[order[i]]);
+    s.name = order[i];
+    s.markers = true;
+    s.style = static_cast<int>(i);
+    series.push_back(std::move(s));
   }
-  return out + "</g>\n";
+  LinePlotSpec spec;
+  spec.id = absl::StrCat(recall ? "recall" : "error", ratio_axis ? "-ratio" : "-tokens");
+  spec.log_x = !ratio_axis && xmin > 0 && xmax / xmin > 8;
+  spec.title = absl::StrCat(recall ? "attention-mass recall" : "relative output error", " vs budget",
+                            r.synthetic ? " [synthetic]" : "");
+  spec.x_label = ratio_axis ? "budget (fraction of the prompt)"
+                            : absl::StrCat("budget (tokens per KV head", spec.log_x ? ", log scale" : "", ")");
+  spec.y_label = recall ? "recall (fraction of attention mass)" : "||o - o'|| / ||o|| (ratio)";
+  spec.y_min = 0;
+  if (recall) spec.y_max = 1;
+  spec.width = kPanelWidth;
+  spec.height = kPanelHeight;
+  return RenderLinePlot(spec, series);
 }
 
 }  // namespace
@@ -230,17 +205,19 @@ std::string QualitySvg(const QualityResults& r) {
   bool has_tokens = false, has_ratios = false;
   for (const QualityPoint& p : r.points) (p.is_ratio ? has_ratios : has_tokens) = true;
   const int rows = (has_tokens ? 1 : 0) + (has_ratios ? 1 : 0);
-  const double width = 2 * 560, height = std::max(1, rows) * 310 + 10;
+  const int width = 2 * kPanelWidth, height = std::max(1, rows) * kPanelHeight;
   std::string out = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       width, height);
-  double y = 5;
+  int y = 0;
   for (bool ratio : {false, true}) {
     if ((ratio && !has_ratios) || (!ratio && !has_tokens)) continue;
-    out += Panel(r, ratio, true, 0, y);
-    out += Panel(r, ratio, false, 560, y);
-    y += 310;
+    for (bool recall : {true, false}) {
+      absl::StrAppend(&out, absl::StrFormat("<g transform=\"translate(%d,%d)\">\n", recall ? 0 : kPanelWidth, y),
+                      Panel(r, ratio, recall), "</g>\n");
+    }
+    y += kPanelHeight;
   }
   return out + "</svg>\n";
 }

@@ -109,9 +109,10 @@ TEST(QualityReportTest, SvgHasTwoPanelsPerAxisAndALinePerPolicy) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
   // Axes: tokens and ratio; per axis a recall and an error panel; per panel one line per policy (3).
-  EXPECT_EQ(Count(svg, "<polyline"), 2u * 2u * 3u);
+  EXPECT_EQ(Count(svg, "<g class=\"series\">"), 2u * 2u * 3u);
   EXPECT_EQ(Count(svg, "[synthetic]"), 4u);
-  EXPECT_EQ(Count(svg, "<g>"), Count(svg, "</g>"));
+  EXPECT_EQ(Count(svg, "<g"), Count(svg, "</g>"));
+  EXPECT_EQ(Count(svg, "<svg"), 1u + 4u);  // the page and its four panels (util/svg_plot.h)
 }
 
 TEST(QualityReportTest, WritesEveryFileDeterministically) {

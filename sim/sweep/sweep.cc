@@ -516,6 +516,8 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   // Run the remaining points on all cores; each point's file is written as soon as it is done.
   std::vector<absl::Status> statuses(todo.size());
   std::vector<proto::SweepPointResult> done(todo.size());
+  std::mutex progress_mutex;
+  int64_t points_done = 0;
   ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t i, int) {
     proto::SweepPointResult& r = done[i];
     r.set_point_index(todo[i]);
@@ -533,6 +535,10 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
     statuses[i] = (*SweepModeRegistry().Find(modes[i]))(contexts[i], &r);
     if (statuses[i].ok()) {
       statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
+    }
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      options.progress(++points_done, static_cast<int64_t>(todo.size()));
     }
   });
   for (size_t i = 0; i < todo.size(); ++i) {

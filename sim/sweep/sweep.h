@@ -109,6 +109,9 @@ struct SweepOptions {
   int shard_index = 0;
   int num_shards = 1;
   int num_threads = 0;  // 0 = hardware concurrency
+  // Called after each point run here (not the skipped ones) with (points done, points to run), one call
+  // at a time from the worker threads; may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct SweepSummary {
