@@ -32,6 +32,16 @@ absl::Status RequireRange(absl::string_view source, absl::string_view field, dou
   return absl::OkStatus();
 }
 
+absl::Status RequireZeroOrRange(absl::string_view source, absl::string_view field, double value, double low,
+                                double high) {
+  if (value == 0) return absl::OkStatus();
+  if (!(value >= low && value <= high)) {
+    return FieldError(source, field,
+                      absl::StrFormat("must be 0 (not given) or in [%.15g, %.15g], got %.15g", low, high, value));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RequireFraction(absl::string_view source, absl::string_view field, double value) {
   if (!(value > 0 && value <= 1)) {
     return FieldError(source, field, absl::StrCat("must be in (0, 1], got ", value));

@@ -277,6 +277,10 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
   r->input_tokens = static_cast<int64_t>(v);
   if (!d.Signed(&v)) return "output_tokens runs past the frame";
   r->output_tokens = static_cast<int64_t>(v);
+  if (r->input_tokens < 0 || r->input_tokens > kMaxRequestTokens || r->output_tokens < 0 ||
+      r->output_tokens > kMaxRequestTokens) {
+    return "token count outside [0, 2^24] (the per-request limit)";
+  }
   if (flags & kHasType) {
     if (!d.Varint(&v)) return "type runs past the frame";
     if (v == 0 || !proto::RequestType_IsValid(static_cast<int>(v))) return "unknown request type";
