@@ -47,4 +47,15 @@ printf 'duration_s: 1e-10\narrivals { poisson {} rate_per_s: 1 }\n%s\n' "$classe
 expect 2 timeout 20 "$kvsim" gen --spec="$tmp/g.txtpb" --out="$tmp/g.jsonl"
 has 'duration_s: must be 0 (no limit) or in \[1e-9, 4e9\] s, got 1e-10' err
 
+# Devices where a file is needed: read whole before, /dev/zero exhausted memory or hung.
+expect 2 timeout 20 "$kvsim" config --config=/dev/zero
+has 'cannot read /dev/zero: not a regular file' err
+expect 2 timeout 20 "$kvsim" config --config=/dev/null
+has 'cannot read /dev/null: not a regular file' err
+printf 'model_preset: "/dev/zero"\n' >"$tmp/c.txtpb"
+expect 2 timeout 20 "$kvsim" config --config="$tmp/c.txtpb"
+printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "/dev/zero" }\n' >"$tmp/c.txtpb"
+expect 2 timeout 20 "$kvsim" config --config="$tmp/c.txtpb"
+has 'cannot read /dev/zero: not a regular file' err
+
 finish

@@ -36,13 +36,38 @@ absl::Status ErrnoToStatus(int error, absl::string_view what) {
 
 bool ConsumeUtf8ByteOrderMark(absl::string_view* text) { return absl::ConsumePrefix(text, "\xEF\xBB\xBF"); }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  struct stat info;
+  if (fstat(fileno(file), &info) != 0) {
+    const int error = errno;
+    std::fclose(file);
+    return ErrnoToStatus(error, absl::StrCat("cannot read ", path));
+  }
+  const auto too_large = [&]() {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", path, ": larger than the limit of ", max_bytes, " bytes"));
+  };
+  if (!S_ISREG(info.st_mode)) {
+    std::fclose(file);
+    return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": not a regular file"));
+  }
+  if (info.st_size > max_bytes) {
+    std::fclose(file);
+    return too_large();
+  }
   std::string contents;
+  contents.reserve(static_cast<size_t>(info.st_size));
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) contents.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    if (static_cast<int64_t>(contents.size() + n) > max_bytes) {
+      std::fclose(file);
+      return too_large();
+    }
+    contents.append(buffer, n);
+  }
   const bool failed = std::ferror(file);
   const int error = errno;
   std::fclose(file);

@@ -5,6 +5,7 @@
 #ifndef KVSIM_UTIL_FILE_H_
 #define KVSIM_UTIL_FILE_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -16,8 +17,14 @@
 
 namespace kvsim {
 
-// Returns the file's bytes. NotFound if it does not exist, PermissionDenied/Internal on other failures.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Largest file ReadFile reads unless told otherwise (1 GiB: configs, tables and specs are far smaller).
+inline constexpr int64_t kDefaultMaxReadBytes = int64_t{1} << 30;
+
+// Returns the file's bytes. NotFound if it does not exist; FailedPrecondition, before reading anything,
+// if it is not a regular file (a directory, a device such as /dev/zero, a pipe: they may never end) or
+// is larger than `max_bytes` (also checked while reading, should it grow); PermissionDenied/Internal on
+// other failures.
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kDefaultMaxReadBytes);
 
 // Removes a UTF-8 byte-order mark (EF BB BF, which some editors write at the start of a text file) from
 // the front of *text; true if there was one. Every reader of text files skips it through this.
