@@ -11,6 +11,11 @@ absl::Status FieldError(absl::string_view source, absl::string_view field, absl:
   return absl::InvalidArgumentError(absl::StrCat(source, ": field ", field, ": ", what));
 }
 
+std::string Excerpt(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  return absl::StrCat(text.substr(0, max_bytes), "... (", text.size(), " bytes)");
+}
+
 absl::Status RequirePositive(absl::string_view source, absl::string_view field, double value) {
   if (!(value > 0) || !std::isfinite(value)) {
     return FieldError(source, field, absl::StrCat("must be > 0, got ", value));

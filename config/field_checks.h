@@ -11,6 +11,9 @@
 #ifndef KVSIM_CONFIG_FIELD_CHECKS_H_
 #define KVSIM_CONFIG_FIELD_CHECKS_H_
 
+#include <cstddef>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -18,6 +21,10 @@ namespace kvsim {
 
 // "SOURCE: field FIELD: WHAT" as InvalidArgument.
 absl::Status FieldError(absl::string_view source, absl::string_view field, absl::string_view what);
+
+// At most the first `max_bytes` bytes of `text`, followed by "... (N bytes)" when it was longer: what an
+// error message quotes of an offending input (a 10 MB cell is not echoed whole).
+std::string Excerpt(absl::string_view text, size_t max_bytes = 60);
 
 // value > 0 and finite.
 absl::Status RequirePositive(absl::string_view source, absl::string_view field, double value);

@@ -292,12 +292,14 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
         const bool hex = cells[i].find_first_of("xX") != std::string::npos;
         if (!cells[i].empty() && (hex || !absl::SimpleAtod(cells[i], &value) || !std::isfinite(value) ||
                                   (c.is_int && value != std::floor(value)))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": column ", name, ": expected ", c.is_int ? "an integer" : "a number", ", got '", cells[i], "'"));
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected ",
+                                                         c.is_int ? "an integer" : "a number", ", got '",
+                                                         Excerpt(cells[i]), "'"));
         }
         if (c.is_int && std::abs(value) > c.max_int) {  // beyond the proto field's range
           return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected an integer of at most ",
-                                                         static_cast<int64_t>(c.max_int), ", got '", cells[i], "'"));
+                                                         static_cast<int64_t>(c.max_int), ", got '", Excerpt(cells[i]),
+                                                         "'"));
         }
         c.set(value, point);
       }

@@ -58,4 +58,17 @@ printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "/dev/zero" }\n' >"
 expect 2 timeout 20 "$kvsim" config --config="$tmp/c.txtpb"
 has 'cannot read /dev/zero: not a regular file' err
 
+# `kvsim import X X` overwrote its input.
+cp "$trace" "$tmp/same.jsonl"
+expect 2 "$kvsim" import "$tmp/same.jsonl" "$tmp/same.jsonl" --trace_format=mooncake
+has 'is the input' err
+cmp -s "$trace" "$tmp/same.jsonl" || fail "import X X changed its input"
+
+# A 10 MB cell was echoed whole into the error message.
+{ printf 'kind,dtype,query_tokens,in_features,out_features,median_ns\nlinear_gemm,bf16,1,4096,4096,'; head -c 10000000 /dev/zero | tr '\0' 'a'; echo; } >"$tmp/t.csv"
+printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "%s" }\n' "$tmp/t.csv" >"$tmp/c.txtpb"
+expect 2 "$kvsim" config --config="$tmp/c.txtpb"
+has '(10000000 bytes)' err
+[ "$(wc -c <"$tmp/err")" -lt 2000 ] || fail "error message of $(wc -c <"$tmp/err") bytes"
+
 finish
