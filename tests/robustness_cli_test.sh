@@ -71,4 +71,10 @@ expect 2 "$kvsim" config --config="$tmp/c.txtpb"
 has '(10000000 bytes)' err
 [ "$(wc -c <"$tmp/err")" -lt 2000 ] || fail "error message of $(wc -c <"$tmp/err") bytes"
 
+# One exit code for refused input: a directory as the config exited 1 (an "internal" read error).
+expect 2 "$kvsim" config --config="$tmp"
+has 'not a regular file' err
+expect 2 "$kvsim" inspect "$tmp/no-such-trace"
+expect 2 "$kvsim" replay --trace="$trace" --trace_format=no-such-format
+
 finish
