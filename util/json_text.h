@@ -14,7 +14,9 @@
 
 namespace kvsim {
 
-// `s` as a JSON string literal: quotes and backslashes escaped, other control characters as \u00XX.
+// `s` as a JSON string literal: quotes and backslashes escaped, other control characters as \u00XX,
+// and each byte that is not part of well-formed UTF-8 (an input's model name in another encoding) as
+// \ufffd, so the result is always valid JSON.
 std::string JsonQuote(absl::string_view s);
 
 // `x` with six decimals, or null when it is not finite (JSON has no NaN or infinity).
