@@ -277,10 +277,6 @@ const char* DecodeRecord(Decoder& d, int32_t header_block_tokens, DeltaState* s,
   r->input_tokens = static_cast<int64_t>(v);
   if (!d.Signed(&v)) return "output_tokens runs past the frame";
   r->output_tokens = static_cast<int64_t>(v);
-  if (r->input_tokens < 0 || r->input_tokens > kMaxRequestTokens || r->output_tokens < 0 ||
-      r->output_tokens > kMaxRequestTokens) {
-    return "token count outside [0, 2^24] (the per-request limit)";
-  }
   if (flags & kHasType) {
     if (!d.Varint(&v)) return "type runs past the frame";
     if (v == 0 || !proto::RequestType_IsValid(static_cast<int>(v))) return "unknown request type";
@@ -420,7 +416,7 @@ class NativeWriter final : public TraceWriter {
       return absl::InvalidArgumentError(
           absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(), ", got ", options.zstd_level));
     }
-    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    const std::string tmp = TempPathFor(path);
     std::FILE* file = std::fopen(tmp.c_str(), "wb");
     if (file == nullptr) return OpenError(tmp, "create");
     std::unique_ptr<NativeWriter> writer(new NativeWriter(path, tmp, file, options));

@@ -45,6 +45,15 @@ absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::
 // step that failed. For writers that stream into `tmp` (see WriteFileAtomically for whole contents).
 absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path);
 
+// The temporary name `path`.tmp.<pid> under which a writer streams `path` before CommitTempFile renames
+// it. The name is registered: if the process is ended by SIGINT or SIGTERM (a handler installed on first
+// use, where the signal still has its default action) every registered temporary file is removed before
+// the process dies of the signal. CommitTempFile and the atomic writers unregister it.
+std::string TempPathFor(const std::string& path);
+
+// Removes `tmp` from the temporaries a signal removes (after the writer renamed or removed it itself).
+void ForgetTempPath(const std::string& tmp);
+
 // Creates `path` and its missing parents (like `mkdir -p`). OK if it already exists as a directory.
 absl::Status MakeDirectories(const std::string& path);
 
