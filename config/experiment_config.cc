@@ -34,8 +34,9 @@ absl::Status ResolveTiers(const proto::DeviceSpec& device, absl::string_view sou
     if (tier->bandwidth_bytes_per_s() == 0) {
       tier->set_bandwidth_bytes_per_s(device.pcie_bandwidth_bytes_per_s());
     }
-    KVSIM_RETURN_IF_ERROR(RequirePositive(source, field + ".bandwidth_bytes_per_s", tier->bandwidth_bytes_per_s()));
-    KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, field + ".latency_ns", tier->latency_ns()));
+    KVSIM_RETURN_IF_ERROR(RequireRange(source, field + ".bandwidth_bytes_per_s", tier->bandwidth_bytes_per_s(),
+                                       kMinBytesPerS, kMaxBytesPerS));
+    KVSIM_RETURN_IF_ERROR(RequireRange(source, field + ".latency_ns", tier->latency_ns(), 0, kMaxDurationNs));
     const bool last = i + 1 == cache->lower_tiers_size();
     if (tier->evict_action() == proto::EVICT_ACTION_UNSPECIFIED) {
       tier->set_evict_action(last ? proto::EVICT_ACTION_DROP : proto::EVICT_ACTION_DEMOTE);
@@ -96,7 +97,8 @@ absl::Status ResolveScheduler(absl::string_view source, proto::SchedulerConfig* 
         absl::StrCat("must be <= max_num_batched_tokens (", s->max_num_batched_tokens(), "), got ", s->chunk_tokens()));
   }
   if (s->target_iteration_ns() == 0) s->set_target_iteration_ns(50'000'000);
-  KVSIM_RETURN_IF_ERROR(RequirePositive(source, "scheduler.target_iteration_ns", s->target_iteration_ns()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireRange(source, "scheduler.target_iteration_ns", s->target_iteration_ns(), 1, kMaxDurationNs));
   if (s->preemption() == proto::PREEMPTION_MODE_UNSPECIFIED) {
     s->set_preemption(proto::PREEMPTION_MODE_RECOMPUTE);
   }
@@ -156,6 +158,7 @@ absl::Status ApplyStackPreset(absl::string_view source, proto::ExperimentConfig*
 absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::ExperimentConfig config,
                                                                 absl::string_view source) {
   if (!config.stack_preset().empty()) KVSIM_RETURN_IF_ERROR(ApplyStackPreset(source, &config));
+  KVSIM_RETURN_IF_ERROR(CheckDefinedEnums(config, source));
   const std::string model_preset = config.model_preset().empty() ? kDefaultModelPreset : config.model_preset();
   KVSIM_ASSIGN_OR_RETURN(proto::ModelSpec model, LoadModelPreset(model_preset));
   model.MergeFrom(config.model());
@@ -183,7 +186,8 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   if (cost->kind() == proto::COST_MODEL_KIND_TABLE && cost->table_path().empty()) {
     return FieldError(source, "cost_model.table_path", "required for COST_MODEL_KIND_TABLE");
   }
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns()));
+  KVSIM_RETURN_IF_ERROR(
+      RequireRange(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns(), 0, kMaxDurationNs));
   // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query.
   if (absl::Status kv = ResolveKvFormat(config.model(), *cost).status(); !kv.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", kv.message()));

@@ -93,23 +93,29 @@ absl::Status ValidateModelSpec(const proto::ModelSpec& m, absl::string_view sour
 }
 
 absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view source) {
-  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.peak_bf16_flops", d.peak_bf16_flops(), 1e9, 1e18));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp32_flops", d.peak_fp32_flops()));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_fp8_flops", d.peak_fp8_flops()));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.peak_int8_ops", d.peak_int8_ops()));
   KVSIM_RETURN_IF_ERROR(
-      RequireRange(source, "device.memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s(), 1e6, 1e16));
+      RequireRange(source, "device.peak_bf16_flops", d.peak_bf16_flops(), kMinFlopsPerS, kMaxFlopsPerS));
+  KVSIM_RETURN_IF_ERROR(
+      RequireZeroOrRange(source, "device.peak_fp32_flops", d.peak_fp32_flops(), kMinFlopsPerS, kMaxFlopsPerS));
+  KVSIM_RETURN_IF_ERROR(
+      RequireZeroOrRange(source, "device.peak_fp8_flops", d.peak_fp8_flops(), kMinFlopsPerS, kMaxFlopsPerS));
+  KVSIM_RETURN_IF_ERROR(
+      RequireZeroOrRange(source, "device.peak_int8_ops", d.peak_int8_ops(), kMinFlopsPerS, kMaxFlopsPerS));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s(),
+                                     kMinBytesPerS, kMaxBytesPerS));
   KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_bytes", d.memory_bytes(), 1 << 20, 1e15));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.l2_cache_bytes", d.l2_cache_bytes()));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.num_sms", d.num_sms()));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.l2_cache_bytes", d.l2_cache_bytes(), 0, 1e12));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.num_sms", d.num_sms(), 0, 1e6));
+  KVSIM_RETURN_IF_ERROR(RequireZeroOrRange(source, "device.interconnect_bandwidth_bytes_per_s",
+                                           d.interconnect_bandwidth_bytes_per_s(), kMinBytesPerS, kMaxBytesPerS));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s(),
+                                     kMinBytesPerS, kMaxBytesPerS));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.compute_efficiency", d.compute_efficiency(), kMinEfficiency, 1));
+  KVSIM_RETURN_IF_ERROR(RequireRange(source, "device.memory_efficiency", d.memory_efficiency(), kMinEfficiency, 1));
   KVSIM_RETURN_IF_ERROR(
-      RequireNonNegative(source, "device.interconnect_bandwidth_bytes_per_s", d.interconnect_bandwidth_bytes_per_s()));
+      RequireRange(source, "device.interconnect_efficiency", d.interconnect_efficiency(), kMinEfficiency, 1));
   KVSIM_RETURN_IF_ERROR(
-      RequireRange(source, "device.pcie_bandwidth_bytes_per_s", d.pcie_bandwidth_bytes_per_s(), 1e6, 1e15));
-  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.compute_efficiency", d.compute_efficiency()));
-  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.memory_efficiency", d.memory_efficiency()));
-  KVSIM_RETURN_IF_ERROR(RequireFraction(source, "device.interconnect_efficiency", d.interconnect_efficiency()));
-  KVSIM_RETURN_IF_ERROR(RequireNonNegative(source, "device.interconnect_latency_ns", d.interconnect_latency_ns()));
+      RequireRange(source, "device.interconnect_latency_ns", d.interconnect_latency_ns(), 0, kMaxDurationNs));
   return absl::OkStatus();
 }
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "config/field_checks.h"
 #include "util/file.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
@@ -179,12 +180,13 @@ absl::Status ValidateCalibrationPoint(const proto::CalibrationPoint& p, absl::st
   }
   // A picosecond at least: no kernel is faster, and the model works in seconds (1e-9 x a smaller value
   // can underflow to zero).
-  if (!(p.median_ns() >= 1e-3) || !std::isfinite(p.median_ns())) {
-    return error(absl::StrCat("median_ns must be a time of at least 0.001 ns, got ", p.median_ns()));
+  // An hour at most: no kernel is slower, and iteration times built from it stay within int64 ns.
+  if (!(p.median_ns() >= 1e-3 && p.median_ns() <= kMaxDurationNs)) {
+    return error(absl::StrCat("median_ns must be a time in [0.001, 3.6e12] ns (at most an hour), got ", p.median_ns()));
   }
-  if (!(p.p10_ns() >= 0) || !(p.p90_ns() >= 0) || !std::isfinite(p.p10_ns()) || !std::isfinite(p.p90_ns()) ||
+  if (!(p.p10_ns() >= 0 && p.p10_ns() <= kMaxDurationNs) || !(p.p90_ns() >= 0 && p.p90_ns() <= kMaxDurationNs) ||
       p.repetitions() < 0 || p.group_size() < 0) {
-    return error("p10_ns, p90_ns, repetitions and group_size must be finite and >= 0");
+    return error("p10_ns and p90_ns must be in [0, 3.6e12] ns, repetitions and group_size >= 0");
   }
   // Percentiles of one set of timings are ordered (0 = unknown, left out).
   if ((p.p10_ns() > 0 && p.p10_ns() > p.median_ns()) || (p.p90_ns() > 0 && p.p90_ns() < p.median_ns())) {
@@ -286,14 +288,18 @@ absl::StatusOr<proto::CalibrationTable> ParseCalibrationCsv(absl::string_view te
       for (const Column& c : NumericColumns()) {
         if (name != c.name) continue;
         double value = 0;
-        if (!cells[i].empty() && (!absl::SimpleAtod(cells[i], &value) || !std::isfinite(value) ||
+        // Decimal only: SimpleAtod would also take "0x10" as 16.
+        const bool hex = cells[i].find_first_of("xX") != std::string::npos;
+        if (!cells[i].empty() && (hex || !absl::SimpleAtod(cells[i], &value) || !std::isfinite(value) ||
                                   (c.is_int && value != std::floor(value)))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": column ", name, ": expected ", c.is_int ? "an integer" : "a number", ", got '", cells[i], "'"));
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected ",
+                                                         c.is_int ? "an integer" : "a number", ", got '",
+                                                         Excerpt(cells[i]), "'"));
         }
         if (c.is_int && std::abs(value) > c.max_int) {  // beyond the proto field's range
           return absl::InvalidArgumentError(absl::StrCat(where, ": column ", name, ": expected an integer of at most ",
-                                                         static_cast<int64_t>(c.max_int), ", got '", cells[i], "'"));
+                                                         static_cast<int64_t>(c.max_int), ", got '", Excerpt(cells[i]),
+                                                         "'"));
         }
         c.set(value, point);
       }

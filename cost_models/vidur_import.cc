@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "config/field_checks.h"
 #include "cost_models/calibration_table.h"
 #include "util/file.h"
 #include "util/status_macros.h"
@@ -78,7 +79,7 @@ class Row {
     if (it == columns_.end()) return Error(name, "missing column");
     double v = 0;
     if (!absl::SimpleAtod(cells_[it->second], &v) || !std::isfinite(v)) {
-      return Error(name, absl::StrCat("expected a number, got '", cells_[it->second], "'"));
+      return Error(name, absl::StrCat("expected a number, got '", Excerpt(cells_[it->second]), "'"));
     }
     return v;
   }
@@ -95,7 +96,7 @@ class Row {
     const std::string v = absl::AsciiStrToLower(cells_[it->second]);
     if (v == "true" || v == "1") return true;
     if (v == "false" || v == "0") return false;
-    return Error(name, absl::StrCat("expected True or False, got '", cells_[it->second], "'"));
+    return Error(name, absl::StrCat("expected True or False, got '", Excerpt(cells_[it->second]), "'"));
   }
   std::string Text(const std::string& name) const {
     auto it = columns_.find(name);
@@ -125,7 +126,7 @@ absl::Status ForEachRow(absl::string_view text, absl::string_view source, const 
     if (!have_header) {
       for (size_t i = 0; i < cells.size(); ++i) {
         if (!columns->emplace(cells[i], i).second) {
-          return absl::InvalidArgumentError(absl::StrCat(where, ": column '", cells[i], "' appears twice"));
+          return absl::InvalidArgumentError(absl::StrCat(where, ": column '", Excerpt(cells[i]), "' appears twice"));
         }
       }
       for (const std::string& name : required) {

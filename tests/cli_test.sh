@@ -45,7 +45,9 @@ refused_config impossible 'model { num_kv_heads: 3 }' "field model.num_kv_heads"
 # What replay would refuse, config refuses: the eviction policy and the cost model are built too.
 refused_config policy 'eviction { name: "bogus" }' "unknown eviction policy 'bogus'"
 refused_config bits 'cost_model { kv_quant_bits: 5 }' "cost_model.kv_quant_bits"
-refused_config router 'cluster { router: 17 }' "field cluster.router: unknown value 17"
+printf 'cluster { router: 17 }\n' >"$tmp/router.textproto"  # an undefined enum number: refused where it is read
+expect 2 "$kvsim" config --config="$tmp/router.textproto"
+has "router.textproto:1:11: field cluster.router: 17 is not a value of RouterKind" err
 
 expect 2 "$kvsim" config --config="$tmp/missing.textproto"
 grep -q "missing.textproto" "$tmp/err" || fail "missing config not named: $(cat "$tmp/err")"

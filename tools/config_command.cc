@@ -8,8 +8,7 @@
 #include "config/experiment_config.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
-#include "cost_models/cost_model.h"
-#include "policies/policy_factory.h"
+#include "sim/serving/replay.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -25,14 +24,10 @@ absl::Status RunConfig(const std::vector<std::string>& args, std::ostream& out) 
   if (block_tokens == 0) block_tokens = config.cache().block_tokens();
   if (block_tokens < 0) return absl::InvalidArgumentError("--block_tokens must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(int64_t blocks, GpuCapacityBlocks(config, block_tokens));
-  // What a replay builds from the config besides the cache: its eviction policy and cost model (their
-  // parameters are checked there), so that a config this command accepts is one replay accepts.
-  absl::Status built = CreateServingEvictionPolicy(config.eviction()).status();
-  if (built.ok()) built = CreateCostModel(config).status();
-  if (!built.ok()) {
-    const std::string path = absl::GetFlag(FLAGS_config);
-    return absl::Status(built.code(), absl::StrCat(path.empty() ? "default config" : path, ": ", built.message()));
-  }
+  // The checks a replay or sweep runs (one function), so that a config this command accepts is one they
+  // accept.
+  const std::string path = absl::GetFlag(FLAGS_config);
+  KVSIM_RETURN_IF_ERROR(CheckServingConfig(config, path.empty() ? "default config" : path));
   out << ToTextProto(config);
   out << "\n# derived (per GPU of one replica)\n";
   KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));

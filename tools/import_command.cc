@@ -1,8 +1,11 @@
 // `kvsim import IN OUT`: converts a trace in any supported format into the native binary format (or
 // kvsim JSONL), streaming. Logic lives in traces/trace_convert.h.
+#include <sys/stat.h>
+
 #include <ostream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
@@ -20,6 +23,12 @@ namespace {
 
 absl::Status RunImport(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 2) return absl::InvalidArgumentError("expected two arguments: IN OUT");
+  // Writing OUT would replace IN (the same file under any name) before it was read.
+  struct stat in_info, out_info;
+  if (stat(args[0].c_str(), &in_info) == 0 && stat(args[1].c_str(), &out_info) == 0 &&
+      in_info.st_dev == out_info.st_dev && in_info.st_ino == out_info.st_ino) {
+    return absl::InvalidArgumentError(absl::StrCat("OUT ", args[1], " is the input ", args[0], ": name another file"));
+  }
   TraceWriterOptions writer_options;
   writer_options.compress = absl::GetFlag(FLAGS_import_zstd);
   const int32_t block_tokens = absl::GetFlag(FLAGS_block_tokens);

@@ -23,7 +23,7 @@ class JsonlWriter final : public TraceWriter {
     if (options.block_tokens < 0) {
       return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
     }
-    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    const std::string tmp = TempPathFor(path);
     std::FILE* file = std::fopen(tmp.c_str(), "wb");
     if (file == nullptr) {
       return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));

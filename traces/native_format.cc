@@ -433,7 +433,7 @@ class NativeWriter final : public TraceWriter {
       return absl::InvalidArgumentError(
           absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(), ", got ", options.zstd_level));
     }
-    const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+    const std::string tmp = TempPathFor(path);
     std::FILE* file = std::fopen(tmp.c_str(), "wb");
     if (file == nullptr) return OpenError(tmp, "create");
     std::unique_ptr<NativeWriter> writer(new NativeWriter(path, tmp, file, options));

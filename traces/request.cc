@@ -63,6 +63,39 @@ absl::Status CheckBlockTokenCounts(const Request& request) {
   return absl::OkStatus();
 }
 
+absl::Status CheckRequestLimits(const Request& request, int64_t block_tokens) {
+  const auto too_many = [&](absl::string_view field, int64_t value, int64_t limit, absl::string_view unit) {
+    return absl::InvalidArgumentError(absl::StrCat("request ", request.request_id, ": ", field, " ", value,
+                                                   " exceeds the limit of ", limit, " ", unit, " per request"));
+  };
+  if (request.input_tokens < 0 || request.input_tokens > kMaxRequestTokens) {
+    if (request.input_tokens < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", request.request_id, ": input_tokens must be >= 0, got ", request.input_tokens));
+    }
+    // What it would cost: one block (an 8-byte id and the simulator's entry) per block_tokens tokens.
+    return absl::InvalidArgumentError(
+        absl::StrCat("request ", request.request_id, ": input_tokens ", request.input_tokens, " exceeds the limit of ",
+                     kMaxRequestTokens, " tokens per request (it would allocate ",
+                     NumBlocks(request.input_tokens, block_tokens), " blocks of ", block_tokens, " tokens)"));
+  }
+  if (request.output_tokens < 0 || request.output_tokens > kMaxRequestTokens) {
+    if (request.output_tokens < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", request.request_id, ": output_tokens must be >= 0, got ", request.output_tokens));
+    }
+    return too_many("output_tokens", request.output_tokens, kMaxRequestTokens, "tokens");
+  }
+  const int64_t blocks = request.block_hashes.empty() ? NumBlocks(request.input_tokens, block_tokens)
+                                                      : static_cast<int64_t>(request.block_hashes.size());
+  if (blocks > kMaxRequestBlocks) {
+    return absl::InvalidArgumentError(absl::StrCat("request ", request.request_id, ": ", blocks,
+                                                   " blocks exceed the limit of ", kMaxRequestBlocks,
+                                                   " blocks per request (raise the block size)"));
+  }
+  return absl::OkStatus();
+}
+
 void AssignFreshBlockHashes(int32_t block_tokens, Request* request) {
   const int64_t n = NumBlocks(request->input_tokens, block_tokens);
   request->block_tokens = block_tokens;

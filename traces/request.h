@@ -72,6 +72,20 @@ int64_t BlockStartTokens(const Request& request, int64_t k);
 // else InvalidArgument saying which.
 absl::Status CheckBlockTokenCounts(const Request& request);
 
+// Largest prompt (and output) token count of one request accepted from any source: 2^24 = 16,777,216
+// tokens, above the longest context window of any published model. A replay allocates one block per
+// block_tokens prompt tokens, so without a limit one record could make it allocate gigabytes.
+inline constexpr int64_t kMaxRequestTokens = int64_t{1} << 24;
+
+// Largest number of blocks of one request (hashes given by the trace or assigned at its block size).
+inline constexpr int64_t kMaxRequestBlocks = kMaxRequestTokens;
+
+// OK if the request's input and output tokens are within [0, kMaxRequestTokens] and its blocks (the
+// hashes it carries, or NumBlocks(input_tokens, block_tokens) if it has none) at most kMaxRequestBlocks.
+// Otherwise InvalidArgument "request ID: FIELD N exceeds the limit of ... (it would allocate ...)".
+// REQUIRES: block_tokens > 0.
+absl::Status CheckRequestLimits(const Request& request, int64_t block_tokens);
+
 // Fills `request->block_hashes` with NumBlocks(input_tokens, block_tokens) ids unique to this request
 // (a mix of request_id and block index with the top bit set, so they never equal a trace's small
 // sequential ids), and sets request->block_tokens. Deterministic. REQUIRES: block_tokens > 0.

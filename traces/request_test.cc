@@ -112,5 +112,30 @@ TEST(RequestTest, BlockTokensUniformAndVariable) {
   EXPECT_TRUE(back.block_token_counts.empty());
 }
 
+TEST(RequestTest, LimitsRefuseWhatWouldAllocateGigabytes) {
+  Request r;
+  r.request_id = 7;
+  r.input_tokens = kMaxRequestTokens;  // 2^24 tokens: allowed (2^20 blocks of 16)
+  r.output_tokens = 1;
+  EXPECT_TRUE(CheckRequestLimits(r, 16).ok());
+  r.input_tokens = int64_t{1} << 31;  // 2^27 blocks of 16 tokens
+  absl::Status s = CheckRequestLimits(r, 16);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "request 7: input_tokens 2147483648 exceeds the limit of 16777216 tokens per request (it would "
+            "allocate 134217728 blocks of 16 tokens)");
+  r.input_tokens = 100;
+  r.output_tokens = int64_t{1} << 40;
+  EXPECT_FALSE(CheckRequestLimits(r, 16).ok());
+  r.output_tokens = -1;
+  EXPECT_FALSE(CheckRequestLimits(r, 16).ok());
+  // At one token per block, 2^24 tokens are 2^24 blocks (allowed); hashes beyond the limit are not.
+  r.output_tokens = 0;
+  r.input_tokens = kMaxRequestTokens;
+  EXPECT_TRUE(CheckRequestLimits(r, 1).ok());
+  r.block_hashes.assign(kMaxRequestBlocks + 1, 3);
+  EXPECT_NE(CheckRequestLimits(r, 1).message().find("16777217 blocks exceed the limit"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -1,11 +1,15 @@
 #include "util/file.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,17 +36,96 @@ absl::Status ErrnoToStatus(int error, absl::string_view what) {
   }
 }
 
+// Registered temporary files, for the signal handler: fixed storage (no allocation in the handler), each
+// slot free (0), being filled (1) or holding a path (2).
+constexpr int kTempSlots = 64;
+constexpr size_t kTempPathBytes = 4096;
+char temp_paths[kTempSlots][kTempPathBytes];
+std::atomic<int> temp_state[kTempSlots];
+
+// Async-signal-safe: unlink, signal and raise only.
+void RemoveTempFilesAndDie(int signal_number) {
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (temp_state[i].load() == 2) unlink(temp_paths[i]);
+  }
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+void InstallTempFileHandlers() {
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    struct sigaction current;
+    if (sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      struct sigaction action = {};
+      action.sa_handler = RemoveTempFilesAndDie;
+      sigemptyset(&action.sa_mask);
+      sigaction(signal_number, &action, nullptr);
+    }
+  }
+}
+
 }  // namespace
+
+std::string TempPathFor(const std::string& path) {
+  static std::once_flag installed;
+  std::call_once(installed, InstallTempFileHandlers);
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  if (tmp.size() >= kTempPathBytes) return tmp;  // too long to register (the OS refuses it anyway)
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (temp_state[i].compare_exchange_strong(expected, 1)) {
+      std::memcpy(temp_paths[i], tmp.c_str(), tmp.size() + 1);
+      temp_state[i].store(2);
+      break;
+    }
+  }
+  return tmp;
+}
+
+void ForgetTempPath(const std::string& tmp) {
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (temp_state[i].load() == 2 && tmp == temp_paths[i]) {
+      int expected = 2;
+      temp_state[i].compare_exchange_strong(expected, 0);
+      return;
+    }
+  }
+}
 
 bool ConsumeUtf8ByteOrderMark(absl::string_view* text) { return absl::ConsumePrefix(text, "\xEF\xBB\xBF"); }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  struct stat info;
+  if (fstat(fileno(file), &info) != 0) {
+    const int error = errno;
+    std::fclose(file);
+    return ErrnoToStatus(error, absl::StrCat("cannot read ", path));
+  }
+  const auto too_large = [&]() {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", path, ": larger than the limit of ", max_bytes, " bytes"));
+  };
+  if (!S_ISREG(info.st_mode)) {
+    std::fclose(file);
+    return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": not a regular file"));
+  }
+  if (info.st_size > max_bytes) {
+    std::fclose(file);
+    return too_large();
+  }
   std::string contents;
+  contents.reserve(static_cast<size_t>(info.st_size));
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) contents.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    if (static_cast<int64_t>(contents.size() + n) > max_bytes) {
+      std::fclose(file);
+      return too_large();
+    }
+    contents.append(buffer, n);
+  }
   const bool failed = std::ferror(file);
   const int error = errno;
   std::fclose(file);
@@ -60,6 +143,7 @@ absl::Status CloseTempFile(std::FILE* file, const std::string& tmp) {
   const bool closed = std::fclose(file) == 0;
   if (!flushed || !closed) {
     const int error = flushed ? errno : flush_error;
+    ForgetTempPath(tmp);
     std::remove(tmp.c_str());
     return ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
   }
@@ -68,6 +152,7 @@ absl::Status CloseTempFile(std::FILE* file, const std::string& tmp) {
 
 // Renames `tmp` over `path`; removes `tmp` on failure.
 absl::Status RenameTempFile(const std::string& tmp, const std::string& path) {
+  ForgetTempPath(tmp);  // renamed or removed below
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     std::remove(tmp.c_str());
@@ -79,7 +164,7 @@ absl::Status RenameTempFile(const std::string& tmp, const std::string& path) {
 // Writes `contents` to a temporary file beside `path`, flushed and closed, and sets *tmp to its name;
 // leaves no file on failure.
 absl::Status WriteTempFile(const std::string& path, absl::string_view contents, std::string* tmp) {
-  *tmp = absl::StrCat(path, ".tmp.", getpid());
+  *tmp = TempPathFor(path);
   FILE* file = std::fopen(tmp->c_str(), "wb");
   if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot create ", *tmp));
   if (std::fwrite(contents.data(), 1, contents.size(), file) != contents.size()) {

@@ -5,6 +5,7 @@
 #ifndef KVSIM_UTIL_FILE_H_
 #define KVSIM_UTIL_FILE_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -16,8 +17,14 @@
 
 namespace kvsim {
 
-// Returns the file's bytes. NotFound if it does not exist, PermissionDenied/Internal on other failures.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Largest file ReadFile reads unless told otherwise (1 GiB: configs, tables and specs are far smaller).
+inline constexpr int64_t kDefaultMaxReadBytes = int64_t{1} << 30;
+
+// Returns the file's bytes. NotFound if it does not exist; FailedPrecondition, before reading anything,
+// if it is not a regular file (a directory, a device such as /dev/zero, a pipe: they may never end) or
+// is larger than `max_bytes` (also checked while reading, should it grow); PermissionDenied/Internal on
+// other failures.
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kDefaultMaxReadBytes);
 
 // Removes a UTF-8 byte-order mark (EF BB BF, which some editors write at the start of a text file) from
 // the front of *text; true if there was one. Every reader of text files skips it through this.
@@ -37,6 +44,15 @@ absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::
 // over `path`. `file` is closed in every case; on any failure `tmp` is removed and the error names the
 // step that failed. For writers that stream into `tmp` (see WriteFileAtomically for whole contents).
 absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path);
+
+// The temporary name `path`.tmp.<pid> under which a writer streams `path` before CommitTempFile renames
+// it. The name is registered: if the process is ended by SIGINT or SIGTERM (a handler installed on first
+// use, where the signal still has its default action) every registered temporary file is removed before
+// the process dies of the signal. CommitTempFile and the atomic writers unregister it.
+std::string TempPathFor(const std::string& path);
+
+// Removes `tmp` from the temporaries a signal removes (after the writer renamed or removed it itself).
+void ForgetTempPath(const std::string& tmp);
 
 // Creates `path` and its missing parents (like `mkdir -p`). OK if it already exists as a directory.
 absl::Status MakeDirectories(const std::string& path);

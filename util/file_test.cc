@@ -62,6 +62,20 @@ TEST(FileTest, ReadMissingFileIsNotFoundAndNamesThePath) {
   EXPECT_NE(read.status().message().find("no/such/file"), absl::string_view::npos);
 }
 
+TEST(FileTest, ReadRefusesNonRegularFilesAndFilesOverTheLimit) {
+  // /dev/zero never ends: read whole it exhausted memory; a directory is no file either.
+  absl::StatusOr<std::string> read = ReadFile("/dev/zero");
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(read.status().message(), "cannot read /dev/zero: not a regular file");
+  EXPECT_EQ(ReadFile(TempDir()).status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string path = TempDir() + "/ten_bytes";
+  ASSERT_TRUE(WriteFileAtomically(path, "0123456789").ok());
+  EXPECT_EQ(*ReadFile(path, 10), "0123456789");
+  read = ReadFile(path, 9);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(read.status().message().find("larger than the limit of 9 bytes"), absl::string_view::npos);
+}
+
 TEST(FileTest, WriteIntoMissingDirectoryFailsWithoutCreatingIt) {
   const std::string path = TempDir() + "/missing_dir/out.txt";
   EXPECT_EQ(WriteFileAtomically(path, "x").code(), absl::StatusCode::kNotFound);

@@ -39,7 +39,9 @@ Json JsonNumberOrNull(double x);
 // out; repeated fields as arrays.
 Json ProtoToJson(const google::protobuf::Message& message);
 
-// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+// `s` as a JSON string literal (quotes, backslashes and control characters escaped; bytes that are not
+// well-formed UTF-8, e.g. an input's model name in another encoding, become U+FFFD, so the result is
+// always valid JSON).
 std::string JsonQuote(absl::string_view s);
 
 // `x` with six decimals, or null when it is not finite.

@@ -15,6 +15,21 @@ TEST(JsonTextTest, QuotesAndEscapesByHand) {
   EXPECT_EQ(JsonQuote(std::string("x\ny\x01", 4)), "\"x\\ny\\u0001\"");
 }
 
+TEST(JsonTextTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  // Latin-1 "caf\xe9" (not UTF-8), a lone continuation byte, an overlong '/', a surrogate, and a
+  // truncated 3-byte sequence become U+FFFD (EF BF BD): one per byte that cannot start a sequence, one
+  // per maximal truncated subpart (Unicode's recommended practice, which nlohmann-json follows);
+  // valid UTF-8 ("\u00e9", "\u20ac", U+1F600) is kept, so the result is always valid JSON.
+  EXPECT_EQ(JsonQuote("caf\xe9"), "\"caf\xef\xbf\xbd\"");
+  EXPECT_EQ(JsonQuote("a\x80"
+                      "b"),
+            "\"a\xef\xbf\xbd" "b\"");
+  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\xef\xbf\xbd\xef\xbf\xbd\"");
+  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\xef\xbf\xbd\"");
+  EXPECT_EQ(JsonQuote("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+}
+
 TEST(JsonTextTest, NumbersWithSixDecimalsAndNullForNonFinite) {
   EXPECT_EQ(JsonNumber(0.5), "0.500000");
   EXPECT_EQ(JsonNumber(-2), "-2.000000");

@@ -20,8 +20,15 @@ namespace kvsim {
 
 // Parses `text` into `message` (cleared first). `source_name` prefixes error positions
 // ("source:line:column: what"); lines and columns count from 1. The first error is returned as
-// InvalidArgument with a one-line message.
+// InvalidArgument with a one-line message. An enum field set to a number its enum does not define
+// (`chunking: 99`, `preemption: -1`; the text format accepts any number for an open enum) is an error
+// naming its position and field path.
 absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name, google::protobuf::Message* message);
+
+// OK if every enum field of `message` (nested messages included) holds a value its enum defines;
+// otherwise InvalidArgument "SOURCE: field PATH: N is not a value of ENUM (known: ...)". For messages
+// built in code (a sweep point); ParseTextProto runs it on what it parses, with line numbers.
+absl::Status CheckDefinedEnums(const google::protobuf::Message& message, absl::string_view source);
 
 // Reads `path` and parses it as above (after a UTF-8 byte-order mark, if any). NotFound if the file is
 // missing.

@@ -18,6 +18,23 @@ TEST(TextProtoTest, ParsesFieldsAndEnums) {
   EXPECT_EQ(spec.kv_dtype(), proto::DTYPE_FP8);
 }
 
+TEST(TextProtoTest, UndefinedEnumNumberIsRefusedWithItsPosition) {
+  proto::ModelSpec spec;
+  // DType defines 0..6; 99 and -1 are numbers an open enum's text format accepts.
+  absl::Status status = ParseTextProto("name: \"m\"\nkv_dtype: 99\n", "cfg.textproto", &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message().substr(0, 45), "cfg.textproto:2:1: field kv_dtype: 99 is not ") << status.message();
+  status = ParseTextProto("weight_dtype: -1\n", "cfg.textproto", &spec);
+  EXPECT_NE(status.message().find("field weight_dtype: -1 is not a value of DType"), absl::string_view::npos)
+      << status.message();
+  // A defined number is taken as its value.
+  ASSERT_TRUE(ParseTextProto("kv_dtype: 0\n", "cfg.textproto", &spec).ok());
+  // Built in code: the same check without positions.
+  spec.set_kv_dtype(static_cast<proto::DType>(42));
+  status = CheckDefinedEnums(spec, "built");
+  EXPECT_EQ(status.message().substr(0, 35), "built: field kv_dtype: 42 is not a ") << status.message();
+}
+
 TEST(TextProtoTest, UnknownFieldNamesFileLineAndColumn) {
   proto::ModelSpec spec;
   absl::Status status = ParseTextProto("name: \"m\"\n\n  num_layerz: 3\n", "cfg.textproto", &spec);

@@ -36,6 +36,7 @@ namespace kvsim {
 namespace {}  // namespace
 
 absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
+  KVSIM_RETURN_IF_ERROR(CheckRequestLimits(*request, options.block_tokens));
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(options.block_tokens, request);
   } else if (request->block_tokens <= 0) {

@@ -56,7 +56,7 @@ std::string JsonQuoted(const std::string& s) {
 std::string ShapeString(absl::Span<const int64_t> shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
 absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  KVSIM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  KVSIM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, /*max_bytes=*/int64_t{1} << 40));  // model weights
   auto bad = [&](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat(path, ": ", what)); };
   if (bytes.size() < 8) return bad(absl::StrCat("truncated: ", bytes.size(), " bytes, no 8-byte header length"));
   const uint64_t header_len = ReadLe64(bytes.data());

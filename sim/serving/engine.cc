@@ -89,6 +89,9 @@ absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state
   if (request->input_tokens <= 0) return error(absl::StrCat("input_tokens must be > 0, got ", request->input_tokens));
   if (request->output_tokens < 0)
     return error(absl::StrCat("output_tokens must be >= 0, got ", request->output_tokens));
+  if (absl::Status limits = CheckRequestLimits(*request, block_tokens_); !limits.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(reader.info().path, ": ", limits.message()));
+  }
   if (request->block_hashes.empty()) {
     AssignFreshBlockHashes(block_tokens_, request);
     state->unique_blocks = true;

@@ -30,11 +30,32 @@ std::string ReuseModeName(proto::ReuseMode mode) {
 
 }  // namespace
 
+absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::string_view source) {
+  const auto prefixed = [source](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
+  };
+  if (absl::Status s = CreateServingEvictionPolicy(config.eviction()).status(); !s.ok()) return prefixed(s);
+  if (absl::Status s = CreateCostModel(config).status(); !s.ok()) return prefixed(s);
+  if (config.scheduler().preemption() == proto::PREEMPTION_MODE_SWAP && config.cache().lower_tiers().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": field scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier in cache.lower_tiers"));
+  }
+  absl::StatusOr<int64_t> blocks = GpuCapacityBlocks(config, config.cache().block_tokens());
+  if (!blocks.ok()) return prefixed(blocks.status());
+  if (*blocks < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": field cache.gpu_capacity_tokens: ", config.cache().gpu_capacity_tokens(),
+                     " tokens hold no whole block of ", config.cache().block_tokens(), " tokens (cache.block_tokens)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
                                        TraceReader* reader, const ReplayOptions& options) {
   if (options.timeseries_interval_ns <= 0) {
     return absl::InvalidArgumentError("timeseries interval must be > 0 ns");
   }
+  KVSIM_RETURN_IF_ERROR(CheckServingConfig(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens));
   MetricsCollector metrics(options.timeseries_interval_ns);

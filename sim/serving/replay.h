@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cost_models/cost_model.h"
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
@@ -40,8 +42,16 @@ struct ReplayOutput {
   std::string timeline_json;  // empty unless options.timeline without a timeline_path
 };
 
+// Every check a serving run makes of a resolved config before it reads a trace: the eviction policy and
+// the cost model can be built from it (their parameters, a calibration table), PREEMPTION_MODE_SWAP has a
+// lower tier to swap to, and the GPU holds at least one block of cache.block_tokens tokens. `kvsim
+// config`, `kvsim replay` and `kvsim sweep` (through RunReplay) all run it, so a config `kvsim config`
+// accepts is not refused later. Errors are InvalidArgument (or the cost model's code) prefixed "SOURCE: ".
+absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::string_view source);
+
 // Replays every request of `reader` (up to workload.max_requests). `config` is resolved (config/experiment_config.h).
-// Errors: the trace's (with file and record), the cost model's, InvalidArgument for bad options.
+// Runs CheckServingConfig(config, config.name()) first. Errors: the trace's (with file and record), the
+// cost model's, InvalidArgument for bad options.
 absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
                                        TraceReader* reader, const ReplayOptions& options);
 

@@ -56,7 +56,7 @@ TimelineRecorder::TimelineRecorder(int64_t max_events, std::string path)
     : max_events_(max_events), path_(std::move(path)) {
   json_ = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   if (!path_.empty()) {
-    temp_path_ = absl::StrCat(path_, ".tmp.", getpid());
+    temp_path_ = TempPathFor(path_);
     file_ = std::fopen(temp_path_.c_str(), "wb");
     write_failed_ = file_ == nullptr;
     json_.reserve(2 * kFlushBytes);

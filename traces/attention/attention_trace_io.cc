@@ -219,7 +219,7 @@ int DTypeBytes(AttentionDType dtype) { return dtype == AttentionDType::kFloat32 
 AttentionTraceWriter::AttentionTraceWriter(std::string path, AttentionTraceHeader header,
                                            AttentionTraceWriteOptions options)
     : path_(std::move(path)), header_(std::move(header)), options_(options) {
-  tmp_path_ = absl::StrCat(path_, ".tmp.", getpid());
+  tmp_path_ = TempPathFor(path_);
 }
 
 AttentionTraceWriter::~AttentionTraceWriter() {

@@ -57,9 +57,13 @@ for format in mooncake bailian hashed chunk_hash azure burstgpt vidur jsonl nati
   else
     cp traces/fuzz/seeds/"$format".* "$corpus/"
   fi
+  # Inputs up to 64 KiB: a native trace's header alone is padded to 4096 bytes, so a smaller cap never
+  # reached its frames.
+  max_len=4096
+  [ "$format" = native ] && max_len=65536
   # -seed fixes the mutation sequence: the same inputs on every run.
   if KVSIM_FUZZ_FORMAT="$format" "$tmp/trace_fuzzer" "$corpus" -seed=1 -max_total_time="$seconds" \
-       -max_len=4096 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$tmp/crash_$format." \
+       -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$tmp/crash_$format." \
        >"$tmp/fuzz_$format.log" 2>&1; then
     echo "$format: $(grep -o 'Done [0-9]* runs' "$tmp/fuzz_$format.log" | tail -1), no crash"
   else

@@ -131,8 +131,10 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> CreateArrivalProcess(const proto
       return CreateReplay(spec, open_trace, field);
     case proto::Arrivals::kGamma:
       cv = spec.gamma().cv();
-      if (!std::isfinite(cv) || cv <= 0) {
-        return Invalid(field + ".gamma.cv", absl::StrFormat("must be a finite number > 0, got %g", cv));
+      if (!(cv >= kMinGammaCv && cv <= kMaxGammaCv)) {
+        return Invalid(field + ".gamma.cv",
+                       absl::StrFormat("must be in [%g, %g] (what the gamma sampler represents), got %g", kMinGammaCv,
+                                       kMaxGammaCv, cv));
       }
       break;
     case proto::Arrivals::kPoisson:

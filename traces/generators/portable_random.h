@@ -60,6 +60,11 @@ double SampleStandardNormal(Rng& rng);
 // REQUIRES: shape > 0, scale > 0.
 double SampleGamma(Rng& rng, double shape, double scale);
 
+// Coefficients of variation a gamma distribution given by (mean, cv) may have: shape 1 / cv^2 then lies
+// in [1e-4, 1e4], where the sampler above neither divides by an underflowed scale nor draws only zeros.
+inline constexpr double kMinGammaCv = 0.01;
+inline constexpr double kMaxGammaCv = 100;
+
 // A discrete distribution over 0..n-1 with P(j) proportional to weights[j], sampled by inverting the
 // cumulative sum with a binary search (one engine output per sample).
 class DiscreteTable {

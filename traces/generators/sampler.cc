@@ -97,7 +97,11 @@ absl::StatusOr<Sampler> Sampler::Create(const proto::ValueDistribution& spec, co
       s.a_ = spec.gamma().mean();
       s.b_ = spec.gamma().cv();
       KVSIM_RETURN_IF_ERROR(CheckPositive(s.a_, false, field + ".gamma.mean"));
-      KVSIM_RETURN_IF_ERROR(CheckPositive(s.b_, false, field + ".gamma.cv"));
+      if (!(s.b_ >= kMinGammaCv && s.b_ <= kMaxGammaCv)) {
+        return Invalid(field + ".gamma.cv",
+                       absl::StrFormat("must be in [%g, %g] (what the gamma sampler represents), got %g", kMinGammaCv,
+                                       kMaxGammaCv, s.b_));
+      }
       break;
     case proto::ValueDistribution::kZipf: {
       s.kind_ = Kind::kZipf;

@@ -429,8 +429,10 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
   }
   impl->num_requests = spec.num_requests();
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.duration_s(), "duration_s"));
-  if (spec.duration_s() > 4e9) {
-    return Invalid("duration_s", absl::StrFormat("must be <= 4e9, got %g", spec.duration_s()));
+  // A duration under 1 ns would round to 0, which means "no limit".
+  if (spec.duration_s() != 0 && !(spec.duration_s() >= 1e-9 && spec.duration_s() <= 4e9)) {
+    return Invalid("duration_s",
+                   absl::StrFormat("must be 0 (no limit) or in [1e-9, 4e9] s, got %g", spec.duration_s()));
   }
   impl->duration_ns = std::llround(spec.duration_s() * 1e9);
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.decode_s_per_token(), "decode_s_per_token"));

@@ -68,10 +68,10 @@ class KvsimJsonlSource final : public JsonlSource {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "turn", INT32_MIN, INT32_MAX, &v));
         r->turn = static_cast<int32_t>(v);
       } else if (key == "input_tokens") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_tokens", 1, kMax, &r->input_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "input_tokens", 1, kMaxRequestTokens, &r->input_tokens));
         has_input = true;
       } else if (key == "output_tokens") {
-        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_tokens", 0, kMax, &r->output_tokens));
+        KVSIM_RETURN_IF_ERROR(JsonInt(value, "output_tokens", 0, kMaxRequestTokens, &r->output_tokens));
         has_output = true;
       } else if (key == "block_tokens") {
         KVSIM_RETURN_IF_ERROR(JsonInt(value, "block_tokens", 0, INT32_MAX, &v));

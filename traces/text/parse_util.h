@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "traces/request.h"
 
 namespace kvsim {
 
@@ -20,8 +21,8 @@ namespace kvsim {
 // then never overflow int64.
 inline constexpr int64_t kMaxAbsTimestampNs = int64_t{1} << 62;
 
-// Largest token count accepted from any source (2^40, far above any real prompt).
-inline constexpr int64_t kMaxTraceTokens = int64_t{1} << 40;
+// Largest token count accepted from any source: the per-request limit of traces/request.h.
+inline constexpr int64_t kMaxTraceTokens = kMaxRequestTokens;
 
 // A base-10 integer with optional sign ("-12", "+7", "0"); false on overflow or any other character.
 bool ParseInt64(absl::string_view text, int64_t* value);
