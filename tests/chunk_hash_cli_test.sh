@@ -40,6 +40,10 @@ has "^tokens per id  *mean 34.12  min 31  max 39$" out
 expect 0 "$kvsim" cache --trace="$lmbench" --policy=lru --capacity_blocks=100 --json
 has '"hits": 8' out
 has '"hit_tokens": 276' out
+# --chain_hashes=false reaches cache replay too: content ids hit where their predecessor differs.
+expect 0 "$kvsim" cache --trace="$lmbench" --policy=lru --capacity_blocks=100 --json --chain_hashes=false
+hits=$(grep -o '"hits": [0-9]*' "$tmp/out" | head -1 | grep -o '[0-9]*$')
+[ "${hits:-0}" -gt 8 ] || fail "unchained cache replay: hits ${hits:-none}, want more than the chained 8"
 # Serving replay runs it.
 expect 0 "$kvsim" replay --trace="$lmbench" --json
 has '"finished_requests": "6"' out

@@ -63,7 +63,7 @@ KVSIM_REGISTER_COMMAND(
             "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
             "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
             "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",
-        .flags = {"trace", "trace_format", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
+        .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
                   "json", "out"},
         .run = RunCache,
     });

@@ -43,8 +43,7 @@ absl::StatusOr<std::vector<proto::EvictionPolicyConfig>> PoliciesFromFlag() {
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceFromFlags() {
   const std::string path = absl::GetFlag(FLAGS_trace);
   if (path.empty()) return absl::InvalidArgumentError("--trace is required");
-  TraceOptions options;
-  options.format = absl::GetFlag(FLAGS_trace_format);
+  KVSIM_ASSIGN_OR_RETURN(TraceOptions options, CheckedTraceOptionsFromFlags());
   return OpenTrace(path, options);
 }
 

@@ -135,7 +135,7 @@ KVSIM_REGISTER_COMMAND(
                  "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
                  "results do not\n"
                  "depend on the thread count. --out here names the CSV file to write (atomically).",
-             .flags = {"trace", "trace_format", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
+             .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
                        "restore_cost", "threads", "out", "json"},
              .run = RunMrc,
          });

@@ -63,8 +63,7 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   std::string trace = absl::GetFlag(FLAGS_trace);
   if (trace.empty()) trace = config.workload().trace_path();
   if (trace.empty()) return absl::InvalidArgumentError("--trace is required (or workload.trace_path)");
-  TraceOptions trace_options;
-  trace_options.format = absl::GetFlag(FLAGS_trace_format);
+  KVSIM_ASSIGN_OR_RETURN(TraceOptions trace_options, CheckedTraceOptionsFromFlags());
   if (trace_options.format.empty()) trace_options.format = config.workload().trace_format();
   const int64_t sample_ms = absl::GetFlag(FLAGS_replay_sample_ms);
   if (sample_ms <= 0)
@@ -127,7 +126,7 @@ KVSIM_REGISTER_COMMAND(
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
-        .flags = {"config", "trace", "trace_format", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
+        .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
                   "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s"},
         .run = RunReplayCommand,
     });
