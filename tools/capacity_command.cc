@@ -21,7 +21,8 @@
 ABSL_FLAG(std::string, slo, "ttft_ms:P99<=2000,tpot_ms:P99<=100",
           "capacity: SLO bounds METRIC:STAT<=LIMIT (ms), comma-separated; METRIC ttft_ms, tpot_ms, e2e_ms or "
           "queueing_ms; STAT mean, P50, P90, P99 or max");
-ABSL_FLAG(double, tolerance, 0.02, "capacity: relative width of the final bracket around the highest rate, (0, 1)");
+ABSL_FLAG(double, rate_tolerance, 0.02,
+          "capacity: relative width of the final bracket around the highest rate, (0, 1)");
 ABSL_FLAG(double, start_rate, 0, "capacity: first rate tried, requests/s; 0 = the trace's own rate");
 ABSL_FLAG(double, target_rate, 0, "capacity --grid: the request rate each grid point must sustain, requests/s");
 // Defined by `kvsim sweep` (tools/sweep_command.cc); the capacity grid uses the same syntax.
@@ -55,7 +56,8 @@ absl::Status RunCapacity(const std::vector<std::string>& args, std::ostream& out
   if (trace_path.empty()) trace_path = config.workload().trace_path();
   std::string trace_format = absl::GetFlag(FLAGS_trace_format);
   if (trace_format.empty()) trace_format = config.workload().trace_format();
-  KVSIM_ASSIGN_OR_RETURN(std::vector<Request> trace, LoadTrace(trace_path, trace_format, config.workload().max_requests()));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<Request> trace,
+                         LoadTrace(trace_path, trace_format, config.workload().max_requests()));
   KVSIM_ASSIGN_OR_RETURN(int threads, ThreadsFromFlag());
   const std::string out_dir = absl::GetFlag(FLAGS_out);
 
@@ -90,7 +92,7 @@ absl::Status RunCapacity(const std::vector<std::string>& args, std::ostream& out
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   CapacityOptions options;
-  options.tolerance = absl::GetFlag(FLAGS_tolerance);
+  options.tolerance = absl::GetFlag(FLAGS_rate_tolerance);
   options.start_rate_per_s = absl::GetFlag(FLAGS_start_rate);
   options.num_threads = threads;
   KVSIM_ASSIGN_OR_RETURN(CapacityResult result, SearchCapacity(trace, config, *cost_model, slos, options));
@@ -119,13 +121,13 @@ KVSIM_REGISTER_COMMAND(
         .name = "capacity",
         .summary = "highest request rate meeting SLOs; cheapest deployment of a grid for a target rate",
         .usage = "kvsim capacity --trace=T [--config=C] [--slo=ttft_ms:P99<=2000,tpot_ms:P99<=100]\n"
-                 "               [--tolerance=0.02] [--start_rate=0] [--out=DIR] [--threads=0]\n"
+                 "               [--rate_tolerance=0.02] [--start_rate=0] [--out=DIR] [--threads=0]\n"
                  "kvsim capacity --trace=T [--config=C] --grid=\"AXIS=VALUES ...\" --target_rate=R --out=DIR\n"
                  "               [--shard=i/N]",
         .details = "Replays the trace with its arrival times scaled to each rate tried (the trace's rate is\n"
                    "(n - 1) / its span). Bracketing: rounds of 4 rates doubling (or halving) from --start_rate\n"
                    "until one holds and the next fails; then rounds of 4 rates evenly inside the bracket until\n"
-                   "its width is at most --tolerance of its lower end, which is the answer. A rate holds when\n"
+                   "its width is at most --rate_tolerance of its lower end, which is the answer. A rate holds when\n"
                    "every request finished and every --slo bound holds. Rates of a round run on --threads\n"
                    "threads; the rates tried never depend on the thread count, so results are identical.\n"
                    "Writes DIR/capacity_path.csv and capacity.json. With --grid (sweep axes, e.g.\n"
@@ -134,7 +136,7 @@ KVSIM_REGISTER_COMMAND(
                    "the cheapest point meeting the SLOs has the fewest GPU-hours per million requests (GPUs =\n"
                    "replicas x tensor parallelism). Points are written to DIR/points/ and skipped on a rerun;\n"
                    "--shard=i/N runs every N-th point; once all points are in DIR, DIR/capacity_grid.{csv,json}.",
-        .flags = {"trace", "trace_format", "config", "slo", "tolerance", "start_rate", "grid", "target_rate",
+        .flags = {"trace", "trace_format", "config", "slo", "rate_tolerance", "start_rate", "grid", "target_rate",
                   "shard", "threads", "out"},
         .run = RunCapacity,
     });
