@@ -46,7 +46,7 @@ hits=$(grep -o '"hits": [0-9]*' "$tmp/out" | head -1 | grep -o '[0-9]*$')
 [ "${hits:-0}" -gt 8 ] || fail "unchained cache replay: hits ${hits:-none}, want more than the chained 8"
 # Serving replay runs it.
 expect 0 "$kvsim" replay --trace="$lmbench" --json
-has '"finished_requests": "6"' out
+has '"finished_requests": 6' out
 
 # A zero-token prompt is refused by import at its line (and no output is left), as replay would refuse it.
 printf '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []}\n' >"$tmp/zero.jsonl"

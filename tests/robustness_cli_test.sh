@@ -33,9 +33,9 @@ check_config "cost_model { kind: COST_MODEL_KIND_TABLE table_path: \"$tmp/t.csv\
 # 2^31 prompt tokens and no block hashes: 2^27 blocks (1.6 GB) before; refused where it is read.
 echo '{"timestamp": 0, "input_length": 2147483648, "output_length": 1}' >"$tmp/big.jsonl"
 expect 2 "$kvsim" cache --trace="$tmp/big.jsonl" --trace_format=mooncake --capacity_blocks=10
-has 'big.jsonl:1: input_length: expected an integer in \[0, 16777216\], got 2147483648' err
+has 'big.jsonl:1: input_length: expected an integer in \[1, 16777216\], got 2147483648' err
 expect 2 "$kvsim" replay --trace="$tmp/big.jsonl" --trace_format=mooncake
-has 'big.jsonl:1: input_length: expected an integer in \[0, 16777216\]' err
+has 'big.jsonl:1: input_length: expected an integer in \[1, 16777216\]' err
 
 # Workload specs: a gamma cv the sampler cannot represent (aborted) and a duration that rounded to
 # "no limit" (never stopped).

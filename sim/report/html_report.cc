@@ -350,14 +350,21 @@ absl::Status SweepSection(const ResultSet& s, int n, const ReportOptions& option
     std::swap(x_axis, y_axis);
   }
   if (!options.sweep_axes.empty()) {
+    // An axis is named as the sweep's grid names it (`policy`) or as its column (`axis.policy`).
+    std::vector<std::string> chosen;
     for (const std::string& a : options.sweep_axes) {
-      if (std::find(axes.begin(), axes.end(), a) == axes.end()) {
+      const std::string column = absl::StrCat("axis.", a);
+      if (std::find(axes.begin(), axes.end(), a) != axes.end()) {
+        chosen.push_back(a);
+      } else if (std::find(axes.begin(), axes.end(), column) != axes.end()) {
+        chosen.push_back(column);
+      } else {
         return absl::InvalidArgumentError(
             absl::StrCat("--sweep_axes: ", s.path, " has no axis '", a, "'; its axes: ", absl::StrJoin(axes, ", ")));
       }
     }
-    x_axis = options.sweep_axes[0];
-    y_axis = options.sweep_axes.size() > 1 ? options.sweep_axes[1] : "";
+    x_axis = chosen[0];
+    y_axis = chosen.size() > 1 ? chosen[1] : "";
   }
   const int point = t.Column("point");
   const int mode_col = t.Column("mode", point + 1);

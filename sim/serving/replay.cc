@@ -30,12 +30,16 @@ std::string ReuseModeName(proto::ReuseMode mode) {
 
 }  // namespace
 
-absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::string_view source) {
-  const auto prefixed = [source](const absl::Status& status) {
-    return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
-  };
+namespace {
+
+absl::Status Prefixed(absl::string_view source, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
+}
+
+// CheckServingConfig without the cost model: RunReplay is handed one already built.
+absl::Status CheckServingConfigExceptCostModel(const proto::ExperimentConfig& config, absl::string_view source) {
+  const auto prefixed = [source](const absl::Status& status) { return Prefixed(source, status); };
   if (absl::Status s = CreateServingEvictionPolicy(config.eviction()).status(); !s.ok()) return prefixed(s);
-  if (absl::Status s = CreateCostModel(config).status(); !s.ok()) return prefixed(s);
   if (config.scheduler().preemption() == proto::PREEMPTION_MODE_SWAP && config.cache().lower_tiers().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": field scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier in cache.lower_tiers"));
@@ -50,12 +54,20 @@ absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::str
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::string_view source) {
+  KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, source));
+  if (absl::Status s = CreateCostModel(config).status(); !s.ok()) return Prefixed(source, s);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
                                        TraceReader* reader, const ReplayOptions& options) {
   if (options.timeseries_interval_ns <= 0) {
     return absl::InvalidArgumentError("timeseries interval must be > 0 ns");
   }
-  KVSIM_RETURN_IF_ERROR(CheckServingConfig(config, config.name()));
+  KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens));
   MetricsCollector metrics(options.timeseries_interval_ns);

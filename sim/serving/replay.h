@@ -50,8 +50,8 @@ struct ReplayOutput {
 absl::Status CheckServingConfig(const proto::ExperimentConfig& config, absl::string_view source);
 
 // Replays every request of `reader` (up to workload.max_requests). `config` is resolved (config/experiment_config.h).
-// Runs CheckServingConfig(config, config.name()) first. Errors: the trace's (with file and record), the
-// cost model's, InvalidArgument for bad options.
+// Runs CheckServingConfig(config, config.name()) first, except its cost-model check (`cost_model` is given). Errors:
+// the trace's (with file and record), the cost model's, InvalidArgument for bad options.
 absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, const CostModel& cost_model,
                                        TraceReader* reader, const ReplayOptions& options);
 

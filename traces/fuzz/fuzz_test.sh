@@ -28,7 +28,7 @@ pb_dir="$(dirname "$pb_cc")"
            text/jsonl_source text/csv_source importers/mooncake_reader importers/bailian_reader \
            importers/hashed_reader importers/azure_reader importers/burstgpt_reader importers/vidur_reader \
            importers/chunk_hash_reader importers/jsonl_reader native_format jsonl_export trace_io trace_stats \
-           trace_convert; do
+           trace_convert peer_export; do
     echo "#include \"traces/$f.cc\""
   done
 } >"$tmp/unity.cc"
