@@ -18,31 +18,6 @@
 namespace kvsim {
 namespace {
 
-struct OracleRecord {
-  uint32_t clock_time;
-  uint64_t obj_id;
-  uint32_t obj_size;
-  int64_t next_access_vtime;
-};
-
-uint64_t LittleEndian(const std::string& bytes, size_t offset, int num_bytes) {
-  uint64_t value = 0;
-  for (int b = num_bytes - 1; b >= 0; --b) value = (value << 8) | static_cast<unsigned char>(bytes[offset + b]);
-  return value;
-}
-
-// libCacheSim's oracleGeneralBin.h: 24-byte packed records {uint32 clock_time, uint64 obj_id, uint32
-// obj_size, int64 next_access_vtime}, little endian.
-std::vector<OracleRecord> ReadOracleGeneral(const std::string& bytes) {
-  std::vector<OracleRecord> records;
-  for (size_t at = 0; at + 24 <= bytes.size(); at += 24) {
-    records.push_back({static_cast<uint32_t>(LittleEndian(bytes, at, 4)), LittleEndian(bytes, at + 4, 8),
-                       static_cast<uint32_t>(LittleEndian(bytes, at + 12, 4)),
-                       static_cast<int64_t>(LittleEndian(bytes, at + 16, 8))});
-  }
-  return records;
-}
-
 // A textbook LRU over object ids, one unit per object.
 int64_t LruHits(const std::vector<OracleRecord>& records, int64_t capacity) {
   std::list<uint64_t> order;  // most recent first

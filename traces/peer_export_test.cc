@@ -45,32 +45,6 @@ absl::Status WriteAll(const std::string& path, const std::string& format, int32_
   return (*writer)->Close();
 }
 
-// An oracleGeneral reader written from libCacheSim's published description (oracleGeneralBin.h): packed
-// 24-byte records, uint32 clock_time at offset 0, uint64 obj_id at 4, uint32 obj_size at 12, int64
-// next_access_vtime at 16, little endian.
-struct OracleRecord {
-  uint32_t clock_time;
-  uint64_t obj_id;
-  uint32_t obj_size;
-  int64_t next_access_vtime;
-};
-
-uint64_t LittleEndian(const std::string& bytes, size_t offset, int num_bytes) {
-  uint64_t value = 0;
-  for (int b = num_bytes - 1; b >= 0; --b) value = (value << 8) | static_cast<unsigned char>(bytes[offset + b]);
-  return value;
-}
-
-std::vector<OracleRecord> ReadOracleGeneral(const std::string& bytes) {
-  std::vector<OracleRecord> records;
-  for (size_t at = 0; at + 24 <= bytes.size(); at += 24) {
-    records.push_back({static_cast<uint32_t>(LittleEndian(bytes, at, 4)), LittleEndian(bytes, at + 4, 8),
-                       static_cast<uint32_t>(LittleEndian(bytes, at + 12, 4)),
-                       static_cast<int64_t>(LittleEndian(bytes, at + 16, 8))});
-  }
-  return records;
-}
-
 TEST(VidurExportTest, RoundTripsArrivalsToTheNanosecondAndLengths) {
   const std::string path = ::testing::TempDir() + "/vidur.csv";
   const std::vector<Request> requests = {MakeRequest(0, 0, 100, 5, 0, {}), MakeRequest(1, 1'500'000'123, 7, 0, 0, {}),

@@ -72,4 +72,24 @@ std::string RequestDifference(const Request& a, const Request& b) {
 
 std::string DataPath(const std::string& file) { return "traces/data/" + file; }
 
+namespace {
+
+uint64_t LittleEndian(const std::string& bytes, size_t offset, int num_bytes) {
+  uint64_t value = 0;
+  for (int b = num_bytes - 1; b >= 0; --b) value = (value << 8) | static_cast<unsigned char>(bytes[offset + b]);
+  return value;
+}
+
+}  // namespace
+
+std::vector<OracleRecord> ReadOracleGeneral(const std::string& bytes) {
+  std::vector<OracleRecord> records;
+  for (size_t at = 0; at + 24 <= bytes.size(); at += 24) {
+    records.push_back({static_cast<uint32_t>(LittleEndian(bytes, at, 4)), LittleEndian(bytes, at + 4, 8),
+                       static_cast<uint32_t>(LittleEndian(bytes, at + 12, 4)),
+                       static_cast<int64_t>(LittleEndian(bytes, at + 16, 8))});
+  }
+  return records;
+}
+
 }  // namespace kvsim

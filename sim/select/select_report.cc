@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "util/svg_plot.h"
 
 namespace kvsim {
 namespace {
@@ -19,29 +20,6 @@ std::string Quote(absl::string_view text) {
     out += c;
   }
   return out + "\"";
-}
-
-std::string XmlEscape(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // White (0) to dark blue (1).
