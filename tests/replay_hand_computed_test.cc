@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/testing/fake_cost_model.h"
@@ -17,10 +18,13 @@ namespace {
 // iteration = 1000 + 10 per new token + 1 per context token.
 constexpr FakeCosts kCosts{.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_context_token = 1};
 
-proto::Results Replay(const proto::ExperimentConfig& config, std::vector<Request> requests, int32_t block_tokens = 0) {
+proto::Results Replay(const proto::ExperimentConfig& config, std::vector<Request> requests, int32_t block_tokens = 0,
+                      bool record_token_gaps = false) {
   FakeCostModel cost(kCosts);
   VectorTraceReader reader(std::move(requests), TraceInfo{"test", "vector", block_tokens});
-  auto output = RunReplay(config, cost, &reader, ReplayOptions{});
+  ReplayOptions options;
+  options.record_token_gaps = record_token_gaps;
+  auto output = RunReplay(config, cost, &reader, options);
   EXPECT_TRUE(output.ok()) << output.status();
   return output.ok() ? output->results : proto::Results();
 }
@@ -235,6 +239,62 @@ TEST(ReplayHandComputedTest, VllmMetricsOfThreeRequests) {
   EXPECT_EQ(late["completed"], 1);
   near(late["mean_e2el_ms"], 0.0011);
   EXPECT_TRUE(late["mean_tpot_ms"].is_null());
+}
+
+// ITL of the same three requests with their token gaps recorded: R1's decodes 1050 and 1051 ns, R2's 1030 ns,
+// R3 none. Pooled and sorted (ms): 0.00103, 0.00105, 0.001051; numpy's mean, median, population std and
+// linear-interpolated percentiles of those.
+TEST(ReplayHandComputedTest, VllmItlFromTokenGaps) {
+  const proto::Results results =
+      Replay(TestConfig(100), {MakeRequest(1, 0, 40, 3), MakeRequest(2, 10000, 20, 2), MakeRequest(3, 20000, 10, 1)},
+             /*block_tokens=*/0, /*record_token_gaps=*/true);
+  EXPECT_THAT(ResultOf(results, 1).token_gaps_ns(), testing::ElementsAre(1050, 1051));
+  EXPECT_THAT(ResultOf(results, 2).token_gaps_ns(), testing::ElementsAre(1030));
+  EXPECT_TRUE(ResultOf(results, 3).token_gaps_ns().empty());
+  VllmMetricsOptions options;
+  options.percentiles = {50, 90, 99};
+  auto json = VllmBenchmarkJson(results, {}, options);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const Json& m = *json;
+  auto near = [](const Json& value, double want) {
+    ASSERT_TRUE(value.is_number()) << value.dump();
+    EXPECT_NEAR(value.get<double>(), want, 1e-9 * std::abs(want)) << value.dump();
+  };
+  const double mean = (0.00103 + 0.00105 + 0.001051) / 3;
+  near(m["mean_itl_ms"], mean);
+  near(m["median_itl_ms"], 0.00105);
+  near(m["std_itl_ms"],
+       std::sqrt((std::pow(0.00103 - mean, 2) + std::pow(0.00105 - mean, 2) + std::pow(0.001051 - mean, 2)) / 3));
+  near(m["p50_itl_ms"], 0.00105);
+  near(m["p90_itl_ms"], 0.00105 + 0.8 * 0.000001);   // rank 0.9 x 2 = 1.8
+  near(m["p99_itl_ms"], 0.00105 + 0.98 * 0.000001);  // rank 1.98
+
+  // Without the gaps (the default), only the mean is known.
+  const Json plain = *VllmBenchmarkJson(Replay(TestConfig(100), {MakeRequest(1, 0, 40, 3)}), {}, options);
+  near(plain["mean_itl_ms"], 0.0010505);
+  EXPECT_TRUE(plain["median_itl_ms"].is_null());
+  EXPECT_TRUE(plain["p99_itl_ms"].is_null());
+}
+
+// A preempted request's gaps include its time off the GPU (the case of ForcedPreemptionByRecompute): B's
+// 17th gap, from its 17th token to the one its re-prefill emits, is A's 23 lone decodes plus that prefill;
+// every request's gaps add up to its decode span.
+TEST(ReplayHandComputedTest, TokenGapsUnderPreemption) {
+  const proto::Results results = Replay(TestConfig(4), {MakeRequest(1, 0, 16, 40, {1}), MakeRequest(2, 0, 16, 40, {2})},
+                                        16, /*record_token_gaps=*/true);
+  const proto::RequestResult& b = ResultOf(results, 2);
+  ASSERT_EQ(b.preemptions(), 1);
+  ASSERT_EQ(b.token_gaps_ns_size(), 39);
+  int64_t off_gpu = 1330;
+  for (int64_t i = 17; i <= 39; ++i) off_gpu += 1000 + 10 + (15 + i);
+  EXPECT_EQ(b.token_gaps_ns(16), off_gpu);
+  EXPECT_EQ(b.token_gaps_ns(0), 1000 + 20 + 2 * 16);  // decode 1 of both, contexts 16
+  for (const proto::RequestResult& r : results.requests()) {
+    ASSERT_EQ(r.token_gaps_ns_size(), r.output_tokens() - 1) << r.request_id();
+    int64_t sum = 0;
+    for (int64_t gap : r.token_gaps_ns()) sum += gap;
+    EXPECT_EQ(sum, r.e2e_ns() - r.ttft_ns()) << r.request_id();
+  }
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
   const std::string vllm_json = absl::GetFlag(FLAGS_vllm_json);
   KVSIM_ASSIGN_OR_RETURN(VllmMetricsOptions vllm_options, VllmOptionsFromFlags());
+  options.record_token_gaps = !vllm_json.empty();  // the ITL median, std and percentiles need every gap
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
@@ -126,7 +127,8 @@ KVSIM_REGISTER_COMMAND(
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
-        .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
+        .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                  "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
                   "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s"},
         .run = RunReplayCommand,
     });

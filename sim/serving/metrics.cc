@@ -28,7 +28,10 @@ double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
 
 }  // namespace
 
-MetricsCollector::MetricsCollector(int64_t interval_ns) : interval_ns_(interval_ns) { KVSIM_CHECK(interval_ns > 0); }
+MetricsCollector::MetricsCollector(int64_t interval_ns, bool record_token_gaps)
+    : interval_ns_(interval_ns), record_token_gaps_(record_token_gaps) {
+  KVSIM_CHECK(interval_ns > 0);
+}
 
 void MetricsCollector::OnArrival(SimTime now_ns, const RequestState& state) {
   if (first_arrival_ns_ < 0) first_arrival_ns_ = now_ns;
@@ -80,7 +83,8 @@ void MetricsCollector::OnRequestFinished(SimTime now_ns, const RequestState& s) 
                               s.recomputed_tokens,
                               s.reloaded_tokens,
                               s.swapped_tokens,
-                              static_cast<int64_t>(s.request.block_hashes.size())});
+                              static_cast<int64_t>(s.request.block_hashes.size()),
+                              record_token_gaps_ ? s.token_gaps_ns : std::vector<int64_t>{}});
 }
 
 void MetricsCollector::OnRunEnd(SimTime end_ns, const std::vector<const BlockManager*>& replicas) {
@@ -121,6 +125,7 @@ void MetricsCollector::FillRequest(const Outcome& o, proto::RequestResult* r) co
   r->set_ttft_ns(o.first_token_ns - o.arrival_ns);
   r->set_e2e_ns(o.finish_ns - o.arrival_ns);
   if (o.output_tokens > 1) r->set_tpot_ns((o.last_token_ns - o.first_token_ns) / (o.output_tokens - 1));
+  r->mutable_token_gaps_ns()->Add(o.token_gaps_ns.begin(), o.token_gaps_ns.end());
   r->set_prefix_reused_tokens(o.prefix_potential_tokens);
   r->set_prefix_reused_blocks(o.prefix_potential_blocks);
   r->set_segment_reused_tokens(o.segment_potential_tokens);

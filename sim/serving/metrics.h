@@ -37,8 +37,9 @@ proto::Distribution Distribute(std::vector<double>* values);
 
 class MetricsCollector final : public EngineObserver {
  public:
-  // Samples each replica at most once per `interval_ns` (> 0).
-  explicit MetricsCollector(int64_t interval_ns);
+  // Samples each replica at most once per `interval_ns` (> 0). `record_token_gaps`: each finished
+  // request's RequestResult.token_gaps_ns (its inter-token latencies) is filled too.
+  explicit MetricsCollector(int64_t interval_ns, bool record_token_gaps = false);
 
   void OnArrival(SimTime now_ns, const RequestState& state) override;
   void OnIteration(const IterationRecord& record) override;
@@ -59,10 +60,12 @@ class MetricsCollector final : public EngineObserver {
     int64_t prefix_potential_tokens, prefix_potential_blocks, segment_potential_tokens;
     int64_t reused_tokens, reused_blocks, recomputed_tokens, reloaded_tokens, swapped_tokens;
     int64_t prompt_blocks;
+    std::vector<int64_t> token_gaps_ns;  // empty unless record_token_gaps_
   };
   void FillRequest(const Outcome& outcome, proto::RequestResult* result) const;
 
   const int64_t interval_ns_;
+  const bool record_token_gaps_;
   std::vector<Outcome> outcomes_;
   std::vector<proto::TimeSeriesPoint> series_;
   std::vector<int64_t> next_sample_ns_;  // per replica

@@ -35,6 +35,10 @@ struct ReplayOptions {
   int64_t timeline_max_events = 250000;             // cap on timeline events (then truncated)
   // Where the timeline streams to (written atomically); empty = kept in ReplayOutput::timeline_json.
   std::string timeline_path;
+  // Fill every RequestResult.token_gaps_ns (output_tokens - 1 values each: the inter-token latencies
+  // vLLM-style ITL statistics need; sim/serving/vllm_metrics.h). Off by default: it grows the results
+  // by a number per output token.
+  bool record_token_gaps = false;
 };
 
 struct ReplayOutput {

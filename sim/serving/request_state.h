@@ -110,6 +110,7 @@ class RequestState {
   SimTime first_scheduled_ns = -1;
   SimTime first_token_ns = -1;
   SimTime last_token_ns = -1;
+  std::vector<int64_t> token_gaps_ns;  // from each output token to the next, in order
   SimTime finish_ns = -1;
 
   // Accounting, all admissions together unless noted.

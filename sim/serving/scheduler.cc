@@ -271,6 +271,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std
     }
     if (state.generated_tokens < state.request.output_tokens) {
       ++state.generated_tokens;
+      if (state.last_token_ns >= 0) state.token_gaps_ns.push_back(now_ns - state.last_token_ns);
       state.last_token_ns = now_ns;
       --outstanding_tokens_;
     }

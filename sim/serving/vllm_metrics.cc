@@ -54,7 +54,8 @@ absl::StatusOr<Json> VllmBenchmarkJson(const proto::Results& results, const prot
   });
   const int64_t first_arrival_ns = by_arrival.empty() ? 0 : by_arrival[0]->arrival_ns();
   const int64_t warmup_ns = static_cast<int64_t>(std::llround(options.warmup_s * 1e9));
-  std::vector<double> ttft, tpot, e2el;
+  std::vector<double> ttft, tpot, e2el, itl;
+  bool all_gaps = true;  // every counted request recorded its token gaps (RequestResult.token_gaps_ns)
   int64_t completed = 0, good = 0, input = 0, output = 0, decode_ns = 0, gaps = 0, excluded = 0;
   int64_t start_ns = INT64_MAX, end_ns = INT64_MIN;
   const bool slo_set = slo.ttft_ms() > 0 || slo.tpot_ms() > 0 || slo.e2e_ms() > 0;
@@ -79,6 +80,11 @@ absl::StatusOr<Json> VllmBenchmarkJson(const proto::Results& results, const prot
       tpot.push_back(tpot_ms);
       decode_ns += r.e2e_ns() - r.ttft_ns();
       gaps += r.output_tokens() - 1;
+      if (r.token_gaps_ns_size() == r.output_tokens() - 1) {
+        for (int64_t gap_ns : r.token_gaps_ns()) itl.push_back(gap_ns / kNsPerMsD);
+      } else {
+        all_gaps = false;
+      }
     }
     if ((slo.ttft_ms() <= 0 || ttft_ms <= slo.ttft_ms()) && (slo.tpot_ms() <= 0 || tpot_ms <= slo.tpot_ms()) &&
         (slo.e2e_ms() <= 0 || e2el_ms <= slo.e2e_ms())) {
@@ -101,11 +107,14 @@ absl::StatusOr<Json> VllmBenchmarkJson(const proto::Results& results, const prot
   out["total_token_throughput"] = per_s(input + output);
   AddMetric("ttft", ttft, options.percentiles, &out);
   AddMetric("tpot", tpot, options.percentiles, &out);
-  // ITL: the exact mean; the distribution needs every token's time, which the replay does not record.
-  out["mean_itl_ms"] = gaps > 0 ? Json(decode_ns / kNsPerMsD / static_cast<double>(gaps)) : Json(nullptr);
-  out["median_itl_ms"] = nullptr;
-  out["std_itl_ms"] = nullptr;
-  for (double p : options.percentiles) out["p" + PercentileWord(p) + "_itl_ms"] = nullptr;
+  // ITL: the statistics of every token gap when each request recorded its gaps; else the exact mean
+  // (total decode time / gaps) and null for the rest.
+  if (all_gaps) {
+    AddMetric("itl", itl, options.percentiles, &out);
+  } else {
+    AddMetric("itl", {}, options.percentiles, &out);
+    out["mean_itl_ms"] = gaps > 0 ? Json(decode_ns / kNsPerMsD / static_cast<double>(gaps)) : Json(nullptr);
+  }
   AddMetric("e2el", e2el, options.percentiles, &out);
   return out;
 }

@@ -7,9 +7,9 @@
 // Definitions (over finished requests that are not warm-up):
 // - TTFT = first token - arrival; E2E latency (e2el) = last token - arrival;
 //   TPOT = (e2el - TTFT) / (output tokens - 1), requests with two or more output tokens;
-//   ITL = the gaps between consecutive output tokens. The replay records each request's first and last
-//   token only, so the ITL mean (total decode time / total gaps, exact) is given, and its median, std and
-//   percentiles are null.
+//   ITL = the gaps between consecutive output tokens, pooled over the requests (RequestResult.token_gaps_ns,
+//   recorded with ReplayOptions::record_token_gaps). Where a request lacks them only the ITL mean (total
+//   decode time / total gaps, exact) is given, and its median, std and percentiles are null.
 // - mean, median, std (population, as numpy.std) and percentiles with numpy's linear interpolation
 //   (util/percentile.h LinearPercentile); the percentile keys are p<P>_<metric>_ms with P as vLLM writes
 //   it (99, 99.9).
