@@ -14,6 +14,7 @@
 #include "tools/common_flags.h"
 #include "traces/trace_reader.h"
 #include "util/file.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -32,7 +33,11 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
     for (int64_t capacity : capacities) specs.push_back({policy, capacity});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
+  // Progress on a terminal only (util/progress.h).
+  Progress progress("cache", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  options.progress = progress.Callback();
   KVSIM_ASSIGN_OR_RETURN(std::vector<CacheRunResult> results, RunCacheReplays(reader.get(), specs, options));
+  progress.Finish();
   Table table = CacheStatsTable({});
   for (const CacheRunResult& r : results) AddCacheStatsRow(CacheRunStatsToProto(r), {}, &table);
   const std::string dir = absl::GetFlag(FLAGS_out);
@@ -63,8 +68,9 @@ KVSIM_REGISTER_COMMAND(
             "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
             "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
             "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",
-        .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
-                  "json", "out"},
+        .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                  "trace_timestamp_unit", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
+                  "json", "out", "quiet"},
         .run = RunCache,
     });
 

@@ -10,6 +10,7 @@
 #include "traces/generators/workload_generator.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
@@ -34,9 +35,12 @@ absl::Status RunGen(const std::vector<std::string>& args, std::ostream& out) {
     options.source_format = "generated";
     return OpenTraceWriter(path, format, options);
   };
-  KVSIM_ASSIGN_OR_RETURN(
-      GenerateSummary summary,
-      GenerateTraceFile(spec, EffectiveSeed(spec, absl::GetFlag(FLAGS_seed)), out_path, open_trace, open_writer));
+  // Progress on a terminal only (util/progress.h).
+  Progress progress("gen", spec.num_requests(), "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  KVSIM_ASSIGN_OR_RETURN(GenerateSummary summary,
+                         GenerateTraceFile(spec, EffectiveSeed(spec, absl::GetFlag(FLAGS_seed)), out_path, open_trace,
+                                           open_writer, progress.Callback()));
+  progress.Finish();
   out << FormatGenerateSummary(summary);
   return absl::OkStatus();
 }
@@ -58,7 +62,7 @@ KVSIM_REGISTER_COMMAND(
                    "else the native binary format. --seed (if not 0) overrides the spec's seed; the same spec and\n"
                    "seed give a byte-identical trace. Paths of traces named in the spec are relative to the\n"
                    "current directory.",
-        .flags = {"spec", "out", "seed"},
+        .flags = {"spec", "out", "seed", "quiet"},
         .run = RunGen,
     });
 

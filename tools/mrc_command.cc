@@ -12,6 +12,7 @@
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/file.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 #include "util/table.h"
 
@@ -79,6 +80,9 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
     return absl::InvalidArgumentError(absl::StrCat("--hot_share=", options.hot_share, ": must be in [0, 1)"));
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
+  // Progress on a terminal only (util/progress.h).
+  Progress progress("mrc", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  replay.progress = progress.Callback();
   if (one_pass) {
     if (sampled && options.hot_share > 0) {  // a pre-pass finds the hot blocks; then the trace again
       KVSIM_ASSIGN_OR_RETURN(options.hot_blocks, FindHotBlocks(reader.get(), replay, options.hot_share));
@@ -107,6 +111,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       AddPoint(r.policy_label, p, options.prefix, /*sampled=*/false, &table);
     }
   }
+  progress.Finish();
   const std::string path = absl::GetFlag(FLAGS_out);
   if (!path.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteFileAtomically(path, table.ToCsv()));
@@ -135,8 +140,9 @@ KVSIM_REGISTER_COMMAND(
                  "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
                  "results do not\n"
                  "depend on the thread count. --out here names the CSV file to write (atomically).",
-             .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
-                       "restore_cost", "threads", "out", "json"},
+             .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                       "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
+                       "restore_cost", "threads", "out", "json", "quiet"},
              .run = RunMrc,
          });
 

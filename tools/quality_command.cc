@@ -14,6 +14,7 @@
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "traces/attention/attention_trace_io.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(std::string, policies, "",
@@ -110,10 +111,14 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
   int64_t count = reader->num_samples();
   if (max_samples > 0) count = std::min(count, max_samples);
+  // Progress on a terminal only (util/progress.h).
+  Progress progress("quality", count, "samples", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   for (int64_t s = 0; s < count; ++s) {
     KVSIM_ASSIGN_OR_RETURN(AttentionSample sample, reader->ReadSample(s));
     KVSIM_RETURN_IF_ERROR(evaluator->AddSample(sample));
+    progress.Update(s + 1);
   }
+  progress.Finish();
   const QualityResults results = evaluator->Finish();
   if (results.num_decode_steps == 0) {
     return absl::InvalidArgumentError(
@@ -146,7 +151,7 @@ KVSIM_REGISTER_COMMAND(
             "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
             "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
         .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib",
-                  "threads", "out", "json", "seed"},
+                  "threads", "out", "json", "seed", "quiet"},
         .run = RunQuality,
     });
 

@@ -18,6 +18,7 @@
 #include "traces/trace_reader.h"
 #include "util/file.h"
 #include "util/json_text.h"
+#include "util/progress.h"
 #include "util/status_macros.h"
 
 ABSL_FLAG(int64_t, replay_sample_ms, 100,
@@ -91,7 +92,11 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
+  // Progress on a terminal only (util/progress.h).
+  Progress progress("replay", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  options.progress = progress.Callback();
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost_model, reader.get(), options));
+  progress.Finish();
   if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
@@ -129,7 +134,7 @@ KVSIM_REGISTER_COMMAND(
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
         .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
                   "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
-                  "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s"},
+                  "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
         .run = RunReplayCommand,
     });
 

@@ -81,6 +81,13 @@ void Progress::Update(int64_t done) {
   Draw();
 }
 
+std::function<void(int64_t, int64_t)> Progress::Callback() {
+  return [this](int64_t done, int64_t total) {
+    if (total > 0) set_total(total);
+    Update(done);
+  };
+}
+
 void Progress::Finish() {
   if (finished_) return;
   finished_ = true;

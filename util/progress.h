@@ -51,6 +51,11 @@ class Progress {
   // Sets the total where it becomes known only once work has started.
   void set_total(int64_t total) { total_ = total; }
 
+  // The (done, total) callback the library options take (SweepOptions::progress, ReplayOptions::progress,
+  // CacheReplayOptions::progress, ...), drawing on this Progress: a total > 0 replaces the one it has.
+  // The Progress must outlive the callback's last call.
+  std::function<void(int64_t, int64_t)> Callback();
+
   int64_t redraws() const { return redraws_; }
 
  private:

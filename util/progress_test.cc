@@ -55,5 +55,17 @@ TEST(ProgressTest, RedrawsAreRateLimited) {
   EXPECT_NE(s.find("\rgen [####################] 100% 1.0k rec/s ETA 0:00\n"), std::string::npos) << s;
 }
 
+TEST(ProgressTest, CallbackTakesTheTotalWhenKnown) {
+  std::ostringstream out;
+  int64_t now = 0;
+  Progress p("cache", 0, "req", {.enabled = true, .out = &out, .now_ns = [&] { return now; }, .min_redraw_ns = 0});
+  auto callback = p.Callback();
+  now = 1'000'000'000;
+  callback(5, 0);  // total not known yet: count and rate
+  now = 2'000'000'000;
+  callback(10, 40);  // 10 of 40 at 5/s: 30 left, 6 s
+  EXPECT_EQ(out.str(), "\rcache 5 req 5.0 req/s\rcache [#####...............]  25% 5.0 req/s ETA 0:06");
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -137,6 +138,7 @@ absl::StatusOr<CompiledTrace> CompileTrace(TraceReader* reader, const CacheRepla
     meta.block_tokens = request.block_tokens;
     meta.end = MakeRequestEndInfo(request, request.arrival_ns);
     trace.requests.push_back(std::move(meta));
+    options.ReportProgress(trace.num_requests(), options.max_requests);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   AssignDenseIds(&trace);
@@ -307,9 +309,28 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(CompiledTrace
   if (trace->dense_blocks.size() != trace->blocks.size()) AssignDenseIds(trace);
   if (oracle && trace->next_use.size() != trace->blocks.size()) ComputeNextUse(trace);
   const bool dense = !trace->blocks.empty() && trace->dense_blocks.size() == trace->blocks.size();
+  // Progress in requests x runs, reported every kProgressStride requests of a run.
+  constexpr int64_t kProgressStride = 4096;
+  const int64_t progress_total = trace->num_requests() * static_cast<int64_t>(simulators.size());
+  std::mutex progress_mutex;
+  int64_t progress_done = 0;
+  auto report = [&](int64_t requests) {
+    if (!options.progress || requests == 0) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    progress_done += requests;
+    options.progress(progress_done, progress_total);
+  };
   ParallelFor(ResolveThreadCount(options.num_threads), simulators.size(), [&](size_t i, int) {
     if (dense) simulators[i]->UseDenseIds(&trace->distinct_blocks);
-    for (int64_t r = 0; r < trace->num_requests(); ++r) simulators[i]->ProcessRequest(trace->View(r));
+    int64_t unreported = 0;
+    for (int64_t r = 0; r < trace->num_requests(); ++r) {
+      simulators[i]->ProcessRequest(trace->View(r));
+      if (++unreported == kProgressStride) {
+        report(unreported);
+        unreported = 0;
+      }
+    }
+    report(unreported);
   });
   return Collect(specs, simulators);
 }
@@ -342,6 +363,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
     view.num_blocks = static_cast<int64_t>(request.block_hashes.size());
     view.end = MakeRequestEndInfo(request, request.arrival_ns);
     for (auto& simulator : simulators) simulator->ProcessRequest(view);
+    options.ReportProgress(num_requests, options.max_requests);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   return Collect(specs, simulators);

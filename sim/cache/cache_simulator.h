@@ -79,6 +79,14 @@ struct CacheReplayOptions {
   RestoreCost restore_cost = RestoreCost::kAuto;
   int64_t max_requests = 0;  // replay only the first N requests; 0 = all
   int num_threads = 0;       // parallel runs; 0 = hardware concurrency
+  // Called with (requests done, total; 0 = not known) as a replay proceeds, from one thread at a time
+  // (e.g. util/progress.h's Progress::Callback()): requests read while a trace streams (total
+  // max_requests, if set), then requests x runs replayed on a compiled trace. Results do not depend on it.
+  std::function<void(int64_t done, int64_t total)> progress;
+
+  void ReportProgress(int64_t done, int64_t total) const {
+    if (progress) progress(done, total);
+  }
 };
 
 struct CacheStats {

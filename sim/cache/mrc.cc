@@ -449,6 +449,7 @@ absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptio
       if (k + kPrefetchDistance < blocks.size()) builder.Prefetch(blocks[k + kPrefetchDistance]);
       builder.Access(blocks[k], tokens[k]);
     }
+    replay.ReportProgress(num_requests, replay.max_requests);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   return builder.Finish();
@@ -469,6 +470,7 @@ absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const Ca
   int64_t num_requests = 0;
   while ((replay.max_requests == 0 || num_requests < replay.max_requests) && reader->Next(&request)) {
     ++num_requests;
+    replay.ReportProgress(num_requests, replay.max_requests);
     KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
     for (BlockId block : request.block_hashes) {
       ++total;

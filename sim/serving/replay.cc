@@ -1,6 +1,8 @@
 #include "sim/serving/replay.h"
 
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,18 @@ std::string ReuseModeName(proto::ReuseMode mode) {
       return "prefix";
   }
 }
+
+// Reports each finished (or rejected) request to ReplayOptions::progress.
+class ProgressObserver final : public EngineObserver {
+ public:
+  ProgressObserver(std::function<void(int64_t, int64_t)> progress, int64_t total)
+      : progress_(std::move(progress)), total_(total) {}
+  void OnRequestFinished(SimTime, const RequestState&) override { progress_(++done_, total_); }
+
+ private:
+  std::function<void(int64_t, int64_t)> progress_;
+  int64_t total_, done_ = 0;
+};
 
 }  // namespace
 
@@ -78,6 +92,11 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   if (options.timeline) {
     timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
     engine->AddObserver(timeline.get());
+  }
+  std::unique_ptr<ProgressObserver> progress;
+  if (options.progress) {
+    progress = std::make_unique<ProgressObserver>(options.progress, config.workload().max_requests());
+    engine->AddObserver(progress.get());
   }
   KVSIM_RETURN_IF_ERROR(engine->Run(reader));
 

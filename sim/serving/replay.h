@@ -16,6 +16,7 @@
 #define KVSIM_SIM_SERVING_REPLAY_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -39,6 +40,9 @@ struct ReplayOptions {
   // vLLM-style ITL statistics need; sim/serving/vllm_metrics.h). Off by default: it grows the results
   // by a number per output token.
   bool record_token_gaps = false;
+  // Called with (requests finished or rejected, total: workload.max_requests, 0 = not known) as the run
+  // proceeds, on the engine's thread (e.g. util/progress.h's Progress::Callback()). Results do not depend on it.
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 struct ReplayOutput {

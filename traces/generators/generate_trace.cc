@@ -13,7 +13,8 @@ std::string TraceFormatForPath(const std::string& path) { return absl::EndsWith(
 
 absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spec, uint64_t seed,
                                                   const std::string& path, const TraceOpener& open_trace,
-                                                  const TraceWriterOpener& open_writer) {
+                                                  const TraceWriterOpener& open_writer,
+                                                  const std::function<void(int64_t, int64_t)>& progress) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<WorkloadGenerator> generator,
                          WorkloadGenerator::Create(spec, seed, open_trace));
   GenerateSummary summary;
@@ -32,6 +33,7 @@ absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spe
     summary.input_tokens += request.input_tokens;
     summary.output_tokens += request.output_tokens;
     summary.block_references += static_cast<int64_t>(request.block_hashes.size());
+    if (progress) progress(summary.num_requests, spec.num_requests());
   }
   KVSIM_RETURN_IF_ERROR(generator->status());
   KVSIM_RETURN_IF_ERROR(writer->Close());

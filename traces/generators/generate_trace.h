@@ -48,10 +48,13 @@ struct GenerateSummary {
 std::string TraceFormatForPath(const std::string& path);
 
 // Generates `spec` with `seed` into `path`. Errors: the spec's (InvalidArgument naming the field), the
-// traces' it reads, or the writer's.
+// traces' it reads, or the writer's. `progress`, if set, is called after each request written with
+// (requests written, spec.num_requests; 0 = not known), e.g. util/progress.h's Progress::Callback();
+// the trace does not depend on it.
 absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spec, uint64_t seed,
                                                   const std::string& path, const TraceOpener& open_trace,
-                                                  const TraceWriterOpener& open_writer);
+                                                  const TraceWriterOpener& open_writer,
+                                                  const std::function<void(int64_t, int64_t)>& progress = {});
 
 // A few lines for the user: what was written and its totals.
 std::string FormatGenerateSummary(const GenerateSummary& summary);
