@@ -47,6 +47,10 @@ std::string DumpJson(const Json& json) {
   return json.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::detail::error_handler_t::replace) + "\n";
 }
 
+std::string DumpJsonLine(const Json& json) {
+  return json.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::detail::error_handler_t::replace);
+}
+
 Json JsonNumberOrNull(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
 
 Json ProtoToJson(const Message& message) {

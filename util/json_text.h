@@ -30,6 +30,10 @@ using Json = nlohmann::ordered_json;
 // U+FFFD for the bad bytes instead of failing.
 std::string DumpJson(const Json& json);
 
+// Compact, on one line, without a final newline (`{"a":1,"b":[2,3]}`): a JSONL record or an embedded
+// header (safetensors). Bad UTF-8 as in DumpJson.
+std::string DumpJsonLine(const Json& json);
+
 // `x`, or null when it is not finite (JSON has no NaN or infinity).
 Json JsonNumberOrNull(double x);
 

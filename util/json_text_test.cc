@@ -23,7 +23,8 @@ TEST(JsonTextTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   EXPECT_EQ(JsonQuote("caf\xe9"), "\"caf\xef\xbf\xbd\"");
   EXPECT_EQ(JsonQuote("a\x80"
                       "b"),
-            "\"a\xef\xbf\xbd" "b\"");
+            "\"a\xef\xbf\xbd"
+            "b\"");
   EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\xef\xbf\xbd\xef\xbf\xbd\"");
   EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
   EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\xef\xbf\xbd\"");
@@ -54,6 +55,14 @@ TEST(JsonTextTest, ProtoInt64IsANumberNotAString) {
   EXPECT_EQ(json["seconds"].get<int64_t>(), int64_t{9007199254740993});
   EXPECT_EQ(json["nanos"], 0);  // default values are written
   EXPECT_EQ(json.dump(), "{\"seconds\":9007199254740993,\"nanos\":0}");
+}
+
+TEST(JsonTextTest, OneLineCompact) {
+  Json row = Json::object();
+  row["id"] = 7;
+  row["name"] = "a\"b";
+  row["xs"] = {1, 2};
+  EXPECT_EQ(DumpJsonLine(row), "{\"id\":7,\"name\":\"a\\\"b\",\"xs\":[1,2]}");
 }
 
 }  // namespace

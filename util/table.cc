@@ -68,14 +68,16 @@ std::string Table::ToCsv() const {
   return out;
 }
 
-std::string Table::ToJson() const {
+std::string Table::ToJson() const { return DumpJson(ToJsonValue()); }
+
+Json Table::ToJsonValue() const {
   Json out = Json::array();
   for (const auto& row : rows_) {
     Json object = Json::object();
     for (size_t c = 0; c < columns_.size(); ++c) object[columns_[c]] = numeric_[c] ? NumericCell(row[c]) : Json(row[c]);
     out.push_back(std::move(object));
   }
-  return DumpJson(out);
+  return out;
 }
 
 std::string Table::ToText() const {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "util/json_text.h"
+
 namespace kvsim {
 
 class Table {
@@ -32,6 +34,7 @@ class Table {
 
   std::string ToCsv() const;
   std::string ToJson() const;  // [{"col": value, ...}, ...]\n
+  Json ToJsonValue() const;    // the same array, to embed in a larger document
   std::string ToText() const;  // columns padded to their widest cell
 
  private:

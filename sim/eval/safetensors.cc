@@ -10,6 +10,7 @@
 #include "traces/attention/half.h"
 #include "util/check.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -39,16 +40,6 @@ uint64_t ReadLe64(const char* p) {
 
 void AppendLe64(uint64_t v, std::string* out) {
   for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::string JsonQuoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
 }
 
 }  // namespace
@@ -251,7 +242,7 @@ absl::StatusOr<FloatTensor> TensorStore::Read(const std::string& name, absl::Spa
 std::string EncodeSafetensors(const std::map<std::string, FloatTensor>& tensors, const std::string& dtype) {
   const int size = DTypeBytes(dtype);
   KVSIM_CHECK(size > 0);
-  std::string header = "{";
+  Json header_json = Json::object();  // tensors in name order, as the reference writer sorts them
   std::string data;
   for (const auto& [name, t] : tensors) {
     int64_t n = 1;
@@ -269,11 +260,12 @@ std::string EncodeSafetensors(const std::map<std::string, FloatTensor>& tensors,
         data.push_back(static_cast<char>(bits >> 8));
       }
     }
-    if (header.size() > 1) header += ",";
-    absl::StrAppend(&header, JsonQuoted(name), ":{\"dtype\":\"", dtype, "\",\"shape\":[", absl::StrJoin(t.shape, ","),
-                    "],\"data_offsets\":[", begin, ",", data.size(), "]}");
+    Json& entry = header_json[name];
+    entry["dtype"] = dtype;
+    entry["shape"] = t.shape;
+    entry["data_offsets"] = {begin, static_cast<uint64_t>(data.size())};
   }
-  header += "}";
+  std::string header = DumpJsonLine(header_json);
   while (header.size() % 8 != 0) header += " ";  // aligned data, as the reference writer pads
   std::string out;
   AppendLe64(header.size(), &out);

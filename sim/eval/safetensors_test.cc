@@ -122,5 +122,20 @@ TEST(SafetensorsTest, FolderShardsAndShapes) {
   EXPECT_EQ(TensorStore::OpenFolder(TempDir("empty")).status().code(), absl::StatusCode::kNotFound);
 }
 
+// The header as the reference writer lays it out: compact JSON, tensors by name, padded with spaces to 8.
+TEST(SafetensorsTest, EncodedHeaderByHand) {
+  const std::map<std::string, FloatTensor> tensors = {{"w\"q", {{2}, {1, 2}}}, {"b", {{1, 1}, {3}}}};
+  const std::string bytes = EncodeSafetensors(tensors, "F32");
+  const std::string header =
+      "{\"b\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[0,4]},"
+      "\"w\\\"q\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+  const std::string padded = header + std::string((8 - header.size() % 8) % 8, ' ');
+  ASSERT_EQ(bytes.size(), 8 + padded.size() + 12);
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  EXPECT_EQ(length, padded.size());
+  EXPECT_EQ(bytes.substr(8, padded.size()), padded);
+}
+
 }  // namespace
 }  // namespace kvsim

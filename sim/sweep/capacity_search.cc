@@ -336,20 +336,17 @@ Table CapacityPathTable(const CapacityResult& result, const std::vector<SloBound
 }
 
 std::string CapacityJson(const CapacityResult& result, const std::vector<SloBound>& slos, double tolerance) {
-  std::string out = "{\"slo\": [";
-  for (size_t i = 0; i < slos.size(); ++i) {
-    if (i > 0) out += ", ";
-    absl::StrAppend(&out, "{\"metric\": \"", slos[i].metric, "\", \"stat\": \"", slos[i].stat,
-                    "\", \"limit\": ", FormatDouble(slos[i].limit), "}");
+  Json out = Json::object();
+  out["slo"] = Json::array();
+  for (const SloBound& slo : slos) {
+    out["slo"].push_back({{"metric", slo.metric}, {"stat", slo.stat}, {"limit", JsonNumberOrNull(slo.limit)}});
   }
-  absl::StrAppend(&out, "], \"tolerance\": ", FormatDouble(tolerance),
-                  ", \"trace_rate_per_s\": ", FormatDouble(result.trace_rate_per_s),
-                  ", \"max_rate_per_s\": ", FormatDouble(result.max_rate_per_s),
-                  ", \"first_fail_per_s\": ", FormatDouble(result.first_fail_per_s), ", \"path\": ");
-  std::string path = CapacityPathTable(result, slos).ToJson();
-  while (!path.empty() && path.back() == '\n') path.pop_back();
-  absl::StrAppend(&out, path, "}\n");
-  return out;
+  out["tolerance"] = JsonNumberOrNull(tolerance);
+  out["trace_rate_per_s"] = JsonNumberOrNull(result.trace_rate_per_s);
+  out["max_rate_per_s"] = JsonNumberOrNull(result.max_rate_per_s);
+  out["first_fail_per_s"] = JsonNumberOrNull(result.first_fail_per_s);
+  out["path"] = CapacityPathTable(result, slos).ToJsonValue();
+  return DumpJson(out);
 }
 
 absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& axes,
@@ -439,15 +436,14 @@ absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& 
       result.cheapest_gpu_hours_per_million = p.gpu_hours_per_million;
     }
   }
-  std::string json = absl::StrCat("{\"target_rate_per_s\": ", FormatDouble(options.target_rate_per_s),
-                                  ", \"cheapest_point\": ", result.cheapest_point, ", \"cheapest\": ");
-  json += JsonQuote(result.cheapest_label);
-  std::string rows = result.table.ToJson();
-  while (!rows.empty() && rows.back() == '\n') rows.pop_back();
-  absl::StrAppend(&json, ", \"cheapest_gpu_hours_per_million\": ", FormatDouble(result.cheapest_gpu_hours_per_million),
-                  ", \"points\": ", rows, "}\n");
+  Json json = Json::object();
+  json["target_rate_per_s"] = JsonNumberOrNull(options.target_rate_per_s);
+  json["cheapest_point"] = result.cheapest_point;
+  json["cheapest"] = result.cheapest_label;
+  json["cheapest_gpu_hours_per_million"] = JsonNumberOrNull(result.cheapest_gpu_hours_per_million);
+  json["points"] = result.table.ToJsonValue();
   KVSIM_RETURN_IF_ERROR(WriteFilesAtomically({{options.out_dir + "/capacity_grid.csv", result.table.ToCsv()},
-                                              {options.out_dir + "/capacity_grid.json", json}}));
+                                              {options.out_dir + "/capacity_grid.json", DumpJson(json)}}));
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include "sim/serving/testing/fake_cost_model.h"
 #include "sim/serving/testing/test_util.h"
 #include "util/file.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -91,6 +92,27 @@ TEST(CapacitySearchTest, PathIsTheSameForAnyThreadCount) {
     if (first.empty()) first = json;
     EXPECT_EQ(json, first) << threads;
   }
+}
+
+// capacity.json is one JSON document (each key once, numbers as numbers) holding the result's values.
+TEST(CapacitySearchTest, JsonHoldsTheResult) {
+  auto slos = ParseSloBounds("ttft_ms:P99<=10,tpot_ms:P99<=100");
+  ASSERT_TRUE(slos.ok());
+  CapacityOptions options;
+  auto result = SearchCapacity(EverySecond(40), HandConfig(), Cost(), *slos, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Json json = Json::parse(CapacityJson(*result, *slos, 0.02));
+  ASSERT_EQ(json["slo"].size(), 2u);
+  EXPECT_EQ(json["slo"][1]["metric"], "tpot_ms");
+  EXPECT_EQ(json["slo"][1]["stat"], "p99");  // as ParseSloBounds normalises it
+  EXPECT_EQ(json["slo"][1]["limit"], 100.0);
+  EXPECT_EQ(json["tolerance"], 0.02);
+  EXPECT_EQ(json["max_rate_per_s"], result->max_rate_per_s);
+  EXPECT_EQ(json["first_fail_per_s"], result->first_fail_per_s);
+  EXPECT_EQ(json["trace_rate_per_s"], result->trace_rate_per_s);
+  ASSERT_TRUE(json["path"].is_array());
+  EXPECT_EQ(json["path"].size(), result->path.size());
+  EXPECT_EQ(json["path"][0]["rate_per_s"], result->path[0].rate_per_s);
 }
 
 TEST(CapacitySearchTest, SloErrorsNameTheBound) {
