@@ -3,16 +3,20 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
+from xml.sax.saxutils import quoteattr
 
 try:
+    import numpy  # noqa: F401  (the module's columns are numpy arrays)
     import kvsim
     HAVE_MODULE = getattr(kvsim, "available", False)
     WHY = "" if HAVE_MODULE else "the module was built without pybind11-dev/python3-dev"
 except ImportError as error:
-    HAVE_MODULE, WHY = False, "cannot import kvsim: %s" % error
+    HAVE_MODULE, WHY = False, "cannot import numpy or kvsim: %s" % error
 
 CLI = os.environ.get("KVSIM_CLI", "bazel-bin/tools/kvsim")
 TRACE = "traces/data/azure_code_2023.csv"
@@ -92,5 +96,64 @@ class ReplayTest(unittest.TestCase):
             kvsim.read_trace(os.path.join(self.dir, "missing.jsonl"))
         self.assertIn("missing.jsonl", str(raised.exception))
 
+@unittest.skipUnless(HAVE_MODULE and shutil.which("nm") and shutil.which("readelf"), WHY or "no nm/readelf")
+class LinkTest(unittest.TestCase):
+    """The command line links Abseil/Protobuf/zstd statically, the module their shared libraries: one copy each."""
+
+    def test_module_needs_the_shared_libraries_and_defines_none_of_their_symbols(self):
+        module = kvsim.__file__
+        needed = subprocess.run(["readelf", "-d", module], capture_output=True, text=True, check=True).stdout
+        libraries = [line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
+        for prefix in ("libabsl_status.so", "libprotobuf.so", "libzstd.so"):
+            self.assertTrue(any(lib.startswith(prefix) for lib in libraries), (prefix, libraries))
+
+        def strong_symbols(path):
+            out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True)
+            return {f[2] for f in (line.split() for line in out.stdout.splitlines()) if len(f) == 3 and f[1] in "TDBR"}
+
+        mine = strong_symbols(module)
+        self.assertIn("PyInit_kvsim", mine)
+        lib_dir = "/usr/lib/x86_64-linux-gnu"
+        theirs = set()
+        for lib in libraries:
+            if lib.startswith(("libabsl_", "libprotobuf", "libzstd")) and os.path.exists(os.path.join(lib_dir, lib)):
+                theirs |= strong_symbols(os.path.join(lib_dir, lib))
+        self.assertGreater(len(theirs), 1000)
+        self.assertEqual(sorted(mine & theirs)[:10], [])
+
+
+def main():
+    """Runs the tests and writes a JUnit report to $XML_OUTPUT_FILE (skips counted as skips by ./test.sh)."""
+    result = unittest.TextTestRunner(verbosity=2).run(unittest.defaultTestLoader.loadTestsFromModule(
+        sys.modules[__name__]))
+    xml_path = os.environ.get("XML_OUTPUT_FILE")
+    if xml_path:
+        outcome = {}
+        for case, text in result.failures:
+            outcome[case.id()] = ("failure", text)
+        for case, text in result.errors:
+            outcome[case.id()] = ("error", text)
+        for case, text in result.skipped:
+            outcome[case.id()] = ("skipped", text)
+        cases = [t for suite in unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]) for t in suite]
+        lines = []
+        for case in cases:
+            kind, text = outcome.get(case.id(), ("", ""))
+            name = quoteattr(case.id().split(".")[-1])
+            if kind == "skipped":
+                lines.append('<testcase name=%s status="run" result="skipped"><skipped message=%s/></testcase>' %
+                             (name, quoteattr(text)))
+            elif kind:
+                lines.append('<testcase name=%s status="run"><%s message=%s/></testcase>' % (name, kind, quoteattr(text)))
+            else:
+                lines.append('<testcase name=%s status="run" result="completed"/>' % name)
+        header = '<testsuites tests="%d" failures="%d" errors="%d">' % (
+            len(cases), len(result.failures), len(result.errors))
+        with open(xml_path, "w") as f:
+            f.write('<?xml version="1.0" encoding="UTF-8"?>\n%s\n<testsuite name="python_module_test" tests="%d">\n'
+                    '%s\n</testsuite>\n</testsuites>\n' % (header, len(cases), "\n".join(lines)))
+    return 0 if result.wasSuccessful() else 1
+
+
 if __name__ == "__main__":
-    unittest.main()
+    sys.exit(main())
