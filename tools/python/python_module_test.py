@@ -1,4 +1,5 @@
-"""`import kvsim` against the command line: the same replay gives the same summary and request columns."""
+"""`import kvsim` against the command line: the same replay, sweep and quality run give the same results
+(summaries, per-request and time-series columns, result tables) and bad input the same message."""
 import csv
 import io
 import json
@@ -7,6 +8,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 from xml.sax.saxutils import quoteattr
 
@@ -58,6 +61,29 @@ class ReplayTest(unittest.TestCase):
                 as_text = [str(int(v)) if isinstance(v, bool) else str(v) for v in values.tolist()]
                 self.assertEqual(as_text, [row[column] for row in rows], column)
             self.assertGreaterEqual(compared, 5)
+            self.assertEqual(r.requests_csv, r["requests_csv"])  # keys read as attributes too
+            with open(os.path.join(out, "timeseries.csv")) as f:
+                cli_series = f.read()
+            self.assertEqual(r.timeseries_csv, cli_series)
+            self.assert_columns_equal_csv(r.timeseries, cli_series)
+
+    def assert_columns_equal_csv(self, columns, text):
+        """Each numpy column holds the CSV's cells: the same numbers (NaN for an empty cell) or strings."""
+        rows = list(csv.DictReader(io.StringIO(text)))
+        self.assertGreater(len(rows), 0)
+        self.assertEqual(list(columns), list(rows[0]))
+        for name, values in columns.items():
+            self.assertEqual(len(values), len(rows), name)
+            integers = all(row[name].lstrip("-").isdigit() for row in rows)  # then an int64 column
+            for value, row in zip(values.tolist(), rows):
+                cell = row[name]
+                if isinstance(value, str):
+                    self.assertEqual(value, cell, name)
+                elif cell == "":
+                    self.assertNotEqual(value, value, name)  # NaN
+                else:
+                    self.assertEqual(value, float(cell), name)
+                    self.assertEqual(isinstance(value, int), integers, (name, cell))
 
     def test_dict_config_equals_text_config(self):
         a = kvsim.replay(TRACE, config=CONFIG)
@@ -95,6 +121,122 @@ class ReplayTest(unittest.TestCase):
         with self.assertRaises(ValueError) as raised:
             kvsim.read_trace(os.path.join(self.dir, "missing.jsonl"))
         self.assertIn("missing.jsonl", str(raised.exception))
+
+@unittest.skipUnless(HAVE_MODULE, WHY)
+class SweepAndQualityTest(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def cli(self, *args):
+        return subprocess.run([CLI] + list(args), capture_output=True, text=True)
+
+    def read(self, *path):
+        with open(os.path.join(self.dir, *path)) as f:
+            return f.read()
+
+    def test_sweep_equals_the_command_line_and_resumes(self):
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        grid = "policy=lru,s3fifo capacity_blocks=1000:8000:x2"
+        done = self.cli("sweep", "--trace=" + trace, "--grid=" + grid, "--out=" + os.path.join(self.dir, "cli"),
+                        "--quiet")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        cli_csv = self.read("cli", "results.csv")
+        r = kvsim.sweep(trace, grid)
+        self.assertEqual(r.points, 8)
+        self.assertEqual(r.points_run, 8)
+        self.assertEqual(r.results_csv, cli_csv)
+        self.assertEqual(json.loads(r.results_json), json.loads(self.read("cli", "results.json")))
+        ReplayTest.assert_columns_equal_csv(self, r.results, cli_csv)
+        self.assertEqual(r.results["axis.policy"].tolist(), ["lru"] * 4 + ["s3fifo"] * 4)
+        self.assertEqual(r.results["axis.capacity_blocks"].tolist(), [1000, 2000, 4000, 8000] * 2)
+        hit = r.results["hit_ratio"]
+        self.assertTrue((hit[1:4] >= hit[0:3]).all())  # LRU is a stack policy: more capacity, no fewer hits
+        # An out directory keeps the points: a second call runs none and gives the same table.
+        out = os.path.join(self.dir, "py")
+        first = kvsim.sweep(trace, grid, out=out, threads=1)
+        again = kvsim.sweep(trace, grid, out=out)
+        self.assertEqual((first.points_run, again.points_run, again.points_skipped), (8, 0, 8))
+        self.assertEqual(again.results_csv, cli_csv)
+        self.assertEqual(self.read("py", "results.csv"), cli_csv)
+
+    def test_replay_sweep_with_a_config_equals_the_command_line(self):
+        config = "workload { max_requests: 120 }\n"
+        path = os.path.join(self.dir, "c.textproto")
+        with open(path, "w") as f:
+            f.write(config)
+        grid = "scheduler.max_num_batched_tokens=2048,8192"
+        done = self.cli("sweep", "--trace=" + TRACE, "--config=" + path, "--mode=replay", "--grid=" + grid,
+                        "--out=" + os.path.join(self.dir, "cli"), "--quiet")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for given in (path, config, {"workload": {"maxRequests": 120}}):
+            r = kvsim.sweep(TRACE, grid, config=given, mode="replay")
+            self.assertEqual(r.results_csv, self.read("cli", "results.csv"))
+        self.assertEqual(len(r.results["axis.scheduler.max_num_batched_tokens"]), 2)
+
+    def test_sweep_errors_carry_the_command_lines_message(self):
+        for grid in ("policy=", "no_such.field=3"):
+            done = self.cli("sweep", "--trace=" + TRACE, "--grid=" + grid, "--out=" + os.path.join(self.dir, "x"))
+            self.assertEqual(done.returncode, 2, grid)
+            with self.assertRaises(ValueError) as raised:
+                kvsim.sweep(TRACE, grid)
+            self.assertTrue(str(raised.exception))
+            self.assertIn(str(raised.exception), done.stderr)
+
+    def test_quality_equals_the_command_line(self):
+        trace = os.path.join(self.dir, "t.kvat")
+        done = self.cli("synth_attention", "--out=" + trace, "--synth_prompt_len=400", "--synth_decode_steps=6",
+                        "--synth_layers=1", "--synth_kv_heads=2", "--seed=3")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        flags = ["quality", "--trace=" + trace, "--policies=h2o,streaming_llm", "--budgets=32,0.25", "--seed=7"]
+        done = self.cli(*flags, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        cli_json = done.stdout
+        done = self.cli(*flags, "--out=" + os.path.join(self.dir, "q"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for policies, budgets in ((["h2o", "streaming_llm"], [32, 0.25]), ("h2o,streaming_llm", "32,0.25")):
+            r = kvsim.quality(trace, policies, budgets, seed=7)
+            self.assertEqual(r.json, cli_json)
+            self.assertEqual(r.results, json.loads(cli_json))
+            self.assertEqual(r.table, done.stdout)
+            for name in ("summary", "per_layer", "per_head", "areas"):
+                text = self.read("q", name + ".csv")
+                self.assertEqual(r[name + "_csv"], text, name)
+                ReplayTest.assert_columns_equal_csv(self, r[name], text)
+        self.assertIn("oracle_select", r.summary["policy"].tolist())  # always added, as on the command line
+        for bad in (["h2o", ""], "0"):
+            args = ("--policies=" + ",".join(bad), "--budgets=32") if isinstance(bad, list) else (
+                "--policies=h2o", "--budgets=" + bad)
+            done = self.cli("quality", "--trace=" + trace, *args)
+            self.assertEqual(done.returncode, 2, bad)
+            with self.assertRaises(ValueError) as raised:
+                if isinstance(bad, list):
+                    kvsim.quality(trace, bad, [32])
+                else:
+                    kvsim.quality(trace, ["h2o"], bad)
+            self.assertIn(str(raised.exception), done.stderr)
+
+    def test_the_gil_is_released_while_a_sweep_runs(self):
+        span, ticks = [], []
+
+        def run():
+            start = time.monotonic()
+            kvsim.sweep("traces/data/mooncake_synthetic.jsonl", "policy=lru,s3fifo,arc capacity_blocks=500:64000:x2",
+                        threads=1)
+            span.extend([start, time.monotonic()])
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        while worker.is_alive():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+        worker.join()
+        start, end = span
+        self.assertGreater(end - start, 0.05)
+        # Python ran in this thread in the middle half of the call: the call did not hold the GIL.
+        middle = [t for t in ticks if start + 0.25 * (end - start) < t < end - 0.25 * (end - start)]
+        self.assertGreater(len(middle), 5)
+
 
 @unittest.skipUnless(HAVE_MODULE and shutil.which("nm") and shutil.which("readelf"), WHY or "no nm/readelf")
 class LinkTest(unittest.TestCase):
