@@ -14,6 +14,8 @@ if ! bazel build //tools/python:kvsim.so; then
   echo "kvsim: Python module did not build; the command line is unaffected" >&2
   exit 0
 fi
+"$python" -c 'import numpy' 2>/dev/null ||
+  echo "kvsim: note: the Python module returns columns as numpy arrays; install python3-numpy to use it"
 site="$("$python" -c 'import site; print(site.getsitepackages()[0])')"
 if mkdir -p "$site" 2>/dev/null && install -m 0644 bazel-bin/tools/python/kvsim.so "$site/kvsim.so" 2>/dev/null; then
   echo "kvsim: Python module installed as $site/kvsim.so ('import kvsim' in $python; in a virtual environment" \

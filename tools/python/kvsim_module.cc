@@ -4,7 +4,7 @@
 //
 //   import kvsim
 //   r = kvsim.replay("traces/data/mooncake_synthetic.jsonl", config="exp.textproto")
-//   r.summary["ttftMs"]["p99"]; r.requests["ttft_ns"]   # numpy arrays per request column
+//   r.summary["ttft_ms"]["p99"]; r.requests["ttft_ns"]   # numpy arrays per request column
 //
 // Results are dicts whose keys read as attributes too (kvsim.Result). Tables the command line writes as
 // CSV (requests, time series, sweep results, quality summaries) come back as {column: numpy array}, read
