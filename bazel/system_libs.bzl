@@ -3,7 +3,8 @@
 system_libs(name = "system") runs pkg-config for each library kvsim links and writes one cc_library per
 library into @system, so link lines follow whatever the installed Abseil/Protobuf versions need.
 Each library links dynamically by default and statically (`.a` files, where they exist) under
-`--config=static`, for binaries that must run on a machine without these packages.
+`--config=static`, for binaries that must run on a machine without these packages. @system//:defs.bzl has
+DYNAMIC_LINKOPTS, each library's shared-library flags under either setting (for shared objects).
 
 cuda_configure(name = "cuda_config") looks for nvcc (unless KVSIM_NO_CUDA=1) and writes
 @cuda_config//:defs.bzl with HAS_CUDA, NVCC and CUDA_HOME, plus @cuda_config//:cudart (static cudart).
@@ -74,12 +75,14 @@ def _system_libs_impl(ctx):
         "package(default_visibility = [\"//visibility:public\"])",
         "",
     ]
+    dynamic_linkopts = {}
     for name, modules in _PKG_CONFIG_LIBS.items():
         raw = [m for m in modules if m.startswith("-")]
         modules = [m for m in modules if not m.startswith("-")]
         libs = raw + _run(ctx, [str(pkg_config), "--libs"] + modules).split(" ")
         libs = [f for f in libs if f]
         static_libs = _static_flags(ctx, libs)
+        dynamic_linkopts[name] = libs
         lines.append("cc_library(")
         lines.append("    name = %r," % name)
         lines.append("    linkopts = select({")
@@ -131,6 +134,9 @@ def _system_libs_impl(ctx):
         lines.append("cc_library(name = \"python\")")
     lines.append("")
     ctx.file("BUILD", "\n".join(lines))
+    # The shared libraries' flags whatever the static setting, for a shared object (the Python module): it
+    # lists them first, so they resolve every symbol and the non-PIC static archives its deps name add nothing.
+    ctx.file("defs.bzl", "DYNAMIC_LINKOPTS = %r\n" % dynamic_linkopts)
     ctx.file("WORKSPACE", "workspace(name = %r)\n" % ctx.name)
 
 system_libs = repository_rule(

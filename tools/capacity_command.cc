@@ -25,6 +25,9 @@ ABSL_FLAG(double, rate_tolerance, 0.02,
           "capacity: relative width of the final bracket around the highest rate, (0, 1)");
 ABSL_FLAG(double, start_rate, 0, "capacity: first rate tried, requests/s; 0 = the trace's own rate");
 ABSL_FLAG(double, target_rate, 0, "capacity --grid: the request rate each grid point must sustain, requests/s");
+ABSL_FLAG(double, shard_wait_s, 0,
+          "capacity --shard: seconds to wait for another shard's replay of a round before stopping (rerun to "
+          "resume); 0 = stop at once");
 // Defined by `kvsim sweep` (tools/sweep_command.cc); the capacity grid uses the same syntax.
 ABSL_DECLARE_FLAG(std::string, grid);
 ABSL_DECLARE_FLAG(std::string, shard);
@@ -91,12 +94,27 @@ absl::Status RunCapacity(const std::vector<std::string>& args, std::ostream& out
   }
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
+  KVSIM_ASSIGN_OR_RETURN(auto shard, ParseShard(absl::GetFlag(FLAGS_shard)));
   CapacityOptions options;
   options.tolerance = absl::GetFlag(FLAGS_rate_tolerance);
   options.start_rate_per_s = absl::GetFlag(FLAGS_start_rate);
   options.num_threads = threads;
+  options.out_dir = out_dir;
+  options.shard_index = shard.first;
+  options.num_shards = shard.second;
+  options.shard_wait_s = absl::GetFlag(FLAGS_shard_wait_s);
   KVSIM_ASSIGN_OR_RETURN(CapacityResult result, SearchCapacity(trace, config, *cost_model, slos, options));
+  if (!out_dir.empty()) {
+    out << "shard " << shard.first << "/" << shard.second << ": " << result.rates_replayed << " rates replayed, "
+        << result.rates_read << " read from " << out_dir << "/points\n";
+  }
   const Table table = CapacityPathTable(result, slos);
+  if (!result.complete) {
+    out << table.ToText();
+    out << "stopped after " << result.path.size() << " rates: the next round needs rates of other shards not yet in "
+        << out_dir << "/points; rerun any shard once they have run (or give --shard_wait_s)\n";
+    return absl::OkStatus();
+  }
   out << table.ToText();
   out << absl::StrFormat(
       "highest rate meeting the SLOs: %s requests/s (%.4gx the trace's %s requests/s); %s requests/s fails; "
@@ -122,6 +140,7 @@ KVSIM_REGISTER_COMMAND(
         .summary = "highest request rate meeting SLOs; cheapest deployment of a grid for a target rate",
         .usage = "kvsim capacity --trace=T [--config=C] [--slo=ttft_ms:P99<=2000,tpot_ms:P99<=100]\n"
                  "               [--rate_tolerance=0.02] [--start_rate=0] [--out=DIR] [--threads=0]\n"
+                 "               [--shard=i/N --out=DIR [--shard_wait_s=0]]\n"
                  "kvsim capacity --trace=T [--config=C] --grid=\"AXIS=VALUES ...\" --target_rate=R --out=DIR\n"
                  "               [--shard=i/N]",
         .details = "Replays the trace with its arrival times scaled to each rate tried (the trace's rate is\n"
@@ -130,14 +149,20 @@ KVSIM_REGISTER_COMMAND(
                    "its width is at most --rate_tolerance of its lower end, which is the answer. A rate holds when\n"
                    "every request finished and every --slo bound holds. Rates of a round run on --threads\n"
                    "threads; the rates tried never depend on the thread count, so results are identical.\n"
-                   "Writes DIR/capacity_path.csv and capacity.json. With --grid (sweep axes, e.g.\n"
+                   "Writes DIR/capacity_path.csv and capacity.json. With --out, each replay's outcome is kept\n"
+                   "in DIR/points/ (keyed by rate, with a digest of config, SLOs, trace and version) and read\n"
+                   "back on a rerun, so a killed search resumes. --shard=i/N replays the rates of each round\n"
+                   "whose position mod N == i and reads the others' from DIR (a shared directory), waiting up\n"
+                   "to --shard_wait_s for them, else stopping; rerun a shard to continue. Every shard follows\n"
+                   "the same path, and the one that completes it prints and writes the answer.\n"
+                   "With --grid (sweep axes, e.g.\n"
                    "cluster.num_replicas=1,2,4 device_preset=h100-sxm,h200 model.tensor_parallel_size=1,2\n"
                    "scheduler.chunk_tokens=512,2048 policy=lru,s3fifo), each point is replayed at --target_rate;\n"
                    "the cheapest point meeting the SLOs has the fewest GPU-hours per million requests (GPUs =\n"
                    "replicas x tensor parallelism). Points are written to DIR/points/ and skipped on a rerun;\n"
                    "--shard=i/N runs every N-th point; once all points are in DIR, DIR/capacity_grid.{csv,json}.",
         .flags = {"trace", "trace_format", "config", "slo", "rate_tolerance", "start_rate", "grid", "target_rate",
-                  "shard", "threads", "out"},
+                  "shard", "shard_wait_s", "threads", "out"},
         .run = RunCapacity,
     });
 

@@ -16,6 +16,7 @@
 #include "sim/eval/eval_tasks.h"
 #include "sim/eval/llama_model.h"
 #include "sim/quality/quality_evaluator.h"
+#include "sim/quality/quality_run.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/progress.h"
@@ -32,9 +33,6 @@ ABSL_DECLARE_FLAG(std::string, policies);
 ABSL_DECLARE_FLAG(std::string, budgets);
 
 namespace kvsim {
-
-// tools/quality_command.cc: "--budgets" as tokens and ratios of the prompt.
-absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* options);
 
 namespace {
 

@@ -1,19 +1,14 @@
 // `kvsim quality`: offline fidelity of token-level KV policies on an attention trace, over budgets.
-// Thin: parsing and output only; the work is in sim/quality_evaluator and sim/quality_report.
+// Thin: flags and output only; the work is in sim/quality/quality_run.h and quality_report.h.
 #include <ostream>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "sim/quality/quality_evaluator.h"
 #include "sim/quality/quality_report.h"
+#include "sim/quality/quality_run.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
-#include "traces/attention/attention_trace_io.h"
 #include "util/progress.h"
 #include "util/status_macros.h"
 
@@ -32,98 +27,23 @@ namespace kvsim {
 
 namespace {
 
-// The comma-separated entries of the required list flag --`flag`, each stripped of spaces. InvalidArgument
-// when the flag is blank ("--flag is required, e.g. `example`") or an entry is empty.
-absl::StatusOr<std::vector<absl::string_view>> ListEntries(absl::string_view flag, absl::string_view text,
-                                                           absl::string_view example) {
-  if (absl::StripAsciiWhitespace(text).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required, e.g. ", example));
-  }
-  std::vector<absl::string_view> entries;
-  for (absl::string_view entry : absl::StrSplit(text, ',')) {
-    entry = absl::StripAsciiWhitespace(entry);
-    if (entry.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty entry in '", text, "'"));
-    entries.push_back(entry);
-  }
-  return entries;
-}
-
-}  // namespace
-
-// Parses "--budgets": integers are tokens; decimals and percentages are ratios of the prompt length.
-absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* options) {
-  std::vector<int64_t> budget_tokens;
-  std::vector<double> budget_ratios;
-  KVSIM_ASSIGN_OR_RETURN(std::vector<absl::string_view> items,
-                         ListEntries("budgets", text, "--budgets=64,256,1024 or --budgets=0.1,0.25"));
-  for (absl::string_view item : items) {
-    const bool percent = absl::ConsumeSuffix(&item, "%");
-    int64_t tokens;
-    double ratio;
-    const bool digits = !percent && item.find_first_not_of("+-0123456789") == absl::string_view::npos;
-    if (digits) {
-      if (!absl::SimpleAtoi(item, &tokens) || tokens < 1 || tokens > kMaxQualityBudgetTokens) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--budgets: ", item, " tokens: must be in [1, ", kMaxQualityBudgetTokens, "]"));
-      }
-      budget_tokens.push_back(tokens);
-    } else if (absl::SimpleAtod(item, &ratio)) {
-      if (percent) ratio /= 100;
-      if (!(ratio > 0 && ratio <= 1)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--budgets: ratio '", item, percent ? "%" : "", "' must be in (0, 1] of the prompt"));
-      }
-      budget_ratios.push_back(ratio);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--budgets: '", item, "' is neither a token count (256) nor a ratio (0.25 or 25%)"));
-    }
-  }
-  options->budget_tokens = std::move(budget_tokens);
-  options->budget_ratios = std::move(budget_ratios);
-  return absl::OkStatus();
-}
-
-namespace {
-
 absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments (use --trace=FILE)");
   const std::string trace = absl::GetFlag(FLAGS_trace);
   if (trace.empty()) return absl::InvalidArgumentError("--trace=FILE (an attention trace, .kvat) is required");
   QualityOptions options;
-  const std::string policies = absl::GetFlag(FLAGS_policies);
-  KVSIM_ASSIGN_OR_RETURN(std::vector<absl::string_view> names,
-                         ListEntries("policies", policies, "--policies=h2o,snapkv"));
-  for (absl::string_view name : names) options.policies.emplace_back(name);
+  KVSIM_ASSIGN_OR_RETURN(options.policies, ParseQualityPolicies(absl::GetFlag(FLAGS_policies)));
   KVSIM_RETURN_IF_ERROR(ParseQualityBudgets(absl::GetFlag(FLAGS_budgets), &options));
   options.top_k = absl::GetFlag(FLAGS_quality_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
-  const int64_t max_samples = absl::GetFlag(FLAGS_quality_max_samples);
-  if (max_samples < 0) return absl::InvalidArgumentError("--quality_max_samples must be >= 0");
-  const int64_t attention_mib = absl::GetFlag(FLAGS_quality_attention_mib);
-  if (attention_mib < 1 || attention_mib > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
-  }
-  options.max_attention_bytes = attention_mib << 20;
+  KVSIM_RETURN_IF_ERROR(SetQualityAttentionMib(absl::GetFlag(FLAGS_quality_attention_mib), &options));
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
-  KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace));
-  KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
-  int64_t count = reader->num_samples();
-  if (max_samples > 0) count = std::min(count, max_samples);
   // Progress on a terminal only (util/progress.h).
-  Progress progress("quality", count, "samples", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
-  for (int64_t s = 0; s < count; ++s) {
-    KVSIM_ASSIGN_OR_RETURN(AttentionSample sample, reader->ReadSample(s));
-    KVSIM_RETURN_IF_ERROR(evaluator->AddSample(sample));
-    progress.Update(s + 1);
-  }
+  Progress progress("quality", 0, "samples", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
+  KVSIM_ASSIGN_OR_RETURN(
+      const QualityResults results,
+      EvaluateQualityTrace(trace, options, absl::GetFlag(FLAGS_quality_max_samples), progress.Callback()));
   progress.Finish();
-  const QualityResults results = evaluator->Finish();
-  if (results.num_decode_steps == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(trace, ": the ", count, " sample(s) evaluated have no decode steps: nothing to measure"));
-  }
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) KVSIM_RETURN_IF_ERROR(WriteQualityReports(results, dir));
   out << (absl::GetFlag(FLAGS_json) ? QualityJson(results) : FormatQualityTable(results));

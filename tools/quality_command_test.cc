@@ -9,12 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/quality/quality_evaluator.h"
+#include "sim/quality/quality_run.h"
 #include "tools/command.h"
 #include "util/file.h"
 
 namespace kvsim {
-
-absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* options);
 
 namespace {
 

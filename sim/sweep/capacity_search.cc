@@ -1,8 +1,11 @@
 #include "sim/sweep/capacity_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -13,11 +16,15 @@
 #include "absl/strings/strip.h"
 #include "config/experiment_config.h"
 #include "sim/serving/replay.h"
+#include "traces/request.h"
 #include "traces/trace_reader.h"
+#include "util/digest.h"
 #include "util/file.h"
 #include "util/json_text.h"
 #include "util/parallel.h"
 #include "util/status_macros.h"
+#include "util/text_proto.h"
+#include "util/version.h"
 
 namespace kvsim {
 namespace {
@@ -34,30 +41,171 @@ const proto::Distribution& MetricOf(const proto::Summary& summary, const std::st
 
 std::string BoundLabel(const SloBound& bound) { return absl::StrCat(bound.metric, "_", bound.stat); }
 
-// Replays every rate of `rates` (in parallel) and appends their evaluations to `path`, ascending by rate.
-absl::Status EvaluateRound(const std::vector<Request>& trace, double trace_rate, const proto::ExperimentConfig& config,
-                           const CostModel& cost_model, const std::vector<SloBound>& slos, int num_threads, int round,
-                           const std::string& phase, std::vector<double> rates, std::vector<CapacityEvaluation>* path) {
-  std::sort(rates.begin(), rates.end());
-  std::vector<absl::StatusOr<proto::Summary>> summaries(rates.size(), absl::UnknownError("not run"));
-  ParallelFor(ResolveThreadCount(num_threads), rates.size(),
-              [&](size_t i, int) { summaries[i] = ReplayAtRate(trace, trace_rate, rates[i], config, cost_model); });
-  for (size_t i = 0; i < rates.size(); ++i) {
-    if (!summaries[i].ok()) {
-      return absl::Status(summaries[i].status().code(), absl::StrCat("replay at ", FormatDouble(rates[i]),
-                                                                     " requests/s: ", summaries[i].status().message()));
-    }
-    CapacityEvaluation evaluation;
-    evaluation.round = round;
-    evaluation.phase = phase;
-    evaluation.rate_per_s = rates[i];
-    evaluation.holds = SloHolds(*summaries[i], slos);
-    for (const SloBound& bound : slos) evaluation.values.push_back(SloValue(*summaries[i], bound));
-    evaluation.finished_requests = summaries[i]->finished_requests();
-    evaluation.num_requests = summaries[i]->num_requests();
-    path->push_back(std::move(evaluation));
+// The digest of what determines every replay of a search but its rate.
+std::string SearchDigest(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+                         const std::vector<SloBound>& slos) {
+  Sha256 digest;
+  digest.Update(absl::StrCat("kvsim ", kKvsimVersion, "\nconfig\n", ToTextProto(config), "slo\n"));
+  for (const SloBound& bound : slos) {
+    digest.Update(absl::StrCat(bound.metric, ":", bound.stat, "<=", FormatDouble(bound.limit), "\n"));
   }
-  return absl::OkStatus();
+  digest.Update(absl::StrCat("requests ", trace.size(), "\n"));
+  for (const Request& r : trace) {
+    std::string line = absl::StrCat(
+        r.request_id, " ", r.arrival_ns, " ", r.session_id, " ", r.parent_id, " ", r.turn, " ", r.input_tokens, " ",
+        r.output_tokens, " ", r.block_tokens, " ", static_cast<int>(r.type), " ", r.failed ? 1 : 0, " ", r.model, " h",
+        absl::StrJoin(r.block_hashes, ","), " c", absl::StrJoin(r.block_token_counts, ","), " t");
+    for (const ToolCall& call : r.tool_calls) absl::StrAppend(&line, call.name, "/", call.duration_ns, ",");
+    digest.Update(absl::StrCat(line, "\n"));
+  }
+  return digest.HexDigest();
+}
+
+std::string RateFile(const std::string& dir, double rate) {
+  return absl::StrCat(dir, "/points/capacity-rate-", FormatDouble(rate), ".txt");
+}
+
+// One replay's outcome as stored in a rate file.
+std::string EncodeRate(const std::string& digest, double rate, const CapacityEvaluation& e) {
+  std::vector<std::string> values;
+  for (double v : e.values) values.push_back(FormatDouble(v));
+  return absl::StrCat("digest=", digest, "\nrate_per_s=", FormatDouble(rate), "\nholds=", e.holds ? 1 : 0,
+                      "\nfinished_requests=", e.finished_requests, "\nnum_requests=", e.num_requests,
+                      "\nvalues=", absl::StrJoin(values, ","), "\n");
+}
+
+// The outcome in `text` (the file at `path`) when it is one of this search (digest and rate match);
+// nullopt when it is from other inputs; DataLoss naming the file and line when it cannot be read.
+absl::StatusOr<std::optional<CapacityEvaluation>> DecodeRate(const std::string& path, const std::string& text,
+                                                             const std::string& digest, double rate,
+                                                             size_t num_bounds) {
+  CapacityEvaluation e;
+  std::string file_digest;
+  double file_rate = -1;
+  int fields = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    bool ok = true;
+    int holds = 0;
+    if (kv.first == "digest") {
+      file_digest = std::string(kv.second);
+    } else if (kv.first == "rate_per_s") {
+      ok = absl::SimpleAtod(kv.second, &file_rate);
+    } else if (kv.first == "holds") {
+      ok = absl::SimpleAtoi(kv.second, &holds) && (holds == 0 || holds == 1);
+      e.holds = holds == 1;
+    } else if (kv.first == "finished_requests") {
+      ok = absl::SimpleAtoi(kv.second, &e.finished_requests);
+    } else if (kv.first == "num_requests") {
+      ok = absl::SimpleAtoi(kv.second, &e.num_requests);
+    } else if (kv.first == "values") {
+      for (absl::string_view v : absl::StrSplit(kv.second, ',', absl::SkipEmpty())) {
+        double value = 0;
+        ok = ok && absl::SimpleAtod(v, &value);
+        e.values.push_back(value);
+      }
+    } else {
+      ok = false;
+    }
+    if (!ok) return absl::DataLossError(absl::StrCat(path, ": cannot read the line '", line.substr(0, 60), "'"));
+    ++fields;
+  }
+  if (fields != 6) return absl::DataLossError(absl::StrCat(path, ": expected 6 fields, got ", fields));
+  if (file_digest != digest || file_rate != rate) return std::optional<CapacityEvaluation>();
+  if (e.values.size() != num_bounds) {
+    return absl::DataLossError(absl::StrCat(path, ": expected ", num_bounds, " SLO values, got ", e.values.size()));
+  }
+  e.rate_per_s = rate;
+  return std::optional<CapacityEvaluation>(std::move(e));
+}
+
+// What every round of a search shares.
+struct SearchContext {
+  const std::vector<Request>& trace;
+  double trace_rate = 0;
+  const proto::ExperimentConfig& config;
+  const CostModel& cost_model;
+  const std::vector<SloBound>& slos;
+  const CapacityOptions& options;
+  std::string digest;  // of the search's inputs; set when options.out_dir is
+};
+
+// Reads the outcome of `rate` from the context's directory: nullopt if absent or from other inputs.
+absl::StatusOr<std::optional<CapacityEvaluation>> ReadRate(const SearchContext& context, double rate) {
+  const std::string path = RateFile(context.options.out_dir, rate);
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (absl::IsNotFound(text.status())) return std::optional<CapacityEvaluation>();
+  KVSIM_RETURN_IF_ERROR(text.status());
+  return DecodeRate(path, *text, context.digest, rate, context.slos.size());
+}
+
+// Evaluates every rate of `rates` and appends the evaluations to result->path, ascending by rate: the
+// outcomes already in the directory are read, this shard's others replayed (in parallel) and written, and
+// other shards' waited for. Returns false (path unchanged) when one of those is still missing.
+absl::StatusOr<bool> EvaluateRound(const SearchContext& context, int round, const std::string& phase,
+                                   std::vector<double> rates, CapacityResult* result) {
+  const CapacityOptions& options = context.options;
+  const bool stored = !options.out_dir.empty();
+  std::sort(rates.begin(), rates.end());
+  std::vector<std::optional<CapacityEvaluation>> known(rates.size());
+  std::vector<size_t> todo, others;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (stored) {
+      KVSIM_ASSIGN_OR_RETURN(known[i], ReadRate(context, rates[i]));
+    }
+    if (known[i].has_value()) {
+      ++result->rates_read;
+    } else if (static_cast<int>(i % options.num_shards) == options.shard_index) {
+      todo.push_back(i);
+    } else {
+      others.push_back(i);
+    }
+  }
+  std::vector<absl::StatusOr<proto::Summary>> summaries(todo.size(), absl::UnknownError("not run"));
+  ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t k, int) {
+    summaries[k] = ReplayAtRate(context.trace, context.trace_rate, rates[todo[k]], context.config, context.cost_model);
+  });
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const double rate = rates[todo[k]];
+    if (!summaries[k].ok()) {
+      return absl::Status(summaries[k].status().code(), absl::StrCat("replay at ", FormatDouble(rate),
+                                                                     " requests/s: ", summaries[k].status().message()));
+    }
+    CapacityEvaluation e;
+    e.rate_per_s = rate;
+    e.holds = SloHolds(*summaries[k], context.slos);
+    for (const SloBound& bound : context.slos) e.values.push_back(SloValue(*summaries[k], bound));
+    e.finished_requests = summaries[k]->finished_requests();
+    e.num_requests = summaries[k]->num_requests();
+    if (stored) {
+      KVSIM_RETURN_IF_ERROR(WriteFileAtomically(RateFile(options.out_dir, rate), EncodeRate(context.digest, rate, e)));
+    }
+    known[todo[k]] = std::move(e);
+    ++result->rates_replayed;
+  }
+  // Other shards' rates: poll until they are in the directory or the wait is over.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.shard_wait_s);
+  while (!others.empty()) {
+    std::vector<size_t> missing;
+    for (size_t i : others) {
+      KVSIM_ASSIGN_OR_RETURN(known[i], ReadRate(context, rates[i]));
+      if (known[i].has_value()) {
+        ++result->rates_read;
+      } else {
+        missing.push_back(i);
+      }
+    }
+    others = std::move(missing);
+    if (others.empty()) break;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (std::optional<CapacityEvaluation>& e : known) {
+    e->round = round;
+    e->phase = phase;
+    result->path.push_back(*std::move(e));
+  }
+  return true;
 }
 
 std::string PointFile(const std::string& dir, int64_t index) {
@@ -232,13 +380,30 @@ absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace,
         absl::StrCat("--tolerance: expected a relative width in (0, 1), got ", options.tolerance));
   }
   if (options.width < 1) return absl::InvalidArgumentError("capacity search: width must be >= 1");
+  if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
+    return absl::InvalidArgumentError("capacity search: shard index must be in [0, number of shards)");
+  }
+  if (options.num_shards > 1 && options.out_dir.empty()) {
+    return absl::InvalidArgumentError("capacity search: a sharded search needs a shared output directory (--out)");
+  }
+  if (!(options.shard_wait_s >= 0 && options.shard_wait_s <= 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard_wait_s: expected seconds in [0, 1e6], got ", options.shard_wait_s));
+  }
   CapacityResult result;
   KVSIM_ASSIGN_OR_RETURN(result.trace_rate_per_s, TraceRate(trace));
   const double start = options.start_rate_per_s > 0 ? options.start_rate_per_s : result.trace_rate_per_s;
   const int w = options.width;
-  auto run = [&](int round, const std::string& phase, std::vector<double> rates) {
-    return EvaluateRound(trace, result.trace_rate_per_s, config, cost_model, slos, options.num_threads, round, phase,
-                         std::move(rates), &result.path);
+  SearchContext context{trace, result.trace_rate_per_s, config, cost_model, slos, options, ""};
+  if (!options.out_dir.empty()) {
+    context.digest = SearchDigest(trace, config, slos);
+    KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
+  }
+  // Runs a round; an incomplete one (another shard's rate missing) ends the search here.
+  auto run = [&](int round, const std::string& phase, std::vector<double> rates) -> absl::Status {
+    KVSIM_ASSIGN_OR_RETURN(const bool complete, EvaluateRound(context, round, phase, std::move(rates), &result));
+    if (!complete) result.complete = false;
+    return absl::OkStatus();
   };
 
   // 1. Bracket.
@@ -253,6 +418,7 @@ absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace,
     }
     const size_t begin = result.path.size();
     KVSIM_RETURN_IF_ERROR(run(round, "bracket", rates));
+    if (!result.complete) return result;
     if (up) {
       size_t first_fail = result.path.size();
       for (size_t i = begin; i < result.path.size(); ++i) {
@@ -298,6 +464,7 @@ absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace,
     for (int j = 1; j <= w; ++j) rates.push_back(lo + (hi - lo) * j / (w + 1));
     const size_t begin = result.path.size();
     KVSIM_RETURN_IF_ERROR(run(round, "bisect", rates));
+    if (!result.complete) return result;
     double new_lo = lo, new_hi = hi;
     for (size_t i = begin; i < result.path.size(); ++i) {
       if (!result.path[i].holds) {

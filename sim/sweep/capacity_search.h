@@ -22,6 +22,16 @@
 //   so lo is within `tolerance` of it. The rates of a round run in parallel; which rates are tried does
 //   not depend on the thread count, so the path and the answer are identical for any --threads.
 //
+// Sharded and resumable search (as `kvsim sweep`): with an output directory, each replay's outcome is
+// written atomically to DIR/points/capacity-rate-<rate>.txt with a digest of what determines it (kvsim
+// version, resolved config, SLO list, the trace's requests) and read back instead of replayed on a rerun
+// (a file from other inputs is replayed again and overwritten). Shard i/N replays the rates of each round
+// whose position in the round (ascending) mod N == i, and reads the others' from DIR: the rates of a round
+// depend only on earlier rounds, so every shard follows the same path. When another shard's outcome is not
+// in DIR yet, the shard waits for it up to `shard_wait_s` (polling), then stops with the search incomplete;
+// rerunning any shard once the others have run continues where it stopped. The answer is identical for any
+// shard count and thread count.
+//
 // Grid: each point of a sweep grid (sim/sweep/sweep.h axes: cluster.num_replicas, device_preset,
 // model.tensor_parallel_size, scheduler.chunk_tokens, policy, ...) is replayed once at the target rate.
 // GPUs = replicas x tensor-parallel size; GPU-hours per million requests = GPUs x 1e6 / rate / 3600. The
@@ -67,6 +77,10 @@ struct CapacityOptions {
   int num_threads = 0;          // 0 = hardware concurrency
   double start_rate_per_s = 0;  // 0 = the trace's own rate
   int max_rounds = 64;          // bracketing rounds before giving up
+  std::string out_dir;          // "" = nothing written or read; required when num_shards > 1
+  int shard_index = 0;          // this shard, in [0, num_shards)
+  int num_shards = 1;
+  double shard_wait_s = 0;  // how long to wait for another shard's outcome before stopping; in [0, 1e6]
 };
 
 // One replay of the search.
@@ -81,6 +95,11 @@ struct CapacityEvaluation {
 };
 
 struct CapacityResult {
+  // False when this shard stopped at a rate of another shard not yet in out_dir: then only `path` up to
+  // there (this shard's and others' outcomes so far) and trace_rate_per_s are set.
+  bool complete = true;
+  int64_t rates_replayed = 0;  // by this call
+  int64_t rates_read = 0;      // from out_dir (earlier runs or other shards)
   double trace_rate_per_s = 0;
   double max_rate_per_s = 0;             // lo: the highest rate tried that holds
   double first_fail_per_s = 0;           // hi: the lowest rate tried that fails
@@ -102,7 +121,8 @@ absl::StatusOr<proto::Summary> ReplayAtRate(const std::vector<Request>& trace, d
 bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos);
 
 // The search (header comment). FailedPrecondition when no rate holds down to start / 2^max_rounds or
-// every rate holds up to start x 2^max_rounds; errors of the replays as they are.
+// every rate holds up to start x 2^max_rounds; InvalidArgument for a bad option; DataLoss naming the file
+// for an unreadable outcome file; errors of the replays as they are.
 absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
                                               const CostModel& cost_model, const std::vector<SloBound>& slos,
                                               const CapacityOptions& options);

@@ -115,6 +115,91 @@ TEST(CapacitySearchTest, JsonHoldsTheResult) {
   EXPECT_EQ(json["path"][0]["rate_per_s"], result->path[0].rate_per_s);
 }
 
+// Shards take turns, each stopping where the other's rate is missing, until one finishes the search.
+// Returns the finishing shard's result and counts the calls.
+CapacityResult RunShardsInTurn(const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+                               CapacityOptions options, int* calls) {
+  for (*calls = 1; *calls <= 200; ++*calls) {
+    options.shard_index = (*calls - 1) % options.num_shards;
+    auto result = SearchCapacity(trace, HandConfig(), Cost(), slos, options);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok() || result->complete) return result.ok() ? *result : CapacityResult();
+    // Only its own rates (at most 2 of a round of 4 among 3 shards): those of the round the others had
+    // finished, then of the next one, where it stopped.
+    EXPECT_LE(result->rates_replayed, 4);
+  }
+  ADD_FAILURE() << "the shards never finished";
+  return CapacityResult();
+}
+
+TEST(CapacitySearchTest, ShardedAndResumedSearchEqualsTheSingleOne) {
+  const std::vector<Request> trace = EverySecond(40);
+  auto slos = ParseSloBounds("ttft_ms:max<=10");
+  ASSERT_TRUE(slos.ok());
+  CapacityOptions single;
+  auto expected = SearchCapacity(trace, HandConfig(), Cost(), *slos, single);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const std::string expected_json = CapacityJson(*expected, *slos, single.tolerance);
+
+  CapacityOptions options;
+  options.out_dir = ::testing::TempDir() + "/capacity_shards";
+  options.num_shards = 3;
+  int calls = 0;
+  const CapacityResult sharded = RunShardsInTurn(trace, *slos, options, &calls);
+  EXPECT_EQ(CapacityJson(sharded, *slos, options.tolerance), expected_json);
+  EXPECT_GT(calls, 3);  // every round needed every shard
+  // Every rate of the path was replayed exactly once, by some shard, into its own file.
+  EXPECT_TRUE(
+      ReadFile(options.out_dir + "/points/capacity-rate-" + FormatDouble(expected->path[0].rate_per_s) + ".txt").ok());
+  // A rerun of any shard reads every rate and replays none; the answer is the same.
+  options.shard_index = 2;
+  auto again = SearchCapacity(trace, HandConfig(), Cost(), *slos, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->complete);
+  EXPECT_EQ(again->rates_replayed, 0);
+  EXPECT_EQ(again->rates_read, static_cast<int64_t>(expected->path.size()));
+  EXPECT_EQ(CapacityJson(*again, *slos, options.tolerance), expected_json);
+
+  // Other SLOs: the stored outcomes are of another search, so they are replayed (and overwritten).
+  auto other_slos = ParseSloBounds("ttft_ms:max<=20");
+  ASSERT_TRUE(other_slos.ok());
+  options.num_shards = 1;
+  options.shard_index = 0;
+  auto other = SearchCapacity(trace, HandConfig(), Cost(), *other_slos, options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->rates_read, 0);
+  EXPECT_EQ(other->rates_replayed, static_cast<int64_t>(other->path.size()));
+  // TTFT max <= 20 ms: the k-th of 40 requests waits k (10 ms - T) <= 10 ms, so T >= 10 - 10/39 ms.
+  const double rate_20 = 1000.0 / (10.0 - 10.0 / 39.0);
+  EXPECT_LE(other->max_rate_per_s, rate_20);
+  EXPECT_GE(other->max_rate_per_s, rate_20 * (1 - options.tolerance));
+}
+
+TEST(CapacitySearchTest, ShardOptionsAndStoredFilesAreChecked) {
+  const std::vector<Request> trace = EverySecond(40);
+  auto slos = ParseSloBounds("ttft_ms:max<=10");
+  ASSERT_TRUE(slos.ok());
+  CapacityOptions options;
+  options.num_shards = 2;
+  auto no_dir = SearchCapacity(trace, HandConfig(), Cost(), *slos, options);
+  EXPECT_EQ(no_dir.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_dir.status().message().find("--out"), std::string::npos) << no_dir.status();
+  options.out_dir = ::testing::TempDir() + "/capacity_bad";
+  options.shard_index = 2;
+  EXPECT_EQ(SearchCapacity(trace, HandConfig(), Cost(), *slos, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A damaged outcome file is refused with its name and line, not taken as a result.
+  options.num_shards = 1;
+  options.shard_index = 0;
+  ASSERT_TRUE(MakeDirectories(options.out_dir + "/points").ok());
+  const std::string damaged = options.out_dir + "/points/capacity-rate-1.txt";
+  ASSERT_TRUE(WriteFileAtomically(damaged, "digest=x\nholds=maybe\n").ok());
+  auto bad = SearchCapacity(trace, HandConfig(), Cost(), *slos, options);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find(damaged + ": cannot read the line 'holds=maybe'"), std::string::npos)
+      << bad.status();
+}
+
 TEST(CapacitySearchTest, SloErrorsNameTheBound) {
   for (const char* bad : {"ttft:P99<=10", "ttft_ms:P98<=10", "ttft_ms:P99<10", "ttft_ms:P99<=x", ""}) {
     auto slos = ParseSloBounds(bad);

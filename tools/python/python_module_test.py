@@ -1,18 +1,25 @@
-"""`import kvsim` against the command line: the same replay gives the same summary and request columns."""
+"""`import kvsim` against the command line: the same replay, sweep and quality run give the same results
+(summaries, per-request and time-series columns, result tables) and bad input the same message."""
 import csv
 import io
 import json
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 import unittest
+from xml.sax.saxutils import quoteattr
 
 try:
+    import numpy  # noqa: F401  (the module's columns are numpy arrays)
     import kvsim
     HAVE_MODULE = getattr(kvsim, "available", False)
     WHY = "" if HAVE_MODULE else "the module was built without pybind11-dev/python3-dev"
 except ImportError as error:
-    HAVE_MODULE, WHY = False, "cannot import kvsim: %s" % error
+    HAVE_MODULE, WHY = False, "cannot import numpy or kvsim: %s" % error
 
 CLI = os.environ.get("KVSIM_CLI", "bazel-bin/tools/kvsim")
 TRACE = "traces/data/azure_code_2023.csv"
@@ -54,6 +61,29 @@ class ReplayTest(unittest.TestCase):
                 as_text = [str(int(v)) if isinstance(v, bool) else str(v) for v in values.tolist()]
                 self.assertEqual(as_text, [row[column] for row in rows], column)
             self.assertGreaterEqual(compared, 5)
+            self.assertEqual(r.requests_csv, r["requests_csv"])  # keys read as attributes too
+            with open(os.path.join(out, "timeseries.csv")) as f:
+                cli_series = f.read()
+            self.assertEqual(r.timeseries_csv, cli_series)
+            self.assert_columns_equal_csv(r.timeseries, cli_series)
+
+    def assert_columns_equal_csv(self, columns, text):
+        """Each numpy column holds the CSV's cells: the same numbers (NaN for an empty cell) or strings."""
+        rows = list(csv.DictReader(io.StringIO(text)))
+        self.assertGreater(len(rows), 0)
+        self.assertEqual(list(columns), list(rows[0]))
+        for name, values in columns.items():
+            self.assertEqual(len(values), len(rows), name)
+            integers = all(row[name].lstrip("-").isdigit() for row in rows)  # then an int64 column
+            for value, row in zip(values.tolist(), rows):
+                cell = row[name]
+                if isinstance(value, str):
+                    self.assertEqual(value, cell, name)
+                elif cell == "":
+                    self.assertNotEqual(value, value, name)  # NaN
+                else:
+                    self.assertEqual(value, float(cell), name)
+                    self.assertEqual(isinstance(value, int), integers, (name, cell))
 
     def test_dict_config_equals_text_config(self):
         a = kvsim.replay(TRACE, config=CONFIG)
@@ -92,5 +122,180 @@ class ReplayTest(unittest.TestCase):
             kvsim.read_trace(os.path.join(self.dir, "missing.jsonl"))
         self.assertIn("missing.jsonl", str(raised.exception))
 
+@unittest.skipUnless(HAVE_MODULE, WHY)
+class SweepAndQualityTest(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def cli(self, *args):
+        return subprocess.run([CLI] + list(args), capture_output=True, text=True)
+
+    def read(self, *path):
+        with open(os.path.join(self.dir, *path)) as f:
+            return f.read()
+
+    def test_sweep_equals_the_command_line_and_resumes(self):
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        grid = "policy=lru,s3fifo capacity_blocks=1000:8000:x2"
+        done = self.cli("sweep", "--trace=" + trace, "--grid=" + grid, "--out=" + os.path.join(self.dir, "cli"),
+                        "--quiet")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        cli_csv = self.read("cli", "results.csv")
+        r = kvsim.sweep(trace, grid)
+        self.assertEqual(r.points, 8)
+        self.assertEqual(r.points_run, 8)
+        self.assertEqual(r.results_csv, cli_csv)
+        self.assertEqual(json.loads(r.results_json), json.loads(self.read("cli", "results.json")))
+        ReplayTest.assert_columns_equal_csv(self, r.results, cli_csv)
+        self.assertEqual(r.results["axis.policy"].tolist(), ["lru"] * 4 + ["s3fifo"] * 4)
+        self.assertEqual(r.results["axis.capacity_blocks"].tolist(), [1000, 2000, 4000, 8000] * 2)
+        hit = r.results["hit_ratio"]
+        self.assertTrue((hit[1:4] >= hit[0:3]).all())  # LRU is a stack policy: more capacity, no fewer hits
+        # An out directory keeps the points: a second call runs none and gives the same table.
+        out = os.path.join(self.dir, "py")
+        first = kvsim.sweep(trace, grid, out=out, threads=1)
+        again = kvsim.sweep(trace, grid, out=out)
+        self.assertEqual((first.points_run, again.points_run, again.points_skipped), (8, 0, 8))
+        self.assertEqual(again.results_csv, cli_csv)
+        self.assertEqual(self.read("py", "results.csv"), cli_csv)
+
+    def test_replay_sweep_with_a_config_equals_the_command_line(self):
+        config = "workload { max_requests: 120 }\n"
+        path = os.path.join(self.dir, "c.textproto")
+        with open(path, "w") as f:
+            f.write(config)
+        grid = "scheduler.max_num_batched_tokens=2048,8192"
+        done = self.cli("sweep", "--trace=" + TRACE, "--config=" + path, "--mode=replay", "--grid=" + grid,
+                        "--out=" + os.path.join(self.dir, "cli"), "--quiet")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for given in (path, config, {"workload": {"maxRequests": 120}}):
+            r = kvsim.sweep(TRACE, grid, config=given, mode="replay")
+            self.assertEqual(r.results_csv, self.read("cli", "results.csv"))
+        self.assertEqual(len(r.results["axis.scheduler.max_num_batched_tokens"]), 2)
+
+    def test_sweep_errors_carry_the_command_lines_message(self):
+        for grid in ("policy=", "no_such.field=3"):
+            done = self.cli("sweep", "--trace=" + TRACE, "--grid=" + grid, "--out=" + os.path.join(self.dir, "x"))
+            self.assertEqual(done.returncode, 2, grid)
+            with self.assertRaises(ValueError) as raised:
+                kvsim.sweep(TRACE, grid)
+            self.assertTrue(str(raised.exception))
+            self.assertIn(str(raised.exception), done.stderr)
+
+    def test_quality_equals_the_command_line(self):
+        trace = os.path.join(self.dir, "t.kvat")
+        done = self.cli("synth_attention", "--out=" + trace, "--synth_prompt_len=400", "--synth_decode_steps=6",
+                        "--synth_layers=1", "--synth_kv_heads=2", "--seed=3")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        flags = ["quality", "--trace=" + trace, "--policies=h2o,streaming_llm", "--budgets=32,0.25", "--seed=7"]
+        done = self.cli(*flags, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        cli_json = done.stdout
+        done = self.cli(*flags, "--out=" + os.path.join(self.dir, "q"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for policies, budgets in ((["h2o", "streaming_llm"], [32, 0.25]), ("h2o,streaming_llm", "32,0.25")):
+            r = kvsim.quality(trace, policies, budgets, seed=7)
+            self.assertEqual(r.json, cli_json)
+            self.assertEqual(r.results, json.loads(cli_json))
+            self.assertEqual(r.table, done.stdout)
+            for name in ("summary", "per_layer", "per_head", "areas"):
+                text = self.read("q", name + ".csv")
+                self.assertEqual(r[name + "_csv"], text, name)
+                ReplayTest.assert_columns_equal_csv(self, r[name], text)
+        self.assertIn("oracle_select", r.summary["policy"].tolist())  # always added, as on the command line
+        for bad in (["h2o", ""], "0"):
+            args = ("--policies=" + ",".join(bad), "--budgets=32") if isinstance(bad, list) else (
+                "--policies=h2o", "--budgets=" + bad)
+            done = self.cli("quality", "--trace=" + trace, *args)
+            self.assertEqual(done.returncode, 2, bad)
+            with self.assertRaises(ValueError) as raised:
+                if isinstance(bad, list):
+                    kvsim.quality(trace, bad, [32])
+                else:
+                    kvsim.quality(trace, ["h2o"], bad)
+            self.assertIn(str(raised.exception), done.stderr)
+
+    def test_the_gil_is_released_while_a_sweep_runs(self):
+        span, ticks = [], []
+
+        def run():
+            start = time.monotonic()
+            kvsim.sweep("traces/data/mooncake_synthetic.jsonl", "policy=lru,s3fifo,arc capacity_blocks=500:64000:x2",
+                        threads=1)
+            span.extend([start, time.monotonic()])
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        while worker.is_alive():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+        worker.join()
+        start, end = span
+        self.assertGreater(end - start, 0.05)
+        # Python ran in this thread in the middle half of the call: the call did not hold the GIL.
+        middle = [t for t in ticks if start + 0.25 * (end - start) < t < end - 0.25 * (end - start)]
+        self.assertGreater(len(middle), 5)
+
+
+@unittest.skipUnless(HAVE_MODULE and shutil.which("nm") and shutil.which("readelf"), WHY or "no nm/readelf")
+class LinkTest(unittest.TestCase):
+    """The command line links Abseil/Protobuf/zstd statically, the module their shared libraries: one copy each."""
+
+    def test_module_needs_the_shared_libraries_and_defines_none_of_their_symbols(self):
+        module = kvsim.__file__
+        needed = subprocess.run(["readelf", "-d", module], capture_output=True, text=True, check=True).stdout
+        libraries = [line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
+        for prefix in ("libabsl_status.so", "libprotobuf.so", "libzstd.so"):
+            self.assertTrue(any(lib.startswith(prefix) for lib in libraries), (prefix, libraries))
+
+        def strong_symbols(path):
+            out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True)
+            return {f[2] for f in (line.split() for line in out.stdout.splitlines()) if len(f) == 3 and f[1] in "TDBR"}
+
+        mine = strong_symbols(module)
+        self.assertIn("PyInit_kvsim", mine)
+        lib_dir = "/usr/lib/x86_64-linux-gnu"
+        theirs = set()
+        for lib in libraries:
+            if lib.startswith(("libabsl_", "libprotobuf", "libzstd")) and os.path.exists(os.path.join(lib_dir, lib)):
+                theirs |= strong_symbols(os.path.join(lib_dir, lib))
+        self.assertGreater(len(theirs), 1000)
+        self.assertEqual(sorted(mine & theirs)[:10], [])
+
+
+def main():
+    """Runs the tests and writes a JUnit report to $XML_OUTPUT_FILE (skips counted as skips by ./test.sh)."""
+    result = unittest.TextTestRunner(verbosity=2).run(unittest.defaultTestLoader.loadTestsFromModule(
+        sys.modules[__name__]))
+    xml_path = os.environ.get("XML_OUTPUT_FILE")
+    if xml_path:
+        outcome = {}
+        for case, text in result.failures:
+            outcome[case.id()] = ("failure", text)
+        for case, text in result.errors:
+            outcome[case.id()] = ("error", text)
+        for case, text in result.skipped:
+            outcome[case.id()] = ("skipped", text)
+        cases = [t for suite in unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]) for t in suite]
+        lines = []
+        for case in cases:
+            kind, text = outcome.get(case.id(), ("", ""))
+            name = quoteattr(case.id().split(".")[-1])
+            if kind == "skipped":
+                lines.append('<testcase name=%s status="run" result="skipped"><skipped message=%s/></testcase>' %
+                             (name, quoteattr(text)))
+            elif kind:
+                lines.append('<testcase name=%s status="run"><%s message=%s/></testcase>' % (name, kind, quoteattr(text)))
+            else:
+                lines.append('<testcase name=%s status="run" result="completed"/>' % name)
+        header = '<testsuites tests="%d" failures="%d" errors="%d">' % (
+            len(cases), len(result.failures), len(result.errors))
+        with open(xml_path, "w") as f:
+            f.write('<?xml version="1.0" encoding="UTF-8"?>\n%s\n<testsuite name="python_module_test" tests="%d">\n'
+                    '%s\n</testsuite>\n</testsuites>\n' % (header, len(cases), "\n".join(lines)))
+    return 0 if result.wasSuccessful() else 1
+
+
 if __name__ == "__main__":
-    unittest.main()
+    sys.exit(main())
