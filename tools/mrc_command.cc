@@ -22,8 +22,9 @@ ABSL_FLAG(double, hot_share, 0.001,
           "mrc with --sample_rate < 1: blocks with at least this share of all accesses are tracked exactly "
           "beside the sample (a pre-pass finds them); 0 = plain SHARDS");
 ABSL_FLAG(std::string, sizes, "",
-          "mrc: cache sizes in blocks (comma list, ranges LO:HI:xF or LO:HI:+S); empty = every size where "
-          "the LRU curve changes (LRU only)");
+          "mrc: cache sizes as --capacity takes them (blocks with ranges LO:HI:xF or LO:HI:+S, bytes such as "
+          "40GiB, or 10% of the trace's distinct blocks); empty = every size where the LRU curve changes (LRU "
+          "only)");
 
 namespace kvsim {
 namespace {
@@ -63,7 +64,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
   options.sample_rate = absl::GetFlag(FLAGS_sample_rate);
   std::vector<int64_t> sizes;
   if (!absl::GetFlag(FLAGS_sizes).empty()) {
-    KVSIM_ASSIGN_OR_RETURN(sizes, ParsePositiveIntList(absl::GetFlag(FLAGS_sizes), "--sizes"));
+    KVSIM_ASSIGN_OR_RETURN(sizes, CapacitiesFromFlag(absl::GetFlag(FLAGS_sizes), "--sizes", replay));
   }
   const bool one_pass = policies.size() == 1 && PolicyLabel(policies[0]) == "lru";
   if (!one_pass && sizes.empty()) {
@@ -135,8 +136,9 @@ KVSIM_REGISTER_COMMAND(
                  "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
                  "results do not\n"
                  "depend on the thread count. --out here names the CSV file to write (atomically).",
-             .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
-                       "restore_cost", "threads", "out", "json"},
+             .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                       "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "config",
+                       "block_tokens", "restore_cost", "threads", "out", "json"},
              .run = RunMrc,
          });
 
