@@ -76,4 +76,29 @@ assert all(v != "" for r in rows for k, v in r.items() if not k.startswith("axis
 PY
 done
 
+# Capacities as users think of them. The default config's Llama-3.1-8B holds 131,072 KV bytes per token at
+# bf16, so a 512-token Mooncake block is 64 MiB: 640MiB is 10 blocks, 1GB (10^9 bytes) 14.9 -> 14.
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru --capacity=640MiB,1GB,10 --json
+python3 - "$tmp/out" <<'PY' || fail "byte capacities: $(cat "$tmp/out")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["capacity_blocks"] for r in rows] == [10, 14, 10], rows
+assert rows[0]["hit_ratio"] == rows[2]["hit_ratio"], rows
+PY
+# 10% of the trace's distinct blocks, counted here from its hash_ids, rounded down.
+expected=$(python3 -c 'import json, sys; print(len({h for l in open(sys.argv[1]) for h in json.loads(l)["hash_ids"]}) // 10)' "$trace")
+expect 0 "$kvsim" cache --trace="$trace" --policy=LRU --capacity=10% --json
+grep -q "\"capacity_blocks\": $expected," "$tmp/out" || fail "10% should be $expected blocks: $(cat "$tmp/out")"
+grep -q '"policy": "lru"' "$tmp/out" || fail "LRU should read as lru: $(cat "$tmp/out")"
+expect 0 "$kvsim" mrc --trace="$trace" --sizes=1GiB,10%
+[ "$(cut -d, -f2 "$tmp/out" | tr '\n' ' ')" = "capacity_blocks 16 $expected " ] || fail "mrc sizes: $(cat "$tmp/out")"
+expect 2 "$kvsim" cache --trace="$trace" --capacity=10,101%
+grep -q "kvsim cache: --capacity: '101%': a share must be in (0%, 100%\]" "$tmp/err" || fail "101%: $(cat "$tmp/err")"
+expect 2 "$kvsim" cache --trace="$trace" --capacity=1MiB
+grep -q "'1MiB' is 1048576 bytes, less than one KV block of 67108864 bytes" "$tmp/err" || fail "1MiB: $(cat "$tmp/err")"
+expect 2 "$kvsim" mrc --trace="$trace" --sizes=4GiBs
+grep -q "kvsim mrc: --sizes: '4GiBs': unknown unit 'GiBs'" "$tmp/err" || fail "unit: $(cat "$tmp/err")"
+expect 0 "$kvsim" help cache
+grep -q "^  --capacity  .*also --capacity_blocks)" "$tmp/out" || fail "help cache: $(cat "$tmp/out")"
+
 finish
