@@ -92,6 +92,22 @@ grep -q "\"capacity_blocks\": $expected," "$tmp/out" || fail "10% should be $exp
 grep -q '"policy": "lru"' "$tmp/out" || fail "LRU should read as lru: $(cat "$tmp/out")"
 expect 0 "$kvsim" mrc --trace="$trace" --sizes=1GiB,10%
 [ "$(cut -d, -f2 "$tmp/out" | tr '\n' ' ')" = "capacity_blocks 16 $expected " ] || fail "mrc sizes: $(cat "$tmp/out")"
+# A sweep's capacity axis takes the same forms, resolved to blocks before the points run: the same counts
+# as above and, at 640MiB = 10 blocks, the same hit ratio as 10 blocks.
+expect 0 "$kvsim" sweep --trace="$trace" --grid="policy=lru capacity_blocks=640MiB,10%,10" --out="$tmp/units"
+python3 - "$tmp/units/results.csv" "$expected" <<'PY' || fail "sweep capacities: $(cat "$tmp/units/results.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["axis.capacity_blocks"] for r in rows] == ["10", sys.argv[2], "10"], rows
+assert [int(r["capacity_blocks"]) for r in rows] == [10, int(sys.argv[2]), 10], rows
+assert rows[0]["hit_ratio"] == rows[2]["hit_ratio"], rows
+PY
+expect 2 "$kvsim" sweep --trace="$trace" --grid="capacity_blocks=40GiB model_preset=llama-3.1-8b,qwen2.5-7b" \
+  --out="$tmp/units2"
+grep -q "grid axis 'capacity_blocks': bytes or a share of the trace's blocks depend on 'model_preset'" "$tmp/err" ||
+  fail "sweep bytes with a model axis: $(cat "$tmp/err")"
+expect 2 "$kvsim" sweep --trace="$trace" --grid="capacity_blocks=10,5XB" --out="$tmp/units3"
+grep -q "grid axis 'capacity_blocks': '5XB': unknown unit 'XB'" "$tmp/err" || fail "sweep unit: $(cat "$tmp/err")"
 expect 2 "$kvsim" cache --trace="$trace" --capacity=10,101%
 grep -q "kvsim cache: --capacity: '101%': a share must be in (0%, 100%\]" "$tmp/err" || fail "101%: $(cat "$tmp/err")"
 expect 2 "$kvsim" cache --trace="$trace" --capacity=1MiB

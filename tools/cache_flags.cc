@@ -137,18 +137,22 @@ absl::StatusOr<std::vector<int64_t>> ResolveCapacities(const std::vector<Capacit
   return blocks;
 }
 
-absl::StatusOr<std::vector<int64_t>> CapacitiesFromFlag(absl::string_view values, absl::string_view flag,
+absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(absl::string_view values, absl::string_view flag,
+                                                        const std::string& trace_path,
+                                                        const TraceOptions& trace_options,
+                                                        const proto::ExperimentConfig& config,
                                                         const CacheReplayOptions& options) {
   KVSIM_ASSIGN_OR_RETURN(std::vector<CapacityEntry> entries, ParseCapacityList(values, flag));
   CapacityBasis basis;
+  if (!NeedsBytesPerBlock(entries) && !NeedsDistinctBlocks(entries)) return ResolveCapacities(entries, basis, flag);
+  if (trace_path.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": bytes or a share need --trace"));
   if (NeedsBytesPerBlock(entries)) {
-    KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
-    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace_path, trace_options));
     const int32_t block_tokens = reader->info().block_tokens > 0 ? reader->info().block_tokens : options.block_tokens;
     KVSIM_ASSIGN_OR_RETURN(basis.kv_bytes_per_block, KvBytesPerBlock(config, block_tokens));
   }
   if (NeedsDistinctBlocks(entries)) {
-    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace_path, trace_options));
     KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader.get(), options));
     basis.distinct_blocks = static_cast<int64_t>(trace.distinct_blocks.size());
     if (basis.distinct_blocks == 0 && trace.num_accesses() > 0) {  // no dense ids (2^32 blocks or more)
@@ -160,6 +164,19 @@ absl::StatusOr<std::vector<int64_t>> CapacitiesFromFlag(absl::string_view values
     }
   }
   return ResolveCapacities(entries, basis, flag);
+}
+
+absl::StatusOr<std::vector<int64_t>> CapacitiesFromFlag(absl::string_view values, absl::string_view flag,
+                                                        const CacheReplayOptions& options) {
+  KVSIM_ASSIGN_OR_RETURN(std::vector<CapacityEntry> entries, ParseCapacityList(values, flag));
+  if (!NeedsBytesPerBlock(entries) && !NeedsDistinctBlocks(entries)) return ResolveCapacities(entries, {}, flag);
+  if (absl::GetFlag(FLAGS_trace).empty()) return absl::InvalidArgumentError("--trace is required");
+  proto::ExperimentConfig config;
+  if (NeedsBytesPerBlock(entries)) {
+    KVSIM_ASSIGN_OR_RETURN(config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  }
+  KVSIM_ASSIGN_OR_RETURN(TraceOptions trace_options, CheckedTraceOptionsFromFlags());
+  return CapacitiesForTrace(values, flag, absl::GetFlag(FLAGS_trace), trace_options, config, options);
 }
 
 absl::StatusOr<CacheReplayOptions> CacheReplayOptionsFromFlags() {

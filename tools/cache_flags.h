@@ -58,6 +58,15 @@ bool NeedsDistinctBlocks(const std::vector<CapacityEntry>& entries);
 absl::StatusOr<std::vector<int64_t>> ResolveCapacities(const std::vector<CapacityEntry>& entries,
                                                        const CapacityBasis& basis, absl::string_view flag);
 
+// The same for any trace and resolved config (`kvsim sweep`'s capacity axis): bytes convert with `config`'s
+// KV bytes per block at the trace's block size (options.block_tokens for traces without hashes); a share
+// compiles the trace once with `options` to count its distinct blocks. The trace is read only if needed.
+absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(absl::string_view values, absl::string_view flag,
+                                                        const std::string& trace_path,
+                                                        const TraceOptions& trace_options,
+                                                        const proto::ExperimentConfig& config,
+                                                        const CacheReplayOptions& options);
+
 // --capacity (or its former name --capacity_blocks) in blocks for the trace --trace names: bytes convert with
 // the --config's model (the default config if empty) at the trace's block size (--block_tokens for traces
 // without hashes); a percent reads the trace once to count its distinct blocks.
