@@ -76,6 +76,38 @@ assert all(v != "" for r in rows for k, v in r.items() if not k.startswith("axis
 PY
 done
 
+# Miss ratios beside hit ratios: misses / accesses, counted from the row's own hits and accesses; the console
+# table rounds ratios to 4 significant digits, the JSON keeps every digit.
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru,fifo --capacity=1000 --json
+python3 - "$tmp/out" <<'PY' || fail "miss ratios: $(cat "$tmp/out")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for r in rows:
+    assert abs(r["miss_ratio"] - (r["accesses"] - r["hits"]) / r["accesses"]) < 1e-12, r
+    assert abs(r["token_miss_ratio"] - (r["tokens"] - r["hit_tokens"]) / r["tokens"]) < 1e-12, r
+    assert 0 < r["miss_ratio"] < 1, r
+PY
+json_rows="$tmp/miss.json"; cp "$tmp/out" "$json_rows"
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru,fifo --capacity=1000
+python3 - "$tmp/out" "$json_rows" <<'PY' || fail "table precision: $(cat "$tmp/out")"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+header = lines[0].split()
+rows = json.load(open(sys.argv[2]))
+for line, r in zip(lines[1:], rows):
+    cells = dict(zip(header, line.split()))
+    for col in ("hit_ratio", "miss_ratio", "token_hit_ratio", "token_miss_ratio"):
+        assert cells[col] == "%.4g" % r[col], (col, cells[col], r[col])
+    assert cells["hits"] == str(r["hits"]), cells
+PY
+expect 0 "$kvsim" mrc --trace="$trace" --sizes=1000
+python3 - "$tmp/out" <<'PY' || fail "mrc miss ratios: $(cat "$tmp/out")"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    assert abs(float(r["miss_ratio"]) + float(r["hit_ratio"]) - 1) < 1e-12, r
+    assert abs(float(r["token_miss_ratio"]) + float(r["token_hit_ratio"]) - 1) < 1e-12, r
+PY
+
 # Capacities as users think of them. The default config's Llama-3.1-8B holds 131,072 KV bytes per token at
 # bf16, so a 512-token Mooncake block is 64 MiB: 640MiB is 10 blocks, 1GB (10^9 bytes) 14.9 -> 14.
 expect 0 "$kvsim" cache --trace="$trace" --policy=lru --capacity=640MiB,1GB,10 --json

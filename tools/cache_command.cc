@@ -41,7 +41,8 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
     KVSIM_RETURN_IF_ERROR(
         WriteFilesAtomically({{dir + "/cache.csv", table.ToCsv()}, {dir + "/cache.json", table.ToJson()}}));
   }
-  out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText());
+  // The console table at 4 significant digits; CSV and JSON with every digit.
+  out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText(/*significant_digits=*/4));
   return absl::OkStatus();
 }
 
@@ -60,8 +61,9 @@ KVSIM_REGISTER_COMMAND(
             "block is resident at that moment, and after it the block is resident. --capacity in blocks (8000),\n"
             "bytes (40GiB, converted with --config's KV bytes per block at the trace's block size) or a share of\n"
             "the trace's distinct blocks (10%); the table reports blocks.\n"
-            "Reports hits, prefix hits (the leading hits of each request), hit ratios by blocks and by tokens\n"
-            "(a request's last partial block counts its real tokens), evictions and Belady's bypasses, for every\n"
+            "Reports hits, prefix hits (the leading hits of each request), hit and miss ratios by blocks and by\n"
+            "tokens (a request's last partial block counts its real tokens; the table rounds numbers to 4\n"
+            "significant digits, CSV and JSON keep every digit), evictions and Belady's bypasses, for every\n"
             "policy x capacity. Policies: {eviction_policies},\n"
             "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
             "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"

@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_report.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
 #include "sim/sweep/sweep.h"
@@ -31,8 +32,9 @@ namespace {
 
 // `sampled`: a sampled curve, which gets the error_bound column (exact curves have no error).
 Table CurveTable(bool prefix, bool sampled) {
-  std::vector<std::string> columns = {"policy", "capacity_blocks", "hit_ratio", "token_hit_ratio"};
-  std::vector<bool> numeric = {false, true, true, true};
+  std::vector<std::string> columns = {"policy",          "capacity_blocks", "hit_ratio",
+                                      "token_hit_ratio", "miss_ratio",      "token_miss_ratio"};
+  std::vector<bool> numeric = {false, true, true, true, true, true};
   if (prefix) {
     columns.insert(columns.end(), {"prefix_hit_ratio", "prefix_token_hit_ratio"});
     numeric.insert(numeric.end(), {true, true});
@@ -44,9 +46,14 @@ Table CurveTable(bool prefix, bool sampled) {
   return Table(columns, numeric);
 }
 
-void AddPoint(const std::string& policy, const MrcPoint& p, bool prefix, bool sampled, Table* table) {
-  std::vector<std::string> row = {policy, absl::StrCat(p.capacity_blocks), FormatDouble(p.hit_ratio),
-                                  FormatDouble(p.token_hit_ratio)};
+// `any_access`: the stream had accesses (else both ratios are 0: MissRatio of sim/cache/cache_report.h).
+void AddPoint(const std::string& policy, const MrcPoint& p, bool any_access, bool prefix, bool sampled, Table* table) {
+  std::vector<std::string> row = {policy,
+                                  absl::StrCat(p.capacity_blocks),
+                                  FormatDouble(p.hit_ratio),
+                                  FormatDouble(p.token_hit_ratio),
+                                  FormatDouble(MissRatio(p.hit_ratio, any_access)),
+                                  FormatDouble(MissRatio(p.token_hit_ratio, any_access))};
   if (prefix) {
     row.push_back(FormatDouble(p.prefix_hit_ratio));
     row.push_back(FormatDouble(p.prefix_token_hit_ratio));
@@ -86,10 +93,11 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       KVSIM_ASSIGN_OR_RETURN(reader, OpenTraceFromFlags());
     }
     KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay, options));
+    const bool any_access = mrc.sampled_accesses() > 0 || mrc.num_hot_blocks() > 0;
     if (sizes.empty()) {
-      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, options.prefix, sampled, &table);
+      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, any_access, options.prefix, sampled, &table);
     } else {
-      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), options.prefix, sampled, &table);
+      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), any_access, options.prefix, sampled, &table);
     }
   } else {
     std::vector<CacheRunSpec> specs;
@@ -105,7 +113,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       p.token_hit_ratio = r.stats.TokenHitRatio();
       p.prefix_hit_ratio = r.stats.PrefixHitRatio();
       p.prefix_token_hit_ratio = r.stats.PrefixTokenHitRatio();
-      AddPoint(r.policy_label, p, options.prefix, /*sampled=*/false, &table);
+      AddPoint(r.policy_label, p, r.stats.accesses > 0, options.prefix, /*sampled=*/false, &table);
     }
   }
   const std::string path = absl::GetFlag(FLAGS_out);
