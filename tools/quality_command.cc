@@ -21,9 +21,9 @@ ABSL_FLAG(std::string, policies, "",
 ABSL_FLAG(std::string, budgets, "",
           "comma-separated budgets: an integer is tokens per KV head (e.g. 256), a decimal or percentage is "
           "a fraction of the prompt length (e.g. 0.25 or 25%)");
-ABSL_FLAG(int32_t, quality_top_k, 32, "k of the top-k overlap metric, in tokens");
-ABSL_FLAG(int64_t, quality_max_samples, 0, "evaluate at most this many samples of the trace; 0 = all");
-ABSL_FLAG(int64_t, quality_attention_mib, 1024,
+ABSL_FLAG(int32_t, top_k, 32, "k of the top-k overlap metric, in tokens");
+ABSL_FLAG(int64_t, max_samples, 0, "evaluate at most this many samples of the trace; 0 = all");
+ABSL_FLAG(int64_t, attention_mib, 1024,
           "memory for attention rows held at once, in MiB: a layer's exact attention is kept whole when it "
           "fits (faster: oracle_evict reuses it), else decode steps go in blocks; results do not depend on it");
 
@@ -95,14 +95,13 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
                          ListEntries("policies", policies, "--policies=h2o,snapkv"));
   for (absl::string_view name : names) options.policies.emplace_back(name);
   KVSIM_RETURN_IF_ERROR(ParseQualityBudgets(absl::GetFlag(FLAGS_budgets), &options));
-  options.top_k = absl::GetFlag(FLAGS_quality_top_k);
+  options.top_k = absl::GetFlag(FLAGS_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
-  const int64_t max_samples = absl::GetFlag(FLAGS_quality_max_samples);
-  if (max_samples < 0) return absl::InvalidArgumentError("--quality_max_samples must be >= 0");
-  const int64_t attention_mib = absl::GetFlag(FLAGS_quality_attention_mib);
+  const int64_t max_samples = absl::GetFlag(FLAGS_max_samples);
+  if (max_samples < 0) return absl::InvalidArgumentError("--max_samples must be >= 0");
+  const int64_t attention_mib = absl::GetFlag(FLAGS_attention_mib);
   if (attention_mib < 1 || attention_mib > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
+    return absl::InvalidArgumentError(absl::StrCat("--attention_mib=", attention_mib, ": must be in [1, 2^30]"));
   }
   options.max_attention_bytes = attention_mib << 20;
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
@@ -145,8 +144,11 @@ KVSIM_REGISTER_COMMAND(
             "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
             "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
             "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-        .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib",
-                  "threads", "out", "json", "seed"},
+        .flags = {"trace", "policies", "budgets", "top_k", "max_samples", "attention_mib", "threads", "out", "json",
+                  "seed"},
+        .flag_aliases = {{"quality_top_k", "top_k"},
+                         {"quality_max_samples", "max_samples"},
+                         {"quality_attention_mib", "attention_mib"}},
         .run = RunQuality,
     });
 
