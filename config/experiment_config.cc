@@ -107,6 +107,14 @@ absl::Status ResolveScheduler(absl::string_view source, proto::SchedulerConfig* 
 
 }  // namespace
 
+absl::StatusOr<double> KvBytesPerBlock(const proto::ExperimentConfig& config, int block_tokens) {
+  if (block_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("block_tokens must be > 0, got ", block_tokens));
+  }
+  KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));
+  return KvBytesPerToken(config.model(), kv) * block_tokens;
+}
+
 absl::StatusOr<int64_t> GpuCapacityBlocks(const proto::ExperimentConfig& config, int block_tokens) {
   if (block_tokens <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("block_tokens must be > 0, got ", block_tokens));
@@ -114,11 +122,10 @@ absl::StatusOr<int64_t> GpuCapacityBlocks(const proto::ExperimentConfig& config,
   const proto::CacheConfig& cache = config.cache();
   if (cache.gpu_capacity_blocks() > 0) return cache.gpu_capacity_blocks();
   if (cache.gpu_capacity_tokens() > 0) return cache.gpu_capacity_tokens() / block_tokens;
-  KVSIM_ASSIGN_OR_RETURN(KvFormat kv, ResolveKvFormat(config.model(), config.cost_model()));
+  KVSIM_ASSIGN_OR_RETURN(const double block_bytes, KvBytesPerBlock(config, block_tokens));
   const double usable = static_cast<double>(config.device().memory_bytes()) * cache.gpu_memory_utilization();
   const double free_bytes = usable - static_cast<double>(WeightBytesPerGpu(config.model())) -
                             static_cast<double>(cache.activation_reserve_bytes());
-  const double block_bytes = KvBytesPerToken(config.model(), kv) * block_tokens;
   const int64_t blocks = free_bytes > 0 ? static_cast<int64_t>(free_bytes / block_bytes) : 0;
   if (blocks <= 0) {
     return absl::FailedPreconditionError(

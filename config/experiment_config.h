@@ -44,6 +44,11 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
 // format the cost-model fields do not describe.
 absl::StatusOr<int64_t> GpuCapacityBlocks(const proto::ExperimentConfig& config, int block_tokens);
 
+// Bytes of one KV block of `block_tokens` tokens on one GPU: KvBytesPerToken (config/kv_format.h) x
+// block_tokens, the block size every capacity in bytes converts with. InvalidArgument for block_tokens <= 0
+// or a KV format the cost-model fields do not describe. REQUIRES: a resolved config.
+absl::StatusOr<double> KvBytesPerBlock(const proto::ExperimentConfig& config, int block_tokens);
+
 // The same capacity in tokens, at the config's cache.block_tokens (whole blocks).
 absl::StatusOr<int64_t> GpuCapacityTokens(const proto::ExperimentConfig& config);
 

@@ -602,7 +602,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& optio
   if (options.validate) {
     KVSIM_RETURN_IF_ERROR(ValidateKernels(options.seed, &result.notes));
   } else {
-    result.notes.push_back("validation against the float64 reference SKIPPED (--calibrate_validate=false)");
+    result.notes.push_back("validation against the float64 reference SKIPPED (--validate=false)");
   }
   const CalibrationGrid grid = MakeCalibrationGrid(options.full);
   std::mt19937_64 rng(options.seed);

@@ -42,12 +42,12 @@ step benchmark 120 "$bundle/attention_benchmark" --benchmark_out="$OUT/benchmark
 budget=$(( 300 - 110 - ($(date +%s) - start) ))
 [ "$budget" -lt 60 ] && budget=60
 calibrate=("$bundle/kvsim" calibrate --out="$OUT/calibration" --seed=1
-           --calibrate_revision="$(cat "$bundle/REVISION" 2>/dev/null || echo unknown)")
-step calibrate $(( budget + 45 )) "${calibrate[@]}" --calibrate_budget_s="$budget"
+           --revision="$(cat "$bundle/REVISION" 2>/dev/null || echo unknown)")
+step calibrate $(( budget + 45 )) "${calibrate[@]}" --budget_s="$budget"
 if [ ! -s "$OUT/calibration/calibration.csv" ] && grep -q "reference" "$OUT/calibrate.log"; then
   # A kernel disagreed with the reference (see calibrate.log and the tests): time anyway, marked as such.
   mv "$OUT/calibrate.log" "$OUT/calibrate_validation_failed.log"
-  step calibrate 100 "${calibrate[@]}" --calibrate_budget_s=60 --calibrate_validate=false
+  step calibrate 100 "${calibrate[@]}" --budget_s=60 --validate=false
 fi
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$sanitizer" ]; then

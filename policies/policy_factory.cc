@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "policies/leaf_first_policy.h"
@@ -37,11 +39,11 @@ absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view sp
   if (parts[0].empty()) {
     return absl::InvalidArgumentError(absl::StrCat("policy spec '", spec, "': empty policy name"));
   }
-  config.set_name(std::string(parts[0]));
+  config.set_name(absl::AsciiStrToLower(parts[0]));  // registered names are lower case; any case is accepted
   for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i] == "leaf_first") {
+    if (absl::EqualsIgnoreCase(parts[i], "leaf_first")) {
       config.set_leaf_first(true);
-    } else if (parts[i] == "ttl") {
+    } else if (absl::EqualsIgnoreCase(parts[i], "ttl")) {
       config.mutable_ttl_pin();
     } else {
       return absl::InvalidArgumentError(

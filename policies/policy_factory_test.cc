@@ -18,6 +18,20 @@ TEST(PolicyFactoryTest, ParsesSpecsAndLabels) {
   EXPECT_EQ((*policy)->Name(), "lru+leaf_first+ttl");
 }
 
+TEST(PolicyFactoryTest, NamesAndModifiersInAnyCase) {
+  auto config = ParsePolicySpec("S3FIFO+Leaf_First+TTL");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(PolicyLabel(*config), "s3fifo+leaf_first+ttl");
+  auto policy = CreateEvictionPolicyFromConfig(*config);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)->Name(), "s3fifo+leaf_first+ttl");
+  auto lru = ParsePolicySpec("LRU");
+  ASSERT_TRUE(lru.ok());
+  EXPECT_EQ(lru->name(), "lru");
+  EXPECT_EQ(ParsePolicySpec("2Q")->name(), "2q");
+  EXPECT_FALSE(CreateEvictionPolicyFromConfig(*ParsePolicySpec("LRUX")).ok());  // still only the real names
+}
+
 TEST(PolicyFactoryTest, UnknownModifierAndNameAreErrors) {
   auto bad = ParsePolicySpec("lru+sticky");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);

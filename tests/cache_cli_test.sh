@@ -76,4 +76,77 @@ assert all(v != "" for r in rows for k, v in r.items() if not k.startswith("axis
 PY
 done
 
+# Miss ratios beside hit ratios: misses / accesses, counted from the row's own hits and accesses; the console
+# table rounds ratios to 4 significant digits, the JSON keeps every digit.
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru,fifo --capacity=1000 --json
+python3 - "$tmp/out" <<'PY' || fail "miss ratios: $(cat "$tmp/out")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for r in rows:
+    assert abs(r["miss_ratio"] - (r["accesses"] - r["hits"]) / r["accesses"]) < 1e-12, r
+    assert abs(r["token_miss_ratio"] - (r["tokens"] - r["hit_tokens"]) / r["tokens"]) < 1e-12, r
+    assert 0 < r["miss_ratio"] < 1, r
+PY
+json_rows="$tmp/miss.json"; cp "$tmp/out" "$json_rows"
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru,fifo --capacity=1000
+python3 - "$tmp/out" "$json_rows" <<'PY' || fail "table precision: $(cat "$tmp/out")"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+header = lines[0].split()
+rows = json.load(open(sys.argv[2]))
+for line, r in zip(lines[1:], rows):
+    cells = dict(zip(header, line.split()))
+    for col in ("hit_ratio", "miss_ratio", "token_hit_ratio", "token_miss_ratio"):
+        assert cells[col] == "%.4g" % r[col], (col, cells[col], r[col])
+    assert cells["hits"] == str(r["hits"]), cells
+PY
+expect 0 "$kvsim" mrc --trace="$trace" --sizes=1000
+python3 - "$tmp/out" <<'PY' || fail "mrc miss ratios: $(cat "$tmp/out")"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    assert abs(float(r["miss_ratio"]) + float(r["hit_ratio"]) - 1) < 1e-12, r
+    assert abs(float(r["token_miss_ratio"]) + float(r["token_hit_ratio"]) - 1) < 1e-12, r
+PY
+
+# Capacities as users think of them. The default config's Llama-3.1-8B holds 131,072 KV bytes per token at
+# bf16, so a 512-token Mooncake block is 64 MiB: 640MiB is 10 blocks, 1GB (10^9 bytes) 14.9 -> 14.
+expect 0 "$kvsim" cache --trace="$trace" --policy=lru --capacity=640MiB,1GB,10 --json
+python3 - "$tmp/out" <<'PY' || fail "byte capacities: $(cat "$tmp/out")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["capacity_blocks"] for r in rows] == [10, 14, 10], rows
+assert rows[0]["hit_ratio"] == rows[2]["hit_ratio"], rows
+PY
+# 10% of the trace's distinct blocks, counted here from its hash_ids, rounded down.
+expected=$(python3 -c 'import json, sys; print(len({h for l in open(sys.argv[1]) for h in json.loads(l)["hash_ids"]}) // 10)' "$trace")
+expect 0 "$kvsim" cache --trace="$trace" --policy=LRU --capacity=10% --json
+grep -q "\"capacity_blocks\": $expected," "$tmp/out" || fail "10% should be $expected blocks: $(cat "$tmp/out")"
+grep -q '"policy": "lru"' "$tmp/out" || fail "LRU should read as lru: $(cat "$tmp/out")"
+expect 0 "$kvsim" mrc --trace="$trace" --sizes=1GiB,10%
+[ "$(cut -d, -f2 "$tmp/out" | tr '\n' ' ')" = "capacity_blocks 16 $expected " ] || fail "mrc sizes: $(cat "$tmp/out")"
+# A sweep's capacity axis takes the same forms, resolved to blocks before the points run: the same counts
+# as above and, at 640MiB = 10 blocks, the same hit ratio as 10 blocks.
+expect 0 "$kvsim" sweep --trace="$trace" --grid="policy=lru capacity_blocks=640MiB,10%,10" --out="$tmp/units"
+python3 - "$tmp/units/results.csv" "$expected" <<'PY' || fail "sweep capacities: $(cat "$tmp/units/results.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["axis.capacity_blocks"] for r in rows] == ["10", sys.argv[2], "10"], rows
+assert [int(r["capacity_blocks"]) for r in rows] == [10, int(sys.argv[2]), 10], rows
+assert rows[0]["hit_ratio"] == rows[2]["hit_ratio"], rows
+PY
+expect 2 "$kvsim" sweep --trace="$trace" --grid="capacity_blocks=40GiB model_preset=llama-3.1-8b,qwen2.5-7b" \
+  --out="$tmp/units2"
+grep -q "grid axis 'capacity_blocks': bytes or a share of the trace's blocks depend on 'model_preset'" "$tmp/err" ||
+  fail "sweep bytes with a model axis: $(cat "$tmp/err")"
+expect 2 "$kvsim" sweep --trace="$trace" --grid="capacity_blocks=10,5XB" --out="$tmp/units3"
+grep -q "grid axis 'capacity_blocks': '5XB': unknown unit 'XB'" "$tmp/err" || fail "sweep unit: $(cat "$tmp/err")"
+expect 2 "$kvsim" cache --trace="$trace" --capacity=10,101%
+grep -q "kvsim cache: --capacity: '101%': a share must be in (0%, 100%\]" "$tmp/err" || fail "101%: $(cat "$tmp/err")"
+expect 2 "$kvsim" cache --trace="$trace" --capacity=1MiB
+grep -q "'1MiB' is 1048576 bytes, less than one KV block of 67108864 bytes" "$tmp/err" || fail "1MiB: $(cat "$tmp/err")"
+expect 2 "$kvsim" mrc --trace="$trace" --sizes=4GiBs
+grep -q "kvsim mrc: --sizes: '4GiBs': unknown unit 'GiBs'" "$tmp/err" || fail "unit: $(cat "$tmp/err")"
+expect 0 "$kvsim" help cache
+grep -q "^  --capacity  .*also --capacity_blocks)" "$tmp/out" || fail "help cache: $(cat "$tmp/out")"
+
 finish

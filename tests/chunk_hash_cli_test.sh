@@ -63,7 +63,7 @@ has "expected ns, us, ms or s" err
 
 # Sampled MRC: an error_bound column beside the curve; exact curves have none.
 expect 0 "$kvsim" mrc --trace="$mooncake" --sample_rate=0.1 --sizes=1000,8000
-has "^policy,capacity_blocks,hit_ratio,token_hit_ratio,error_bound$" out
+has "^policy,capacity_blocks,hit_ratio,token_hit_ratio,miss_ratio,token_miss_ratio,error_bound$" out
 expect 0 "$kvsim" mrc --trace="$mooncake" --sizes=1000
-has "^policy,capacity_blocks,hit_ratio,token_hit_ratio$" out
+has "^policy,capacity_blocks,hit_ratio,token_hit_ratio,miss_ratio,token_miss_ratio$" out
 finish

@@ -62,7 +62,15 @@ grep -v '^name:' "$tmp/resolved.textproto" | diff - "$tmp/again" >/dev/null || f
 # kvsim calibrate: usage errors, and Unavailable (exit 2, one line) where there is no GPU.
 expect 2 "$kvsim" calibrate
 grep -q -- "--out (output directory) is required" "$tmp/err" || fail "calibrate without --out: $(cat "$tmp/err")"
-expect 2 "$kvsim" calibrate --out="$tmp/cal" --calibrate_only=decode,gemm
+# Former flag names (command prefixes dropped) still reach their flags: each refusal names the new flag.
+expect 2 "$kvsim" replay --trace=/nonexistent --replay_sample_ms=0
+grep -q "\-\-sample_ms must be > 0, got 0" "$tmp/err" || fail "replay alias: $(cat "$tmp/err")"
+expect 2 "$kvsim" calibrate --out="$tmp/cal" --calibrate_repetitions=0
+grep -q "\-\-repetitions must be >= 1" "$tmp/err" || fail "calibrate alias: $(cat "$tmp/err")"
+expect 0 "$kvsim" help replay
+grep -q "^  --timeline  .*also --replay_timeline)" "$tmp/out" || fail "help replay: $(cat "$tmp/out")"
+
+expect 2 "$kvsim" calibrate --out="$tmp/cal" --only=decode,gemm
 grep -q "unknown kind 'decode'" "$tmp/err" || fail "calibrate bad kind: $(cat "$tmp/err")"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   expect 2 "$kvsim" calibrate --out="$tmp/cal"

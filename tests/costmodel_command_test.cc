@@ -182,7 +182,7 @@ TEST(CostModelCommandTest, ConfigAndMemoryAgreeOnTheKvTokensThatFit) {
     ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
     const int64_t config_tokens = NumberAfter(out, "# gpu_capacity_tokens: ");
     const int64_t bytes_per_token = NumberAfter(out, "# kv_bytes_per_token: ");
-    args = {"costmodel", "memory", "--costmodel_device=", "--costmodel_model=", "--costmodel_kv_tokens=0"};
+    args = {"costmodel", "memory", "--costmodel_device=", "--costmodel_model=", "--kv_tokens=0"};
     args.insert(args.end(), flags.begin(), flags.end());
     ASSERT_EQ(RunCli(args, &out, &err), 0) << err;
     const size_t at = out.find(" KV tokens per GPU");
@@ -213,22 +213,21 @@ TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
   EXPECT_NE(out.find("weights"), std::string::npos);
   EXPECT_EQ(out.find("does not fit"), std::string::npos) << out;
   // A what-if beyond the memory is shown, and says it does not fit; a size past any GPU is refused.
-  EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=100000000"}, &out, &err), 0) << err;
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--kv_tokens=100000000"}, &out, &err), 0) << err;
   EXPECT_NE(out.find("does not fit"), std::string::npos) << out;
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--kv_tokens=9223372036854775807"}, &out, &err), 2);
+  EXPECT_NE(err.find("--kv_tokens must be in [0, 2^40]"), std::string::npos) << err;
+  // The former name still reaches the flag.
   EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=9223372036854775807"}, &out, &err), 2);
-  EXPECT_NE(err.find("--costmodel_kv_tokens must be in [0, 2^40]"), std::string::npos) << err;
-  EXPECT_EQ(RunCli({"costmodel", "memory", "--costmodel_kv_tokens=0"}, &out, &err), 0) << err;
+  EXPECT_NE(err.find("--kv_tokens must be in [0, 2^40]"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "memory", "--kv_tokens=0"}, &out, &err), 0) << err;
   // A bad flag is refused before the report is printed.
-  EXPECT_EQ(
-      RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=-1"}, &out, &err),
-      2);
+  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--worst=-1"}, &out, &err), 2);
   EXPECT_TRUE(out.empty()) << out;
-  EXPECT_EQ(
-      RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--costmodel_worst=0"}, &out, &err),
-      0)
+  EXPECT_EQ(RunCli({"costmodel", "validate", "cost_models/tables/h200_llama-3.1-8b.csv", "--worst=0"}, &out, &err), 0)
       << err;
-  EXPECT_EQ(RunCli({"costmodel", "synth", Tmp("inf.csv"), "--costmodel_launch_ns=inf"}, &out, &err), 2);
-  EXPECT_NE(err.find("--costmodel_launch_ns must be in [0, 1e9]"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "synth", Tmp("inf.csv"), "--launch_ns=inf"}, &out, &err), 2);
+  EXPECT_NE(err.find("--launch_ns must be in [0, 1e9]"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ has '"task": "perplexity", "context_tokens": 512, "tasks": 5' out
 
 # kvsim record: a trace of the same forward pass that kvsim quality reads (full recalls everything).
 expect 0 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/t.kvat" --layers=1 --decode_steps=4 \
-  --record_dtype=fp32
+  --dtype=fp32
 has "recorded 4 samples (1 layers x 2 KV heads, 4 decode steps)" out
 expect 0 "$kvsim" quality --trace="$tmp/t.kvat" --policies=full,h2o --budgets=8 --json
 has '"policy": "full"' out
@@ -72,6 +72,9 @@ import json, sys
 points = [p for p in json.load(open(sys.argv[1]))["points"] if p["policy"] == "full"]
 sys.exit(0 if points and all(abs(p["recall"]["mean"] - 1) < 1e-9 for p in points) else 1)' "$tmp/out" ||
   fail "full must recall all attention"
+# --record_dtype, the former name of --dtype, still reaches it.
+expect 2 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/no.kvat" --record_dtype=fp8
+has "dtype=fp8: expected fp16, bf16 or fp32" err
 expect 2 "$kvsim" record --model="$model" --tasks="$tmp/tasks.jsonl" --out="$tmp/no.kvat" --layers=5
 has "layers must be ascending, distinct and in \[0, 2)" err
 [ -e "$tmp/no.kvat" ] && fail "trace written for refused layers"

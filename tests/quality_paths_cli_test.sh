@@ -25,9 +25,9 @@ for f in summary.csv per_layer.csv per_head.csv areas.csv results.json; do
 done
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && [ "${KVSIM_NO_AVX2:-}" != 1 ]; then
   expect 0 env KVSIM_NO_AVX512=1 "$kvsim" quality --trace="$tmp/t.kvat" --policies=$policies --budgets=32,200,0.5 \
-    --quality_attention_mib=1 --out="$tmp/blocks"
+    --attention_mib=1 --out="$tmp/blocks"
   for f in summary.csv per_layer.csv per_head.csv areas.csv results.json; do
-    cmp -s "$tmp/avx2/$f" "$tmp/blocks/$f" || fail "$f differs with --quality_attention_mib=1"
+    cmp -s "$tmp/avx2/$f" "$tmp/blocks/$f" || fail "$f differs with --attention_mib=1"
   done
 fi
 # Nor on the thread count (the runs above use every core): one thread and three write the same files.
@@ -38,8 +38,11 @@ for threads in 1 3; do
     cmp -s "$tmp/simd/$f" "$tmp/threads$threads/$f" || fail "$f differs with --threads=$threads"
   done
 done
+expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --attention_mib=0
+has "attention_mib=0: must be in" err
+# The former name --quality_attention_mib still reaches --attention_mib.
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --quality_attention_mib=0
-has "quality_attention_mib=0: must be in" err
+has "attention_mib=0: must be in" err
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --threads=-2
 has "threads=-2: must be in \[0, 1024\] (0 = all cores)" err
 expect 2 "$kvsim" quality --trace="$tmp/t.kvat" --policies=h2o --budgets=32 --threads=2000000000

@@ -7,7 +7,7 @@ trace="$2"
 table="$3"
 source tests/cli_test_lib.sh
 
-"$kvsim" replay --trace="$trace" --out="$tmp/out" --replay_timeline >"$tmp/stdout" 2>"$tmp/stderr"
+"$kvsim" replay --trace="$trace" --out="$tmp/out" --timeline >"$tmp/stdout" 2>"$tmp/stderr"
 [ $? -eq 0 ] || fail "replay exited non-zero: $(cat "$tmp/stderr")"
 grep -q "requests finished *3993 of 3993 (0 rejected)" "$tmp/stdout" || fail "summary table: $(cat "$tmp/stdout")"
 for f in results.pb summary.json requests.csv timeseries.csv timeline.json; do

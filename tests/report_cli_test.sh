@@ -29,6 +29,9 @@ sed -e 's/"num_requests": "3993"/"num_requests": 3993/' -e 's/"finished_requests
 grep -q '"num_requests": 3993' "$tmp/numeric/summary.json" || fail "test setup: no numeric num_requests"
 expect 0 "$kvsim" report "$tmp/numeric" --out="$tmp/numeric.html"
 grep -q "<td>numeric</td><td>3993 / 3993</td>" "$tmp/numeric.html" || fail "numeric counts not read"
+# --report_title, the former name of --title, still sets the page's title.
+expect 0 "$kvsim" report "$tmp/numeric" --out="$tmp/titled.html" --report_title="Fleet A"
+grep -q "<title>Fleet A</title>" "$tmp/titled.html" || fail "--report_title: $(grep -o '<title>.*</title>' "$tmp/titled.html")"
 # No SLO in the default config: goodput says so instead of a number.
 grep -q "<td>1gpu</td>.*no SLO set" "$page" || fail "1gpu goodput should read 'no SLO set'"
 # Belady's bound is labelled as such.

@@ -23,10 +23,15 @@ has "imported 3993 requests" out
 expect 0 "$kvsim" inspect "$tmp/m.kvt" --json
 has '"block_references": 121877' out
 expect 0 "$kvsim" import "$tmp/m.kvt" "$tmp/m.jsonl"
-expect 0 "$kvsim" import "$tmp/m.jsonl" "$tmp/m2.kvt" --import_zstd=false
+expect 0 "$kvsim" import "$tmp/m.jsonl" "$tmp/m2.kvt" --zstd=false
 cmp -s <("$kvsim" inspect "$tmp/m.kvt" --json | sed 's/"path": "[^"]*", "format": "[^"]*"//') \
        <("$kvsim" inspect "$tmp/m2.kvt" --json | sed 's/"path": "[^"]*", "format": "[^"]*"//') ||
   fail "facts differ after native -> jsonl -> native"
+# --import_zstd and --import_out_format, the former names of --zstd and --out_format, still work.
+expect 0 "$kvsim" import "$tmp/m.jsonl" "$tmp/m3.kvt" --import_zstd=false
+cmp -s "$tmp/m2.kvt" "$tmp/m3.kvt" || fail "--import_zstd=false should write what --zstd=false does"
+expect 2 "$kvsim" import "$tmp/m.jsonl" "$tmp/m4.out" --import_out_format=nope
+has "unknown trace writer format 'nope'" err
 
 expect 0 "$kvsim" import "$data/azure_code_2023.csv" "$tmp/a.kvt"
 has "imported 8819 requests" out

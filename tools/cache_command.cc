@@ -25,9 +25,9 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments");
   KVSIM_ASSIGN_OR_RETURN(CacheReplayOptions options, CacheReplayOptionsFromFlags());
   KVSIM_ASSIGN_OR_RETURN(std::vector<proto::EvictionPolicyConfig> policies, PoliciesFromFlag());
-  if (absl::GetFlag(FLAGS_capacity_blocks).empty()) return absl::InvalidArgumentError("--capacity_blocks is required");
+  if (absl::GetFlag(FLAGS_capacity).empty()) return absl::InvalidArgumentError("--capacity is required");
   KVSIM_ASSIGN_OR_RETURN(std::vector<int64_t> capacities,
-                         ParsePositiveIntList(absl::GetFlag(FLAGS_capacity_blocks), "--capacity_blocks"));
+                         CapacitiesFromFlag(absl::GetFlag(FLAGS_capacity), "--capacity", options));
   std::vector<CacheRunSpec> specs;
   for (const auto& policy : policies) {
     for (int64_t capacity : capacities) specs.push_back({policy, capacity});
@@ -46,7 +46,8 @@ absl::Status RunCache(const std::vector<std::string>& args, std::ostream& out) {
     KVSIM_RETURN_IF_ERROR(
         WriteFilesAtomically({{dir + "/cache.csv", table.ToCsv()}, {dir + "/cache.json", table.ToJson()}}));
   }
-  out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText());
+  // The console table at 4 significant digits; CSV and JSON with every digit.
+  out << (absl::GetFlag(FLAGS_json) ? table.ToJson() : table.ToText(/*significant_digits=*/4));
   return absl::OkStatus();
 }
 
@@ -57,20 +58,25 @@ KVSIM_REGISTER_COMMAND(
     {
         .name = "cache",
         .summary = "cache replay (no timing): hit ratios of eviction policies at given capacities",
-        .usage = "kvsim cache --trace=T --policy=NAME[,NAME...] --capacity_blocks=N[,M...] [--block_tokens=16]\n"
-                 "            [--restore_cost=auto|uniform|position] [--threads=0] [--json] [--out=DIR]",
+        .usage =
+            "kvsim cache --trace=T --policy=NAME[,NAME...] --capacity=C[,C...] [--block_tokens=16]\n"
+            "            [--config=FILE] [--restore_cost=auto|uniform|position] [--threads=0] [--json] [--out=DIR]",
         .details =
             "Requests in trace order, each request's blocks accessed one after another; an access hits if the\n"
-            "block is resident at that moment, and after it the block is resident. Capacity in blocks.\n"
-            "Reports hits, prefix hits (the leading hits of each request), hit ratios by blocks and by tokens\n"
-            "(a request's last partial block counts its real tokens), evictions and Belady's bypasses, for every\n"
+            "block is resident at that moment, and after it the block is resident. --capacity in blocks (8000),\n"
+            "bytes (40GiB, converted with --config's KV bytes per block at the trace's block size) or a share of\n"
+            "the trace's distinct blocks (10%); the table reports blocks.\n"
+            "Reports hits, prefix hits (the leading hits of each request), hit and miss ratios by blocks and by\n"
+            "tokens (a request's last partial block counts its real tokens; the table rounds numbers to 4\n"
+            "significant digits, CSV and JSON keep every digit), evictions and Belady's bypasses, for every\n"
             "policy x capacity. Policies: {eviction_policies},\n"
             "each optionally with +leaf_first (prefix-tree constraint) and +ttl (agent-session TTL pins).\n"
             "Belady loads the trace into memory (about 20 bytes per access) for its next-use pre-pass; other\n"
             "runs stream it. --out=DIR also writes DIR/cache.csv and DIR/cache.json.",
         .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
-                  "trace_timestamp_unit", "policy", "capacity_blocks", "block_tokens", "restore_cost", "threads",
+                  "trace_timestamp_unit", "policy", "capacity", "config", "block_tokens", "restore_cost", "threads",
                   "json", "out", "quiet"},
+        .flag_aliases = {{"capacity_blocks", "capacity"}},
         .run = RunCache,
     });
 

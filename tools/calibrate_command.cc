@@ -17,17 +17,17 @@
 ABSL_FLAG(bool, full, false,
           "calibrate: sweep the full grid (tens of minutes) instead of the coarse one (under 5 minutes on an "
           "H200)");
-ABSL_FLAG(int32_t, calibrate_repetitions, 30, "calibrate: timed runs per point (count; median/p10/p90 over them)");
-ABSL_FLAG(std::string, calibrate_only, "",
+ABSL_FLAG(int32_t, repetitions, 30, "calibrate: timed runs per point (count; median/p10/p90 over them)");
+ABSL_FLAG(std::string, only, "",
           "calibrate: comma-separated kinds to sweep (decode_attention, prefill_attention, gemm, "
           "host_device_copy); empty = all");
-ABSL_FLAG(double, calibrate_budget_s, 0,
+ABSL_FLAG(double, budget_s, 0,
           "calibrate: wall-clock budget in seconds (0 = none); past it each kind times an even subset of its grid "
           "and the output says how many points were timed");
-ABSL_FLAG(bool, calibrate_validate, true,
+ABSL_FLAG(bool, validate, true,
           "calibrate: check every kernel against the float64 CPU reference before timing (false: skip, and say "
           "so in the table's notes)");
-ABSL_FLAG(std::string, calibrate_revision, "",
+ABSL_FLAG(std::string, revision, "",
           "calibrate: revision of the build recorded in the table header (e.g. a git commit); empty = the "
           "kvsim version");
 
@@ -40,20 +40,20 @@ absl::Status RunCalibrate(const std::vector<std::string>& args, std::ostream& ou
   if (dir.empty()) return absl::InvalidArgumentError("--out (output directory) is required");
   CalibrationOptions options;
   options.full = absl::GetFlag(FLAGS_full);
-  options.repetitions = absl::GetFlag(FLAGS_calibrate_repetitions);
-  if (options.repetitions < 1) return absl::InvalidArgumentError("--calibrate_repetitions must be >= 1");
+  options.repetitions = absl::GetFlag(FLAGS_repetitions);
+  if (options.repetitions < 1) return absl::InvalidArgumentError("--repetitions must be >= 1");
   options.seed = absl::GetFlag(FLAGS_seed);
-  options.budget_seconds = absl::GetFlag(FLAGS_calibrate_budget_s);
-  if (!(options.budget_seconds >= 0)) return absl::InvalidArgumentError("--calibrate_budget_s must be >= 0");
-  options.validate = absl::GetFlag(FLAGS_calibrate_validate);
-  const std::string revision = absl::GetFlag(FLAGS_calibrate_revision);
+  options.budget_seconds = absl::GetFlag(FLAGS_budget_s);
+  if (!(options.budget_seconds >= 0)) return absl::InvalidArgumentError("--budget_s must be >= 0");
+  options.validate = absl::GetFlag(FLAGS_validate);
+  const std::string revision = absl::GetFlag(FLAGS_revision);
   options.tool_revision = absl::StrFormat("kvsim %s%s", kKvsimVersion, revision.empty() ? "" : " " + revision);
-  const std::string only = absl::GetFlag(FLAGS_calibrate_only);
+  const std::string only = absl::GetFlag(FLAGS_only);
   if (!only.empty()) {
     for (absl::string_view kind : absl::StrSplit(only, ',')) {
       if (kind != "decode_attention" && kind != "prefill_attention" && kind != "gemm" && kind != "host_device_copy") {
         return absl::InvalidArgumentError(
-            absl::StrFormat("--calibrate_only: unknown kind '%s' (expected decode_attention, prefill_attention, gemm, "
+            absl::StrFormat("--only: unknown kind '%s' (expected decode_attention, prefill_attention, gemm, "
                             "host_device_copy)",
                             kind));
       }
@@ -76,15 +76,19 @@ KVSIM_REGISTER_COMMAND(
     {
         .name = "calibrate",
         .summary = "time kvsim's kernels on this GPU and write the calibration table (CSV)",
-        .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--calibrate_repetitions=N] [--calibrate_only=KINDS]\n"
-                 "                [--calibrate_budget_s=S] [--calibrate_validate=false]",
+        .usage = "kvsim calibrate --out=DIR [--full] [--seed=N] [--repetitions=N] [--only=KINDS]\n"
+                 "                [--budget_s=S] [--validate=false]",
         .details = "Checks every kernel against the float64 CPU reference on small shapes, then times decode\n"
                    "attention (batch x context x segments x KV format x GQA x page size), chunked prefill (chunk x\n"
                    "prefix x segments), the recompute GEMMs (cuBLASLt) and host-to-device copies, and writes\n"
                    "DIR/calibration.csv in the cost model's table format. Needs a CUDA GPU: fails with exit\n"
                    "status 2 (Unavailable) elsewhere.",
-        .flags = {"out", "seed", "full", "calibrate_repetitions", "calibrate_only", "calibrate_budget_s",
-                  "calibrate_validate", "calibrate_revision"},
+        .flags = {"out", "seed", "full", "repetitions", "only", "budget_s", "validate", "revision"},
+        .flag_aliases = {{"calibrate_repetitions", "repetitions"},
+                         {"calibrate_only", "only"},
+                         {"calibrate_budget_s", "budget_s"},
+                         {"calibrate_validate", "validate"},
+                         {"calibrate_revision", "revision"}},
         .run = RunCalibrate,
     });
 

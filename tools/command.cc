@@ -70,7 +70,11 @@ void PrintCommandHelp(const Command& command, std::ostream& out) {
       continue;
     }
     const std::string def = flag->DefaultValue();
-    out << "  --" << name << "  " << flag->Help() << " (default: " << (def.empty() ? "\"\"" : def) << ")\n";
+    std::string aliases;
+    for (const auto& [old_name, new_name] : command.flag_aliases) {
+      if (new_name == name) absl::StrAppend(&aliases, ", also --", old_name);
+    }
+    out << "  --" << name << "  " << flag->Help() << " (default: " << (def.empty() ? "\"\"" : def) << aliases << ")\n";
   }
 }
 
@@ -97,16 +101,23 @@ absl::Status ParseArgs(const Command& command, const std::vector<std::string>& a
     absl::string_view body = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
     const size_t eq = body.find('=');
     std::string name(body.substr(0, eq));
+    auto resolve_alias = [&command](const std::string& n) {
+      for (const auto& [old_name, new_name] : command.flag_aliases) {
+        if (n == old_name) return new_name;
+      }
+      return n;
+    };
+    name = resolve_alias(name);
     bool has_value = eq != absl::string_view::npos;
     std::string value = has_value ? std::string(body.substr(eq + 1)) : "";
     auto accepts = [&](const std::string& n) {
       return std::find(command.flags.begin(), command.flags.end(), n) != command.flags.end();
     };
     absl::CommandLineFlag* flag = accepts(name) ? absl::FindCommandLineFlag(name) : nullptr;
-    if (flag == nullptr && !has_value && absl::StartsWith(name, "no") && accepts(name.substr(2))) {
-      flag = absl::FindCommandLineFlag(name.substr(2));
+    if (flag == nullptr && !has_value && absl::StartsWith(name, "no") && accepts(resolve_alias(name.substr(2)))) {
+      flag = absl::FindCommandLineFlag(resolve_alias(name.substr(2)));
       if (flag != nullptr && flag->IsOfType<bool>()) {
-        name = name.substr(2);
+        name = resolve_alias(name.substr(2));
         value = "false";
         has_value = true;
       } else {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,6 +35,9 @@ struct Command {
   std::string usage;               // synopsis, e.g. "kvsim inspect TRACE [--json]"
   std::string details;             // paragraphs for `kvsim help <name>`; may be empty
   std::vector<std::string> flags;  // names of the absl flags this command accepts
+  // Former flag names still accepted: {old name, the name in `flags` it now stands for}. Help lists
+  // each beside its flag; FlagGiven() answers for the new name.
+  std::vector<std::pair<std::string, std::string>> flag_aliases = {};
   // Runs with the positional arguments; writes its report to `out`. Errors are returned, not printed.
   std::function<absl::Status(const std::vector<std::string>& args, std::ostream& out)> run;
 };

@@ -40,6 +40,7 @@ KVSIM_REGISTER_COMMAND(echo, {.name = "echo",
                               .usage = "kvsim echo ARGS",
                               .details = "",
                               .flags = {"test_capacity_blocks", "test_json"},
+                              .flag_aliases = {{"old_capacity", "test_capacity_blocks"}, {"old_json", "test_json"}},
                               .run = RunEcho});
 KVSIM_REGISTER_COMMAND(
     fail, {.name = "fail", .summary = "fails", .usage = "kvsim fail", .details = "", .flags = {}, .run = RunFail});
@@ -77,6 +78,21 @@ TEST(CommandTest, DispatchesWithFlagsInEveryForm) {
   EXPECT_EQ(seen.capacity_blocks, 9);
   EXPECT_FALSE(seen.json);
   EXPECT_EQ(seen.args, (std::vector<std::string>{"--literal"}));
+}
+
+TEST(CommandTest, FormerNamesStandForTheirFlagsInEveryForm) {
+  Outcome o = RunCli({"echo", "--old_capacity=11", "--old_json"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(seen.capacity_blocks, 11);
+  EXPECT_TRUE(seen.json);
+  o = RunCli({"echo", "--old_capacity", "12", "--noold_json"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(seen.capacity_blocks, 12);
+  EXPECT_FALSE(seen.json);
+  o = RunCli({"help", "echo"});
+  EXPECT_NE(o.out.find("(default: 100, also --old_capacity)"), std::string::npos) << o.out;
+  // An alias of another command is no alias here.
+  EXPECT_EQ(RunCli({"fail", "--old_json"}).code, 2);
 }
 
 TEST(CommandTest, UnknownCommandIsExit2AndListsCommands) {
@@ -119,7 +135,7 @@ TEST(CommandTest, HelpListsCommandsAndFlagsWithDefaults) {
   EXPECT_NE(o.out.find("test command"), std::string::npos);
   o = RunCli({"help", "echo"});
   EXPECT_EQ(o.code, 0);
-  EXPECT_NE(o.out.find("--test_capacity_blocks  cache capacity in blocks (default: 100)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--test_capacity_blocks  cache capacity in blocks (default: 100"), std::string::npos) << o.out;
   EXPECT_EQ(RunCli({"help", "nope"}).code, 2);
   EXPECT_EQ(RunCli({"echo", "--help"}).code, 0);
   EXPECT_EQ(RunCli({}).code, 2);

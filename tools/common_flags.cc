@@ -30,8 +30,11 @@ ABSL_FLAG(int32_t, block_tokens, 0,
           "cache.block_tokens (default 16)");
 ABSL_FLAG(std::string, policy, "lru",
           "eviction policies, comma-separated, each NAME[+leaf_first][+ttl] (see 'kvsim help cache')");
-ABSL_FLAG(std::string, capacity_blocks, "",
-          "cache capacities in blocks: a comma list, ranges LO:HI:xFACTOR or LO:HI:+STEP allowed");
+ABSL_FLAG(std::string, capacity, "",
+          "cache capacities, a comma list: blocks (8000; ranges LO:HI:xFACTOR or LO:HI:+STEP), bytes (40GiB: "
+          "B, KB, MB, GB, TB decimal, KiB, MiB, GiB, TiB binary; converted with --config's KV bytes per block at "
+          "the trace's block size, rounded down) or a share of the trace's distinct blocks (10%, rounded down, at "
+          "least 1)");
 ABSL_FLAG(std::string, restore_cost, "auto",
           "cache replay restore cost per block that policies see: auto (position for the cost-aware asym and "
           "gdsf, uniform for the others), uniform (all equal) or position (tokens up to the block's end, the "

@@ -13,23 +13,23 @@
 #include "absl/status/statusor.h"
 #include "traces/trace_reader.h"
 
-ABSL_DECLARE_FLAG(std::string, config);          // experiment config (text proto)
-ABSL_DECLARE_FLAG(std::string, trace);           // request trace, any supported format
-ABSL_DECLARE_FLAG(std::string, trace_format);    // importer name; empty = detect
-ABSL_DECLARE_FLAG(std::string, out);             // output directory
-ABSL_DECLARE_FLAG(bool, json);                   // print JSON instead of a table
-ABSL_DECLARE_FLAG(uint64_t, seed);               // seed of every random choice
-ABSL_DECLARE_FLAG(bool, chain_hashes);           // hash-per-block traces: chain content hashes
-ABSL_DECLARE_FLAG(int64_t, reorder_window);      // records re-sorted by arrival while importing
-ABSL_DECLARE_FLAG(int32_t, trace_block_tokens);  // tokens per hash block where the trace omits it
+ABSL_DECLARE_FLAG(std::string, config);                // experiment config (text proto)
+ABSL_DECLARE_FLAG(std::string, trace);                 // request trace, any supported format
+ABSL_DECLARE_FLAG(std::string, trace_format);          // importer name; empty = detect
+ABSL_DECLARE_FLAG(std::string, out);                   // output directory
+ABSL_DECLARE_FLAG(bool, json);                         // print JSON instead of a table
+ABSL_DECLARE_FLAG(uint64_t, seed);                     // seed of every random choice
+ABSL_DECLARE_FLAG(bool, chain_hashes);                 // hash-per-block traces: chain content hashes
+ABSL_DECLARE_FLAG(int64_t, reorder_window);            // records re-sorted by arrival while importing
+ABSL_DECLARE_FLAG(int32_t, trace_block_tokens);        // tokens per hash block where the trace omits it
 ABSL_DECLARE_FLAG(std::string, trace_timestamp_unit);  // chunk_hash timestamps: ns, us, ms, s; "" = detect
 
-ABSL_DECLARE_FLAG(int32_t, block_tokens);         // tokens per block for hash-less traces; 0 = config's
-ABSL_DECLARE_FLAG(std::string, policy);           // eviction policy specs, comma-separated
-ABSL_DECLARE_FLAG(std::string, capacity_blocks);  // capacities in blocks (list/ranges)
-ABSL_DECLARE_FLAG(std::string, restore_cost);     // cache replay restore cost: auto | uniform | position
-ABSL_DECLARE_FLAG(int32_t, threads);              // worker threads; 0 = all cores
-ABSL_DECLARE_FLAG(bool, quiet);                   // no progress line (util/progress.h)
+ABSL_DECLARE_FLAG(int32_t, block_tokens);      // tokens per block for hash-less traces; 0 = config's
+ABSL_DECLARE_FLAG(std::string, policy);        // eviction policy specs, comma-separated
+ABSL_DECLARE_FLAG(std::string, capacity);      // capacities: blocks, bytes or % (tools/cache_flags.h)
+ABSL_DECLARE_FLAG(std::string, restore_cost);  // cache replay restore cost: auto | uniform | position
+ABSL_DECLARE_FLAG(int32_t, threads);           // worker threads; 0 = all cores
+ABSL_DECLARE_FLAG(bool, quiet);                // no progress line (util/progress.h)
 
 namespace kvsim {
 

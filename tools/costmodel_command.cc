@@ -25,17 +25,17 @@ ABSL_FLAG(std::string, costmodel_device, "",
           "device preset or spec file for `synth` (e.g. h200); empty = the config's device");
 ABSL_FLAG(std::string, costmodel_model, "",
           "model preset or spec file for `synth` (e.g. llama-3.1-8b); empty = the config's model");
-ABSL_FLAG(double, costmodel_launch_ns, 2000,
+ABSL_FLAG(double, launch_ns, 2000,
           "`synth`: nanoseconds added to every kernel's roofline time (launch and tail latency)");
-ABSL_FLAG(int32_t, costmodel_holdout_every, 5,
+ABSL_FLAG(int32_t, holdout_every, 5,
           "`validate`: hold out one point in this many of each series for the held-out error (>= 2)");
 ABSL_FLAG(
-    int32_t, costmodel_worst, 0,
+    int32_t, worst, 0,
     "`validate`, `fit`: also list this many of the worst held-out predictions (kind, shape, measured, predicted)");
-ABSL_FLAG(bool, costmodel_cross_node, false,
+ABSL_FLAG(bool, cross_node, false,
           "`import-vidur`: import the cross-node all-reduce rows (devices_per_node < num_workers) instead of the "
           "single-node ones");
-ABSL_FLAG(int64_t, costmodel_kv_tokens, 0,
+ABSL_FLAG(int64_t, kv_tokens, 0,
           "`memory`: resident KV tokens per GPU to size; 0 = the GPU KV capacity the serving replay uses");
 
 namespace kvsim {
@@ -66,13 +66,13 @@ absl::StatusOr<proto::ExperimentConfig> LoadConfigWithOverrides() {
 
 absl::Status Validate(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1) return absl::InvalidArgumentError("usage: kvsim costmodel validate TABLE [--out=plot.svg]");
-  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
-  if (worst < 0) return absl::InvalidArgumentError("--costmodel_worst must be >= 0");
+  const int worst = absl::GetFlag(FLAGS_worst);
+  if (worst < 0) return absl::InvalidArgumentError("--worst must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ReadCalibrationTable(args[0]));
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   ValidationOptions options;
-  options.holdout_every = absl::GetFlag(FLAGS_costmodel_holdout_every);
-  if (options.holdout_every < 2) return absl::InvalidArgumentError("--costmodel_holdout_every must be >= 2");
+  options.holdout_every = absl::GetFlag(FLAGS_holdout_every);
+  if (options.holdout_every < 2) return absl::InvalidArgumentError("--holdout_every must be >= 2");
   KVSIM_ASSIGN_OR_RETURN(ValidationReport report, ValidateTable(table, MakeDeviceRates(config.device()), options));
   const proto::CalibrationHeader& h = table.header();
   out << "table " << args[0] << ": GPU " << (h.gpu_name().empty() ? "unknown" : h.gpu_name())
@@ -92,7 +92,7 @@ absl::Status ImportVidur(const std::vector<std::string>& args, std::ostream& out
   if (args.size() < 2) return absl::InvalidArgumentError("usage: kvsim costmodel import-vidur DIR... OUT");
   VidurImportReport report;
   VidurImportOptions options;
-  if (absl::GetFlag(FLAGS_costmodel_cross_node)) options.all_reduce_scope = AllReduceScope::kCrossNode;
+  if (absl::GetFlag(FLAGS_cross_node)) options.all_reduce_scope = AllReduceScope::kCrossNode;
   const std::string& out_path = args.back();
   proto::CalibrationTable table;
   std::vector<std::string> sources;
@@ -138,7 +138,7 @@ absl::Status Fit(const std::vector<std::string>& args, std::ostream& out) {
                          absl::StrJoin(input.sources, ", "));
   for (const std::string& s : input.not_used) out << "  " << s << "\n";
   out << FormatFitReport(fit);
-  const int worst = absl::GetFlag(FLAGS_costmodel_worst);
+  const int worst = absl::GetFlag(FLAGS_worst);
   if (worst > 0) out << FormatWorstFitRows(fit, worst);
   proto::DeviceSpec fitted_only;
   *fitted_only.mutable_fitted() = fit.params;
@@ -157,10 +157,9 @@ absl::Status Synth(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1) return absl::InvalidArgumentError("usage: kvsim costmodel synth OUT [--costmodel_device=h200]");
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   SynthOptions options;
-  options.launch_ns = absl::GetFlag(FLAGS_costmodel_launch_ns);
+  options.launch_ns = absl::GetFlag(FLAGS_launch_ns);
   if (!(options.launch_ns >= 0 && options.launch_ns <= 1e9)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--costmodel_launch_ns must be in [0, 1e9], got ", options.launch_ns));
+    return absl::InvalidArgumentError(absl::StrCat("--launch_ns must be in [0, 1e9], got ", options.launch_ns));
   }
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, SynthesizeTable(config, options));
   KVSIM_RETURN_IF_ERROR(WriteCalibrationTable(args[0], table));
@@ -212,9 +211,9 @@ absl::Status Show(const std::vector<std::string>& args, std::ostream& out) {
 absl::Status Memory(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("usage: kvsim costmodel memory [--config=FILE]");
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
-  int64_t tokens = absl::GetFlag(FLAGS_costmodel_kv_tokens);
+  int64_t tokens = absl::GetFlag(FLAGS_kv_tokens);
   if (tokens < 0 || tokens > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError(absl::StrCat("--costmodel_kv_tokens must be in [0, 2^40], got ", tokens));
+    return absl::InvalidArgumentError(absl::StrCat("--kv_tokens must be in [0, 2^40], got ", tokens));
   }
   const bool most = tokens == 0;
   if (most) {
@@ -270,13 +269,13 @@ KVSIM_REGISTER_COMMAND(
         .details =
             "validate TABLE      leave-one-out and held-out error of the table model on TABLE (median, p95, worst,\n"
             "                    per kernel kind); --out=FILE.svg writes a predicted-vs-measured log-log plot;\n"
-            "                    --costmodel_worst=N lists the N worst held-out predictions with their shapes.\n"
+            "                    --worst=N lists the N worst held-out predictions with their shapes.\n"
             "import-vidur DIR... OUT  converts Vidur profiles (attention.csv, mlp.csv, all_reduce.csv in each DIR) "
             "into\n"
             "                    one calibration table OUT (.csv, or .textproto; --costmodel_device names its GPU);\n"
             "                    says which rows it used, lists skipped\n"
             "                    rows and every column it does not read. All-reduce: single-node rows only, or\n"
-            "                    --costmodel_cross_node for the cross-node ones (never both in one table).\n"
+            "                    --cross_node for the cross-node ones (never both in one table).\n"
             "fit PATH...         fits the fitted cost model's per-op curves (cost_models/cost_fit.h: "
             "Levenberg-Marquardt\n"
             "                    in log space, every 5th row per kind held out) to measurements on the device of\n"
@@ -290,8 +289,13 @@ KVSIM_REGISTER_COMMAND(
             "memory              peak GPU memory (weights, KV at its format, activations, workspace).\n"
             "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
             "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
-        .flags = {"config", "out", "costmodel_device", "costmodel_model", "costmodel_launch_ns",
-                  "costmodel_holdout_every", "costmodel_worst", "costmodel_kv_tokens", "costmodel_cross_node"},
+        .flags = {"config", "out", "costmodel_device", "costmodel_model", "launch_ns", "holdout_every", "worst",
+                  "kv_tokens", "cross_node"},
+        .flag_aliases = {{"costmodel_launch_ns", "launch_ns"},
+                         {"costmodel_holdout_every", "holdout_every"},
+                         {"costmodel_cross_node", "cross_node"},
+                         {"costmodel_kv_tokens", "kv_tokens"},
+                         {"costmodel_worst", "worst"}},
         .run = RunCostModel,
     });
 

@@ -11,7 +11,7 @@ echo "resolved default config written to $out/config.textproto"
 echo
 # Serving replay, default config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.
 # One GPU cannot keep up with this trace's arrival rate: the queueing shows in TTFT.
-$kvsim replay --trace="$trace" --out="$out/replay" --replay_timeline
+$kvsim replay --trace="$trace" --out="$out/replay" --timeline
 echo
 # The same model on 8 H200s with a host-DRAM tier and cache-aware routing.
 $kvsim replay --config=presets/experiments/llama8b-8xh200-host.textproto --trace="$trace" \

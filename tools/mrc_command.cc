@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_report.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
 #include "sim/sweep/sweep.h"
@@ -23,16 +24,18 @@ ABSL_FLAG(double, hot_share, 0.001,
           "mrc with --sample_rate < 1: blocks with at least this share of all accesses are tracked exactly "
           "beside the sample (a pre-pass finds them); 0 = plain SHARDS");
 ABSL_FLAG(std::string, sizes, "",
-          "mrc: cache sizes in blocks (comma list, ranges LO:HI:xF or LO:HI:+S); empty = every size where "
-          "the LRU curve changes (LRU only)");
+          "mrc: cache sizes as --capacity takes them (blocks with ranges LO:HI:xF or LO:HI:+S, bytes such as "
+          "40GiB, or 10% of the trace's distinct blocks); empty = every size where the LRU curve changes (LRU "
+          "only)");
 
 namespace kvsim {
 namespace {
 
 // `sampled`: a sampled curve, which gets the error_bound column (exact curves have no error).
 Table CurveTable(bool prefix, bool sampled) {
-  std::vector<std::string> columns = {"policy", "capacity_blocks", "hit_ratio", "token_hit_ratio"};
-  std::vector<bool> numeric = {false, true, true, true};
+  std::vector<std::string> columns = {"policy",          "capacity_blocks", "hit_ratio",
+                                      "token_hit_ratio", "miss_ratio",      "token_miss_ratio"};
+  std::vector<bool> numeric = {false, true, true, true, true, true};
   if (prefix) {
     columns.insert(columns.end(), {"prefix_hit_ratio", "prefix_token_hit_ratio"});
     numeric.insert(numeric.end(), {true, true});
@@ -44,9 +47,14 @@ Table CurveTable(bool prefix, bool sampled) {
   return Table(columns, numeric);
 }
 
-void AddPoint(const std::string& policy, const MrcPoint& p, bool prefix, bool sampled, Table* table) {
-  std::vector<std::string> row = {policy, absl::StrCat(p.capacity_blocks), FormatDouble(p.hit_ratio),
-                                  FormatDouble(p.token_hit_ratio)};
+// `any_access`: the stream had accesses (else both ratios are 0: MissRatio of sim/cache/cache_report.h).
+void AddPoint(const std::string& policy, const MrcPoint& p, bool any_access, bool prefix, bool sampled, Table* table) {
+  std::vector<std::string> row = {policy,
+                                  absl::StrCat(p.capacity_blocks),
+                                  FormatDouble(p.hit_ratio),
+                                  FormatDouble(p.token_hit_ratio),
+                                  FormatDouble(MissRatio(p.hit_ratio, any_access)),
+                                  FormatDouble(MissRatio(p.token_hit_ratio, any_access))};
   if (prefix) {
     row.push_back(FormatDouble(p.prefix_hit_ratio));
     row.push_back(FormatDouble(p.prefix_token_hit_ratio));
@@ -64,7 +72,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
   options.sample_rate = absl::GetFlag(FLAGS_sample_rate);
   std::vector<int64_t> sizes;
   if (!absl::GetFlag(FLAGS_sizes).empty()) {
-    KVSIM_ASSIGN_OR_RETURN(sizes, ParsePositiveIntList(absl::GetFlag(FLAGS_sizes), "--sizes"));
+    KVSIM_ASSIGN_OR_RETURN(sizes, CapacitiesFromFlag(absl::GetFlag(FLAGS_sizes), "--sizes", replay));
   }
   const bool one_pass = policies.size() == 1 && PolicyLabel(policies[0]) == "lru";
   if (!one_pass && sizes.empty()) {
@@ -89,10 +97,11 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       KVSIM_ASSIGN_OR_RETURN(reader, OpenTraceFromFlags());
     }
     KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay, options));
+    const bool any_access = mrc.sampled_accesses() > 0 || mrc.num_hot_blocks() > 0;
     if (sizes.empty()) {
-      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, options.prefix, sampled, &table);
+      for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, any_access, options.prefix, sampled, &table);
     } else {
-      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), options.prefix, sampled, &table);
+      for (int64_t size : sizes) AddPoint("lru", mrc.At(size), any_access, options.prefix, sampled, &table);
     }
   } else {
     std::vector<CacheRunSpec> specs;
@@ -108,7 +117,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
       p.token_hit_ratio = r.stats.TokenHitRatio();
       p.prefix_hit_ratio = r.stats.PrefixHitRatio();
       p.prefix_token_hit_ratio = r.stats.PrefixTokenHitRatio();
-      AddPoint(r.policy_label, p, options.prefix, /*sampled=*/false, &table);
+      AddPoint(r.policy_label, p, r.stats.accesses > 0, options.prefix, /*sampled=*/false, &table);
     }
   }
   progress.Finish();
@@ -141,8 +150,8 @@ KVSIM_REGISTER_COMMAND(
                  "results do not\n"
                  "depend on the thread count. --out here names the CSV file to write (atomically).",
              .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
-                       "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "block_tokens",
-                       "restore_cost", "threads", "out", "json", "quiet"},
+                       "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "config",
+                       "block_tokens", "restore_cost", "threads", "out", "json", "quiet"},
              .run = RunMrc,
          });
 

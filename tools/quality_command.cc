@@ -17,9 +17,9 @@ ABSL_FLAG(std::string, policies, "",
 ABSL_FLAG(std::string, budgets, "",
           "comma-separated budgets: an integer is tokens per KV head (e.g. 256), a decimal or percentage is "
           "a fraction of the prompt length (e.g. 0.25 or 25%)");
-ABSL_FLAG(int32_t, quality_top_k, 32, "k of the top-k overlap metric, in tokens");
-ABSL_FLAG(int64_t, quality_max_samples, 0, "evaluate at most this many samples of the trace; 0 = all");
-ABSL_FLAG(int64_t, quality_attention_mib, 1024,
+ABSL_FLAG(int32_t, top_k, 32, "k of the top-k overlap metric, in tokens");
+ABSL_FLAG(int64_t, max_samples, 0, "evaluate at most this many samples of the trace; 0 = all");
+ABSL_FLAG(int64_t, attention_mib, 1024,
           "memory for attention rows held at once, in MiB: a layer's exact attention is kept whole when it "
           "fits (faster: oracle_evict reuses it), else decode steps go in blocks; results do not depend on it");
 
@@ -34,15 +34,14 @@ absl::Status RunQuality(const std::vector<std::string>& args, std::ostream& out)
   QualityOptions options;
   KVSIM_ASSIGN_OR_RETURN(options.policies, ParseQualityPolicies(absl::GetFlag(FLAGS_policies)));
   KVSIM_RETURN_IF_ERROR(ParseQualityBudgets(absl::GetFlag(FLAGS_budgets), &options));
-  options.top_k = absl::GetFlag(FLAGS_quality_top_k);
+  options.top_k = absl::GetFlag(FLAGS_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
-  KVSIM_RETURN_IF_ERROR(SetQualityAttentionMib(absl::GetFlag(FLAGS_quality_attention_mib), &options));
+  KVSIM_RETURN_IF_ERROR(SetQualityAttentionMib(absl::GetFlag(FLAGS_attention_mib), &options));
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
   // Progress on a terminal only (util/progress.h).
   Progress progress("quality", 0, "samples", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
-  KVSIM_ASSIGN_OR_RETURN(
-      const QualityResults results,
-      EvaluateQualityTrace(trace, options, absl::GetFlag(FLAGS_quality_max_samples), progress.Callback()));
+  KVSIM_ASSIGN_OR_RETURN(const QualityResults results,
+                         EvaluateQualityTrace(trace, options, absl::GetFlag(FLAGS_max_samples), progress.Callback()));
   progress.Finish();
   const std::string dir = absl::GetFlag(FLAGS_out);
   if (!dir.empty()) KVSIM_RETURN_IF_ERROR(WriteQualityReports(results, dir));
@@ -70,8 +69,11 @@ KVSIM_REGISTER_COMMAND(
             "Budgets: tokens per KV head (integers) or fractions of the prompt (0.25 or 25%).\n"
             "--threads: policies x budgets are evaluated in parallel (0 = all cores); results do not depend on it.\n"
             "--out=DIR writes summary.csv, per_layer.csv, per_head.csv, areas.csv, results.json, curves.svg.",
-        .flags = {"trace", "policies", "budgets", "quality_top_k", "quality_max_samples", "quality_attention_mib",
-                  "threads", "out", "json", "seed", "quiet"},
+        .flags = {"trace", "policies", "budgets", "top_k", "max_samples", "attention_mib", "threads", "out", "json",
+                  "seed", "quiet"},
+        .flag_aliases = {{"quality_top_k", "top_k"},
+                         {"quality_max_samples", "max_samples"},
+                         {"quality_attention_mib", "attention_mib"}},
         .run = RunQuality,
     });
 

@@ -95,7 +95,7 @@ def record_both(tmp, name, model, tasks, cc_flags, py_flags):
     cc = os.path.join(tmp, name + "-cc.kvat")
     py = os.path.join(tmp, name + "-py.kvat")
     r = subprocess.run([KVSIM, "record", "--model=" + model, "--tasks=" + tasks, "--out=" + cc,
-                        "--record_dtype=fp32"] + cc_flags, capture_output=True, text=True)
+                        "--dtype=fp32"] + cc_flags, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, RECORDER, "--forward", "llama_torch", "--model", model, "--prompts", tasks,
                         "--out", py, "--dtype", "fp32", "--column_sums"] + py_flags, capture_output=True, text=True)

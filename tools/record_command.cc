@@ -20,7 +20,7 @@
 ABSL_FLAG(std::string, layers, "", "comma-separated layer indices to record (ascending); empty = every layer");
 ABSL_FLAG(std::string, kv_heads, "", "comma-separated KV head indices to record (ascending); empty = every head");
 ABSL_FLAG(int64_t, decode_steps, 32, "greedy decode steps per prompt, in tokens");
-ABSL_FLAG(std::string, record_dtype, "fp16", "payload dtype of the trace: fp16, bf16 or fp32");
+ABSL_FLAG(std::string, dtype, "fp16", "payload dtype of the trace: fp16, bf16 or fp32");
 ABSL_DECLARE_FLAG(std::string, model);  // tools/eval_command.cc
 ABSL_DECLARE_FLAG(std::string, tasks);
 ABSL_DECLARE_FLAG(int64_t, max_tasks);
@@ -56,7 +56,7 @@ absl::Status RunRecord(const std::vector<std::string>& args, std::ostream& out) 
   options.query_window = absl::GetFlag(FLAGS_query_window);
   if (options.decode_steps < 0) return absl::InvalidArgumentError("--decode_steps must be >= 0");
   if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
-  const std::string dtype = absl::GetFlag(FLAGS_record_dtype);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
   if (dtype == "fp16") {
     options.dtype = AttentionDType::kFloat16;
   } else if (dtype == "bf16") {
@@ -64,7 +64,7 @@ absl::Status RunRecord(const std::vector<std::string>& args, std::ostream& out) 
   } else if (dtype == "fp32") {
     options.dtype = AttentionDType::kFloat32;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--record_dtype=", dtype, ": expected fp16, bf16 or fp32"));
+    return absl::InvalidArgumentError(absl::StrCat("--dtype=", dtype, ": expected fp16, bf16 or fp32"));
   }
   const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
   if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
@@ -95,14 +95,14 @@ KVSIM_REGISTER_COMMAND(
         .name = "record",
         .summary = "record attention traces (.kvat) from the closed-loop forward pass of a model folder",
         .usage = "kvsim record --model=DIR --tasks=FILE --out=T.kvat [--layers=0,2] [--kv_heads=0] [--decode_steps=32] "
-                 "[--query_window=64] [--record_dtype=fp16] [--max_tasks=N]",
+                 "[--query_window=64] [--dtype=fp16] [--max_tasks=N]",
         .details =
             "For each task's prompt: a prefill and --decode_steps greedy decode steps with the full cache, on CPU\n"
             "(the forward pass of 'kvsim eval'); stores post-rotary keys, values and queries of the chosen layers\n"
             "and KV heads and the prefill attention column sums, in the format of tools/record_attention.py, for\n"
             "'kvsim quality'. The file is written to a temporary name and renamed when complete.",
-        .flags = {"model", "tasks", "out", "layers", "kv_heads", "decode_steps", "query_window", "record_dtype",
-                  "max_tasks"},
+        .flags = {"model", "tasks", "out", "layers", "kv_heads", "decode_steps", "query_window", "dtype", "max_tasks"},
+        .flag_aliases = {{"record_dtype", "dtype"}},
         .run = RunRecord,
     });
 

@@ -21,12 +21,12 @@
 #include "util/progress.h"
 #include "util/status_macros.h"
 
-ABSL_FLAG(int64_t, replay_sample_ms, 100,
+ABSL_FLAG(int64_t, sample_ms, 100,
           "time-series sampling period in simulated milliseconds (one row per replica per period); > 0");
-ABSL_FLAG(bool, replay_timeline, false,
+ABSL_FLAG(bool, timeline, false,
           "also write timeline.json (Chrome trace events for Perfetto) into --out; off by default because "
           "it is the largest output (about 100 bytes per event)");
-ABSL_FLAG(int64_t, replay_timeline_max_events, 250000,
+ABSL_FLAG(int64_t, timeline_max_events, 250000,
           "events kept in timeline.json (the run's first ones; count) before it is truncated");
 
 ABSL_FLAG(std::string, vllm_json, "",
@@ -66,20 +66,19 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   if (trace.empty()) return absl::InvalidArgumentError("--trace is required (or workload.trace_path)");
   KVSIM_ASSIGN_OR_RETURN(TraceOptions trace_options, CheckedTraceOptionsFromFlags());
   if (trace_options.format.empty()) trace_options.format = config.workload().trace_format();
-  const int64_t sample_ms = absl::GetFlag(FLAGS_replay_sample_ms);
-  if (sample_ms <= 0)
-    return absl::InvalidArgumentError(absl::StrCat("--replay_sample_ms must be > 0, got ", sample_ms));
+  const int64_t sample_ms = absl::GetFlag(FLAGS_sample_ms);
+  if (sample_ms <= 0) return absl::InvalidArgumentError(absl::StrCat("--sample_ms must be > 0, got ", sample_ms));
   const std::string out_dir = absl::GetFlag(FLAGS_out);
   ReplayOptions options;
   options.timeseries_interval_ns = sample_ms * kNsPerMs;
-  options.timeline = absl::GetFlag(FLAGS_replay_timeline);
+  options.timeline = absl::GetFlag(FLAGS_timeline);
   if (options.timeline && out_dir.empty()) {
-    return absl::InvalidArgumentError("--replay_timeline writes DIR/timeline.json: it needs --out=DIR");
+    return absl::InvalidArgumentError("--timeline writes DIR/timeline.json: it needs --out=DIR");
   }
-  options.timeline_max_events = absl::GetFlag(FLAGS_replay_timeline_max_events);
+  options.timeline_max_events = absl::GetFlag(FLAGS_timeline_max_events);
   if (options.timeline_max_events < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--replay_timeline_max_events must be >= 0, got ", options.timeline_max_events));
+        absl::StrCat("--timeline_max_events must be >= 0, got ", options.timeline_max_events));
   }
   if (options.timeline) {  // streamed during the run; the other results files are written at its end
     KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
@@ -128,13 +127,16 @@ KVSIM_REGISTER_COMMAND(
                    "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
                    "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
-                   "and timeseries.csv, and with --replay_timeline also timeline.json (open it in ui.perfetto.dev).\n"
+                   "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
         .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
-                  "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
-                  "replay_timeline_max_events", "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
+                  "trace_timestamp_unit", "out", "json", "seed", "sample_ms", "timeline", "timeline_max_events",
+                  "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
+        .flag_aliases = {{"replay_sample_ms", "sample_ms"},
+                         {"replay_timeline_max_events", "timeline_max_events"},
+                         {"replay_timeline", "timeline"}},
         .run = RunReplayCommand,
     });
 

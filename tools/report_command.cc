@@ -17,7 +17,7 @@
 ABSL_FLAG(std::string, labels, "",
           "report, compare: names of the result sets, comma-separated, in the order given; empty = folder "
           "or file names");
-ABSL_FLAG(std::string, report_title, "kvsim report", "report: the page's title");
+ABSL_FLAG(std::string, title, "kvsim report", "report: the page's title");
 ABSL_FLAG(std::string, sweep_axes, "",
           "report: the two sweep axes of the heat map, X,Y (column names as in the sweep's CSV); empty = the "
           "first two");
@@ -44,7 +44,7 @@ absl::Status RunReport(const std::vector<std::string>& args, std::ostream& out) 
     sets.push_back(std::move(set));
   }
   ReportOptions options;
-  options.title = absl::GetFlag(FLAGS_report_title);
+  options.title = absl::GetFlag(FLAGS_title);
   options.sweep_metric = absl::GetFlag(FLAGS_sweep_metric);
   if (!absl::GetFlag(FLAGS_sweep_axes).empty()) {
     options.sweep_axes = absl::StrSplit(absl::GetFlag(FLAGS_sweep_axes), ',');
@@ -72,7 +72,8 @@ KVSIM_REGISTER_COMMAND(report, {
                                               "queue and batch over time, hit ratio vs capacity with Belady's bound, "
                                               "miss-ratio curves, sweep heat maps and line plots, quality and "
                                               "closed-loop curves; no script and no network.",
-                                   .flags = {"out", "labels", "report_title", "sweep_axes", "sweep_metric"},
+                                   .flags = {"out", "labels", "title", "sweep_axes", "sweep_metric"},
+                                   .flag_aliases = {{"report_title", "title"}},
                                    .run = RunReport,
                                });
 

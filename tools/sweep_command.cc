@@ -3,8 +3,12 @@
 #include <ostream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "config/experiment_config.h"
 #include "sim/sweep/sweep.h"
+#include "tools/cache_flags.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
 #include "util/progress.h"
@@ -18,6 +22,50 @@ ABSL_FLAG(std::string, shard, "0/1", "sweep: run shard i of N (points whose inde
 
 namespace kvsim {
 namespace {
+
+// Axes whose values change what a byte capacity means (the KV bytes per block) or, with
+// workload.max_requests too, a share of the trace's blocks: with one in the grid, give blocks.
+bool ChangesBytesPerBlock(const std::string& axis) {
+  return axis == "model_preset" || axis == "block_tokens" || axis == "cache.block_tokens" ||
+         absl::StartsWith(axis, "model.") || absl::StartsWith(axis, "cost_model.");
+}
+bool ChangesDistinctBlocks(const std::string& axis) {
+  return axis == "block_tokens" || axis == "cache.block_tokens" || axis == "workload.max_requests";
+}
+
+// The capacity_blocks axis as `kvsim cache --capacity` takes it (blocks, bytes, a share of the trace's
+// distinct blocks), resolved to block counts against the base config and the sweep's trace.
+absl::Status ResolveCapacityAxis(const proto::ExperimentConfig& base, const SweepOptions& sweep,
+                                 std::vector<GridAxis>* axes) {
+  GridAxis* capacity = nullptr;
+  for (GridAxis& axis : *axes) {
+    if (axis.name == "capacity_blocks") capacity = &axis;
+  }
+  if (capacity == nullptr) return absl::OkStatus();
+  const std::string what = "grid axis 'capacity_blocks'";
+  KVSIM_ASSIGN_OR_RETURN(std::vector<CapacityEntry> entries,
+                         ParseCapacityList(absl::StrJoin(capacity->values, ","), what));
+  if (!NeedsBytesPerBlock(entries) && !NeedsDistinctBlocks(entries)) return absl::OkStatus();
+  for (const GridAxis& axis : *axes) {
+    if ((NeedsBytesPerBlock(entries) && ChangesBytesPerBlock(axis.name)) ||
+        (NeedsDistinctBlocks(entries) && ChangesDistinctBlocks(axis.name))) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": bytes or a share of the trace's blocks depend on '",
+                                                     axis.name, "', which the grid varies; give blocks"));
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, ResolveExperimentConfig(base, "--config"));
+  CacheReplayOptions options;  // as the cache mode compiles the trace (sim/sweep/sweep.cc)
+  options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
+  options.max_requests = config.workload().max_requests();
+  TraceOptions trace_options;
+  trace_options.format = sweep.trace_format;
+  KVSIM_ASSIGN_OR_RETURN(
+      std::vector<int64_t> blocks,
+      CapacitiesForTrace(absl::StrJoin(capacity->values, ","), what, sweep.trace_path, trace_options, config, options));
+  capacity->values.clear();
+  for (int64_t b : blocks) capacity->values.push_back(absl::StrCat(b));
+  return absl::OkStatus();
+}
 
 absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty() && args[0] == "merge") {
@@ -45,6 +93,7 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   options.shard_index = shard.first;
   options.num_shards = shard.second;
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
+  KVSIM_RETURN_IF_ERROR(ResolveCapacityAxis(base, options, &axes));
   // Progress on a terminal only (util/progress.h); RunSweep calls it one point at a time.
   Progress progress("sweep", 0, "points", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   options.progress = [&progress](int64_t done, int64_t total) {
@@ -80,7 +129,9 @@ KVSIM_REGISTER_COMMAND(
         .details =
             "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
             "scalar ExperimentConfig field by path (eviction.s3fifo.small_queue_ratio, workload.max_requests).\n"
-            "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. Points are the\n"
+            "VALUES: a comma list; LO:HI:xF is a geometric range, LO:HI:+S an arithmetic one. capacity_blocks also\n"
+            "takes bytes (40GiB) and shares of the trace's distinct blocks (10%), as `kvsim cache --capacity`,\n"
+            "resolved to blocks (the axis column) with --config's model. Points are the\n"
             "cartesian product (last axis fastest), run on --threads threads. Each finished point is written\n"
             "atomically to DIR/points/point-NNNNNNNN.pb and skipped on a rerun, so a killed shard resumes,\n"
             "unless its inputs changed (digest of trace bytes, resolved config, point, kvsim version).\n"

@@ -1,7 +1,7 @@
 // File: traces/peer_export.h
 //
 // Writers of the trace formats other simulators read, so a kvsim trace (any importable format) can be
-// cross-checked in them. `kvsim import IN OUT --import_out_format=NAME` reaches them through
+// cross-checked in them. `kvsim import IN OUT --out_format=NAME` reaches them through
 // OpenTraceWriter (traces/trace_io.h). Each file appears only when Close() succeeds (temporary file +
 // rename).
 //

@@ -1,6 +1,7 @@
 #include "util/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -44,6 +45,14 @@ std::string FormatDouble(double value) {
   return absl::StrFormat("%.17g", value);
 }
 
+std::string RoundForReading(const std::string& cell, int significant_digits) {
+  int64_t i;
+  double d;
+  if (cell.empty() || absl::SimpleAtoi(cell, &i) || !absl::SimpleAtod(cell, &d) || !std::isfinite(d)) return cell;
+  if (std::fabs(d) >= std::pow(10.0, significant_digits)) return absl::StrFormat("%.0f", d);
+  return absl::StrFormat("%.*g", significant_digits, d);
+}
+
 Table::Table(std::vector<std::string> columns, std::vector<bool> numeric)
     : columns_(std::move(columns)), numeric_(std::move(numeric)) {
   KVSIM_CHECK(columns_.size() == numeric_.size());
@@ -80,11 +89,19 @@ Json Table::ToJsonValue() const {
   return out;
 }
 
-std::string Table::ToText() const {
+std::string Table::ToText(int significant_digits) const {
+  std::vector<std::vector<std::string>> rows = rows_;
+  if (significant_digits > 0) {
+    for (auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) {
+        if (numeric_[c]) row[c] = RoundForReading(row[c], significant_digits);
+      }
+    }
+  }
   std::vector<size_t> width(columns_.size());
   for (size_t c = 0; c < columns_.size(); ++c) {
     width[c] = columns_[c].size();
-    for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
@@ -96,7 +113,7 @@ std::string Table::ToText() const {
     return out + "\n";
   };
   std::string out = line(columns_);
-  for (const auto& row : rows_) out += line(row);
+  for (const auto& row : rows) out += line(row);
   return out;
 }
 

@@ -35,7 +35,9 @@ class Table {
   std::string ToCsv() const;
   std::string ToJson() const;  // [{"col": value, ...}, ...]\n
   Json ToJsonValue() const;    // the same array, to embed in a larger document
-  std::string ToText() const;  // columns padded to their widest cell
+  // Columns padded to their widest cell. With significant_digits > 0, numeric cells that are not integers
+  // are rounded for reading (RoundForReading); CSV and JSON keep every digit.
+  std::string ToText(int significant_digits = 0) const;
 
  private:
   std::vector<std::string> columns_;
@@ -45,6 +47,11 @@ class Table {
 
 // Shortest decimal form that reads back to the same double ("%.17g" trimmed), "0" for 0.
 std::string FormatDouble(double value);
+
+// A number cell rounded to `significant_digits` (>= 1) significant digits for a console table:
+// "0.3784512345" -> "0.3785" at 4, "1.5e-05" stays, integers ("12345") and non-numbers are returned as
+// they are, and a value of 10^digits or more is written without a fraction ("12345.6" -> "12346").
+std::string RoundForReading(const std::string& cell, int significant_digits);
 
 }  // namespace kvsim
 

@@ -17,6 +17,26 @@ TEST(TableTest, CsvJsonAndText) {
   EXPECT_EQ(t.ToText(), "name   ratio\nlru      0.5\na,\"b\"      1\n");
 }
 
+TEST(TableTest, TextRoundsNumbersToSignificantDigitsCsvKeepsThem) {
+  Table t({"policy", "hits", "hit_ratio", "note"}, {false, true, true, false});
+  t.AddRow({"lru", "123456", "0.3784512345", "0.123456"});
+  t.AddRow({"fifo", "7", "1.23456e-05", "x"});
+  t.AddRow({"sieve", "", "12345.678", "y"});
+  // Numeric non-integers only: 0.37845 -> 0.3785, 1.23456e-05 -> 1.235e-05, >= 10^4 without a fraction;
+  // the integer 123456, the empty cell and the text column stay as they are.
+  EXPECT_EQ(t.ToText(4),
+            "policy    hits  hit_ratio  note\n"
+            "lru     123456     0.3785  0.123456\n"
+            "fifo         7  1.235e-05  x\n"
+            "sieve               12346  y\n");
+  EXPECT_EQ(t.ToCsv(),
+            "policy,hits,hit_ratio,note\nlru,123456,0.3784512345,0.123456\nfifo,7,1.23456e-05,x\n"
+            "sieve,,12345.678,y\n");
+  EXPECT_EQ(RoundForReading("0.99996", 4), "1");
+  EXPECT_EQ(RoundForReading("0.5", 4), "0.5");
+  EXPECT_EQ(RoundForReading("nan", 4), "nan");
+}
+
 TEST(TableTest, MissingNumbersAreNullInJson) {
   Table t({"policy", "capacity_blocks", "heldout_error"}, {false, true, true});
   t.AddRow({"lru", "100", ""});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -68,7 +69,8 @@ absl::StatusOr<std::unique_ptr<TokenPolicy>> CreateTokenPolicy(absl::string_view
   size_t plus = spec.find('+');
   // A leaf's parameters may hold '+' (a file name): a ':' before any '+' ends the name.
   if (colon < plus) plus = absl::string_view::npos;
-  const std::string head(spec.substr(0, std::min(plus, colon)));
+  // Registered names are lower case; a name in any case is accepted (parameters keep theirs: file names).
+  const std::string head = absl::AsciiStrToLower(spec.substr(0, std::min(plus, colon)));
   if (colon < plus) {
     if (const TokenPolicyParamFactory* factory = TokenPolicyParamRegistry().Find(head)) {
       KVSIM_ASSIGN_OR_RETURN(TokenPolicyParams params, ParseParams(spec, spec.substr(colon + 1)));

@@ -21,6 +21,16 @@ TEST(TokenPolicyRegistryTest, KnowsEveryPolicy) {
   EXPECT_NE(std::find(names.begin(), names.end(), "adakv"), names.end());  // a wrapper: adakv+POLICY
 }
 
+TEST(TokenPolicyRegistryTest, NamesInAnyCase) {
+  auto policy = CreateTokenPolicy("SnapKV");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)->Name(), "snapkv");
+  auto wrapped = CreateTokenPolicy("KIVI4+H2O");
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status();
+  EXPECT_EQ((*wrapped)->Name(), "kivi4+h2o");
+  EXPECT_FALSE(CreateTokenPolicy("SNAP_KV").ok());
+}
+
 TEST(TokenPolicyRegistryTest, UnknownNameListsKnownOnes) {
   auto policy = CreateTokenPolicy("lru");
   ASSERT_FALSE(policy.ok());

@@ -28,6 +28,8 @@ proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result) {
   return p;
 }
 
+double MissRatio(double hit_ratio, bool any_access) { return any_access ? 1 - hit_ratio : 0; }
+
 Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing) {
   std::vector<std::string> columns = leading;
   std::vector<bool> numeric(leading.size(), false);
@@ -37,11 +39,13 @@ Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector
                                                            {"accesses", true},
                                                            {"hits", true},
                                                            {"hit_ratio", true},
+                                                           {"miss_ratio", true},
                                                            {"prefix_hits", true},
                                                            {"prefix_hit_ratio", true},
                                                            {"tokens", true},
                                                            {"hit_tokens", true},
                                                            {"token_hit_ratio", true},
+                                                           {"token_miss_ratio", true},
                                                            {"prefix_hit_tokens", true},
                                                            {"prefix_token_hit_ratio", true},
                                                            {"evictions", true},
@@ -63,12 +67,26 @@ Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector
 void AddCacheStatsRow(const proto::CacheRunStats& s, const std::vector<std::string>& leading, Table* table) {
   std::vector<std::string> row = leading;
   auto i = [](int64_t v) { return absl::StrCat(v); };
-  for (std::string cell :
-       {s.policy(), i(s.capacity_blocks()), i(s.requests()), i(s.accesses()), i(s.hits()), FormatDouble(s.hit_ratio()),
-        i(s.prefix_hits()), FormatDouble(s.prefix_hit_ratio()), i(s.tokens()), i(s.hit_tokens()),
-        FormatDouble(s.token_hit_ratio()), i(s.prefix_hit_tokens()), FormatDouble(s.prefix_token_hit_ratio()),
-        i(s.evictions()), i(s.bypasses()), i(s.restore_cost()), i(s.restore_cost_saved()),
-        FormatDouble(s.restore_cost_saved_ratio())}) {
+  for (std::string cell : {s.policy(),
+                           i(s.capacity_blocks()),
+                           i(s.requests()),
+                           i(s.accesses()),
+                           i(s.hits()),
+                           FormatDouble(s.hit_ratio()),
+                           FormatDouble(MissRatio(s.hit_ratio(), s.accesses() > 0)),
+                           i(s.prefix_hits()),
+                           FormatDouble(s.prefix_hit_ratio()),
+                           i(s.tokens()),
+                           i(s.hit_tokens()),
+                           FormatDouble(s.token_hit_ratio()),
+                           FormatDouble(MissRatio(s.token_hit_ratio(), s.tokens() > 0)),
+                           i(s.prefix_hit_tokens()),
+                           FormatDouble(s.prefix_token_hit_ratio()),
+                           i(s.evictions()),
+                           i(s.bypasses()),
+                           i(s.restore_cost()),
+                           i(s.restore_cost_saved()),
+                           FormatDouble(s.restore_cost_saved_ratio())}) {
     row.push_back(std::move(cell));
   }
   row.resize(table->columns().size());  // trailing columns stay empty

@@ -22,9 +22,14 @@ namespace kvsim {
 
 proto::CacheRunStats CacheRunStatsToProto(const CacheRunResult& result);
 
+// The miss ratio printed beside a hit ratio: 1 - hit_ratio, or 0 when nothing was accessed (a run without
+// accesses has neither hits nor misses, and its hit ratio is 0 too).
+double MissRatio(double hit_ratio, bool any_access);
+
 // A table with `leading` columns (strings, e.g. grid coordinates) followed by the statistics columns:
-// policy, capacity_blocks, requests, accesses, hits, hit_ratio, prefix_hits, prefix_hit_ratio, tokens,
-// hit_tokens, token_hit_ratio, prefix_hit_tokens, prefix_token_hit_ratio, evictions, bypasses.
+// policy, capacity_blocks, requests, accesses, hits, hit_ratio, miss_ratio, prefix_hits, prefix_hit_ratio,
+// tokens, hit_tokens, token_hit_ratio, token_miss_ratio, prefix_hit_tokens, prefix_token_hit_ratio, evictions,
+// bypasses, restore_cost, restore_cost_saved, restore_cost_saved_ratio.
 // `trailing` names numeric columns after the cache statistics (e.g. a sweep's replay summary), left
 // empty by AddCacheStatsRow.
 Table CacheStatsTable(const std::vector<std::string>& leading, const std::vector<std::string>& trailing = {});

@@ -72,8 +72,7 @@ absl::Status ParseQualityBudgets(const std::string& text, QualityOptions* option
 
 absl::Status SetQualityAttentionMib(int64_t attention_mib, QualityOptions* options) {
   if (attention_mib < 1 || attention_mib > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--quality_attention_mib=", attention_mib, ": must be in [1, 2^30]"));
+    return absl::InvalidArgumentError(absl::StrCat("--attention_mib=", attention_mib, ": must be in [1, 2^30]"));
   }
   options->max_attention_bytes = attention_mib << 20;
   return absl::OkStatus();
@@ -82,7 +81,7 @@ absl::Status SetQualityAttentionMib(int64_t attention_mib, QualityOptions* optio
 absl::StatusOr<QualityResults> EvaluateQualityTrace(const std::string& trace_path, const QualityOptions& options,
                                                     int64_t max_samples,
                                                     const std::function<void(int64_t, int64_t)>& progress) {
-  if (max_samples < 0) return absl::InvalidArgumentError("--quality_max_samples must be >= 0");
+  if (max_samples < 0) return absl::InvalidArgumentError("--max_samples must be >= 0");
   KVSIM_ASSIGN_OR_RETURN(auto reader, AttentionTraceReader::Open(trace_path));
   KVSIM_ASSIGN_OR_RETURN(auto evaluator, QualityEvaluator::Create(reader->header(), options));
   int64_t count = reader->num_samples();
