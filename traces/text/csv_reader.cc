@@ -71,7 +71,15 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& pa
     return absl::InvalidArgumentError(absl::StrCat(path, ":1: expected a CSV header line, found an empty file"));
   }
   for (absl::string_view field : csv->fields_) {
-    csv->header_.emplace_back(TrimSpaces(field));
+    const absl::string_view name = TrimSpaces(field);
+    for (size_t i = 0; i < csv->header_.size(); ++i) {
+      if (!name.empty() && csv->header_[i] == name) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", csv->record_line_, ": column '", name.substr(0, 60),
+                                                       "' appears twice in the header (columns ", i + 1, " and ",
+                                                       csv->header_.size() + 1, "); each column name may appear once"));
+      }
+    }
+    csv->header_.emplace_back(name);
   }
   return csv;
 }

@@ -29,7 +29,9 @@ namespace kvsim {
 
 class CsvReader {
  public:
-  // Opens `path` and reads its header. NotFound if missing; InvalidArgument if it has no header line.
+  // Opens `path` and reads its header. NotFound if missing; InvalidArgument if it has no header line or
+  // a column name (after trimming spaces) appears twice in it, naming the column and both positions
+  // (a lookup by name would silently take one of them). Unnamed (empty) columns may repeat: no name finds them.
   static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path,
                                                          size_t buffer_bytes = size_t{1} << 20);
 
