@@ -70,7 +70,7 @@ TEST(AzureReaderTest, BadRowsNameFileLineAndColumn) {
       {"empty.csv", "", "empty.csv:1: expected a CSV header line"},
       // Every value valid: without the check the first ContextTokens column was taken and the second ignored.
       {"dupcol.csv", "TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n2023-11-16 18:17:03.9799600,4808,10,5\n",
-       "dupcol.csv:1: column 'ContextTokens' appears twice in the header (columns 2 and 4)"},
+       "dupcol.csv:1:4: duplicated column 'ContextTokens' (first in column 2)"},
   };
   for (const Case& c : cases) {
     auto requests = ReadAzure(WriteTempFile(c.name, c.contents));

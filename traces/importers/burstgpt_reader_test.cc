@@ -73,7 +73,7 @@ TEST(BurstGptReaderTest, BadRowsNameLineAndColumn) {
       // Every value valid; the names match after trimming spaces, as lookups do.
       {"dupcol.csv",
        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type, Model\n1,ChatGPT,1,1,2,API log,GPT-4\n",
-       "dupcol.csv:1: column 'Model' appears twice in the header (columns 2 and 7)"},
+       "dupcol.csv:1:7: duplicated column 'Model' (first in column 2)"},
   };
   for (const Case& c : cases) {
     auto reader = OpenBurstGptTrace(WriteTempFile(c.name, c.contents), {});
