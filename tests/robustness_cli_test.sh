@@ -95,4 +95,23 @@ for sig in TERM INT; do
   ! compgen -G "$tmp/long.kvt*" >/dev/null || fail "SIG$sig left $(ls "$tmp"/long.kvt*)"
 done
 
+# SIGKILL cannot be caught: its OUT.tmp.<pid> stays until the next run writing into the same folder
+# removes it (the pid no longer running, the file unmodified for 10 minutes).
+mkdir -p "$tmp/runs"
+"$kvsim" gen --spec="$tmp/long.txtpb" --out="$tmp/runs/long.kvt" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do compgen -G "$tmp/runs/long.kvt.tmp.*" >/dev/null && break; sleep 0.05; done
+kill -s KILL "$pid"
+wait "$pid" 2>/dev/null
+stale="$tmp/runs/long.kvt.tmp.$pid"
+[ -f "$stale" ] || fail "SIGKILL left no temporary file $stale to clean"
+cp "$stale" "$tmp/runs/recent.kvt.tmp.$pid"  # as recent as a live writer's on another host: kept
+touch -d '11 minutes ago' "$stale"
+sed 's/num_requests: 50000/num_requests: 100/' presets/workloads/chat.textproto >"$tmp/short.txtpb"
+expect 0 "$kvsim" gen --spec="$tmp/short.txtpb" --out="$tmp/runs/short.kvt"
+[ ! -e "$stale" ] || fail "the next run into $tmp/runs left the stale $stale"
+has "removed $stale, a temporary file left by a kvsim run that is no longer running" err
+[ -f "$tmp/runs/recent.kvt.tmp.$pid" ] || fail "a temporary modified just now was removed"
+[ -f "$tmp/runs/short.kvt" ] || fail "gen wrote no $tmp/runs/short.kvt"
+
 finish

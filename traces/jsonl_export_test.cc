@@ -161,6 +161,20 @@ TEST(JsonlExportTest, BadRecordsNameLineAndField) {
        "{\"kvsim_trace\": 1, \"block_tokens\": 16}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 24, "
        "\"output_tokens\": 2, \"block_tokens\": 16, \"block_hashes\": [1, 2, 3]}\n",
        "hashes.jsonl:2: block_hashes: 3 ids for 24 input tokens; expected 2 (blocks of 16 tokens)"},
+      // Duplicate keys, each value valid alone: in a record, in a nested tool call, in the header.
+      {"dupkey.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, "
+       "\"input_tokens\": 4}\n",
+       "dupkey.jsonl:2: duplicate key \"input_tokens\""},
+      {"duptool.jsonl",
+       "{\"kvsim_trace\": 1}\n{\"request_id\": 1, \"arrival_ns\": 0, \"input_tokens\": 3, \"output_tokens\": 2, "
+       "\"tool_calls\": [{\"name\": \"a\", \"duration_ns\": 5}, {\"name\": \"b\", \"duration_ns\": 5, "
+       "\"duration_ns\": 6}]}\n",
+       "duptool.jsonl:2: tool_calls[1]: duplicate key \"duration_ns\""},
+      {"duphead.jsonl",
+       "{\"kvsim_trace\": 1, \"block_tokens\": 16, \"block_tokens\": 0}\n{\"request_id\": 1, \"arrival_ns\": 0, "
+       "\"input_tokens\": 3, \"output_tokens\": 2}\n",
+       "duphead.jsonl:1: duplicate key \"block_tokens\""},
   };
   for (const Case& c : cases) {
     TraceOptions options;

@@ -1,7 +1,5 @@
 #include "traces/peer_export.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -25,15 +23,20 @@ class TempFile {
   ~TempFile() {
     if (file_ != nullptr) {
       std::fclose(file_);
+      ForgetTempPath(tmp_);
       std::remove(tmp_.c_str());
     }
   }
 
   absl::Status Open(const std::string& path) {
     path_ = path;
-    tmp_ = absl::StrCat(path, ".tmp.", getpid());
+    tmp_ = TempPathFor(path);
     file_ = std::fopen(tmp_.c_str(), "wb");
-    if (file_ == nullptr) return absl::InternalError(absl::StrCat(tmp_, ": cannot create: ", std::strerror(errno)));
+    if (file_ == nullptr) {
+      const int error = errno;
+      ForgetTempPath(tmp_);
+      return absl::InternalError(absl::StrCat(tmp_, ": cannot create: ", std::strerror(error)));
+    }
     return absl::OkStatus();
   }
 

@@ -1,19 +1,25 @@
 #include "util/file.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "util/status_macros.h"
@@ -64,11 +70,71 @@ void InstallTempFileHandlers() {
   }
 }
 
+// The folder holding `path` ("." for a bare name).
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// The pid in a name <name>.tmp.<pid>, or 0 if the name is not of that form.
+pid_t TempFilePid(absl::string_view name) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == absl::string_view::npos || at == 0) return 0;
+  const absl::string_view digits = name.substr(at + 5);
+  if (digits.empty() || digits.size() > 10) return 0;
+  for (char c : digits) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return 0;
+  }
+  int64_t pid = 0;
+  if (!absl::SimpleAtoi(digits, &pid) || pid <= 0 || pid > INT32_MAX) return 0;
+  return static_cast<pid_t>(pid);
+}
+
+// Cleans each folder once per process: the first temporary written into it.
+void RemoveStaleTempFilesOnce(const std::string& path) {
+  static std::mutex mutex;
+  static auto* cleaned = new absl::flat_hash_set<std::string>();
+  const std::string dir = FolderOf(path);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!cleaned->insert(dir).second) return;
+  }
+  for (const std::string& removed : RemoveStaleTempFiles(dir)) {
+    std::fprintf(stderr, "note: removed %s, a temporary file left by a kvsim run that is no longer running\n",
+                 removed.c_str());
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> RemoveStaleTempFiles(const std::string& dir, int64_t min_age_seconds) {
+  std::vector<std::string> removed;
+  DIR* folder = opendir(dir.c_str());
+  if (folder == nullptr) return removed;
+  const pid_t self = getpid();
+  const uid_t user = geteuid();
+  const time_t now = time(nullptr);
+  while (const dirent* entry = readdir(folder)) {
+    const pid_t pid = TempFilePid(entry->d_name);
+    if (pid == 0 || pid == self) continue;
+    const std::string path = dir == "/" ? absl::StrCat("/", entry->d_name) : absl::StrCat(dir, "/", entry->d_name);
+    struct stat info;
+    if (lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != user) continue;
+    if (now - info.st_mtime < min_age_seconds) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to signal: alive too)
+    if (unlink(path.c_str()) == 0) removed.push_back(path);
+  }
+  closedir(folder);
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
 
 std::string TempPathFor(const std::string& path) {
   static std::once_flag installed;
   std::call_once(installed, InstallTempFileHandlers);
+  RemoveStaleTempFilesOnce(path);
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   if (tmp.size() >= kTempPathBytes) return tmp;  // too long to register (the OS refuses it anyway)
   for (int i = 0; i < kTempSlots; ++i) {

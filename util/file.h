@@ -49,7 +49,26 @@ absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::
 // it. The name is registered: if the process is ended by SIGINT or SIGTERM (a handler installed on first
 // use, where the signal still has its default action) every registered temporary file is removed before
 // the process dies of the signal. CommitTempFile and the atomic writers unregister it.
+// A process killed outright (SIGKILL, a crash, power loss) cannot clean up, so the first TempPathFor()
+// into a folder in each process also removes the stale temporaries there (RemoveStaleTempFiles with the
+// default age), noting each removed file on stderr.
 std::string TempPathFor(const std::string& path);
+
+// How long a temporary file must have gone unmodified before RemoveStaleTempFiles takes it for stale.
+// The pid check below only speaks for this host's processes; the age keeps a folder shared with another
+// host (or another pid namespace) safe for a writer there that is alive and writing.
+inline constexpr int64_t kStaleTempMinAgeSeconds = 600;
+
+// Removes from the folder `dir` the temporary files that kvsim runs which died without cleaning up left
+// behind, and returns their paths (sorted). A file is taken for such a temporary only if all hold:
+//   - its name is <name>.tmp.<pid> (<name> non-empty, <pid> decimal digits), as TempPathFor names them;
+//   - it is a regular file (not a link or folder) owned by this user;
+//   - <pid> is not this process and no process with that id exists on this host (kill(pid, 0) says
+//     ESRCH; a pid reused by a live process keeps the file: the check errs on the side of keeping);
+//   - it was last modified at least `min_age_seconds` ago.
+// Best effort: an unreadable folder or a file that cannot be removed is left as it is, without an error.
+std::vector<std::string> RemoveStaleTempFiles(const std::string& dir,
+                                              int64_t min_age_seconds = kStaleTempMinAgeSeconds);
 
 // Removes `tmp` from the temporaries a signal removes (after the writer renamed or removed it itself).
 void ForgetTempPath(const std::string& tmp);

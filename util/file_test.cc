@@ -1,9 +1,16 @@
 #include "util/file.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utime.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -108,6 +115,73 @@ TEST(FileTest, WriteFilesAtomicallyWritesAllOrNone) {
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*ReadFile(dir + "/a"), "1");
   EXPECT_EQ(CountEntries(dir), 3);  // a, b, c: no temporary file left
+}
+
+// The id of a process that has exited (forked, reaped): no process has it until the kernel reuses it.
+pid_t DeadPid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+// Writes `path` (directly: a write through TempPathFor would clean the folder before the test's own
+// write does) with a modification time `age_seconds` in the past.
+void Plant(const std::string& path, int64_t age_seconds) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr) << path;
+  std::fputs("partial", file);
+  std::fclose(file);
+  struct utimbuf times;
+  times.actime = times.modtime = time(nullptr) - age_seconds;
+  ASSERT_EQ(utime(path.c_str(), &times), 0) << path;
+}
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return lstat(path.c_str(), &info) == 0;
+}
+
+TEST(FileTest, StaleTemporariesOfDeadRunsAreRemovedByTheNextWriteIntoTheFolder) {
+  const std::string dir = TempDir() + "/stale";
+  ASSERT_TRUE(MakeDirectories(dir + "/folder.tmp.1").ok());
+  const std::string dead = std::to_string(DeadPid());
+  const std::string live = std::to_string(getppid());  // the test runner: alive while we run
+  const std::string self = std::to_string(getpid());
+  const int64_t old = kStaleTempMinAgeSeconds + 60;
+  // Removed: a dead writer's temporaries, of this output and of another one in the same folder.
+  Plant(dir + "/out.csv.tmp." + dead, old);
+  Plant(dir + "/trace.kvt.tmp." + dead, old);
+  // Kept: a live process's, this process's own, a recent one (maybe a live writer on another host),
+  // names that are not <name>.tmp.<pid>, a folder of that form.
+  Plant(dir + "/other.csv.tmp." + live, old);
+  Plant(dir + "/mine.csv.tmp." + self, old);
+  Plant(dir + "/recent.csv.tmp." + dead, kStaleTempMinAgeSeconds / 2);
+  Plant(dir + "/notes.tmp.v2", old);
+  Plant(dir + "/.tmp." + dead, old);
+  Plant(dir + "/out.csv.tmp." + dead + "x", old);
+  ASSERT_EQ(CountEntries(dir), 9);
+
+  ASSERT_TRUE(WriteFileAtomically(dir + "/out.csv", "done").ok());
+  EXPECT_EQ(*ReadFile(dir + "/out.csv"), "done");
+  EXPECT_FALSE(Exists(dir + "/out.csv.tmp." + dead));
+  EXPECT_FALSE(Exists(dir + "/trace.kvt.tmp." + dead));
+  for (const std::string& kept :
+       {"/other.csv.tmp." + live, "/mine.csv.tmp." + self, "/recent.csv.tmp." + dead, std::string("/notes.tmp.v2"),
+        "/.tmp." + dead, "/out.csv.tmp." + dead + "x", std::string("/folder.tmp.1")}) {
+    EXPECT_TRUE(Exists(dir + kept)) << kept;
+  }
+  EXPECT_EQ(CountEntries(dir), 8);  // 9 - 2 removed + out.csv
+
+  // With no minimum age the recent one goes too; the others stay.
+  EXPECT_EQ(RemoveStaleTempFiles(dir, 0), std::vector<std::string>{dir + "/recent.csv.tmp." + dead});
+  EXPECT_TRUE(RemoveStaleTempFiles(dir, 0).empty());
+  EXPECT_EQ(CountEntries(dir), 7);
+}
+
+TEST(FileTest, RemoveStaleTempFilesOfAMissingFolderRemovesNothing) {
+  EXPECT_TRUE(RemoveStaleTempFiles(TempDir() + "/no-such-folder", 0).empty());
 }
 
 }  // namespace

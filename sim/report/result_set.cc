@@ -229,7 +229,10 @@ double CsvTable::Number(size_t row, int column) const {
 }
 
 absl::StatusOr<CsvTable> ReadCsvTable(const std::string& path) {
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
+  // Sweep tables written before the grid coordinates were prefixed axis.NAME repeat names such as policy
+  // (a grid coordinate and a metric); SweepMetricColumn tells them apart by position.
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv,
+                         CsvReader::Open(path, size_t{1} << 20, CsvReader::RepeatedColumns::kAllow));
   CsvTable t;
   t.path = path;
   t.header = csv->header();

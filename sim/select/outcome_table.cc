@@ -54,14 +54,7 @@ absl::StatusOr<OutcomeTable> ReadOutcomeTable(const std::string& path, const pro
   for (const proto::SelectCandidate& c : set.candidate()) table.candidates.push_back(c.name());
   const int num_candidates = table.num_candidates();
 
-  for (int i = 0; i < static_cast<int>(csv->header().size()); ++i) {
-    for (int j = 0; j < i; ++j) {
-      if (absl::StripAsciiWhitespace(csv->header()[i]) == absl::StripAsciiWhitespace(csv->header()[j])) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":1:", i + 1, ": duplicated column '", csv->header()[i],
-                                                       "' (first in column ", j + 1, ")"));
-      }
-    }
-  }
+  // A repeated column name: refused by CsvReader::Open.
   // Columns: the fixed ones, then input/output tokens, then every other column as a feature.
   std::vector<int> fixed;
   for (const char* name : kFixedColumns) {

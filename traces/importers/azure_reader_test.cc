@@ -68,6 +68,9 @@ TEST(AzureReaderTest, BadRowsNameFileLineAndColumn) {
       {"column.csv", "TIMESTAMP,ContextTokens,Tokens\n" + ok, "column.csv:1: expected a column 'GeneratedTokens'"},
       {"headeronly.csv", header, "headeronly.csv: expected at least one record"},
       {"empty.csv", "", "empty.csv:1: expected a CSV header line"},
+      // Every value valid: without the check the first ContextTokens column was taken and the second ignored.
+      {"dupcol.csv", "TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n2023-11-16 18:17:03.9799600,4808,10,5\n",
+       "dupcol.csv:1:4: duplicated column 'ContextTokens' (first in column 2)"},
   };
   for (const Case& c : cases) {
     auto requests = ReadAzure(WriteTempFile(c.name, c.contents));

@@ -105,6 +105,11 @@ TEST(BailianReaderTest, BadRecordsNameLineAndField) {
        "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": \"0\", \"input_length\": 1, \"output_length\": 1, "
        "\"hash_ids\": [5]}\n",
        "time.jsonl:1: timestamp: expected a number, got \"0\""},
+      // Both values valid: without the check the second chat_id (2) was taken.
+      {"dupkey.jsonl",
+       ok + "{\"chat_id\": 3, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"chat_id\": 2, "
+            "\"output_length\": 1, \"hash_ids\": [5]}\n",
+       "dupkey.jsonl:2: duplicate key \"chat_id\""},
   };
   for (const Case& c : cases) {
     auto reader = OpenBailianTrace(WriteTempFile(c.name, c.contents), {});

@@ -70,6 +70,10 @@ TEST(BurstGptReaderTest, BadRowsNameLineAndColumn) {
       {"neg.csv", header + "1,ChatGPT,-1,1,2,API log\n", "neg.csv:2: Request tokens: expected an integer in [1, "},
       {"nomodel.csv", "Timestamp,Request tokens,Response tokens,Total tokens,Log Type\n1,1,1,2,API log\n",
        "nomodel.csv:1: expected a column 'Model'"},
+      // Every value valid; the names match after trimming spaces, as lookups do.
+      {"dupcol.csv",
+       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type, Model\n1,ChatGPT,1,1,2,API log,GPT-4\n",
+       "dupcol.csv:1:7: duplicated column 'Model' (first in column 2)"},
   };
   for (const Case& c : cases) {
     auto reader = OpenBurstGptTrace(WriteTempFile(c.name, c.contents), {});

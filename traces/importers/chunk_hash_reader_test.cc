@@ -107,6 +107,9 @@ TEST(ChunkHashReaderTest, RefusesAtTheRecordsLine) {
       {"{\"timestamp\": \"x\", \"input_length\": 2, \"output_length\": 1, \"hash_ids\": [1]}", ":2: timestamp"},
       {"{\"timestamp\": \"2\", \"input_length\": 2, \"output_length\": 1, \"hash_ids\": [1.5]}", ":2: hash_ids[0]"},
       {"{\"timestamp\": \"2\", \"input_length\": 2, \"hash_ids\": [1]}", ":2: output_length"},
+      // Both values valid: without the check the last timestamp was taken.
+      {"{\"timestamp\": \"2\", \"input_length\": 2, \"output_length\": 1, \"hash_ids\": [1], \"timestamp\": \"3\"}",
+       ":2: duplicate key \"timestamp\""},
   };
   for (const Bad& bad : cases) {
     const std::string path = WriteTempFile(

@@ -105,6 +105,21 @@ TEST(HashedReaderTest, BlockSizeFromOptionsAndErrors) {
             absl::string_view::npos);
 }
 
+TEST(HashedReaderTest, DuplicateKeysAreRefusedNotResolved) {
+  // Both hash lists fit 3 tokens in blocks of 2: without the check the reader took the last one.
+  const std::string path = WriteTempFile(
+      "dupkey.jsonl",
+      "{\"timestamp\": 5, \"input_length\": 3, \"output_length\": 1, \"block_size\": 2, \"hash_ids\": [1, 2]}\n"
+      "{\"timestamp\": 6, \"input_length\": 3, \"output_length\": 1, \"block_size\": 2, \"hash_ids\": [1, 2], "
+      "\"hash_ids\": [3, 4]}\n");
+  auto reader = OpenHashedTrace(path, {});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto requests = ReadAll(**reader);
+  EXPECT_EQ(requests.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(requests.status().message().find("dupkey.jsonl:2: duplicate key \"hash_ids\""), absl::string_view::npos)
+      << requests.status();
+}
+
 TEST(HashedReaderTest, Detection) {
   EXPECT_TRUE(LooksLikeHashed("{\"timestamp\": \"17\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}"));
   EXPECT_TRUE(LooksLikeHashed("{\"timestamp\": 17, \"block_size\": 16, \"hash_ids\": [1]}"));

@@ -147,11 +147,13 @@ class KvsimJsonlSource final : public JsonlSource {
     if (value.get_array().get(array) != simdjson::SUCCESS) {
       return JsonFieldError("tool_calls", "an array of {\"name\", \"duration_ns\"} objects", value);
     }
+    size_t index = 0;
     for (simdjson::dom::element call : array) {
       simdjson::dom::object object;
       if (call.get_object().get(object) != simdjson::SUCCESS) {
         return JsonFieldError("tool_calls[]", "an object", call);
       }
+      KVSIM_RETURN_IF_ERROR(JsonUniqueKeys(object, absl::StrCat("tool_calls[", index++, "]: ")));
       ToolCall& out = r->tool_calls.emplace_back();
       for (auto [key, field] : object) {
         if (key == "name") {
@@ -185,6 +187,9 @@ absl::StatusOr<int32_t> ReadHeader(const std::string& path) {
   simdjson::dom::object object;
   if (parser.parse(line.data(), line.size(), false).get(object) != simdjson::SUCCESS) {
     return absl::InvalidArgumentError(absl::StrCat(where, "expected the header object {\"kvsim_trace\": 1, ...}"));
+  }
+  if (absl::Status unique = JsonUniqueKeys(object); !unique.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, unique.message()));
   }
   int64_t version = 0, block_tokens = 0;
   simdjson::dom::element value;

@@ -117,6 +117,25 @@ TEST(MooncakeReaderTest, BadRecordsNameFileLineAndField) {
   ExpectError("csv.jsonl", "TIMESTAMP,ContextTokens,GeneratedTokens\n", "csv.jsonl:1: expected one JSON object");
 }
 
+TEST(MooncakeReaderTest, DuplicateKeysAreRefusedNotResolved) {
+  // Each value alone is valid: without the check the reader took the last one (5 output tokens).
+  const std::string ok = "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n";
+  ExpectError("dupkey.jsonl",
+              ok + "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"output_length\": 5, "
+                   "\"hash_ids\": [1]}\n",
+              "dupkey.jsonl:2: duplicate key \"output_length\"");
+  // The same key spelled with an escape is the same key.
+  ExpectError("escaped.jsonl",
+              "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1], "
+              "\"hash_\\u0069ds\": [2]}\n",
+              "escaped.jsonl:1: duplicate key \"hash_ids\"");
+  // An unknown key repeated is still ambiguous input.
+  ExpectError("extra.jsonl",
+              "{\"timestamp\": 0, \"x\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1], "
+              "\"x\": 2}\n",
+              "extra.jsonl:1: duplicate key \"x\"");
+}
+
 TEST(MooncakeReaderTest, DetectsMooncakeButNotBailianOrCsv) {
   EXPECT_TRUE(
       LooksLikeMooncake("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n{\"tim"));

@@ -38,5 +38,19 @@ TEST(VidurReaderTest, BadValueNamesLineAndColumn) {
       << status;
 }
 
+TEST(VidurReaderTest, DuplicateColumnIsRefusedNamingIt) {
+  // Every value valid: without the check the first num_prefill_tokens column (1) was taken, the second (2) ignored.
+  auto reader = OpenVidurTrace(WriteTempFile("dupcol.csv",
+                                             "\n"
+                                             "arrived_at,num_prefill_tokens,num_decode_tokens,num_prefill_tokens\n"
+                                             "0,1,1,2\n"),
+                               {});
+  const absl::Status status = reader.ok() ? ReadAll(**reader).status() : reader.status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("dupcol.csv:2:4: duplicated column 'num_prefill_tokens' (first in column 2)"),
+            absl::string_view::npos)
+      << status;
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -58,7 +58,8 @@ std::string Unquote(absl::string_view raw, std::string* out, std::vector<size_t>
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, size_t buffer_bytes) {
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, size_t buffer_bytes,
+                                                           RepeatedColumns repeated) {
   auto lines = LineReader::Open(path, buffer_bytes);
   if (!lines.ok()) return lines.status();
   std::unique_ptr<CsvReader> csv(new CsvReader(std::move(lines).value()));
@@ -71,7 +72,15 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& pa
     return absl::InvalidArgumentError(absl::StrCat(path, ":1: expected a CSV header line, found an empty file"));
   }
   for (absl::string_view field : csv->fields_) {
-    csv->header_.emplace_back(TrimSpaces(field));
+    const absl::string_view name = TrimSpaces(field);
+    for (size_t i = 0; i < csv->header_.size(); ++i) {
+      if (repeated == RepeatedColumns::kRefuse && !name.empty() && csv->header_[i] == name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", csv->record_line_, ":", csv->header_.size() + 1, ": duplicated column '", name.substr(0, 60),
+            "' (first in column ", i + 1, "); each column name may appear once in the header"));
+      }
+    }
+    csv->header_.emplace_back(name);
   }
   return csv;
 }

@@ -29,9 +29,18 @@ namespace kvsim {
 
 class CsvReader {
  public:
-  // Opens `path` and reads its header. NotFound if missing; InvalidArgument if it has no header line.
-  static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path,
-                                                         size_t buffer_bytes = size_t{1} << 20);
+  // Whether a column name may appear twice in the header.
+  enum class RepeatedColumns {
+    kRefuse,  // an error: a lookup by name would silently take one of them
+    kAllow,   // Column() finds the first; for tables that repeat names by design (see sim/report)
+  };
+
+  // Opens `path` and reads its header. NotFound if missing; InvalidArgument if it has no header line, or
+  // (with kRefuse) a column name, after trimming spaces, appears twice in it:
+  // "<path>:<line>:<column>: duplicated column '<name>' (first in column <first>); ...". Unnamed (empty)
+  // columns may repeat: no name finds them.
+  static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path, size_t buffer_bytes = size_t{1} << 20,
+                                                         RepeatedColumns repeated = RepeatedColumns::kRefuse);
 
   // Splits one CSV record held entirely in `text` (no continuation lines) into unquoted fields; used for
   // format detection on a file's first line. False on malformed quoting.

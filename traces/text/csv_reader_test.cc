@@ -69,6 +69,23 @@ TEST(CsvReaderTest, TextAfterAClosingQuoteIsAnError) {
   EXPECT_NE((*csv)->status().message().find("after.csv:2: expected ','"), absl::string_view::npos) << (*csv)->status();
 }
 
+TEST(CsvReaderTest, RepeatedColumnNameIsRefusedButUnnamedColumnsMayRepeat) {
+  auto twice = CsvReader::Open(WriteTempFile("twice.csv", "a,\"b\",c,b \n1,2,3,4\n"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("twice.csv:1:4: duplicated column 'b' (first in column 2)"),
+            absl::string_view::npos)
+      << twice.status();
+  // Allowed where asked for: the lookup finds the first.
+  auto allowed = CsvReader::Open(WriteTempFile("allowed.csv", "a,\"b\",c,b \n1,2,3,4\n"), size_t{1} << 20,
+                                 CsvReader::RepeatedColumns::kAllow);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ((*allowed)->Column("b"), 1);
+  auto unnamed = CsvReader::Open(WriteTempFile("unnamed.csv", "a,,b,\n1,2,3,4\n"));
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status();
+  EXPECT_EQ((*unnamed)->Column("b"), 2);
+}
+
 TEST(CsvReaderTest, EmptyFileHasNoHeader) {
   const std::string path = WriteTempFile("empty.csv", "\n\n");
   auto csv = CsvReader::Open(path);

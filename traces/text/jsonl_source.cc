@@ -1,7 +1,11 @@
 #include "traces/text/jsonl_source.h"
 
+#include <algorithm>
+#include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 
 namespace kvsim {
@@ -49,7 +53,8 @@ bool JsonlSource::Next(Request* request) {
       status = absl::InvalidArgumentError(
           absl::StrCat("expected one JSON object per line, got ", Shorten(simdjson::minify(element))));
     } else {
-      status = ParseObject(object, request);
+      status = JsonUniqueKeys(object);
+      if (status.ok()) status = ParseObject(object, request);
     }
   }
   if (!status.ok()) {
@@ -60,6 +65,35 @@ bool JsonlSource::Next(Request* request) {
 }
 
 std::string JsonlSource::position() const { return absl::StrCat(lines_->path(), ":", lines_->line_number()); }
+
+absl::Status JsonUniqueKeys(simdjson::dom::object object, absl::string_view where) {
+  // Records have a handful of keys: a linear scan of the keys so far, and a hash set past kLinear keys
+  // (so an adversarial line with many keys stays linear in its size).
+  constexpr size_t kLinear = 32;
+  absl::InlinedVector<std::string_view, kLinear> keys;
+  absl::flat_hash_set<std::string_view> many;
+  for (auto [key, value] : object) {
+    bool seen = false;
+    if (many.empty()) {
+      seen = std::find(keys.begin(), keys.end(), key) != keys.end();
+      if (!seen && keys.size() < kLinear) {
+        keys.push_back(key);
+      } else if (!seen) {
+        many.insert(keys.begin(), keys.end());
+        many.insert(key);
+      }
+    } else {
+      seen = !many.insert(key).second;
+    }
+    if (seen) {
+      std::string shown(key.substr(0, 60));
+      if (key.size() > 60) shown += "...";
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "duplicate key \"", shown, "\" (each key may appear once per object)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status JsonFieldError(absl::string_view field, absl::string_view expected, simdjson::dom::element value) {
   return absl::InvalidArgumentError(

@@ -8,6 +8,11 @@
 // The field helpers below produce the "<field>: ..." part; they accept exactly the JSON type the format
 // specifies (an integer field given 1.5 or "7" is an error, not a silent conversion).
 //
+// A key that appears twice in one line's object is an error ("<path>:<line>: duplicate key \"k\" ..."),
+// checked before ParseObject() sees the object: JSON leaves duplicates undefined and readers disagree
+// (first or last value), so kvsim takes neither. A format that reads nested objects checks each one with
+// JsonUniqueKeys().
+//
 // Example (a format's source):
 //   class MySource final : public JsonlSource {
 //     absl::Status ParseObject(simdjson::dom::object object, Request* request) override {
@@ -58,6 +63,11 @@ class JsonlSource : public RecordSource {
   simdjson::dom::parser parser_;
   absl::Status status_;
 };
+
+// OK if no key appears twice in `object` (keys compared after unescaping, so "a" and "\u0061" are the same
+// key); else InvalidArgument "<where>duplicate key \"<key>\" (each key may appear once per object)".
+// `where` prefixes the message, e.g. "tool_calls[2]: " (empty for a line's top-level object).
+absl::Status JsonUniqueKeys(simdjson::dom::object object, absl::string_view where = "");
 
 // The error "<field>: expected <expected>, got <the value as JSON, shortened>".
 absl::Status JsonFieldError(absl::string_view field, absl::string_view expected, simdjson::dom::element value);
