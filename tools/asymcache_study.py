@@ -335,19 +335,23 @@ def write_report(args, cells, variants, baselines, rows, ratios, parts_rows):
             lines.append("| %s | %s |" % (v, " | ".join(cells_)))
         lines.append("")
     open(os.path.join(args.out, "report.md"), "w").write("\n".join(lines))
-    # The heat map: TTFT ratio against vllm-v1, cell x variant, as a sweep table `kvsim report` plots.
-    heat = os.path.join(args.out, "ttft_ratio_vs_vllm.csv")
-    with open(heat, "w", newline="") as f:
+    # The heat map: TTFT ratio against vllm-v1, cell x variant, as a sweep table (axes before `point`) that
+    # `kvsim report` plots; run in --out so the page names the table by its file name only.
+    with open(os.path.join(args.out, "ttft_ratio_vs_vllm.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["point", "cell", "variant", "ttft_ratio"])
+        w.writerow(["variant", "cell", "point", "ttft_ratio", "tpot_ratio"])
         i = 0
         for r in ratios:
             if r["baseline"] == "vllm-v1" and r["ttft_ratio"] != "":
-                w.writerow([i, r["cell"], r["variant"], "%.6g" % r["ttft_ratio"]])
+                w.writerow([r["variant"], r["cell"], i, "%.6g" % r["ttft_ratio"],
+                            "%.6g" % r["tpot_ratio"] if r["tpot_ratio"] != "" else ""])
                 i += 1
-    run([args.kvsim, "report", heat, "--out=" + os.path.join(args.out, "report.html"), "--sweep_axes=variant,cell",
-         "--sweep_metric=ttft_ratio", "--report_title=AsymCache study: TTFT ratio vs vllm-v1"])
-
+    done = subprocess.run([os.path.abspath(args.kvsim), "report", "ttft_ratio_vs_vllm.csv", "--out=report.html",
+                           "--sweep_axes=variant,cell", "--sweep_metric=ttft_ratio",
+                           "--report_title=AsymCache study: mean TTFT of vllm-v1 / variant"],
+                          cwd=args.out, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit("kvsim report failed: " + done.stderr)
 
 if __name__ == "__main__":
     main()
