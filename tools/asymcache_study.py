@@ -8,7 +8,9 @@ specs). Cells, one factor at a time around the RAG centre point (8K context, 16-
   rag       shared documents (Zipf-popular, 512 tokens each) retrieved in random order after a system
             prompt, so a document's KV reappears at different positions: non-prefix reuse. Written here as a
             chunk_hash trace of content hashes (replayed --chain_hashes=false: a block is the same wherever
-            it sits). Axes: context 2K-128K, block size, cache pressure, model and GPU.
+            it sits). Poisson arrivals at rag_load x the requests/s one replica could prefill with no reuse
+            (a one-request probe per context, block size and model). Axes: context 2K-128K, block size,
+            cache pressure, model and GPU.
   chat      presets/studies/asymcache/chat.textproto, closed-loop sessions, 1 replica
   agent     presets/studies/asymcache/agent.textproto, closed-loop sessions, 4 replicas, cache-aware routing
   mooncake  the bundled Mooncake trace, 8 replicas, cache-aware routing, open loop
@@ -82,9 +84,10 @@ def zipf_sample(rng, weights_cum, k, n):
     return chosen
 
 
-def write_rag_trace(path, p, context, block_tokens, num_requests):
+def write_rag_trace(path, p, context, block_tokens, num_requests, rate_per_s):
     """A RAG trace (chunk_hash JSONL, content-hash ids): system prompt, k retrieved documents in random
-    order, a fresh question. Returns the working set in tokens (distinct ids x block_tokens)."""
+    order, a fresh question; Poisson arrivals at rate_per_s. Returns the working set in tokens (distinct
+    ids x block_tokens)."""
     rng = random.Random(p["seed"] * 1000003 + context * 7 + block_tokens)
     doc_blocks = max(1, p["doc_tokens"] // block_tokens)
     sys_blocks = max(1, p["system_prompt_tokens"] // block_tokens)
@@ -107,8 +110,7 @@ def write_rag_trace(path, p, context, block_tokens, num_requests):
             ids.append(next_id)
             next_id += 1
         distinct.update(ids)
-        rate = p["rag_prompt_tokens_per_s"] / (len(ids) * block_tokens)
-        t_ms += -math.log(1.0 - rng.random()) / rate * 1000.0
+        t_ms += -math.log(1.0 - rng.random()) / rate_per_s * 1000.0
         lines.append(json.dumps({"timestamp": int(t_ms), "input_length": len(ids) * block_tokens,
                                  "output_length": p["output_tokens"], "hash_ids": ids}))
     with open(path, "w") as f:
@@ -150,6 +152,18 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="asymcache_study_")
     try:
+        def config_text(variant, cell, capacity_tokens):
+            model = grid["models"][cell["model"]]
+            text = open(os.path.join(STUDY, variant + ".textproto")).read() + "\n"
+            cache = "block_tokens: %d" % cell["block_tokens"]
+            if capacity_tokens:
+                cache += " gpu_capacity_tokens: %d" % capacity_tokens
+            sections = dict(cell["sections"])
+            sections["cache"] = cache
+            sections["cost_model"] = "kind: COST_MODEL_KIND_FITTED"
+            return with_fields(text, sections, 'model_preset: "%s"\ndevice_preset: "%s"\n' %
+                               (model["model_preset"], model["device_preset"]))
+
         # Cells: (name, workload, context, block_tokens, pressure, model, trace, trace flags, extra sections)
         cells = []
         rag_points = []
@@ -162,18 +176,33 @@ def main():
         for m in size["models"]:
             rag_points.append((centre["context"], centre["block_tokens"], centre["pressure"], m))
         unique = []
+        rag_ws, rag_rate = {}, {}
         for point in rag_points:
             if point not in unique:
                 unique.append(point)
         for context, block, pressure, model in unique:
-            trace = os.path.join(tmp, "rag_%d_%d.jsonl" % (context, block))
-            ws = write_rag_trace(trace, grid["rag"], context, block, size["rag_requests"]) \
-                if not os.path.exists(trace) else working_set_tokens_rag(trace, block)
+            trace = os.path.join(tmp, "rag_%d_%d_%s.jsonl" % (context, block, model.replace("/", "_")))
             flags = ["--trace_format=chunk_hash", "--chain_hashes=false", "--trace_timestamp_unit=ms",
                      "--trace_block_tokens=%d" % block]
-            cells.append({"cell": "rag ctx=%d block=%d pressure=%g %s" % (context, block, pressure, model),
-                          "workload": "rag", "context": context, "block_tokens": block, "pressure": pressure,
-                          "model": model, "trace": trace, "flags": flags, "ws": ws, "sections": {}})
+            cell = {"cell": "rag ctx=%d block=%d pressure=%g %s" % (context, block, pressure, model),
+                    "workload": "rag", "context": context, "block_tokens": block, "pressure": pressure,
+                    "model": model, "trace": trace, "flags": flags, "sections": {}}
+            if not os.path.exists(trace):
+                # The offered load: rag_load x the requests/s one replica could prefill with no reuse at all
+                # (a lone request's TTFT, no reuse, measured on this model and GPU).
+                write_rag_trace(trace, grid["rag"], context, block, 1, 1.0)
+                cfg = os.path.join(tmp, "probe.textproto")
+                open(cfg, "w").write(with_fields(config_text("vllm-v1", cell, 0),
+                                                 {"cache": "reuse_mode: REUSE_MODE_NONE"}))
+                out = os.path.join(tmp, "probe")
+                run([args.kvsim, "replay", "--config=" + cfg, "--trace=" + trace, "--out=" + out] + flags)
+                prefill_ms = float(json.load(open(os.path.join(out, "summary.json")))["summary"]["ttft_ms"]["mean"])
+                rate = grid["rag"]["rag_load"] * 1000.0 / prefill_ms
+                rag_rate[(context, block, model)] = rate
+                rag_ws[trace] = write_rag_trace(trace, grid["rag"], context, block, size["rag_requests"], rate)
+            cell["ws"] = rag_ws[trace]
+            cell["rate_per_s"] = rag_rate[(context, block, model)]
+            cells.append(cell)
         specs = {"chat": ("chat.textproto", size["chat_requests"],
                           {"workload": "closed_loop_sessions: true"}),
                  "agent": ("agent.textproto", size["agent_requests"],
@@ -198,18 +227,6 @@ def main():
                               "block_tokens": 512, "pressure": pressure, "model": centre["model"],
                               "trace": MOONCAKE, "flags": [], "ws": ws,
                               "sections": {"cluster": "num_replicas: 8 router: ROUTER_KIND_CACHE_AWARE"}})
-
-        def config_text(variant, cell, capacity_tokens):
-            model = grid["models"][cell["model"]]
-            text = open(os.path.join(STUDY, variant + ".textproto")).read() + "\n"
-            cache = "block_tokens: %d" % cell["block_tokens"]
-            if capacity_tokens:
-                cache += " gpu_capacity_tokens: %d" % capacity_tokens
-            sections = dict(cell["sections"])
-            sections["cache"] = cache
-            sections["cost_model"] = "kind: COST_MODEL_KIND_FITTED"
-            return with_fields(text, sections, 'model_preset: "%s"\ndevice_preset: "%s"\n' %
-                               (model["model_preset"], model["device_preset"]))
 
         # The capacity the device's memory gives, per model and block size (a one-request probe).
         full = {}
@@ -256,6 +273,7 @@ def main():
                 row = {"cell": cell["cell"], "workload": cell["workload"], "context_tokens": cell["context"],
                        "block_tokens": cell["block_tokens"], "pressure": cell["pressure"], "model": cell["model"],
                        "working_set_tokens": cell["ws"], "gpu_capacity_tokens": cell["capacity_tokens"],
+                       "rag_rate_per_s": cell.get("rate_per_s", 0.0),
                        "variant": variant,
                        "ttft_mean_ms": s["ttft_ms"].get("mean", 0), "ttft_p90_ms": s["ttft_ms"].get("p90", 0),
                        "tpot_mean_ms": s["tpot_ms"].get("mean", 0), "tpot_p90_ms": s["tpot_ms"].get("p90", 0),
@@ -296,14 +314,6 @@ def main():
     write_csv("ratios.csv", ratios)
     write_csv("decomposition.csv", parts_rows)
     write_report(args, cells, variants, baselines, rows, ratios, parts_rows)
-
-
-def working_set_tokens_rag(path, block):
-    seen = set()
-    with open(path) as f:
-        for line in f:
-            seen.update(json.loads(line)["hash_ids"])
-    return len(seen) * block
 
 
 def write_report(args, cells, variants, baselines, rows, ratios, parts_rows):
