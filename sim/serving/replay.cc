@@ -12,6 +12,7 @@
 #include "sim/serving/metrics.h"
 #include "sim/serving/session_metrics.h"
 #include "sim/serving/timeline.h"
+#include "sim/serving/ttft_decomposition.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 #include "util/version.h"
@@ -88,6 +89,8 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   engine->AddObserver(&metrics);
   SessionMetrics sessions;
   engine->AddObserver(&sessions);
+  TtftDecomposition decomposition(&cost_model);
+  engine->AddObserver(&decomposition);
   std::unique_ptr<TimelineRecorder> timeline;
   if (options.timeline) {
     timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
@@ -103,6 +106,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   ReplayOutput output;
   output.results = metrics.BuildResults(config.slo());
   sessions.Fill(config.workload().closed_loop_sessions(), &output.results);
+  *output.results.mutable_ttft_breakdown() = ToProto(decomposition.MeanParts());
   proto::RunInfo& run = *output.results.mutable_run();
   run.set_kvsim_version(kKvsimVersion);
   run.set_seed(config.seed());

@@ -21,6 +21,36 @@ TtftParts Difference(const TtftParts& a, const TtftParts& b) {
   return d;
 }
 
+proto::TtftBreakdown ToProto(const TtftParts& parts) {
+  proto::TtftBreakdown b;
+  b.set_queueing_ms(parts.queueing_ms);
+  b.set_reload_ms(parts.reload_ms);
+  b.set_prefill_linear_ms(parts.prefill_linear_ms);
+  b.set_prefill_attention_ms(parts.prefill_attention_ms);
+  b.set_co_batched_ms(parts.co_batched_ms);
+  b.set_chunk_wait_ms(parts.chunk_wait_ms);
+  b.set_ttft_ms(parts.ttft_ms);
+  b.set_reused_tokens(parts.reused_tokens);
+  b.set_recomputed_tokens(parts.recomputed_tokens);
+  b.set_requests(parts.requests);
+  return b;
+}
+
+TtftParts FromProto(const proto::TtftBreakdown& b) {
+  TtftParts parts;
+  parts.queueing_ms = b.queueing_ms();
+  parts.reload_ms = b.reload_ms();
+  parts.prefill_linear_ms = b.prefill_linear_ms();
+  parts.prefill_attention_ms = b.prefill_attention_ms();
+  parts.co_batched_ms = b.co_batched_ms();
+  parts.chunk_wait_ms = b.chunk_wait_ms();
+  parts.ttft_ms = b.ttft_ms();
+  parts.reused_tokens = b.reused_tokens();
+  parts.recomputed_tokens = b.recomputed_tokens();
+  parts.requests = b.requests();
+  return parts;
+}
+
 std::string FormatGainDecomposition(const TtftParts& a, const TtftParts& b) {
   const TtftParts d = Difference(a, b);
   std::string out = absl::StrFormat("%-20s %12s %12s %12s\n", "mean per request", "a", "b", "a - b");

@@ -31,6 +31,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "cost_models/cost_model.h"
+#include "proto/results.pb.h"
 #include "sim/serving/observer.h"
 
 namespace kvsim {
@@ -55,6 +56,10 @@ struct TtftParts {
 
 // a - b, field by field (requests: a's).
 TtftParts Difference(const TtftParts& a, const TtftParts& b);
+
+// The parts as the Results proto stores them, and back (field for field).
+proto::TtftBreakdown ToProto(const TtftParts& parts);
+TtftParts FromProto(const proto::TtftBreakdown& breakdown);
 
 // One line per part: "name  a  b  a-b" (ms), for reports.
 std::string FormatGainDecomposition(const TtftParts& a, const TtftParts& b);

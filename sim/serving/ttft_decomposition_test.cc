@@ -79,5 +79,34 @@ TEST(TtftDecompositionTest, PartsSumToTheMeasuredDifference) {
   EXPECT_FALSE(FormatGainDecomposition(a.parts, b.parts).empty());
 }
 
+// Results.ttft_breakdown carries every field: distinct values survive ToProto, a serialised round trip
+// and FromProto unchanged.
+TEST(TtftDecompositionTest, ProtoRoundTripKeepsEveryField) {
+  TtftParts parts;
+  parts.queueing_ms = 1.5;
+  parts.reload_ms = 2.25;
+  parts.prefill_linear_ms = 3.125;
+  parts.prefill_attention_ms = 4.0625;
+  parts.co_batched_ms = 5.5;
+  parts.chunk_wait_ms = -0.75;
+  parts.ttft_ms = 15.6875;
+  parts.reused_tokens = 96.5;
+  parts.recomputed_tokens = 31.25;
+  parts.requests = 7;
+  proto::TtftBreakdown parsed;
+  ASSERT_TRUE(parsed.ParseFromString(ToProto(parts).SerializeAsString()));
+  const TtftParts back = FromProto(parsed);
+  EXPECT_EQ(back.queueing_ms, 1.5);
+  EXPECT_EQ(back.reload_ms, 2.25);
+  EXPECT_EQ(back.prefill_linear_ms, 3.125);
+  EXPECT_EQ(back.prefill_attention_ms, 4.0625);
+  EXPECT_EQ(back.co_batched_ms, 5.5);
+  EXPECT_EQ(back.chunk_wait_ms, -0.75);
+  EXPECT_EQ(back.ttft_ms, 15.6875);
+  EXPECT_EQ(back.reused_tokens, 96.5);
+  EXPECT_EQ(back.recomputed_tokens, 31.25);
+  EXPECT_EQ(back.requests, 7);
+}
+
 }  // namespace
 }  // namespace kvsim
