@@ -177,7 +177,16 @@ def loss_of(model, ids, ans, answer_weight, lm_weight=1.0):
     na = amask.sum()
     answer = (ce * amask).sum() / na.clamp(min=1)
     total = lm_weight * lm + answer_weight * answer if na > 0 else lm_weight * lm
-    return total, float(lm), float(answer) if na > 0 else float("nan")
+    # The first byte of each answer span (a look-up) apart from the rest (which copying can also predict from
+    # the byte before): the later bytes falling below chance is the first sign that the model copies.
+    first = amask.clone()
+    first[:, 1:] &= ~amask[:, :-1]
+    nf = first.sum()
+    first_ce = float((ce * first).sum() / nf) if nf > 0 else float("nan")
+    rest = amask & ~first
+    nr = rest.sum()
+    rest_ce = float((ce * rest).sum() / nr) if nr > 0 else float("nan")
+    return total, float(lm), (float(answer) if na > 0 else float("nan")), first_ce, rest_ce
 
 
 @torch.no_grad()
@@ -325,22 +334,25 @@ def main(argv):
             for g in opt.param_groups:
                 g["lr"] = lr
             ids, ans = data.batch(bsz, length)
-            loss, lm, answer = loss_of(model, ids, ans, a.answer_weight, a.lm_weight)
+            loss, lm, answer, first_ce, rest_ce = loss_of(model, ids, ans, a.answer_weight, a.lm_weight)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
-            acc.append((float(loss), lm, answer))
+            acc.append((float(loss), lm, answer, first_ce, rest_ce))
             if first_loss is None:
                 first_loss = float(loss)
             last_loss = float(loss)
             if step % a.log_every == 0 or step == total_steps:
                 n = len(acc)
-                ans_vals = [x[2] for x in acc if x[2] == x[2]]
-                log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f" %
+                def mean_of(k):
+                    vals = [x[k] for x in acc if x[k] == x[k]]  # NaN where a batch had no such byte
+                    return sum(vals) / len(vals) if vals else float("nan")
+
+                log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f (first byte %.4f, rest %.4f)" %
                     (step, total_steps, length, lr, sum(x[0] for x in acc) / n, sum(x[1] for x in acc) / n,
-                     sum(ans_vals) / len(ans_vals) if ans_vals else float("nan")))
+                     mean_of(2), mean_of(3), mean_of(4)))
                 acc = []
     log("trained %d steps" % step)
     dtype = lt.DTYPE_NAMES[a.dtype]

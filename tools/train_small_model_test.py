@@ -98,6 +98,13 @@ def main():
         log = open(os.path.join(tmp, "a", "train_log.txt")).read()
         losses = [float(x) for x in re.findall(r"step \d+/30 len 256 lr \S+ loss (\S+)", log)]
         assert len(losses) == 30, log
+        # The answer loss split into each span's first byte and the rest is logged (NaN for a step whose batch
+        # drew no answer: plain text only), with both parts between the answer loss's bounds where finite.
+        split = [[float(x) for x in row] for row in
+                 re.findall(r"answer (\S+) \(first byte (\S+), rest (\S+)\)", log)]
+        finite = [row for row in split if all(x == x for x in row)]
+        assert len(split) == 30 and len(finite) >= 20, split
+        assert all(min(f, r) - 1e-3 <= a <= max(f, r) + 1e-3 for a, f, r in finite), finite
         first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
         assert last < 0.8 * first, (first, last)
         cfg = json.load(open(os.path.join(tmp, "a", "config.json")))
