@@ -68,8 +68,9 @@ def model_config(a):
 
 
 class Data:
-    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0):
+    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0, recall_fraction=0.0):
         self.copy_fraction = copy_fraction
+        self.recall_fraction = recall_fraction
         self.rng = random.Random("train/%d" % seed)
         self.tok = mt.ByteTokenizer()
         corpus = mt.load_corpus("train")
@@ -103,10 +104,44 @@ class Data:
                 mask += [0] * n
         return ids[:length], mask[:length]
 
+    def recall_sequence(self, length):
+        """Multi-query associative recall in the needle tasks' own wording: several needles "The magic number
+        for KEY is: VALUE." in natural text, then questions about some of the keys, each followed by its answer
+        (the answer mask): every sequence carries several look-ups instead of one."""
+        rng, tok = self.rng, self.tok
+        # Half of them without the task's header line and with little or no filler text: at first the look-up is
+        # learned among few positions, where its gradient is not spread over a long haystack.
+        head = "Special magic numbers are hidden in the text below. Memorize them.\n" if rng.random() < 0.5 else ""
+        nkeys = rng.randint(1, 8)
+        while True:
+            keys = rng.sample(mt.WORDS, nkeys)
+            values = [mt._number(rng) for _ in keys]  # pylint: disable=protected-access
+            inserts = [(" The magic number for %s is: %s." % (k, v), "n%d" % i) for i, (k, v) in enumerate(zip(keys, values))]
+            asked = rng.sample(range(nkeys), rng.randint(1, nkeys))
+            tail, tmask = [], []
+            for i in asked:
+                q = tok.encode("\nQuestion: What is the magic number for %s?\nAnswer: The magic number for %s is: " %
+                               (keys[i], keys[i]))
+                a = tok.encode(values[i]) + [ord(".")]
+                tail += q + a
+                tmask += [0] * len(q) + [1] * len(a)
+            need = 1 + len(tok.encode(head)) + sum(len(tok.encode(t)) for t, _ in inserts) + len(tail)
+            if need <= length or nkeys == 1:
+                break
+            nkeys -= 1
+        total = rng.randint(need, length) if need < length else need
+        ids, _ = mt._fill(tok, rng, self.haystack, total - len(tail), head, inserts, "")  # pylint: disable=protected-access
+        ids = ids + tail
+        mask = [0] * (len(ids) - len(tail)) + tmask
+        return ids[:length], mask[:length]
+
     def sequence(self, length):
         """(ids, answer_mask) of at most `length` tokens."""
-        if self.rng.random() < self.copy_fraction:
+        r = self.rng.random()
+        if r < self.copy_fraction:
             return self.copy_sequence(length)
+        if r < self.copy_fraction + self.recall_fraction:
+            return self.recall_sequence(length)
         fams = [f for f in self.families if MIN_CONTEXT[f] <= length - ANSWER_ROOM]
         if fams and self.rng.random() < self.task_fraction:
             ws = [self.weights[self.families.index(f)] for f in fams]
@@ -131,7 +166,7 @@ class Data:
         return ids, ans
 
 
-def loss_of(model, ids, ans, answer_weight):
+def loss_of(model, ids, ans, answer_weight, lm_weight=1.0):
     logits = model(ids[:, :-1])
     target = ids[:, 1:]
     valid = target != mt.PAD
@@ -141,8 +176,17 @@ def loss_of(model, ids, ans, answer_weight):
     amask = ans[:, 1:]
     na = amask.sum()
     answer = (ce * amask).sum() / na.clamp(min=1)
-    total = lm + answer_weight * answer if na > 0 else lm
-    return total, float(lm), float(answer) if na > 0 else float("nan")
+    total = lm_weight * lm + answer_weight * answer if na > 0 else lm_weight * lm
+    # The first byte of each answer span (a look-up) apart from the rest (which copying can also predict from
+    # the byte before): the later bytes falling below chance is the first sign that the model copies.
+    first = amask.clone()
+    first[:, 1:] &= ~amask[:, :-1]
+    nf = first.sum()
+    first_ce = float((ce * first).sum() / nf) if nf > 0 else float("nan")
+    rest = amask & ~first
+    nr = rest.sum()
+    rest_ce = float((ce * rest).sum() / nr) if nr > 0 else float("nan")
+    return total, float(lm), (float(answer) if na > 0 else float("nan")), first_ce, rest_ce
 
 
 @torch.no_grad()
@@ -215,6 +259,9 @@ def main(argv):
     ap.add_argument("--task_fraction", type=float, default=0.8, help="of the sequences that are not copy ones")
     ap.add_argument("--copy_fraction", type=float, default=0.2,
                     help="sequences of text with recurring random strings (dense copying signal)")
+    ap.add_argument("--recall_fraction", type=float, default=0.0,
+                    help="sequences of multi-query needle recall (several needles, several answered questions)")
+    ap.add_argument("--lm_weight", type=float, default=1.0, help="weight of the next-byte loss over all positions")
     ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
                                            "common_words,dialogue_recall")
     ap.add_argument("--family_weights", default="1,2,2,1,1,2")
@@ -268,7 +315,7 @@ def main(argv):
                     model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
     nparams = sum(p.numel() for p in model.parameters())
     log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
-    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction)
+    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction, a.recall_fraction)
     decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
     no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -287,22 +334,25 @@ def main(argv):
             for g in opt.param_groups:
                 g["lr"] = lr
             ids, ans = data.batch(bsz, length)
-            loss, lm, answer = loss_of(model, ids, ans, a.answer_weight)
+            loss, lm, answer, first_ce, rest_ce = loss_of(model, ids, ans, a.answer_weight, a.lm_weight)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
-            acc.append((float(loss), lm, answer))
+            acc.append((float(loss), lm, answer, first_ce, rest_ce))
             if first_loss is None:
                 first_loss = float(loss)
             last_loss = float(loss)
             if step % a.log_every == 0 or step == total_steps:
                 n = len(acc)
-                ans_vals = [x[2] for x in acc if x[2] == x[2]]
-                log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f" %
+                def mean_of(k):
+                    vals = [x[k] for x in acc if x[k] == x[k]]  # NaN where a batch had no such byte
+                    return sum(vals) / len(vals) if vals else float("nan")
+
+                log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f (first byte %.4f, rest %.4f)" %
                     (step, total_steps, length, lr, sum(x[0] for x in acc) / n, sum(x[1] for x in acc) / n,
-                     sum(ans_vals) / len(ans_vals) if ans_vals else float("nan")))
+                     mean_of(2), mean_of(3), mean_of(4)))
                 acc = []
     log("trained %d steps" % step)
     dtype = lt.DTYPE_NAMES[a.dtype]

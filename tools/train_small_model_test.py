@@ -4,7 +4,8 @@
 Trains a tiny version (1 layer, hidden 32) for 30 steps, twice with one seed and once with another:
 the loss must fall (mean of the last 5 logged steps well below the first 5), the same seed must give
 byte-identical weights, another seed different ones, and the saved folder must load with llama_torch and
-reproduce the training-time evaluation.
+reproduce the training-time evaluation. The multi-query recall sequences are checked against their own text:
+every answered span is the value of the needle for the key its question names.
 """
 
 import json
@@ -38,15 +39,56 @@ def train(out, seed, eval_num=0):
     args = [sys.executable, os.path.join(HERE, "train_small_model.py"), "--out=" + out, "--seed=%d" % seed,
             "--threads=1", "--hidden=32", "--intermediate=64", "--layers=1", "--heads=2", "--kv_heads=1",
             "--stages=256:30", "--batch_tokens=1024", "--warmup=5", "--lr=1e-2", "--log_every=1",
-            "--families=niah_single,variable_tracking", "--family_weights=1,1",
+            "--families=niah_single,variable_tracking", "--family_weights=1,1", "--recall_fraction=0.3",
+            "--lm_weight=0.5",
             "--eval_num=%d" % eval_num, "--eval_lengths=256"]
     r = subprocess.run(args, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     return open(os.path.join(out, "model.safetensors"), "rb").read()
 
 
+def check_recall_sequences():
+    """Each masked run of a recall sequence is the value that an earlier needle gives the key its question
+    names, followed by '.'; the mask covers nothing else; the sequence fits the length."""
+    import train_small_model as tsm  # pylint: disable=import-outside-toplevel
+    import make_tasks as mt  # pylint: disable=import-outside-toplevel
+    data = tsm.Data(7, 0.0, [], [], 0.0, 1.0)
+    answered = 0
+    for length in (256, 512):
+        for _ in range(40):
+            ids, mask = data.sequence(length)
+            assert len(ids) == len(mask) <= length and ids[0] == mt.BOS, (len(ids), len(mask))
+            text = bytes(i for i in ids if i < 256).decode("ascii")
+            assert bytes(ids[1:]).decode("ascii") == text  # no special ids after BOS
+            runs, i = [], 0
+            while i < len(mask):
+                if mask[i]:
+                    j = i
+                    while j < len(mask) and mask[j]:
+                        j += 1
+                    runs.append((i, j))
+                    i = j
+                else:
+                    i += 1
+            assert runs, text
+            for i, j in runs:
+                answer = bytes(ids[i:j]).decode("ascii")
+                before = bytes(ids[1:i]).decode("ascii")
+                m = re.search(r"Answer: The magic number for (\w+) is: $", before)
+                assert m, before[-80:]
+                needle = re.findall(r" The magic number for %s is: (\d+)\." % m.group(1), before)
+                assert len(needle) == 1, (m.group(1), needle)
+                if j == len(ids) == length:  # cut by the length: a prefix of the value
+                    assert (needle[0] + ".").startswith(answer), (answer, needle)
+                    continue
+                assert answer == needle[0] + ".", (answer, needle)
+                answered += 1
+    assert answered > 80, answered
+
+
 def main():
     torch.set_num_threads(1)
+    check_recall_sequences()
     with tempfile.TemporaryDirectory() as tmp:
         a = train(os.path.join(tmp, "a"), 3, eval_num=2)
         b = train(os.path.join(tmp, "b"), 3)
@@ -56,6 +98,13 @@ def main():
         log = open(os.path.join(tmp, "a", "train_log.txt")).read()
         losses = [float(x) for x in re.findall(r"step \d+/30 len 256 lr \S+ loss (\S+)", log)]
         assert len(losses) == 30, log
+        # The answer loss split into each span's first byte and the rest is logged (NaN for a step whose batch
+        # drew no answer: plain text only), with both parts between the answer loss's bounds where finite.
+        split = [[float(x) for x in row] for row in
+                 re.findall(r"answer (\S+) \(first byte (\S+), rest (\S+)\)", log)]
+        finite = [row for row in split if all(x == x for x in row)]
+        assert len(split) == 30 and len(finite) >= 20, split
+        assert all(min(f, r) - 1e-3 <= a <= max(f, r) + 1e-3 for a, f, r in finite), finite
         first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
         assert last < 0.8 * first, (first, last)
         cfg = json.load(open(os.path.join(tmp, "a", "config.json")))
