@@ -122,11 +122,10 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost_model, reader.get(), options));
   if (output.results.run().timeline_dropped_events() > 0) {
-    std::cerr << absl::StrCat("kvsim replay: warning: ", options.timeline_path, " stops at simulated time ",
-                              NsToS(output.results.run().timeline_truncated_at_ns()), " s: ",
-                              output.results.run().timeline_dropped_events(),
-                              " events over --replay_timeline_max_events=", options.timeline_max_events,
-                              " were dropped\n");
+    std::cerr << absl::StrCat(
+        "kvsim replay: warning: ", options.timeline_path, " stops at simulated time ",
+        NsToS(output.results.run().timeline_truncated_at_ns()), " s: ", output.results.run().timeline_dropped_events(),
+        " events over --replay_timeline_max_events=", options.timeline_max_events, " were dropped\n");
   }
   if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
@@ -164,8 +163,10 @@ KVSIM_REGISTER_COMMAND(
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
-        .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens", "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
-                  "replay_timeline_max_events", "replay_timeline_window", "vllm_json", "percentiles", "warmup_requests", "warmup_s"},
+        .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
+                  "trace_timestamp_unit", "out", "json", "seed", "replay_sample_ms", "replay_timeline",
+                  "replay_timeline_max_events", "replay_timeline_window", "vllm_json", "percentiles", "warmup_requests",
+                  "warmup_s"},
         .run = RunReplayCommand,
     });
 

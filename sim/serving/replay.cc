@@ -77,15 +77,14 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   std::unique_ptr<TimelineRecorder> timeline;
   if (options.timeline) {
     if (options.timeline_max_events < 0 || options.timeline_window_start_ns > options.timeline_window_end_ns) {
-      return absl::InvalidArgumentError(absl::StrCat("timeline: max events ", options.timeline_max_events,
-                                                     " must be >= 0 and window start ", options.timeline_window_start_ns,
-                                                     " ns <= end ", options.timeline_window_end_ns, " ns"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("timeline: max events ", options.timeline_max_events, " must be >= 0 and window start ",
+                       options.timeline_window_start_ns, " ns <= end ", options.timeline_window_end_ns, " ns"));
     }
-    timeline = std::make_unique<TimelineRecorder>(
-        TimelineOptions{.max_events = options.timeline_max_events,
-                        .window_start_ns = options.timeline_window_start_ns,
-                        .window_end_ns = options.timeline_window_end_ns},
-        options.timeline_path);
+    timeline = std::make_unique<TimelineRecorder>(TimelineOptions{.max_events = options.timeline_max_events,
+                                                                  .window_start_ns = options.timeline_window_start_ns,
+                                                                  .window_end_ns = options.timeline_window_end_ns},
+                                                  options.timeline_path);
     engine->AddObserver(timeline.get());
   }
   KVSIM_RETURN_IF_ERROR(engine->Run(reader));

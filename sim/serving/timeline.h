@@ -14,7 +14,8 @@
 // Beyond `max_events` events the recorder stops (the run's first events are kept) and says so in a
 // metadata event; dropped_events() and truncated_at_ns() say how many were left out and the simulated
 // time at which it stopped. A window [window_start_ns, window_end_ns) keeps only the events that overlap
-// it (an iteration or a request slice that starts before the window and ends in it is kept whole).
+// it: an iteration overlapping it is kept with its transfers, evictions and counter values (at its start,
+// maybe before the window), a request slice overlapping it whole (its end maybe after the window).
 // With a path, events stream to `path.tmp.<pid>` through a 1 MiB buffer and Finish() renames it over
 // `path` (atomic, memory independent of the run's length); without one the document is kept in memory
 // (Json()).
@@ -83,9 +84,12 @@ class TimelineRecorder final : public EngineObserver {
   };
 
   bool InWindow(SimTime start_ns, SimTime end_ns) const;
-  // Writes `event` unless the cap is reached (then counts it as dropped at `now_ns`).
-  void Emit(const ::kvsim::Json& event, SimTime now_ns);
-  void Counter(int32_t replica, const char* name, const char* series, int64_t value, SimTime ts_ns, SimTime now_ns);
+  // True if one more event fits under the cap; else counts it as dropped at `now_ns` and returns false.
+  bool Accept(SimTime now_ns);
+  // Appends `event` (after Accept returned true).
+  void Write(const ::kvsim::Json& event);
+  // `*counter` (one of the counter templates) with `value` at `ts_ns`.
+  void Counter(::kvsim::Json* counter, int32_t replica, int64_t value, SimTime ts_ns, SimTime now_ns);
   void Flush();
 
   const TimelineOptions options_;
@@ -98,6 +102,10 @@ class TimelineRecorder final : public EngineObserver {
   int64_t dropped_events_ = 0;
   SimTime truncated_at_ns_ = 0;
   std::vector<ReplicaCounters> counters_;  // by replica
+  // One object per kind of event, keys set once; each event overwrites the values, so writing an event
+  // allocates no keys (a timeline has up to millions of events).
+  ::kvsim::Json iteration_, transfer_, evict_, preempt_, blocks_counter_, waiting_counter_, batch_counter_,
+      request_begin_, request_first_token_, request_end_;
 };
 
 }  // namespace kvsim

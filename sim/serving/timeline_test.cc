@@ -103,9 +103,9 @@ TEST(TimelineRecorderTest, CounterTracksChangeOnlyWhenTheValueDoes) {
   // Hand count: at 0 all three; at 200 (the end of the 2nd iteration) the batch empties; at 500 blocks,
   // waiting and batch (back to 3); at 600 the batch; at 700 (the run's last iteration ends) batch 0.
   const std::vector<std::pair<std::string, double>> want = {
-      {"GPU KV blocks used", 0.0}, {"requests waiting", 0.0}, {"batch size", 0.0},         {"batch size", 0.2},
-      {"GPU KV blocks used", 0.5}, {"requests waiting", 0.5}, {"batch size", 0.5},         {"batch size", 0.6},
-      {"batch size", 0.7}};
+      {"GPU KV blocks used", 0.0}, {"requests waiting", 0.0},   {"batch size", 0.0},
+      {"batch size", 0.2},         {"GPU KV blocks used", 0.5}, {"requests waiting", 0.5},
+      {"batch size", 0.5},         {"batch size", 0.6},         {"batch size", 0.7}};
   EXPECT_EQ(got, want);
   EXPECT_EQ(values, (std::vector<int64_t>{10, 2, 3, 0, 12, 0, 3, 1, 0}));
 }
