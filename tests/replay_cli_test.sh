@@ -140,6 +140,10 @@ assert sorted(e["id"] for e in window if e["ph"] == "b") == want_requests
 starts = {ts for ts, _ in want}
 assert all(lo <= e["ts"] < hi or e["ts"] in starts for e in window if e["ph"] in ("C", "i")), "event outside"
 PY
+"$kvsim" replay --trace="$trace" --out="$tmp/bad_window" --replay_timeline_window=1:2 >/dev/null 2>"$tmp/bad_window_err"
+[ $? -eq 2 ] || fail "--replay_timeline_window without --replay_timeline should exit 2"
+grep -q -- "--replay_timeline_window .*needs --replay_timeline" "$tmp/bad_window_err" || \
+  fail "window without timeline message: $(cat "$tmp/bad_window_err")"
 for bad in abc 5 20:10 -1: 1:2:3 :x 10:10; do
   "$kvsim" replay --trace="$trace" --out="$tmp/bad_window" --replay_timeline --replay_timeline_window="$bad" \
     >/dev/null 2>"$tmp/bad_window_err"

@@ -109,7 +109,12 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
     return absl::InvalidArgumentError(
         absl::StrCat("--replay_timeline_max_events must be >= 0, got ", options.timeline_max_events));
   }
-  KVSIM_RETURN_IF_ERROR(ParseTimelineWindow(absl::GetFlag(FLAGS_replay_timeline_window), &options));
+  const std::string window = absl::GetFlag(FLAGS_replay_timeline_window);
+  if (!window.empty() && !options.timeline) {
+    return absl::InvalidArgumentError(
+        "--replay_timeline_window selects what timeline.json keeps: it needs --replay_timeline");
+  }
+  KVSIM_RETURN_IF_ERROR(ParseTimelineWindow(window, &options));
   if (options.timeline) {  // streamed during the run; the other results files are written at its end
     KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
     options.timeline_path = out_dir + "/timeline.json";
