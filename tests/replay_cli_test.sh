@@ -78,4 +78,108 @@ for k in ["duration", "total_input_tokens", "total_output_tokens", "request_thro
 assert m["request_goodput"] is None
 PY
 
+
+# timeline.json is JSON; its counter tracks change value at every event (written on change only); the
+# uncapped run reports nothing dropped.
+python3 - "$tmp/out" <<'PY' || fail "timeline.json of the full run"
+import json, sys
+events = json.load(open(sys.argv[1] + "/timeline.json"))["traceEvents"]
+run = json.load(open(sys.argv[1] + "/summary.json"))["run"]
+assert run["timeline_dropped_events"] == 0 and run["timeline_truncated_at_ns"] is None, run
+last = {}
+counters = [e for e in events if e["ph"] == "C"]
+assert {e["name"] for e in counters} == {"GPU KV blocks used", "requests waiting", "batch size"}, counters[:3]
+for e in counters:
+    (value,) = e["args"].values()
+    assert last.get((e["pid"], e["name"])) != value, e
+    last[(e["pid"], e["name"])] = value
+PY
+
+# The event cap: a run capped at the K-th event (K chosen at an iteration of the full run, whose engine time
+# is its ts) keeps the full run's first K events and reports the rest as dropped, with that iteration's time.
+cap="$(python3 - "$tmp/out/timeline.json" <<'PY'
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] != "M"]
+k = next(k for k in range(1000, len(events)) if events[k]["name"] == "iteration")
+print(k, len(events) - k, round(events[k]["ts"] * 1000))
+PY
+)" || fail "choosing the cap"
+read -r cap_events want_dropped want_at_ns <<<"$cap"
+"$kvsim" replay --trace="$trace" --out="$tmp/capped" --replay_timeline --replay_timeline_max_events="$cap_events" \
+  >/dev/null 2>"$tmp/capped_err" || fail "capped replay: $(cat "$tmp/capped_err")"
+grep -q "warning: .*timeline.json stops at simulated time [0-9.]* s: $want_dropped events over --timeline_max_events=$cap_events were dropped" \
+  "$tmp/capped_err" || fail "cap warning (want $want_dropped dropped): $(cat "$tmp/capped_err")"
+python3 - "$tmp/out" "$tmp/capped" "$cap_events" "$want_dropped" "$want_at_ns" <<'PY' || fail "capped timeline"
+import json, sys
+full_dir, capped_dir, k, dropped, at_ns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+full = [e for e in json.load(open(full_dir + "/timeline.json"))["traceEvents"] if e["ph"] != "M"]
+capped = json.load(open(capped_dir + "/timeline.json"))["traceEvents"]
+assert [e for e in capped if e["ph"] != "M"] == full[:k]
+run = json.load(open(capped_dir + "/summary.json"))["run"]
+assert run["timeline_dropped_events"] == dropped, (run["timeline_dropped_events"], dropped)
+assert run["timeline_truncated_at_ns"] == at_ns, (run["timeline_truncated_at_ns"], at_ns)
+PY
+
+# --replay_timeline_window keeps exactly the events overlapping it (brute force over the full run); a
+# request slice overlapping it is kept whole.
+"$kvsim" replay --trace="$trace" --out="$tmp/window" --replay_timeline --replay_timeline_window=100:200.5 \
+  >/dev/null 2>"$tmp/window_err" || fail "windowed replay: $(cat "$tmp/window_err")"
+python3 - "$tmp/out/timeline.json" "$tmp/window/timeline.json" <<'PY' || fail "windowed timeline"
+import json, sys
+full = json.load(open(sys.argv[1]))["traceEvents"]
+window = json.load(open(sys.argv[2]))["traceEvents"]
+lo, hi = 100e6, 200.5e6  # microseconds
+def kept(events):
+    return [(e["ts"], e["dur"]) for e in events if e["ph"] == "X" and e["name"] == "iteration"]
+want = [(ts, dur) for ts, dur in kept(full) if ts < hi and ts + dur > lo]
+assert want and kept(window) == want, (len(want), len(kept(window)))
+ends = {e["id"]: e["ts"] for e in full if e["ph"] == "e"}
+want_requests = sorted(e["id"] for e in full if e["ph"] == "b" and e["ts"] < hi and ends[e["id"]] >= lo)
+assert sorted(e["id"] for e in window if e["ph"] == "b") == want_requests
+# Instants and counters inside, or at the start of a kept iteration they belong to.
+starts = {ts for ts, _ in want}
+assert all(lo <= e["ts"] < hi or e["ts"] in starts for e in window if e["ph"] in ("C", "i")), "event outside"
+PY
+"$kvsim" replay --trace="$trace" --out="$tmp/bad_window" --replay_timeline_window=1:2 >/dev/null 2>"$tmp/bad_window_err"
+[ $? -eq 2 ] || fail "--replay_timeline_window without --replay_timeline should exit 2"
+grep -q -- "--timeline_window .*needs --timeline" "$tmp/bad_window_err" || \
+  fail "window without timeline message: $(cat "$tmp/bad_window_err")"
+for bad in abc 5 20:10 -1: 1:2:3 :x 10:10; do
+  "$kvsim" replay --trace="$trace" --out="$tmp/bad_window" --replay_timeline --replay_timeline_window="$bad" \
+    >/dev/null 2>"$tmp/bad_window_err"
+  [ $? -eq 2 ] || fail "--replay_timeline_window=$bad should exit 2"
+  grep -q -- "--timeline_window: '$bad'.*expected START:END in seconds" "$tmp/bad_window_err" || \
+    fail "--replay_timeline_window=$bad message: $(cat "$tmp/bad_window_err")"
+done
+
+# Transfer events carry their bytes and direction: per direction they add up to the host tier's blocks
+# loaded (reloads, swap-ins) and offloaded (demotions, swap-outs) times the block size.
+cat > "$tmp/tier.textproto" <<'EOF'
+cache {
+  gpu_capacity_tokens: 200000
+  lower_tiers { kind: TIER_KIND_HOST capacity_bytes: 20000000000 latency_ns: 10000 }
+  gpu_evict_action: EVICT_ACTION_DEMOTE
+  restore_rule: RESTORE_RULE_RELOAD
+}
+scheduler { preemption: PREEMPTION_MODE_SWAP }
+workload { max_requests: 400 }
+EOF
+"$kvsim" replay --config="$tmp/tier.textproto" --trace="$trace" --out="$tmp/tier" --replay_timeline \
+  >/dev/null 2>"$tmp/tier_err" || fail "tier replay: $(cat "$tmp/tier_err")"
+python3 - "$tmp/tier" <<'PY' || fail "transfer events"
+import json, sys
+events = json.load(open(sys.argv[1] + "/timeline.json"))["traceEvents"]
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+host = summary["summary"]["tiers"][1]
+block = summary["run"]["block_bytes"]
+transfers = [e["args"] for e in events if e["name"] == "transfer"]
+load = sum(a["load_bytes"] for a in transfers)
+offload = sum(a["offload_bytes"] for a in transfers)
+assert load == (host["reloaded_blocks"] + host["swapped_in_blocks"]) * block > 0, (load, host)
+assert offload == (host["demoted_in_blocks"] + host["swapped_out_blocks"]) * block > 0, (offload, host)
+for a in transfers:
+    assert a["tier"] == "host" and a["bytes"] == a["load_bytes"] + a["offload_bytes"], a
+    want = "load+offload" if a["load_bytes"] and a["offload_bytes"] else ("load" if a["load_bytes"] else "offload")
+    assert a["direction"] == want, a
+PY
 finish

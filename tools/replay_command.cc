@@ -1,5 +1,7 @@
 // `kvsim replay`: one serving simulation of a request trace; prints the summary table and writes the
 // results files (sim/serving/results_writer.h). The logic is in sim/replay.{h,cc}.
+#include <cmath>
+#include <iostream>
 #include <memory>
 #include <ostream>
 
@@ -28,6 +30,9 @@ ABSL_FLAG(bool, timeline, false,
           "it is the largest output (about 100 bytes per event)");
 ABSL_FLAG(int64_t, timeline_max_events, 250000,
           "events kept in timeline.json (the run's first ones; count) before it is truncated");
+ABSL_FLAG(std::string, timeline_window, "",
+          "START:END in seconds of simulated time: timeline.json keeps only the events overlapping it (either "
+          "side may be empty: from the start, to the end); empty = the whole run");
 
 ABSL_FLAG(std::string, vllm_json, "",
           "also write the serving metrics as vLLM's benchmark_serving result JSON (its key names: completed, "
@@ -57,6 +62,30 @@ absl::StatusOr<VllmMetricsOptions> VllmOptionsFromFlags() {
   return options;
 }
 
+// --timeline_window=START:END (seconds; either side may be empty) into `options`.
+absl::Status ParseTimelineWindow(absl::string_view text, ReplayOptions* options) {
+  if (text.empty()) return absl::OkStatus();
+  const std::vector<absl::string_view> sides = absl::StrSplit(text, ':');
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("--timeline_window: '", text, "' ", why,
+                                                   "; expected START:END in seconds, e.g. 10:20, 10: or :20"));
+  };
+  if (sides.size() != 2) return bad("has no single ':'");
+  SimTime bounds_ns[2] = {options->timeline_window_start_ns, options->timeline_window_end_ns};
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i].empty()) continue;
+    double seconds;
+    if (!absl::SimpleAtod(sides[i], &seconds) || !std::isfinite(seconds) || seconds < 0 || seconds > 1e9) {
+      return bad(absl::StrCat(i == 0 ? "START" : "END", " '", sides[i], "' is not a number of seconds in [0, 1e9]"));
+    }
+    bounds_ns[i] = static_cast<SimTime>(std::llround(seconds * kNsPerS));
+  }
+  if (bounds_ns[0] >= bounds_ns[1]) return bad("is empty: START must be before END");
+  options->timeline_window_start_ns = bounds_ns[0];
+  options->timeline_window_end_ns = bounds_ns[1];
+  return absl::OkStatus();
+}
+
 absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments; use --trace");
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
@@ -80,6 +109,11 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
     return absl::InvalidArgumentError(
         absl::StrCat("--timeline_max_events must be >= 0, got ", options.timeline_max_events));
   }
+  const std::string window = absl::GetFlag(FLAGS_timeline_window);
+  if (!window.empty() && !options.timeline) {
+    return absl::InvalidArgumentError("--timeline_window selects what timeline.json keeps: it needs --timeline");
+  }
+  KVSIM_RETURN_IF_ERROR(ParseTimelineWindow(window, &options));
   if (options.timeline) {  // streamed during the run; the other results files are written at its end
     KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
     options.timeline_path = out_dir + "/timeline.json";
@@ -96,6 +130,12 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   options.progress = progress.Callback();
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost_model, reader.get(), options));
   progress.Finish();
+  if (output.results.run().timeline_dropped_events() > 0) {
+    std::cerr << absl::StrCat("kvsim replay: warning: ", options.timeline_path, " stops at simulated time ",
+                              NsToS(output.results.run().timeline_truncated_at_ns()),
+                              " s: ", output.results.run().timeline_dropped_events(),
+                              " events over --timeline_max_events=", options.timeline_max_events, " were dropped\n");
+  }
   if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
@@ -127,16 +167,18 @@ KVSIM_REGISTER_COMMAND(
                    "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
                    "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
-                   "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev).\n"
+                   "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev;\n"
+                   "--timeline_window=START:END keeps only that span of simulated seconds).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
                    "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
         .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
                   "trace_timestamp_unit", "out", "json", "seed", "sample_ms", "timeline", "timeline_max_events",
-                  "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
+                  "timeline_window", "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
         .flag_aliases = {{"replay_sample_ms", "sample_ms"},
                          {"replay_timeline_max_events", "timeline_max_events"},
-                         {"replay_timeline", "timeline"}},
+                         {"replay_timeline", "timeline"},
+                         {"replay_timeline_window", "timeline_window"}},
         .run = RunReplayCommand,
     });
 

@@ -256,7 +256,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
       if (index_.contains(victim)) {
         ++stats_[1].demoted_in_blocks;
         stats_[1].transfer_bytes += block_bytes_;
-        tiers_[1].pending_bytes += block_bytes_;
+        tiers_[1].pending_offload_bytes += block_bytes_;
       }
     } else {
       ++stats_[0].dropped_blocks;
@@ -402,7 +402,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     }
     ++stats_[tier].reloaded_blocks;
     stats_[tier].transfer_bytes += block_bytes_;
-    tiers_[tier].pending_bytes += block_bytes_;
+    tiers_[tier].pending_load_bytes += block_bytes_;
     state->reloaded_tokens += BlockTokensAt(request, k);
     state->block_entries[k] = entry;
   }
@@ -412,7 +412,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     swap_blocks_ -= state->swap_blocks;
     stats_[1].swapped_in_blocks += state->swap_blocks;
     stats_[1].transfer_bytes += state->swap_blocks * block_bytes_;
-    host.pending_bytes += state->swap_blocks * block_bytes_;
+    host.pending_load_bytes += state->swap_blocks * block_bytes_;
     state->swapped = false;
     state->swap_blocks = 0;
   }
@@ -572,7 +572,7 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
   swap_blocks_ += blocks;
   stats_[1].swapped_out_blocks += blocks;
   stats_[1].transfer_bytes += blocks * block_bytes_;
-  tiers_[1].pending_bytes += blocks * block_bytes_;
+  tiers_[1].pending_offload_bytes += blocks * block_bytes_;
   state->swapped = true;
   state->swapped_while_decoding = decoding;
   state->swap_frontier_tokens = computed;
@@ -591,12 +591,23 @@ int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
   return blocks;
 }
 
-int64_t BlockManager::TakeTransferNs() {
+int64_t BlockManager::TakeTransferNs(std::vector<TierTransfer>* transfers) {
+  if (transfers != nullptr) transfers->clear();
   int64_t total_ns = 0;
   for (size_t i = 1; i < tiers_.size(); ++i) {
-    if (tiers_[i].pending_bytes == 0) continue;
-    if (cost_model_ != nullptr) total_ns += cost_model_->TransferTimeNs(tiers_[i].pending_bytes, tiers_[i].config);
-    tiers_[i].pending_bytes = 0;
+    Tier& tier = tiers_[i];
+    const int64_t bytes = tier.pending_load_bytes + tier.pending_offload_bytes;
+    if (bytes == 0) continue;
+    const int64_t ns = cost_model_ != nullptr ? cost_model_->TransferTimeNs(bytes, tier.config) : 0;
+    total_ns += ns;
+    if (transfers != nullptr) {
+      transfers->push_back({.tier = static_cast<int32_t>(i),
+                            .tier_name = stats_[i].name,
+                            .load_bytes = tier.pending_load_bytes,
+                            .offload_bytes = tier.pending_offload_bytes,
+                            .duration_ns = ns});
+    }
+    tier.pending_load_bytes = tier.pending_offload_bytes = 0;
   }
   return total_ns;
 }

@@ -53,6 +53,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cost_models/cost_model.h"
 #include "policies/eviction_policy.h"
 #include "proto/config.pb.h"
@@ -89,6 +90,16 @@ struct TierStats {
   int64_t swapped_out_blocks = 0;  // swap preemption: into this tier
   int64_t swapped_in_blocks = 0;   // swap preemption: back to the GPU
   int64_t transfer_bytes = 0;      // bytes moved between the GPU and this tier (0 for the GPU itself)
+};
+
+// The bytes one lower tier moved to and from the GPU over one TakeTransferNs period, and the time they
+// were priced at (one transfer: latency + (load + offload bytes) / bandwidth).
+struct TierTransfer {
+  int32_t tier = 0;             // index in tier_stats() (>= 1)
+  absl::string_view tier_name;  // tier_stats()[tier].name; valid while the BlockManager lives
+  int64_t load_bytes = 0;       // to the GPU (reloads, swap-ins)
+  int64_t offload_bytes = 0;    // from the GPU (demotions, swap-outs)
+  int64_t duration_ns = 0;
 };
 
 class BlockManager {
@@ -134,8 +145,9 @@ class BlockManager {
   // Leading prompt blocks of `request` cached on the GPU (cache-aware routing).
   int64_t GpuPrefixBlocks(const Request& request) const;
 
-  // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters.
-  int64_t TakeTransferNs();
+  // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters. With
+  // `transfers`, replaces its contents with one entry per tier that moved bytes, in tier order.
+  int64_t TakeTransferNs(std::vector<TierTransfer>* transfers = nullptr);
 
   // OK if no request holds blocks and every count matches the entries; else Internal naming the count.
   absl::Status CheckIdle() const;
@@ -159,7 +171,8 @@ class BlockManager {
     int64_t capacity_blocks = 0;
     int64_t used_blocks = 0;
     int64_t cached_blocks = 0;
-    int64_t pending_bytes = 0;
+    int64_t pending_load_bytes = 0;     // to the GPU since the last TakeTransferNs
+    int64_t pending_offload_bytes = 0;  // from the GPU
     proto::TierConfig config;
     proto::EvictAction evict_action = proto::EVICT_ACTION_DROP;
     std::unique_ptr<EvictionPolicy> policy;

@@ -117,6 +117,38 @@ TEST_F(BlockManagerTest, EvictsTheLeastRecentlyReleasedBlock) {
   EXPECT_EQ(blocks_->GpuPrefixBlocks(probe), 1);
 }
 
+TEST_F(BlockManagerTest, ReportsEachTiersTransferBytesByDirection) {
+  BlockManagerOptions options = Options(1);
+  options.lower_tiers = {Host(2, 50)};
+  options.gpu_evict_action = proto::EVICT_ACTION_DEMOTE;
+  Make(options);
+  RequestState a = MakeState(1, 16, {1});
+  RunToCompletion(&a, 0);
+  RequestState b = MakeState(2, 16, {2});
+  ASSERT_TRUE(blocks_->Admit(&b, 1));  // block 1 (100 bytes) offloaded to the host
+  std::vector<TierTransfer> transfers;
+  EXPECT_EQ(blocks_->TakeTransferNs(&transfers), 150);
+  ASSERT_EQ(transfers.size(), 1u);
+  EXPECT_EQ(transfers[0].tier, 1);
+  EXPECT_EQ(transfers[0].tier_name, blocks_->tier_stats()[1].name);
+  EXPECT_EQ(transfers[0].load_bytes, 0);
+  EXPECT_EQ(transfers[0].offload_bytes, 100);
+  EXPECT_EQ(transfers[0].duration_ns, 150);
+  b.AdvanceCompute(16);
+  blocks_->Publish(&b, 2);
+  blocks_->Release(&b, 2);
+  RequestState c = MakeState(3, 16, {1});
+  ASSERT_TRUE(blocks_->Admit(&c, 3));  // block 1 loaded back (100 bytes), block 2 offloaded (100 bytes)
+  EXPECT_EQ(blocks_->TakeTransferNs(&transfers), 250);
+  ASSERT_EQ(transfers.size(), 1u);
+  EXPECT_EQ(transfers[0].load_bytes, 100);
+  EXPECT_EQ(transfers[0].offload_bytes, 100);
+  EXPECT_EQ(transfers[0].duration_ns, 250);
+  EXPECT_EQ(blocks_->TakeTransferNs(&transfers), 0);  // nothing moved since
+  EXPECT_TRUE(transfers.empty());
+  blocks_->Release(&c, 4);
+}
+
 TEST_F(BlockManagerTest, DemotesToHostAndReloads) {
   BlockManagerOptions options = Options(1);
   options.lower_tiers = {Host(2, 50)};

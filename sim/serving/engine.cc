@@ -241,6 +241,7 @@ absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   record.duration_ns = plan.duration_ns;
   record.compute_ns = plan.compute_ns;
   record.transfer_ns = plan.transfer_ns;
+  record.transfers = &plan.transfers;
   record.batch_size = static_cast<int32_t>(plan.pieces.size());
   record.prefill_tokens = plan.prefill_tokens;
   record.decode_tokens = plan.decode_tokens;

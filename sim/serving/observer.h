@@ -32,7 +32,8 @@ struct IterationRecord {
   int64_t duration_ns = 0;
   int64_t compute_ns = 0;
   int64_t transfer_ns = 0;
-  int32_t batch_size = 0;  // sequences
+  const std::vector<TierTransfer>* transfers = nullptr;  // per lower tier; valid during OnIteration only
+  int32_t batch_size = 0;                                // sequences
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
   int64_t evicted_blocks = 0;

@@ -93,7 +93,15 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   engine->AddObserver(&decomposition);
   std::unique_ptr<TimelineRecorder> timeline;
   if (options.timeline) {
-    timeline = std::make_unique<TimelineRecorder>(options.timeline_max_events, options.timeline_path);
+    if (options.timeline_max_events < 0 || options.timeline_window_start_ns > options.timeline_window_end_ns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timeline: max events ", options.timeline_max_events, " must be >= 0 and window start ",
+                       options.timeline_window_start_ns, " ns <= end ", options.timeline_window_end_ns, " ns"));
+    }
+    timeline = std::make_unique<TimelineRecorder>(TimelineOptions{.max_events = options.timeline_max_events,
+                                                                  .window_start_ns = options.timeline_window_start_ns,
+                                                                  .window_end_ns = options.timeline_window_end_ns},
+                                                  options.timeline_path);
     engine->AddObserver(timeline.get());
   }
   std::unique_ptr<ProgressObserver> progress;
@@ -123,6 +131,8 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   run.set_timeseries_interval_ns(options.timeseries_interval_ns);
   if (timeline != nullptr) {
     KVSIM_RETURN_IF_ERROR(timeline->Finish());
+    run.set_timeline_dropped_events(timeline->dropped_events());
+    if (timeline->truncated()) run.set_timeline_truncated_at_ns(timeline->truncated_at_ns());
     output.timeline_json = timeline->TakeJson();
   }
   return std::move(output);

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,7 +34,10 @@ namespace kvsim {
 struct ReplayOptions {
   int64_t timeseries_interval_ns = 100 * kNsPerMs;  // sampling period of the time series; > 0
   bool timeline = true;                             // record the Perfetto timeline
-  int64_t timeline_max_events = 250000;             // cap on timeline events (then truncated)
+  int64_t timeline_max_events = 250000;             // cap on timeline events (then truncated); >= 0
+  // Simulated time the timeline keeps: events overlapping [start, end) (TimelineOptions).
+  SimTime timeline_window_start_ns = std::numeric_limits<SimTime>::min();
+  SimTime timeline_window_end_ns = std::numeric_limits<SimTime>::max();
   // Where the timeline streams to (written atomically); empty = kept in ReplayOutput::timeline_json.
   std::string timeline_path;
   // Fill every RequestResult.token_gaps_ns (output_tokens - 1 values each: the inter-token latencies

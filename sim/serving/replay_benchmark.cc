@@ -1,8 +1,12 @@
 // Speed of the simulator core (engine, scheduler, block manager, metrics) on the bundled Mooncake trace,
 // held in memory so trace parsing and results files are excluded. Costs come from the fake cost model
 // (the cost model's own speed is measured with it). Run:
-//   bazel run -c opt //sim:replay_benchmark -- --benchmark_min_time=2
-// Counter requests_per_s: replayed requests per second of wall time.
+//   bazel run -c opt //sim/serving:replay_benchmark -- --benchmark_min_time=2
+// Counter requests_per_s: replayed requests per second of wall time. BM_ReplayMooncake's third argument
+// records the Perfetto timeline in memory (uncapped): its ratio to the same case without one is the
+// timeline's cost; timeline_events is the document's size.
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -34,21 +38,25 @@ void BM_ReplayMooncake(benchmark::State& state) {
   overrides.mutable_cache()->set_reuse_mode(static_cast<proto::ReuseMode>(state.range(0)));
   const proto::ExperimentConfig config = TestConfig(state.range(1), overrides);
   ReplayOptions options;
-  options.timeline = false;
+  options.timeline = state.range(2) != 0;
+  options.timeline_max_events = std::numeric_limits<int64_t>::max();
   for (auto _ : state) {
     VectorTraceReader reader(*trace, TraceInfo{"mooncake", "vector", 512});
     auto output = RunReplay(config, cost, &reader, options);
     KVSIM_CHECK(output.ok()) << output.status();
     benchmark::DoNotOptimize(output->results.summary().finished_requests());
+    state.counters["timeline_bytes"] = static_cast<double>(output->timeline_json.size());
   }
   state.counters["requests_per_s"] =
       benchmark::Counter(static_cast<double>(trace->size()) * state.iterations(), benchmark::Counter::kIsRate);
 }
-// (reuse mode, GPU blocks of 512 tokens): prefix and segment reuse, roomy and tight GPU.
+// (reuse mode, GPU blocks of 512 tokens, timeline): prefix and segment reuse, roomy and tight GPU; the
+// tight prefix case also with the timeline.
 BENCHMARK(BM_ReplayMooncake)
-    ->Args({proto::REUSE_MODE_PREFIX, 1600})
-    ->Args({proto::REUSE_MODE_PREFIX, 500})
-    ->Args({proto::REUSE_MODE_SEGMENT, 500})
+    ->Args({proto::REUSE_MODE_PREFIX, 1600, 0})
+    ->Args({proto::REUSE_MODE_PREFIX, 500, 0})
+    ->Args({proto::REUSE_MODE_PREFIX, 500, 1})
+    ->Args({proto::REUSE_MODE_SEGMENT, 500, 0})
     ->Unit(benchmark::kMillisecond);
 
 // The default config (Llama-3.1-8B on H200, its derived capacity) with the roofline cost model.

@@ -35,6 +35,7 @@ void IterationPlan::Clear() {
   pieces.clear();
   shape.sequences.clear();
   preempted.clear();
+  transfers.clear();
   compute_ns = transfer_ns = duration_ns = 0;
   prefill_tokens = decode_tokens = evicted_blocks = 0;
 }
@@ -74,7 +75,7 @@ absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* pla
   if (plan->pieces.empty() && !running_.empty()) ScheduleDecodes(now_ns, plan, &budget);
   if (plan->pieces.empty()) return false;
   KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
-  plan->transfer_ns = blocks_->TakeTransferNs();
+  plan->transfer_ns = blocks_->TakeTransferNs(&plan->transfers);
   plan->duration_ns =
       overlap_transfers_ ? std::max(plan->compute_ns, plan->transfer_ns) : plan->compute_ns + plan->transfer_ns;
   plan->evicted_blocks = blocks_->tier_stats()[0].evicted_blocks - evicted_before;

@@ -53,8 +53,9 @@ struct IterationPlan {
   BatchShape shape;                // what the cost model priced
   std::vector<int32_t> preempted;  // slots preempted while forming it
   int64_t compute_ns = 0;
-  int64_t transfer_ns = 0;  // tier transfers started for it (reloads, demotions, swaps)
-  int64_t duration_ns = 0;  // compute + transfer, or their max when transfers overlap compute
+  int64_t transfer_ns = 0;              // tier transfers started for it (reloads, demotions, swaps)
+  std::vector<TierTransfer> transfers;  // the same, per lower tier (BlockManager::TakeTransferNs)
+  int64_t duration_ns = 0;              // compute + transfer, or their max when transfers overlap compute
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
   int64_t evicted_blocks = 0;  // GPU evictions while forming it

@@ -4,56 +4,66 @@
 
 #include <cstdio>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "util/file.h"
 
 namespace kvsim {
 namespace {
 
-// Appends to one growing string with amortized growth (append only; no temporary strings per event).
-class Out {
- public:
-  explicit Out(std::string* s) : s_(s) {}
-  Out& operator<<(absl::string_view text) {
-    s_->append(text.data(), text.size());
-    return *this;
-  }
-  Out& operator<<(int64_t v) {
-    char buf[absl::numbers_internal::kFastToBufferSize];
-    s_->append(buf, absl::numbers_internal::FastIntToBuffer(v, buf) - buf);
-    return *this;
-  }
-  Out& operator<<(uint64_t v) {
-    char buf[absl::numbers_internal::kFastToBufferSize];
-    s_->append(buf, absl::numbers_internal::FastIntToBuffer(v, buf) - buf);
-    return *this;
-  }
-  Out& operator<<(int32_t v) { return *this << static_cast<int64_t>(v); }
-  // Microseconds with three decimals, from integer nanoseconds (no rounding).
-  Out& Us(int64_t ns) {
-    if (ns < 0) {
-      *this << "-";
-      ns = -ns;
-    }
-    *this << ns / 1000;
-    const int64_t frac = ns % 1000;
-    const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
-                            static_cast<char>('0' + frac % 10)};
-    s_->append(digits, 4);
-    return *this;
-  }
+constexpr size_t kFlushBytes = 1 << 20;
 
- private:
-  std::string* s_;
-};
+// The JSON value type (TimelineRecorder's own Json() accessor hides the name in its members).
+using TraceEvent = Json;
+
+// Microseconds from integer nanoseconds: the double nearest ns / 1000, which nlohmann prints as the
+// shortest decimal that reads back to it, i.e. the exact value with at most three decimals.
+double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// An event's common head, in the order Perfetto's examples write it; the values are placeholders.
+// Instants (phase "i") carry scope "s": "t" (the thread's track).
+TraceEvent Event(const char* name, const char* cat, const char* phase, int tid) {
+  TraceEvent event = TraceEvent::object();
+  event["name"] = name;
+  event["cat"] = cat;
+  event["ph"] = phase;
+  if (phase == absl::string_view("i")) event["s"] = "t";
+  event["pid"] = 0;
+  event["tid"] = tid;
+  event["ts"] = 0.0;
+  return event;
+}
+
+TraceEvent CounterEvent(const char* name, const char* series) {
+  TraceEvent event = TraceEvent::object();
+  event["name"] = name;
+  event["ph"] = "C";
+  event["pid"] = 0;
+  event["ts"] = 0.0;
+  event["args"] = TraceEvent::object({{series, 0}});
+  return event;
+}
+
+TraceEvent RequestEvent(const char* phase) {
+  TraceEvent event = TraceEvent::object();
+  event["cat"] = "request";
+  event["id"] = 0;
+  event["pid"] = 0;
+  event["tid"] = 3;
+  event["name"] = "";
+  event["ph"] = phase;
+  event["ts"] = 0.0;
+  return event;
+}
+
+const char* Direction(const TierTransfer& transfer) {
+  if (transfer.load_bytes > 0 && transfer.offload_bytes > 0) return "load+offload";
+  return transfer.load_bytes > 0 ? "load" : "offload";
+}
 
 }  // namespace
 
-constexpr size_t kFlushBytes = 1 << 20;
-
-TimelineRecorder::TimelineRecorder(int64_t max_events, std::string path)
-    : max_events_(max_events), path_(std::move(path)) {
+TimelineRecorder::TimelineRecorder(const TimelineOptions& options, std::string path)
+    : options_(options), path_(std::move(path)) {
   json_ = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   if (!path_.empty()) {
     temp_path_ = TempPathFor(path_);
@@ -61,6 +71,27 @@ TimelineRecorder::TimelineRecorder(int64_t max_events, std::string path)
     write_failed_ = file_ == nullptr;
     json_.reserve(2 * kFlushBytes);
   }
+  iteration_ = Event("iteration", "iteration", "X", 0);
+  iteration_["dur"] = 0.0;
+  iteration_["args"] = TraceEvent::object(
+      {{"batch_size", 0}, {"prefill_tokens", 0}, {"decode_tokens", 0}, {"gpu_blocks_used", 0}, {"queued", 0}});
+  transfer_ = Event("transfer", "transfer", "X", 1);
+  transfer_["dur"] = 0.0;
+  transfer_["args"] =
+      TraceEvent::object({{"tier", ""}, {"direction", ""}, {"bytes", 0}, {"load_bytes", 0}, {"offload_bytes", 0}});
+  evict_ = Event("evict", "eviction", "i", 2);
+  evict_["args"] = TraceEvent::object({{"blocks", 0}});
+  preempt_ = Event("preempt", "preemption", "i", 2);
+  preempt_["args"] = TraceEvent::object({{"request", 0}, {"swapped", false}});
+  blocks_counter_ = CounterEvent("GPU KV blocks used", "blocks");
+  waiting_counter_ = CounterEvent("requests waiting", "requests");
+  batch_counter_ = CounterEvent("batch size", "sequences");
+  request_begin_ = RequestEvent("b");
+  request_begin_["args"] =
+      TraceEvent::object({{"input_tokens", 0}, {"output_tokens", 0}, {"reused_tokens", 0}, {"preemptions", 0}});
+  request_first_token_ = RequestEvent("n");
+  request_first_token_["args"] = TraceEvent::object({{"event", "first token"}});
+  request_end_ = RequestEvent("e");
 }
 
 TimelineRecorder::~TimelineRecorder() {
@@ -76,15 +107,24 @@ void TimelineRecorder::Flush() {
   json_.clear();
 }
 
-bool TimelineRecorder::Begin() {
-  if (num_events_ >= max_events_) {
-    truncated_ = true;
-    return false;
-  }
+bool TimelineRecorder::InWindow(SimTime start_ns, SimTime end_ns) const {
+  // Overlaps [window_start, window_end); an instant (start == end) counts when start is inside.
+  return end_ns >= options_.window_start_ns && start_ns < options_.window_end_ns &&
+         (end_ns > options_.window_start_ns || start_ns == end_ns);
+}
+
+bool TimelineRecorder::Accept(SimTime now_ns) {
+  if (num_events_ < options_.max_events) return true;
+  if (dropped_events_ == 0) truncated_at_ns_ = now_ns;
+  ++dropped_events_;
+  return false;
+}
+
+void TimelineRecorder::Write(const TraceEvent& event) {
   if (json_.size() >= kFlushBytes) Flush();
   if (num_events_ > 0) json_ += ",\n";
+  json_ += event.dump(-1, ' ', false, TraceEvent::error_handler_t::replace);
   ++num_events_;
-  return true;
 }
 
 absl::Status TimelineRecorder::Finish() {
@@ -101,76 +141,154 @@ absl::Status TimelineRecorder::Finish() {
   return CommitTempFile(file, temp_path_, path_);
 }
 
+void TimelineRecorder::Counter(TraceEvent* counter, int32_t replica, int64_t value, SimTime ts_ns, SimTime now_ns) {
+  if (!Accept(now_ns)) return;
+  TraceEvent& event = *counter;
+  event["pid"] = replica;
+  event["ts"] = Us(ts_ns);
+  event["args"].begin().value() = value;
+  Write(event);
+}
+
 void TimelineRecorder::OnIteration(const IterationRecord& r) {
-  if (!Begin()) return;
-  Out out(&json_);
-  out << "{\"name\":\"iteration\",\"cat\":\"iteration\",\"ph\":\"X\",\"pid\":" << r.replica << ",\"tid\":0,\"ts\":";
-  out.Us(r.start_ns) << ",\"dur\":";
-  out.Us(r.duration_ns) << ",\"args\":{\"batch_size\":" << r.batch_size << ",\"prefill_tokens\":" << r.prefill_tokens
-                        << ",\"decode_tokens\":" << r.decode_tokens << ",\"gpu_blocks_used\":" << r.gpu_blocks_used
-                        << ",\"queued\":" << r.queued_requests << "}}";
-  if (r.transfer_ns > 0 && Begin()) {
-    out << "{\"name\":\"transfer\",\"cat\":\"transfer\",\"ph\":\"X\",\"pid\":" << r.replica << ",\"tid\":1,\"ts\":";
-    out.Us(r.start_ns) << ",\"dur\":";
-    out.Us(r.transfer_ns) << "}";
+  if (static_cast<size_t>(r.replica) >= counters_.size()) counters_.resize(r.replica + 1);
+  ReplicaCounters& counters = counters_[r.replica];
+  const SimTime now_ns = r.start_ns;
+  // The replica idled between its last iteration's end and this start: its batch was empty.
+  const SimTime idle_from_ns = counters.last_iteration_end_ns;
+  counters.last_iteration_end_ns = r.start_ns + r.duration_ns;
+  if (idle_from_ns >= 0 && idle_from_ns < r.start_ns && InWindow(idle_from_ns, idle_from_ns) &&
+      counters.batch_size != 0) {
+    counters.batch_size = 0;
+    Counter(&batch_counter_, r.replica, 0, idle_from_ns, now_ns);
   }
-  if (r.evicted_blocks > 0 && Begin()) {
-    out << "{\"name\":\"evict\",\"cat\":\"eviction\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << r.replica
-        << ",\"tid\":2,\"ts\":";
-    out.Us(r.start_ns) << ",\"args\":{\"blocks\":" << r.evicted_blocks << "}}";
+  if (!InWindow(r.start_ns, r.start_ns + r.duration_ns)) return;
+
+  if (Accept(now_ns)) {
+    TraceEvent& event = iteration_;
+    event["pid"] = r.replica;
+    event["ts"] = Us(r.start_ns);
+    event["dur"] = Us(r.duration_ns);
+    TraceEvent& args = event["args"];
+    args["batch_size"] = r.batch_size;
+    args["prefill_tokens"] = r.prefill_tokens;
+    args["decode_tokens"] = r.decode_tokens;
+    args["gpu_blocks_used"] = r.gpu_blocks_used;
+    args["queued"] = r.queued_requests;
+    Write(event);
+  }
+  // The tiers' transfers run one after another (their times add up to transfer_ns).
+  SimTime transfer_start_ns = r.start_ns;
+  if (r.transfers != nullptr) {
+    for (const TierTransfer& transfer : *r.transfers) {
+      if (Accept(now_ns)) {
+        TraceEvent& event = transfer_;
+        event["pid"] = r.replica;
+        event["ts"] = Us(transfer_start_ns);
+        event["dur"] = Us(transfer.duration_ns);
+        TraceEvent& args = event["args"];
+        args["tier"] = transfer.tier_name;
+        args["direction"] = Direction(transfer);
+        args["bytes"] = transfer.load_bytes + transfer.offload_bytes;
+        args["load_bytes"] = transfer.load_bytes;
+        args["offload_bytes"] = transfer.offload_bytes;
+        Write(event);
+      }
+      transfer_start_ns += transfer.duration_ns;
+    }
+  }
+  if (r.evicted_blocks > 0 && Accept(now_ns)) {
+    evict_["pid"] = r.replica;
+    evict_["ts"] = Us(r.start_ns);
+    evict_["args"]["blocks"] = r.evicted_blocks;
+    Write(evict_);
+  }
+  if (counters.gpu_blocks_used != r.gpu_blocks_used) {
+    counters.gpu_blocks_used = r.gpu_blocks_used;
+    Counter(&blocks_counter_, r.replica, r.gpu_blocks_used, r.start_ns, now_ns);
+  }
+  if (counters.queued_requests != r.queued_requests) {
+    counters.queued_requests = r.queued_requests;
+    Counter(&waiting_counter_, r.replica, r.queued_requests, r.start_ns, now_ns);
+  }
+  if (counters.batch_size != r.batch_size) {
+    counters.batch_size = r.batch_size;
+    Counter(&batch_counter_, r.replica, r.batch_size, r.start_ns, now_ns);
   }
 }
 
 void TimelineRecorder::OnPreemption(SimTime now_ns, const RequestState& state) {
-  if (!Begin()) return;
-  Out out(&json_);
-  out << "{\"name\":\"preempt\",\"cat\":\"preemption\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << state.replica
-      << ",\"tid\":2,\"ts\":";
-  out.Us(now_ns) << ",\"args\":{\"request\":" << state.request.request_id
-                 << ",\"swapped\":" << (state.swapped ? "true" : "false") << "}}";
+  if (!InWindow(now_ns, now_ns) || !Accept(now_ns)) return;
+  preempt_["pid"] = state.replica;
+  preempt_["ts"] = Us(now_ns);
+  preempt_["args"]["request"] = state.request.request_id;
+  preempt_["args"]["swapped"] = state.swapped;
+  Write(preempt_);
 }
 
 void TimelineRecorder::OnRequestFinished(SimTime now_ns, const RequestState& state) {
-  if (state.rejected) return;
+  if (state.rejected || !InWindow(state.arrival_ns, now_ns)) return;
   const uint64_t id = state.request.request_id;
-  Out out(&json_);
-  auto common = [&](absl::string_view phase) {
-    out << "{\"cat\":\"request\",\"id\":" << id << ",\"pid\":" << state.replica << ",\"tid\":3,\"name\":\"request "
-        << id << "\",\"ph\":\"" << phase << "\",\"ts\":";
+  const std::string name = absl::StrCat("request ", id);
+  const auto write = [&](TraceEvent* event, SimTime ts_ns) {
+    (*event)["id"] = id;
+    (*event)["pid"] = state.replica;
+    (*event)["name"] = name;
+    (*event)["ts"] = Us(ts_ns);
+    Write(*event);
   };
-  if (!Begin()) return;
-  common("b");
-  out.Us(state.arrival_ns) << ",\"args\":{\"input_tokens\":" << state.request.input_tokens
-                           << ",\"output_tokens\":" << state.generated_tokens
-                           << ",\"reused_tokens\":" << state.reused_tokens << ",\"preemptions\":" << state.preemptions
-                           << "}}";
-  if (state.first_token_ns >= 0 && Begin()) {
-    common("n");
-    out.Us(state.first_token_ns) << ",\"args\":{\"event\":\"first token\"}}";
+  if (Accept(now_ns)) {
+    TraceEvent& args = request_begin_["args"];
+    args["input_tokens"] = state.request.input_tokens;
+    args["output_tokens"] = state.generated_tokens;
+    args["reused_tokens"] = state.reused_tokens;
+    args["preemptions"] = state.preemptions;
+    write(&request_begin_, state.arrival_ns);
   }
-  if (Begin()) {
-    common("e");
-    out.Us(now_ns) << "}";
-  }
+  if (state.first_token_ns >= 0 && Accept(now_ns)) write(&request_first_token_, state.first_token_ns);
+  if (Accept(now_ns)) write(&request_end_, now_ns);
 }
 
 void TimelineRecorder::OnRunEnd(SimTime end_ns, const std::vector<const BlockManager*>& replicas) {
-  const int64_t saved_max = num_events_;
-  for (size_t r = 0; r < replicas.size(); ++r) {
-    const char* tracks[] = {"iterations", "transfers", "evictions and preemptions", "requests"};
-    if (num_events_ > 0) json_ += ",\n";
-    absl::StrAppend(&json_, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", r, ",\"args\":{\"name\":\"replica ", r,
-                    "\"}}");
-    for (int t = 0; t < 4; ++t) {
-      absl::StrAppend(&json_, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":", r, ",\"tid\":", t,
-                      ",\"args\":{\"name\":\"", tracks[t], "\"}}");
+  // Each replica's batch empties when its last iteration ends.
+  for (size_t r = 0; r < counters_.size(); ++r) {
+    ReplicaCounters& counters = counters_[r];
+    const SimTime last_end_ns = counters.last_iteration_end_ns;
+    if (last_end_ns >= 0 && counters.batch_size > 0 && InWindow(last_end_ns, last_end_ns)) {
+      counters.batch_size = 0;
+      Counter(&batch_counter_, static_cast<int32_t>(r), 0, last_end_ns, end_ns);
     }
-    ++num_events_;
   }
-  if (truncated_) {
-    absl::StrAppend(&json_, ",\n{\"name\":\"truncated\",\"ph\":\"M\",\"pid\":0,\"args\":{\"after_events\":", saved_max,
-                    "}}");
+  // Metadata: not counted against the cap, so the tracks are always named.
+  std::string metadata;
+  const char* tracks[] = {"iterations", "transfers", "evictions and preemptions", "requests"};
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    TraceEvent process = TraceEvent::object();
+    process["name"] = "process_name";
+    process["ph"] = "M";
+    process["pid"] = r;
+    process["args"] = TraceEvent::object({{"name", absl::StrCat("replica ", r)}});
+    absl::StrAppend(&metadata, metadata.empty() && num_events_ == 0 ? "" : ",\n", process.dump());
+    for (int t = 0; t < 4; ++t) {
+      TraceEvent thread = TraceEvent::object();
+      thread["name"] = "thread_name";
+      thread["ph"] = "M";
+      thread["pid"] = r;
+      thread["tid"] = t;
+      thread["args"] = TraceEvent::object({{"name", tracks[t]}});
+      absl::StrAppend(&metadata, ",\n", thread.dump());
+    }
   }
+  if (truncated()) {
+    TraceEvent note = TraceEvent::object();
+    note["name"] = "truncated";
+    note["ph"] = "M";
+    note["pid"] = 0;
+    note["args"] = TraceEvent::object(
+        {{"after_events", num_events_}, {"dropped_events", dropped_events_}, {"stopped_at_us", Us(truncated_at_ns_)}});
+    absl::StrAppend(&metadata, metadata.empty() && num_events_ == 0 ? "" : ",\n", note.dump());
+  }
+  json_ += metadata;
   json_ += "\n]}\n";
 }
 
