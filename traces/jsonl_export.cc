@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "traces/request.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -29,9 +30,11 @@ class JsonlWriter final : public TraceWriter {
       return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
     }
     std::unique_ptr<JsonlWriter> writer(new JsonlWriter(path, tmp, file, options.block_tokens));
-    std::string line = absl::StrCat("{\"kvsim_trace\": ", kJsonlTraceVersion, ", \"source_format\": ");
-    AppendJsonString(options.source_format, &line);
-    absl::StrAppend(&line, ", \"block_tokens\": ", options.block_tokens, "}\n");
+    Json header = Json::object();
+    header["kvsim_trace"] = kJsonlTraceVersion;
+    header["source_format"] = options.source_format;
+    header["block_tokens"] = options.block_tokens;
+    const std::string line = DumpJsonLine(header) + "\n";
     KVSIM_RETURN_IF_ERROR(writer->Put(line));
     return std::unique_ptr<TraceWriter>(std::move(writer));
   }
@@ -57,32 +60,32 @@ class JsonlWriter final : public TraceWriter {
     if (absl::Status counts = CheckBlockTokenCounts(r); !counts.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", records_, ": ", counts.message()));
     }
-    line_.clear();
-    absl::StrAppend(&line_, "{\"request_id\": ", r.request_id, ", \"arrival_ns\": ", r.arrival_ns,
-                    ", \"session_id\": ", r.session_id, ", \"parent_id\": ", r.parent_id, ", \"turn\": ", r.turn,
-                    ", \"input_tokens\": ", r.input_tokens, ", \"output_tokens\": ", r.output_tokens,
-                    ", \"block_tokens\": ", r.block_tokens, ", \"block_hashes\": [");
-    for (size_t k = 0; k < r.block_hashes.size(); ++k) {
-      if (k > 0) line_ += ", ";
-      absl::StrAppend(&line_, r.block_hashes[k]);
-    }
+    Json record = Json::object();
+    record["request_id"] = r.request_id;
+    record["arrival_ns"] = r.arrival_ns;
+    record["session_id"] = r.session_id;
+    record["parent_id"] = r.parent_id;
+    record["turn"] = r.turn;
+    record["input_tokens"] = r.input_tokens;
+    record["output_tokens"] = r.output_tokens;
+    record["block_tokens"] = r.block_tokens;
+    record["block_hashes"] = r.block_hashes;
     if (!r.block_token_counts.empty()) {  // variable blocks only, so uniform traces export as before
-      line_ += "], \"block_token_counts\": [";
-      for (size_t k = 0; k < r.block_token_counts.size(); ++k) {
-        if (k > 0) line_ += ", ";
-        absl::StrAppend(&line_, r.block_token_counts[k]);
-      }
+      record["block_token_counts"] = r.block_token_counts;
     }
-    absl::StrAppend(&line_, "], \"type\": \"", proto::RequestType_Name(r.type),
-                    "\", \"failed\": ", r.failed ? "true" : "false", ", \"model\": ");
-    AppendJsonString(r.model, &line_);
-    line_ += ", \"tool_calls\": [";
-    for (size_t k = 0; k < r.tool_calls.size(); ++k) {
-      line_ += k > 0 ? ", {\"name\": " : "{\"name\": ";
-      AppendJsonString(r.tool_calls[k].name, &line_);
-      absl::StrAppend(&line_, ", \"duration_ns\": ", r.tool_calls[k].duration_ns, "}");
+    record["type"] = proto::RequestType_Name(r.type);
+    record["failed"] = r.failed;
+    record["model"] = r.model;
+    Json tool_calls = Json::array();
+    for (const auto& call : r.tool_calls) {
+      Json c = Json::object();
+      c["name"] = call.name;
+      c["duration_ns"] = call.duration_ns;
+      tool_calls.push_back(std::move(c));
     }
-    line_ += "]}\n";
+    record["tool_calls"] = std::move(tool_calls);
+    line_ = DumpJsonLine(record);
+    line_ += '\n';
     ++records_;
     return Put(line_);
   }
@@ -114,36 +117,6 @@ class JsonlWriter final : public TraceWriter {
 };
 
 }  // namespace
-
-void AppendJsonString(absl::string_view text, std::string* out) {
-  out->push_back('"');
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenJsonlTraceWriter(const std::string& path,
                                                                   const TraceWriterOptions& options) {

@@ -1,12 +1,15 @@
 #include "traces/jsonl_export.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "traces/test_util.h"
 #include "traces/trace_io.h"
 #include "util/file.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -34,17 +37,41 @@ TEST(JsonlExportTest, WritesEveryFieldInTheDocumentedForm) {
   r.tool_calls = {{"bash", 5}};
   ASSERT_TRUE((*writer)->Write(r).ok());
   ASSERT_TRUE((*writer)->Close().ok());
-  EXPECT_EQ(*ReadFile(path),
-            "{\"kvsim_trace\": 1, \"source_format\": \"bailian\", \"block_tokens\": 16}\n"
-            "{\"request_id\": 7, \"arrival_ns\": 250, \"session_id\": 2, \"parent_id\": 6, \"turn\": 3, "
-            "\"input_tokens\": 20, \"output_tokens\": 4, \"block_tokens\": 16, "
-            "\"block_hashes\": [18446744073709551615, 9], \"type\": \"REQUEST_TYPE_TEXT\", "
-            "\"failed\": true, \"model\": \"a\\\"b\\\\c\\n\", "
-            "\"tool_calls\": [{\"name\": \"bash\", \"duration_ns\": 5}]}\n");
-  auto back = ReadAll(path, {});  // detected as "jsonl"
+  // Checked as parsed JSON (values, types and key order), not as text: the spacing is the JSON library's.
+  const std::vector<std::string> lines = absl::StrSplit(*ReadFile(path), '\n');
+  ASSERT_EQ(lines.size(), 3u);  // header, record, and the empty rest after the final newline
+  EXPECT_EQ(lines[2], "");
+  const Json header = Json::parse(lines[0]);
+  EXPECT_EQ(header, Json::parse(R"({"kvsim_trace": 1, "source_format": "bailian", "block_tokens": 16})"));
+  const Json record = Json::parse(lines[1]);
+  EXPECT_EQ(record, Json::parse(R"({"request_id": 7, "arrival_ns": 250, "session_id": 2, "parent_id": 6,
+      "turn": 3, "input_tokens": 20, "output_tokens": 4, "block_tokens": 16,
+      "block_hashes": [18446744073709551615, 9], "type": "REQUEST_TYPE_TEXT", "failed": true,
+      "model": "a\"b\\c\n", "tool_calls": [{"name": "bash", "duration_ns": 5}]})"));
+  EXPECT_TRUE(record["block_hashes"][0].is_number_unsigned());  // a number, not a string or a double
+  EXPECT_FALSE(record.contains("block_token_counts"));          // uniform blocks: the key is absent
+  auto back = ReadAll(path, {});                                // detected as "jsonl"
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 1u);
   EXPECT_EQ(RequestDifference((*back)[0], r), "");  // arrival 250 kept: times are already relative
+}
+
+// A model name that is not UTF-8 (e.g. from a CSV in another encoding) is written with U+FFFD for the bad
+// byte, so the export is valid JSON and reads back, rather than a line the reader refuses.
+TEST(JsonlExportTest, BadUtf8IsReplacedSoTheExportReadsBack) {
+  const std::string path = ::testing::TempDir() + "/utf8.jsonl";
+  auto writer = OpenJsonlTraceWriter(path, {});
+  ASSERT_TRUE(writer.ok());
+  Request r;
+  r.input_tokens = 3;
+  r.output_tokens = 1;
+  r.model = "m\xff";
+  ASSERT_TRUE((*writer)->Write(r).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto back = ReadAll(path, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].model, "m\xEF\xBF\xBD");
 }
 
 // Variable blocks round-trip; the writer refuses what the reader would refuse (a zero-token prompt,
@@ -63,8 +90,19 @@ TEST(JsonlExportTest, VariableBlocksRoundTripAndRefusedRecordsAreNeverWritten) {
   r.block_token_counts = {35, 35};
   ASSERT_TRUE((*writer)->Write(r).ok());
   ASSERT_TRUE((*writer)->Close().ok());
-  EXPECT_NE(ReadFile(path)->find("\"block_hashes\": [5, 6], \"block_token_counts\": [35, 35], \"type\""),
-            std::string::npos);
+  // Parsed, not matched as text: the counts come right after the hashes (the documented order).
+  const std::vector<std::string> lines = absl::StrSplit(*ReadFile(path), '\n');
+  ASSERT_GE(lines.size(), 2u);
+  const Json record = Json::parse(lines[1]);
+  EXPECT_EQ(record["block_hashes"], Json::array({5, 6}));
+  EXPECT_EQ(record["block_token_counts"], Json::array({35, 35}));
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : record.items()) keys.push_back(key);
+  const auto hashes = std::find(keys.begin(), keys.end(), "block_hashes");
+  ASSERT_NE(hashes, keys.end());
+  ASSERT_LT(hashes + 2, keys.end());
+  EXPECT_EQ(hashes[1], "block_token_counts");
+  EXPECT_EQ(hashes[2], "type");
   auto back = ReadAll(path, {});
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(RequestDifference((*back)[0], r), "");

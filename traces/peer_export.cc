@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "traces/request.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -122,13 +123,10 @@ class MooncakeWriter final : public TraceWriter {
       return absl::InvalidArgumentError(
           absl::StrCat(file_.path(), ": record ", records_, ": arrival_ns: expected >= 0, got ", r.arrival_ns));
     }
-    line_.clear();
-    absl::StrAppend(&line_, "{\"timestamp\": ", r.arrival_ns / 1'000'000, ", \"input_length\": ", r.input_tokens,
-                    ", \"output_length\": ", r.output_tokens, ", \"hash_ids\": [");
+    Json hash_ids = Json::array();
     const int64_t num_ids = NumBlocks(r.input_tokens, kMooncakeExportBlockTokens);
     const int64_t n = static_cast<int64_t>(r.block_hashes.size());
     for (int64_t j = 0; j < num_ids; ++j) {
-      if (j > 0) line_ += ", ";
       uint64_t id;
       if (n == 0) {
         id = next_id_++;  // no hashes: a block shared with nothing
@@ -142,9 +140,15 @@ class MooncakeWriter final : public TraceWriter {
         if (inserted) ++next_id_;
         id = it->second;
       }
-      absl::StrAppend(&line_, id);
+      hash_ids.push_back(id);
     }
-    line_ += "]}\n";
+    Json line = Json::object();
+    line["timestamp"] = r.arrival_ns / 1'000'000;
+    line["input_length"] = r.input_tokens;
+    line["output_length"] = r.output_tokens;
+    line["hash_ids"] = std::move(hash_ids);
+    line_ = DumpJsonLine(line);
+    line_ += '\n';
     ++records_;
     return file_.Put(line_);
   }

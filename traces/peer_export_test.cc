@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "traces/test_util.h"
 #include "traces/trace_io.h"
 #include "util/file.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -75,6 +77,22 @@ TEST(MooncakeExportTest, KeepsThe512TokenIdsOfA512TokenTrace) {
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(RequestDifference((*back)[i], requests[i]), "") << i;
   }
+}
+
+// Each line is one JSON object with Mooncake's four keys in Mooncake's order (checked parsed, not as
+// text): ms timestamps (3'000'000 ns is 3 ms), 512-token ids (1000 tokens take two).
+TEST(MooncakeExportTest, WritesOneJsonObjectALineInMooncakesKeyOrder) {
+  const std::string path = ::testing::TempDir() + "/mlines.jsonl";
+  ASSERT_TRUE(WriteAll(path, "mooncake", 512,
+                       {MakeRequest(0, 0, 1000, 5, 512, {11, 12}), MakeRequest(1, 3'000'000, 512, 2, 512, {11})})
+                  .ok());
+  const std::vector<std::string> lines = absl::StrSplit(*ReadFile(path), '\n');
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "");
+  EXPECT_EQ(Json::parse(lines[0]),
+            Json::parse(R"({"timestamp": 0, "input_length": 1000, "output_length": 5, "hash_ids": [11, 12]})"));
+  EXPECT_EQ(Json::parse(lines[1]),
+            Json::parse(R"({"timestamp": 3, "input_length": 512, "output_length": 2, "hash_ids": [11]})"));
 }
 
 TEST(MooncakeExportTest, ReblocksSixteenTokenIdsByTheBlocksEach512TokenBlockCovers) {

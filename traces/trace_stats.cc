@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "traces/jsonl_export.h"
+#include "util/json_text.h"
 #include "util/percentile.h"
 
 // Data and invariants of ComputeTraceStats (true after each block access):
@@ -221,33 +221,43 @@ std::string FormatTraceStats(const TraceStats& s) {
 
 std::string FormatTraceStatsJson(const TraceStats& s) {
   auto dist = [](const Distribution& d) {
-    return absl::StrFormat("{\"mean\": %.6g, \"p50\": %d, \"p90\": %d, \"p99\": %d, \"max\": %d}", d.mean, d.p50, d.p90,
-                           d.p99, d.max);
+    Json j = Json::object();
+    j["mean"] = JsonNumberOrNull(d.mean);
+    j["p50"] = d.p50;
+    j["p90"] = d.p90;
+    j["p99"] = d.p99;
+    j["max"] = d.max;
+    return j;
   };
-  std::string path, format;
-  AppendJsonString(s.path, &path);
-  AppendJsonString(s.format, &format);
-  std::string warnings = "[";
-  for (size_t i = 0; i < s.warnings.size(); ++i) {
-    if (i > 0) warnings += ", ";
-    AppendJsonString(s.warnings[i], &warnings);
-  }
-  warnings += "]";
-  return absl::StrFormat(
-      "{\"path\": %s, \"format\": %s, \"block_tokens\": %d, \"requests\": %d, \"duration_ns\": %d, "
-      "\"mean_requests_per_minute\": %.6g, \"peak_requests_per_minute\": %d, \"input_tokens\": %s, "
-      "\"output_tokens\": %s, \"failed_requests\": %d, \"sessions\": %d, \"requests_in_sessions\": %d, "
-      "\"mean_requests_per_session\": %.6g, \"max_turn\": %d, \"block_references\": %d, "
-      "\"distinct_blocks\": %d, \"unbounded_hit_ratio\": %.6g, \"prefix_hit_ratio\": %.6g, "
-      "\"reused_block_fraction\": %.6g, \"reuses\": %d, \"stack_distance\": {\"p25\": %d, \"p50\": %d, "
-      "\"p75\": %d}, \"tokens_per_id\": {\"mean\": %.6g, \"min\": %d, \"max\": %d}, \"ids_look_chained\": %s, "
-      "\"ids_with_other_predecessor\": %d, \"ids_repeated_in_request\": %d, \"warnings\": %s}\n",
-      path, format, s.block_tokens, s.num_requests, s.duration_ns, s.mean_requests_per_minute,
-      s.peak_requests_per_minute, dist(s.input_tokens), dist(s.output_tokens), s.num_failed, s.num_sessions,
-      s.requests_in_sessions, s.mean_requests_per_session, s.max_turn, s.block_references, s.distinct_blocks,
-      s.unbounded_hit_ratio, s.prefix_hit_ratio, s.reused_block_fraction, s.num_reuses, s.stack_distance_p25,
-      s.stack_distance_p50, s.stack_distance_p75, s.mean_tokens_per_id, s.min_tokens_per_id, s.max_tokens_per_id,
-      s.ids_look_chained ? "true" : "false", s.ids_with_other_predecessor, s.ids_repeated_in_request, warnings);
+  Json j = Json::object();
+  j["path"] = s.path;
+  j["format"] = s.format;
+  j["block_tokens"] = s.block_tokens;
+  j["requests"] = s.num_requests;
+  j["duration_ns"] = s.duration_ns;
+  j["mean_requests_per_minute"] = JsonNumberOrNull(s.mean_requests_per_minute);
+  j["peak_requests_per_minute"] = s.peak_requests_per_minute;
+  j["input_tokens"] = dist(s.input_tokens);
+  j["output_tokens"] = dist(s.output_tokens);
+  j["failed_requests"] = s.num_failed;
+  j["sessions"] = s.num_sessions;
+  j["requests_in_sessions"] = s.requests_in_sessions;
+  j["mean_requests_per_session"] = JsonNumberOrNull(s.mean_requests_per_session);
+  j["max_turn"] = s.max_turn;
+  j["block_references"] = s.block_references;
+  j["distinct_blocks"] = s.distinct_blocks;
+  j["unbounded_hit_ratio"] = JsonNumberOrNull(s.unbounded_hit_ratio);
+  j["prefix_hit_ratio"] = JsonNumberOrNull(s.prefix_hit_ratio);
+  j["reused_block_fraction"] = JsonNumberOrNull(s.reused_block_fraction);
+  j["reuses"] = s.num_reuses;
+  j["stack_distance"] = {{"p25", s.stack_distance_p25}, {"p50", s.stack_distance_p50}, {"p75", s.stack_distance_p75}};
+  j["tokens_per_id"] = {
+      {"mean", JsonNumberOrNull(s.mean_tokens_per_id)}, {"min", s.min_tokens_per_id}, {"max", s.max_tokens_per_id}};
+  j["ids_look_chained"] = s.ids_look_chained;
+  j["ids_with_other_predecessor"] = s.ids_with_other_predecessor;
+  j["ids_repeated_in_request"] = s.ids_repeated_in_request;
+  j["warnings"] = s.warnings;
+  return DumpJson(j);
 }
 
 }  // namespace kvsim

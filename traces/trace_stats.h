@@ -91,7 +91,8 @@ absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader);
 // A human-readable table, one fact a line.
 std::string FormatTraceStats(const TraceStats& stats);
 
-// The same facts as one JSON object (stable key names, ending in a newline).
+// The same facts as one pretty-printed JSON object (stable key names in a fixed order, ending in a newline;
+// a mean that is not finite is null).
 std::string FormatTraceStatsJson(const TraceStats& stats);
 
 }  // namespace kvsim

@@ -1,6 +1,8 @@
 #include "traces/trace_stats.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -9,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "traces/test_util.h"
 #include "traces/trace_io.h"
+#include "util/json_text.h"
 #include "util/percentile.h"
 
 namespace kvsim {
@@ -125,8 +128,36 @@ TEST(TraceStatsTest, TraceWithoutHashesHasNoBlockFacts) {
   EXPECT_EQ(stats->input_tokens.max >= stats->input_tokens.p99, true);
   const std::string text = FormatTraceStats(*stats);
   EXPECT_NE(text.find("none (the trace has no block hashes)"), std::string::npos) << text;
-  const std::string json = FormatTraceStatsJson(*stats);
-  EXPECT_NE(json.find("\"requests\": 8819"), std::string::npos) << json;
+  const Json json = Json::parse(FormatTraceStatsJson(*stats));
+  EXPECT_EQ(json["requests"], 8819);
+  EXPECT_EQ(json["duration_ns"], 3'435'948'056'000);
+  EXPECT_EQ(json["block_references"], 0);
+  EXPECT_EQ(json["input_tokens"]["max"], stats->input_tokens.max);
+}
+
+// Means that are not finite (here set by hand) are written as null, so the object stays valid JSON;
+// strings are escaped; keys come once each in the documented order.
+TEST(TraceStatsTest, JsonIsValidWithNonFiniteMeansAndOddStrings) {
+  TraceStats stats;
+  stats.path = "dir/a \"b\"\n.jsonl";
+  stats.format = "jsonl";
+  stats.mean_requests_per_minute = std::nan("");
+  stats.input_tokens.mean = std::numeric_limits<double>::infinity();
+  stats.mean_tokens_per_id = 2.5;
+  stats.stack_distance_p50 = 7;
+  stats.warnings = {"w1", "tab\there"};
+  const std::string text = FormatTraceStatsJson(stats);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  const Json json = Json::parse(text);  // throws (fails the test) on invalid JSON such as `nan`
+  EXPECT_EQ(json["path"], "dir/a \"b\"\n.jsonl");
+  EXPECT_TRUE(json["mean_requests_per_minute"].is_null());
+  EXPECT_TRUE(json["input_tokens"]["mean"].is_null());
+  EXPECT_EQ(json["tokens_per_id"]["mean"], 2.5);
+  EXPECT_EQ(json["stack_distance"]["p50"], 7);
+  EXPECT_EQ(json["warnings"], Json({"w1", "tab\there"}));
+  EXPECT_EQ(json.begin().key(), "path");
+  EXPECT_EQ(json.size(), 26u);
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "simdjson.h"
 #include "util/file.h"
+#include "util/json_text.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -228,39 +228,46 @@ absl::StatusOr<LlamaConfig> ReadLlamaConfig(const std::string& path) {
 
 std::string LlamaConfigJson(const LlamaConfig& c) {
   const LlamaRopeScaling& r = c.rope_scaling;
-  std::string scaling = "null";
+  Json scaling = nullptr;
   if (r.type != RopeScaling::kNone) {
-    const char* type = r.type == RopeScaling::kLinear    ? "linear"
-                       : r.type == RopeScaling::kDynamic ? "dynamic"
-                       : r.type == RopeScaling::kLlama3  ? "llama3"
-                                                         : "yarn";
-    scaling = absl::StrCat("{\"rope_type\": \"", type, "\", \"factor\": ", r.factor);
+    scaling = Json::object();
+    scaling["rope_type"] = r.type == RopeScaling::kLinear    ? "linear"
+                           : r.type == RopeScaling::kDynamic ? "dynamic"
+                           : r.type == RopeScaling::kLlama3  ? "llama3"
+                                                             : "yarn";
+    scaling["factor"] = JsonNumberOrNull(r.factor);
     if (r.original_max_position_embeddings > 0) {
-      absl::StrAppend(&scaling, ", \"original_max_position_embeddings\": ", r.original_max_position_embeddings);
+      scaling["original_max_position_embeddings"] = r.original_max_position_embeddings;
     }
     if (r.type == RopeScaling::kLlama3) {
-      absl::StrAppend(&scaling, ", \"low_freq_factor\": ", r.low_freq_factor,
-                      ", \"high_freq_factor\": ", r.high_freq_factor);
+      scaling["low_freq_factor"] = JsonNumberOrNull(r.low_freq_factor);
+      scaling["high_freq_factor"] = JsonNumberOrNull(r.high_freq_factor);
     }
     if (r.type == RopeScaling::kYarn) {
-      absl::StrAppend(&scaling, ", \"beta_fast\": ", r.beta_fast, ", \"beta_slow\": ", r.beta_slow);
+      scaling["beta_fast"] = JsonNumberOrNull(r.beta_fast);
+      scaling["beta_slow"] = JsonNumberOrNull(r.beta_slow);
     }
-    scaling += "}";
   }
-  return absl::StrCat(
-      "{\n  \"architectures\": [\"", c.architecture,
-      "\"],\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": ", c.hidden_size,
-      ",\n  \"intermediate_size\": ", c.intermediate_size, ",\n  \"num_hidden_layers\": ", c.num_layers,
-      ",\n  \"num_attention_heads\": ", c.num_heads, ",\n  \"num_key_value_heads\": ", c.num_kv_heads,
-      ",\n  \"head_dim\": ", c.head_dim, ",\n  \"vocab_size\": ", c.vocab_size,
-      ",\n  \"rms_norm_eps\": ", c.rms_norm_eps, ",\n  \"rope_theta\": ", c.rope_theta,
-      ",\n  \"rope_scaling\": ", scaling, ",\n  \"max_position_embeddings\": ", c.max_position_embeddings,
-      ",\n  \"tie_word_embeddings\": ", c.tie_word_embeddings ? "true" : "false",
-      ",\n  \"attention_bias\": ", c.attention_bias ? "true" : "false",
-      c.sliding_window > 0 ? absl::StrCat(",\n  \"sliding_window\": ", c.sliding_window) : "",
-      c.eos_token_ids.empty() ? ""
-                              : absl::StrCat(",\n  \"eos_token_id\": [", absl::StrJoin(c.eos_token_ids, ", "), "]"),
-      ",\n  \"torch_dtype\": \"float32\"\n}\n");
+  Json j = Json::object();
+  j["architectures"] = Json::array({c.architecture});
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_layers;
+  j["num_attention_heads"] = c.num_heads;
+  j["num_key_value_heads"] = c.num_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["vocab_size"] = c.vocab_size;
+  j["rms_norm_eps"] = JsonNumberOrNull(c.rms_norm_eps);
+  j["rope_theta"] = JsonNumberOrNull(c.rope_theta);
+  j["rope_scaling"] = std::move(scaling);
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["attention_bias"] = c.attention_bias;
+  if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
+  if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids;
+  j["torch_dtype"] = "float32";
+  return DumpJson(j);
 }
 
 RopeFrequencies RopeFrequenciesAt(const LlamaConfig& c, int64_t seq_len) {

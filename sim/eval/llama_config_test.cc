@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "util/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -26,6 +27,28 @@ TEST(LlamaConfigTest, ParsesLlama3) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->rope_scaling.original_max_position_embeddings, 1000);
   EXPECT_EQ(again->num_kv_heads, 2);
+}
+
+// The written config.json is JSON with every number exact (a factor with more than six significant digits
+// survives), the scaling as an object, and reads back to the same values.
+TEST(LlamaConfigTest, WrittenConfigIsJsonWithExactNumbers) {
+  auto c = ParseLlamaConfig(kLlama3, "config.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  c->rope_scaling.factor = 8.123456789;
+  c->rms_norm_eps = 1.23456789e-6;
+  c->architecture = "LlamaForCausalLM";
+  const Json json = Json::parse(LlamaConfigJson(*c));
+  EXPECT_EQ(json["architectures"], Json::array({"LlamaForCausalLM"}));
+  EXPECT_EQ(json["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(json["rope_scaling"]["factor"], 8.123456789);
+  EXPECT_EQ(json["rope_scaling"]["original_max_position_embeddings"], 1000);
+  EXPECT_FALSE(json["rope_scaling"].contains("beta_fast"));  // yarn's keys only for yarn
+  auto again = ParseLlamaConfig(json.dump(), "again");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->rope_scaling.factor, 8.123456789);
+  EXPECT_EQ(again->rms_norm_eps, 1.23456789e-6);
+  c->rope_scaling = {};  // no scaling: null, as transformers writes it
+  EXPECT_TRUE(Json::parse(LlamaConfigJson(*c))["rope_scaling"].is_null());
 }
 
 // inv_freq by hand for head_dim 4, base 10000: [1, 0.01]. Llama3 with original length 1000 (low-frequency
