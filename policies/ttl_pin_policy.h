@@ -18,6 +18,9 @@
 // only when that tool call has returned (at t + duration, as the trace records it), so no decision uses
 // the future; pins are soft: when every evictable block is pinned, the inner policy chooses among all of
 // them (Continuum would instead hold the request in the queue); no scheduling priority changes.
+// Under LRU a pin rarely changes a victim: the pinned blocks are the ones just released, the most recently
+// used, and LRU reaches them within tau* only when the replica evicts more than its older resident blocks
+// in that window (README, AsymCache study).
 //
 // Example:
 //   proto::TtlPinParams params;  // defaults: 1 ms per block, no queueing term, 600 s cap
