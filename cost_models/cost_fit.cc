@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "config/kv_format.h"
+#include "config/model_spec.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/fitted_kernels.h"
 #include "util/file.h"
@@ -558,6 +559,9 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
             [](const proto::AllReduceFit& a, const proto::AllReduceFit& b) { return a.num_gpus() < b.num_gpus(); });
   out.set_source(absl::StrCat("kvsim costmodel fit on ", absl::StrJoin(input.sources, ", "), " (", input.rows.size(),
                               " rows; every 5th row per kind held out)"));
+  // A fit that wandered outside physical ranges is refused rather than stored.
+  KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(
+      out, absl::StrCat("kvsim costmodel fit of ", device.name(), ": fitted parameters"), "fitted"));
   return result;
 }
 
