@@ -199,13 +199,14 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
 
 // A config's fitted cost-model parameters: each kind of bad value is refused naming the field and range.
 TEST(ConfigTest, FittedParametersOutOfRangeNameTheFieldAndRange) {
-  // A valid fit to start from: the h200 preset's.
-  absl::StatusOr<proto::DeviceSpec> h200 = LoadDevicePreset("h200");
-  ASSERT_TRUE(h200.ok()) << h200.status();
-  ASSERT_TRUE(h200->fitted().has_gemm());
+  // A valid fit to start from: the a100-80gb preset's (three all-reduce fits).
+  absl::StatusOr<proto::DeviceSpec> a100 = LoadDevicePreset("a100-80gb");
+  ASSERT_TRUE(a100.ok()) << a100.status();
+  ASSERT_EQ(a100->fitted().all_reduce_size(), 3);
   auto resolve = [&](const std::function<void(proto::FittedCostParams*)>& edit) {
     proto::ExperimentConfig raw;
-    *raw.mutable_device()->mutable_fitted() = h200->fitted();
+    raw.set_device_preset("a100-80gb");
+    *raw.mutable_device()->mutable_fitted() = a100->fitted();
     edit(raw.mutable_device()->mutable_fitted());
     return ResolveExperimentConfig(raw, "cfg.textproto").status();
   };

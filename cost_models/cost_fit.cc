@@ -441,7 +441,15 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   const DevicePeaks peaks = MakeDevicePeaks(device);
   const DeviceRates rates = MakeDeviceRates(device);
   const bool has_previous = !previous.unfitted() && previous.has_gemm();
-  const proto::FittedCostParams base = has_previous ? previous : Defaults(device);
+  // A kind the previous parameters lack starts from the documented values too (never zeros).
+  proto::FittedCostParams base = Defaults(device);
+  if (has_previous) {
+    const proto::FittedCostParams defaults = base;
+    base = previous;
+    if (!previous.has_prefill_attention()) *base.mutable_prefill_attention() = defaults.prefill_attention();
+    if (!previous.has_decode_attention()) *base.mutable_decode_attention() = defaults.decode_attention();
+    if (!previous.has_elementwise()) *base.mutable_elementwise() = defaults.elementwise();
+  }
   const std::string base_name = has_previous ? "previous parameters" : "roofline-equivalent starting values";
   std::map<std::string, std::vector<const FitRow*>> by_kind;
   std::map<int64_t, std::vector<const FitRow*>> all_reduce;
