@@ -1,6 +1,9 @@
 #include "config/experiment_config.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <string>
 
 #include "config/kv_format.h"
@@ -192,6 +195,80 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
   status = ResolveExperimentConfig(raw, "x").status();
   EXPECT_NE(status.message().find("workload.time_scale: must be in [1e-06, 1000000]"), absl::string_view::npos)
       << status;
+}
+
+// A config's fitted cost-model parameters: each kind of bad value is refused naming the field and range.
+TEST(ConfigTest, FittedParametersOutOfRangeNameTheFieldAndRange) {
+  // A valid fit to start from: the a100-80gb preset's (three all-reduce fits).
+  absl::StatusOr<proto::DeviceSpec> a100 = LoadDevicePreset("a100-80gb");
+  ASSERT_TRUE(a100.ok()) << a100.status();
+  ASSERT_EQ(a100->fitted().all_reduce_size(), 3);
+  auto resolve = [&](const std::function<void(proto::FittedCostParams*)>& edit) {
+    proto::ExperimentConfig raw;
+    raw.set_device_preset("a100-80gb");
+    *raw.mutable_device()->mutable_fitted() = a100->fitted();
+    edit(raw.mutable_device()->mutable_fitted());
+    return ResolveExperimentConfig(raw, "cfg.textproto").status();
+  };
+  EXPECT_TRUE(resolve([](proto::FittedCostParams*) {}).ok());
+  absl::Status status =
+      resolve([](proto::FittedCostParams* f) { f->mutable_gemm()->set_compute_efficiency(std::nan("")); });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("cfg.textproto: field device.fitted.gemm.compute_efficiency: must be in (0, 1], "
+                                  "got nan"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_elementwise()->set_launch_ns(-5); });
+  EXPECT_NE(status.message().find("field device.fitted.elementwise.launch_ns: must be in [0, 1000000000], got -5"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_decode_attention()->set_wave_weight(1.5); });
+  EXPECT_NE(status.message().find("field device.fitted.decode_attention.wave_weight: must be in [0, 1], got 1.5"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_prefill_attention()->set_memory_efficiency(0); });
+  EXPECT_NE(status.message().find("device.fitted.prefill_attention.memory_efficiency: must be in (0, 1], got 0"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) {
+    f->mutable_elementwise()->set_ns_per_token_element(std::numeric_limits<double>::infinity());
+  });
+  EXPECT_NE(status.message().find("device.fitted.elementwise.ns_per_token_element: must be in [0, 1000], got inf"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_gemm()->set_ridge_exponent(0.5); });
+  EXPECT_NE(status.message().find("device.fitted.gemm.ridge_exponent: must be in [1, 1000], got 0.5"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->set_iteration_overhead_ns(int64_t{2000000000}); });
+  EXPECT_NE(status.message().find("device.fitted.iteration_overhead_ns: must be in [0, 1000000000], got 2000000000"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_all_reduce(1)->set_bus_bandwidth_bytes_per_s(-1); });
+  EXPECT_NE(status.message().find("device.fitted.all_reduce[1].bus_bandwidth_bytes_per_s: must be in [1000000, "),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { *f->add_all_reduce() = f->all_reduce(0); });
+  EXPECT_NE(status.message().find("device.fitted.all_reduce[3].num_gpus: 2 is given twice (also all_reduce[0])"),
+            absl::string_view::npos)
+      << status;
+  // Parameters marked unfitted are not read, so not checked.
+  EXPECT_TRUE(resolve([](proto::FittedCostParams* f) {
+                f->set_unfitted(true);
+                f->mutable_gemm()->set_launch_ns(-1);
+              }).ok());
+}
+
+TEST(ConfigTest, EveryBundledDevicePresetPassesTheDeviceAndFitChecks) {
+  for (const std::string& name : DevicePresetNames()) {
+    absl::StatusOr<proto::DeviceSpec> device = LoadDevicePreset(name);
+    ASSERT_TRUE(device.ok()) << name << ": " << device.status();
+    FillDeviceDefaults(&*device);
+    EXPECT_TRUE(ValidateDeviceSpec(*device, name).ok()) << ValidateDeviceSpec(*device, name);
+    proto::ExperimentConfig raw;
+    raw.set_device_preset(name);
+    EXPECT_TRUE(ResolveExperimentConfig(raw, name).ok()) << ResolveExperimentConfig(raw, name).status();
+  }
 }
 
 TEST(ConfigTest, UnknownPresetIsNotFound) {

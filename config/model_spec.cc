@@ -1,6 +1,7 @@
 #include "config/model_spec.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "config/field_checks.h"
@@ -116,7 +117,70 @@ absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view so
       RequireRange(source, "device.interconnect_efficiency", d.interconnect_efficiency(), kMinEfficiency, 1));
   KVSIM_RETURN_IF_ERROR(
       RequireRange(source, "device.interconnect_latency_ns", d.interconnect_latency_ns(), 0, kMaxDurationNs));
+  if (d.has_fitted() && !d.fitted().unfitted()) KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(d.fitted(), source));
   return absl::OkStatus();
+}
+
+absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::string_view source,
+                                      absl::string_view prefix) {
+  constexpr double kMaxFloorNs = 1e9;  // 1 s: no kernel's or iteration's fixed cost is longer
+  auto field = [&](absl::string_view kind, absl::string_view name) { return absl::StrCat(prefix, ".", kind, name); };
+  auto floor = [&](absl::string_view kind, absl::string_view name, double ns) {
+    return RequireRange(source, field(kind, name), ns, 0, kMaxFloorNs);
+  };
+  auto fraction = [&](absl::string_view kind, absl::string_view name, double value) {
+    return RequireFraction(source, field(kind, name), value);
+  };
+  auto range = [&](absl::string_view kind, absl::string_view name, double value, double low, double high) {
+    return RequireRange(source, field(kind, name), value, low, high);
+  };
+  if (f.has_gemm()) {
+    const proto::GemmFit& g = f.gemm();
+    KVSIM_RETURN_IF_ERROR(floor("gemm.", "launch_ns", g.launch_ns()));
+    KVSIM_RETURN_IF_ERROR(fraction("gemm.", "compute_efficiency", g.compute_efficiency()));
+    KVSIM_RETURN_IF_ERROR(fraction("gemm.", "memory_efficiency", g.memory_efficiency()));
+    KVSIM_RETURN_IF_ERROR(range("gemm.", "ridge_exponent", g.ridge_exponent(), 1, 1000));
+    KVSIM_RETURN_IF_ERROR(range("gemm.", "wave_weight", g.wave_weight(), 0, 1));
+  }
+  if (f.has_prefill_attention()) {
+    const proto::PrefillAttentionFit& p = f.prefill_attention();
+    KVSIM_RETURN_IF_ERROR(floor("prefill_attention.", "launch_ns", p.launch_ns()));
+    KVSIM_RETURN_IF_ERROR(fraction("prefill_attention.", "compute_efficiency", p.compute_efficiency()));
+    KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "half_efficiency_tokens", p.half_efficiency_tokens(), 0, 1e7));
+    KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "causal_pair_cost", p.causal_pair_cost(), 1e-6, 100));
+    KVSIM_RETURN_IF_ERROR(fraction("prefill_attention.", "memory_efficiency", p.memory_efficiency()));
+  }
+  if (f.has_decode_attention()) {
+    const proto::DecodeAttentionFit& d = f.decode_attention();
+    KVSIM_RETURN_IF_ERROR(floor("decode_attention.", "launch_ns", d.launch_ns()));
+    KVSIM_RETURN_IF_ERROR(range("decode_attention.", "per_sequence_ns", d.per_sequence_ns(), 0, 1e6));
+    KVSIM_RETURN_IF_ERROR(fraction("decode_attention.", "memory_efficiency", d.memory_efficiency()));
+    KVSIM_RETURN_IF_ERROR(range("decode_attention.", "wave_weight", d.wave_weight(), 0, 1));
+  }
+  if (f.has_elementwise()) {
+    const proto::ElementwiseFit& e = f.elementwise();
+    KVSIM_RETURN_IF_ERROR(floor("elementwise.", "launch_ns", e.launch_ns()));
+    KVSIM_RETURN_IF_ERROR(range("elementwise.", "ns_per_token_element", e.ns_per_token_element(), 0, 1e3));
+  }
+  for (int i = 0; i < f.all_reduce_size(); ++i) {
+    const proto::AllReduceFit& a = f.all_reduce(i);
+    const std::string kind = absl::StrCat("all_reduce[", i, "].");
+    KVSIM_RETURN_IF_ERROR(range(kind, "num_gpus", a.num_gpus(), 2, 65536));
+    for (int j = 0; j < i; ++j) {
+      if (f.all_reduce(j).num_gpus() == a.num_gpus()) {
+        return FieldError(source, field(kind, "num_gpus"),
+                          absl::StrCat(a.num_gpus(), " is given twice (also all_reduce[", j, "])"));
+      }
+    }
+    KVSIM_RETURN_IF_ERROR(floor(kind, "latency_ns", a.latency_ns()));
+    KVSIM_RETURN_IF_ERROR(
+        range(kind, "bus_bandwidth_bytes_per_s", a.bus_bandwidth_bytes_per_s(), kMinBytesPerS, kMaxBytesPerS));
+    KVSIM_RETURN_IF_ERROR(floor(kind, "large_latency_ns", a.large_latency_ns()));
+    KVSIM_RETURN_IF_ERROR(RequireZeroOrRange(source, field(kind, "large_bus_bandwidth_bytes_per_s"),
+                                             a.large_bus_bandwidth_bytes_per_s(), kMinBytesPerS, kMaxBytesPerS));
+  }
+  return RequireRange(source, absl::StrCat(prefix, ".iteration_overhead_ns"), f.iteration_overhead_ns(), 0,
+                      kMaxFloorNs);
 }
 
 }  // namespace kvsim

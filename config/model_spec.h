@@ -40,7 +40,16 @@ void FillDeviceDefaults(proto::DeviceSpec* device);
 
 // Field-level checks of a spec after defaults are applied; errors name `source` and the field.
 absl::Status ValidateModelSpec(const proto::ModelSpec& model, absl::string_view source);
+// Includes ValidateFittedCostParams of `device.fitted` unless it is absent or marked `unfitted`.
 absl::Status ValidateDeviceSpec(const proto::DeviceSpec& device, absl::string_view source);
+
+// Range checks of the fitted cost model's parameters (every present kind): latency floors and overheads in
+// [0, 1 s] ns, efficiencies in (0, 1], wave weights in [0, 1], ridge_exponent in [1, 1000],
+// half_efficiency_tokens in [0, 1e7], causal_pair_cost in [1e-6, 100], per-unit costs
+// in [0, 1e6] ns per sequence and [0, 1e3] ns per token element, all-reduce num_gpus in [2, 65536] (each
+// count once) with bus bandwidths in device range. Fields are named `prefix`.gemm.launch_ns and so on.
+absl::Status ValidateFittedCostParams(const proto::FittedCostParams& fitted, absl::string_view source,
+                                      absl::string_view prefix = "device.fitted");
 
 }  // namespace kvsim
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "config/kv_format.h"
+#include "config/model_spec.h"
 #include "cost_models/calibration_table.h"
 #include "cost_models/fitted_kernels.h"
 #include "util/file.h"
@@ -440,7 +441,15 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   const DevicePeaks peaks = MakeDevicePeaks(device);
   const DeviceRates rates = MakeDeviceRates(device);
   const bool has_previous = !previous.unfitted() && previous.has_gemm();
-  const proto::FittedCostParams base = has_previous ? previous : Defaults(device);
+  // A kind the previous parameters lack starts from the documented values too (never zeros).
+  proto::FittedCostParams base = Defaults(device);
+  if (has_previous) {
+    const proto::FittedCostParams defaults = base;
+    base = previous;
+    if (!previous.has_prefill_attention()) *base.mutable_prefill_attention() = defaults.prefill_attention();
+    if (!previous.has_decode_attention()) *base.mutable_decode_attention() = defaults.decode_attention();
+    if (!previous.has_elementwise()) *base.mutable_elementwise() = defaults.elementwise();
+  }
   const std::string base_name = has_previous ? "previous parameters" : "roofline-equivalent starting values";
   std::map<std::string, std::vector<const FitRow*>> by_kind;
   std::map<int64_t, std::vector<const FitRow*>> all_reduce;
@@ -558,6 +567,9 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
             [](const proto::AllReduceFit& a, const proto::AllReduceFit& b) { return a.num_gpus() < b.num_gpus(); });
   out.set_source(absl::StrCat("kvsim costmodel fit on ", absl::StrJoin(input.sources, ", "), " (", input.rows.size(),
                               " rows; every 5th row per kind held out)"));
+  // A fit that wandered outside physical ranges is refused rather than stored.
+  KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(
+      out, absl::StrCat("kvsim costmodel fit of ", device.name(), ": fitted parameters"), "fitted"));
   return result;
 }
 

@@ -99,7 +99,8 @@ struct FitOptions {
 };
 
 // Fits every kind of `input` on `device`'s peaks. `previous` supplies the parameters of kinds that cannot
-// be fitted. FailedPrecondition when `input` has no rows.
+// be fitted. FailedPrecondition when `input` has no rows; InvalidArgument naming the field and its range
+// when a fitted parameter falls outside config/model_spec.h ValidateFittedCostParams.
 absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSpec& device,
                                     const proto::FittedCostParams& previous, const FitOptions& options = {});
 

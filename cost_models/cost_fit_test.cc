@@ -136,6 +136,33 @@ TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
   EXPECT_EQ(FitDevice(FitInput(), device, previous).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Parameters carried into the output (here a kind with no rows keeps the previous values) are checked
+// like a preset's before the fit is returned for storing.
+TEST(CostFitTest, AFitOutsidePhysicalRangesIsRefusedNamingTheField) {
+  const proto::DeviceSpec device = A100Like();
+  proto::FittedCostParams previous;
+  previous.mutable_gemm()->set_launch_ns(1234);
+  previous.mutable_gemm()->set_compute_efficiency(0.6);
+  previous.mutable_gemm()->set_memory_efficiency(0.7);
+  previous.mutable_gemm()->set_ridge_exponent(5);
+  previous.mutable_gemm()->set_wave_weight(0.1);
+  previous.mutable_prefill_attention()->set_launch_ns(777);
+  previous.mutable_prefill_attention()->set_compute_efficiency(0.55);
+  previous.mutable_prefill_attention()->set_half_efficiency_tokens(64);
+  previous.mutable_prefill_attention()->set_causal_pair_cost(1e6);  // beyond [1e-6, 100]
+  previous.mutable_prefill_attention()->set_memory_efficiency(0.9);
+  FitInput input;
+  for (int i = 1; i <= 6; ++i) input.rows.push_back(GemmRow(i * 100, 4096, 4096, 1e-5 * i));
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, previous);
+  EXPECT_EQ(fit.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(fit.status().message().find("field fitted.prefill_attention.causal_pair_cost: must be in [1e-06, 100], "
+                                        "got 1000000"),
+            std::string::npos)
+      << fit.status();
+  previous.mutable_prefill_attention()->set_causal_pair_cost(1.5);
+  EXPECT_TRUE(FitDevice(input, device, previous).ok());
+}
+
 TEST(CostFitTest, AFitThatDoesNotConvergeKeepsThePreviousParametersAndSaysSo) {
   const proto::DeviceSpec device = A100Like();
   const DevicePeaks peaks = MakeDevicePeaks(device);
