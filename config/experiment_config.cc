@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "config/field_checks.h"
@@ -187,7 +188,9 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
 
   KVSIM_RETURN_IF_ERROR(ResolveCache(device, source, config.mutable_cache()));
   KVSIM_RETURN_IF_ERROR(ResolveScheduler(source, config.mutable_scheduler()));
-  if (config.eviction().name().empty()) config.mutable_eviction()->set_name("lru");
+  // Policy names are registered in lower case and accepted in any case; the resolved config says the registered one.
+  config.mutable_eviction()->set_name(
+      config.eviction().name().empty() ? "lru" : absl::AsciiStrToLower(config.eviction().name()));
   proto::CostModelConfig* cost = config.mutable_cost_model();
   if (cost->kind() == proto::COST_MODEL_KIND_UNSPECIFIED) cost->set_kind(proto::COST_MODEL_KIND_ROOFLINE);
   if (cost->kind() == proto::COST_MODEL_KIND_TABLE && cost->table_path().empty()) {

@@ -89,6 +89,18 @@ TEST(ConfigTest, GpuCapacityFromMemoryByHand) {
   EXPECT_EQ(*GpuCapacityBlocks(*config, 512), 1721);
 }
 
+// eviction.name is accepted in any case and resolves to the registered (lower-case) name; empty means lru.
+TEST(ConfigTest, EvictionNameResolvesToTheRegisteredName) {
+  proto::ExperimentConfig raw;
+  raw.mutable_eviction()->set_name("S3FIFO");
+  absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(raw, "t");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->eviction().name(), "s3fifo");
+  config = ResolveExperimentConfig(proto::ExperimentConfig(), "t");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->eviction().name(), "lru");
+}
+
 TEST(ConfigTest, CapacityOverridesWin) {
   proto::ExperimentConfig raw;
   raw.mutable_cache()->set_gpu_capacity_tokens(1000);

@@ -12,9 +12,19 @@
 
 namespace kvsim {
 
+namespace {
+
+// The registered name a config means: its name in lower case (any case is accepted, in specs and in config
+// files alike), "lru" when empty.
+std::string RegisteredName(const proto::EvictionPolicyConfig& config) {
+  return config.name().empty() ? "lru" : absl::AsciiStrToLower(config.name());
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
     const proto::EvictionPolicyConfig& config) {
-  const std::string name = config.name().empty() ? "lru" : config.name();
+  const std::string name = RegisteredName(config);
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<EvictionPolicy> policy, CreateConfiguredEvictionPolicy(name, config));
   if (config.leaf_first()) policy = std::make_unique<LeafFirstPolicy>(std::move(policy));
   if (config.has_ttl_pin()) {
@@ -54,12 +64,12 @@ absl::StatusOr<proto::EvictionPolicyConfig> ParsePolicySpec(absl::string_view sp
 }
 
 std::string PolicyLabel(const proto::EvictionPolicyConfig& config) {
-  std::string label = config.name().empty() ? "lru" : config.name();
+  std::string label = RegisteredName(config);
   if (config.leaf_first()) absl::StrAppend(&label, "+leaf_first");
   if (config.has_ttl_pin()) absl::StrAppend(&label, "+ttl");
   return label;
 }
 
-bool PolicyNeedsOracle(const proto::EvictionPolicyConfig& config) { return config.name() == "belady"; }
+bool PolicyNeedsOracle(const proto::EvictionPolicyConfig& config) { return RegisteredName(config) == "belady"; }
 
 }  // namespace kvsim

@@ -32,6 +32,21 @@ TEST(PolicyFactoryTest, NamesAndModifiersInAnyCase) {
   EXPECT_FALSE(CreateEvictionPolicyFromConfig(*ParsePolicySpec("LRUX")).ok());  // still only the real names
 }
 
+// A config file's eviction.name is read in any case too, and means the same policy everywhere: its label, the
+// policy built, and the oracle check.
+TEST(PolicyFactoryTest, ConfigNamesInAnyCase) {
+  proto::EvictionPolicyConfig config;
+  config.set_name("S3FIFO");
+  auto policy = CreateEvictionPolicyFromConfig(config);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)->Name(), "s3fifo");
+  EXPECT_EQ(PolicyLabel(config), "s3fifo");
+  EXPECT_FALSE(PolicyNeedsOracle(config));
+  config.set_name("Belady");
+  EXPECT_TRUE(PolicyNeedsOracle(config));
+  EXPECT_EQ(CreateServingEvictionPolicy(config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PolicyFactoryTest, UnknownModifierAndNameAreErrors) {
   auto bad = ParsePolicySpec("lru+sticky");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
 #include "util/check.h"
@@ -191,7 +192,7 @@ void ComputeNextUse(CompiledTrace* trace) {
 }
 
 bool IsCostAwarePolicy(const proto::EvictionPolicyConfig& policy) {
-  return policy.name() == "asym" || policy.name() == "gdsf";
+  return absl::EqualsIgnoreCase(policy.name(), "asym") || absl::EqualsIgnoreCase(policy.name(), "gdsf");
 }
 
 RestoreCost ResolveRestoreCost(RestoreCost cost, const proto::EvictionPolicyConfig& policy) {
