@@ -137,22 +137,20 @@ absl::StatusOr<std::vector<int64_t>> ResolveCapacities(const std::vector<Capacit
   return blocks;
 }
 
-absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(absl::string_view values, absl::string_view flag,
-                                                        const std::string& trace_path,
+absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<CapacityEntry>& entries,
+                                                        absl::string_view flag, const std::string& trace_path,
                                                         const TraceOptions& trace_options,
                                                         const proto::ExperimentConfig& config,
                                                         const CacheReplayOptions& options) {
-  KVSIM_ASSIGN_OR_RETURN(std::vector<CapacityEntry> entries, ParseCapacityList(values, flag));
   CapacityBasis basis;
   if (!NeedsBytesPerBlock(entries) && !NeedsDistinctBlocks(entries)) return ResolveCapacities(entries, basis, flag);
   if (trace_path.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": bytes or a share need --trace"));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace_path, trace_options));
   if (NeedsBytesPerBlock(entries)) {
-    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace_path, trace_options));
     const int32_t block_tokens = reader->info().block_tokens > 0 ? reader->info().block_tokens : options.block_tokens;
     KVSIM_ASSIGN_OR_RETURN(basis.kv_bytes_per_block, KvBytesPerBlock(config, block_tokens));
   }
   if (NeedsDistinctBlocks(entries)) {
-    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace_path, trace_options));
     KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader.get(), options));
     basis.distinct_blocks = static_cast<int64_t>(trace.distinct_blocks.size());
     if (basis.distinct_blocks == 0 && trace.num_accesses() > 0) {  // no dense ids (2^32 blocks or more)
@@ -176,7 +174,7 @@ absl::StatusOr<std::vector<int64_t>> CapacitiesFromFlag(absl::string_view values
     KVSIM_ASSIGN_OR_RETURN(config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
   }
   KVSIM_ASSIGN_OR_RETURN(TraceOptions trace_options, CheckedTraceOptionsFromFlags());
-  return CapacitiesForTrace(values, flag, absl::GetFlag(FLAGS_trace), trace_options, config, options);
+  return CapacitiesForTrace(entries, flag, absl::GetFlag(FLAGS_trace), trace_options, config, options);
 }
 
 absl::StatusOr<CacheReplayOptions> CacheReplayOptionsFromFlags() {

@@ -60,9 +60,10 @@ absl::StatusOr<std::vector<int64_t>> ResolveCapacities(const std::vector<Capacit
 
 // The same for any trace and resolved config (`kvsim sweep`'s capacity axis): bytes convert with `config`'s
 // KV bytes per block at the trace's block size (options.block_tokens for traces without hashes); a share
-// compiles the trace once with `options` to count its distinct blocks. The trace is read only if needed.
-absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(absl::string_view values, absl::string_view flag,
-                                                        const std::string& trace_path,
+// compiles the trace once with `options` to count its distinct blocks. The trace is opened only if needed,
+// and once.
+absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<CapacityEntry>& entries,
+                                                        absl::string_view flag, const std::string& trace_path,
                                                         const TraceOptions& trace_options,
                                                         const proto::ExperimentConfig& config,
                                                         const CacheReplayOptions& options);

@@ -59,9 +59,8 @@ absl::Status ResolveCapacityAxis(const proto::ExperimentConfig& base, const Swee
   options.max_requests = config.workload().max_requests();
   TraceOptions trace_options;
   trace_options.format = sweep.trace_format;
-  KVSIM_ASSIGN_OR_RETURN(
-      std::vector<int64_t> blocks,
-      CapacitiesForTrace(absl::StrJoin(capacity->values, ","), what, sweep.trace_path, trace_options, config, options));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<int64_t> blocks,
+                         CapacitiesForTrace(entries, what, sweep.trace_path, trace_options, config, options));
   capacity->values.clear();
   for (int64_t b : blocks) capacity->values.push_back(absl::StrCat(b));
   return absl::OkStatus();
