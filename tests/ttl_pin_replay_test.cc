@@ -75,35 +75,33 @@ void ExpectCommonSchedule(const proto::Results& results) {
   EXPECT_EQ(ResultOf(results, 4).recomputed_tokens(), 16);
 }
 
+// The session's third turn (request 5): what it found cached and what it recomputed.
+void ExpectTurn3(const proto::Results& results, int64_t prefix_reused_tokens, int64_t reused_blocks,
+                 int64_t recomputed_tokens, int64_t ttft_ns) {
+  const proto::RequestResult& turn3 = ResultOf(results, 5);
+  EXPECT_EQ(turn3.prefix_reused_tokens(), prefix_reused_tokens);
+  EXPECT_EQ(turn3.reused_blocks(), reused_blocks);
+  EXPECT_EQ(turn3.recomputed_tokens(), recomputed_tokens);
+  EXPECT_EQ(turn3.ttft_ns(), ttft_ns);
+}
+
 TEST(TtlPinReplayTest, PinKeepsTheSessionsBlocksAcrossTheToolCall) {
   const proto::Results results = Replay(/*ttl=*/true, /*queueing_weight=*/1);
   ExpectCommonSchedule(results);
-  const proto::RequestResult& turn3 = ResultOf(results, 5);
-  EXPECT_EQ(turn3.prefix_reused_tokens(), 48);
-  EXPECT_EQ(turn3.reused_blocks(), 3);
-  EXPECT_EQ(turn3.recomputed_tokens(), 8);
-  EXPECT_EQ(turn3.ttft_ns(), 1128);
+  ExpectTurn3(results, /*prefix_reused_tokens=*/48, /*reused_blocks=*/3, /*recomputed_tokens=*/8, /*ttft_ns=*/1128);
 }
 
 TEST(TtlPinReplayTest, LruEvictsThemAndTheNextTurnRecomputes) {
   const proto::Results results = Replay(/*ttl=*/false, 0);
   ExpectCommonSchedule(results);
-  const proto::RequestResult& turn3 = ResultOf(results, 5);
-  EXPECT_EQ(turn3.prefix_reused_tokens(), 32);
-  EXPECT_EQ(turn3.reused_blocks(), 2);
-  EXPECT_EQ(turn3.recomputed_tokens(), 24);
-  EXPECT_EQ(turn3.ttft_ns(), 1272);
+  ExpectTurn3(results, /*prefix_reused_tokens=*/32, /*reused_blocks=*/2, /*recomputed_tokens=*/24, /*ttft_ns=*/1272);
 }
 
 TEST(TtlPinReplayTest, NoPinWhenTheBenefitIsBelowTheToolDuration) {
   // eta = 0: T x eta + C = 3 ns < 100 us, so tau* = 0 and the replay is plain LRU's.
   const proto::Results results = Replay(/*ttl=*/true, /*queueing_weight=*/0);
   ExpectCommonSchedule(results);
-  const proto::RequestResult& turn3 = ResultOf(results, 5);
-  EXPECT_EQ(turn3.prefix_reused_tokens(), 32);
-  EXPECT_EQ(turn3.reused_blocks(), 2);
-  EXPECT_EQ(turn3.recomputed_tokens(), 24);
-  EXPECT_EQ(turn3.ttft_ns(), 1272);
+  ExpectTurn3(results, /*prefix_reused_tokens=*/32, /*reused_blocks=*/2, /*recomputed_tokens=*/24, /*ttft_ns=*/1272);
 }
 
 }  // namespace
