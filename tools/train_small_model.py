@@ -68,9 +68,13 @@ def model_config(a):
 
 
 class Data:
-    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0, recall_fraction=0.0):
+    def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0, recall_fraction=0.0,
+                 dense_fraction=0.0, repeat_fraction=0.0, repeat_offset="random"):
         self.copy_fraction = copy_fraction
         self.recall_fraction = recall_fraction
+        self.dense_fraction = dense_fraction
+        self.repeat_fraction = repeat_fraction
+        self.repeat_offset = repeat_offset
         self.rng = random.Random("train/%d" % seed)
         self.tok = mt.ByteTokenizer()
         corpus = mt.load_corpus("train")
@@ -135,13 +139,74 @@ class Data:
         mask = [0] * (len(ids) - len(tail)) + tmask
         return ids[:length], mask[:length]
 
+    def repeat_sequence(self, length):
+        """Random bytes (64 printable symbols) in which a 24-byte segment recurs, the repeat under the answer mask
+        (from its second byte on). With repeat_offset "fixed" the second half repeats the first, so the copy
+        is always half the length back and position alone finds it; with "random" the segment and its repeat
+        lie at random places, so only content-based look-up (an induction head) finds it."""
+        rng = self.rng
+        ids = [mt.BOS] + [32 + rng.randrange(64) for _ in range(length - 1)]
+        mask = [0] * length
+        if self.repeat_offset == "fixed":
+            half = (length - 1) // 2
+            ids[1 + half:1 + 2 * half] = ids[1:1 + half]
+            for i in range(2 + half, 1 + 2 * half):
+                mask[i] = 1
+            return ids, mask
+        seg = 24
+        src = rng.randrange(1, length - 3 * seg)
+        dst = rng.randrange(src + seg, length - seg)
+        ids[dst:dst + seg] = ids[src:src + seg]
+        for i in range(dst + 1, dst + seg):
+            mask[i] = 1
+        return ids, mask
+
+    def dense_recall_sequence(self, length):
+        """Needles "The magic number for KEY is: VALUE." and then the same lines again for some of the keys
+        (answer mask on the repeated values and their '.'): the second "for KEY is: " is the answer prefix of
+        the needle tasks, and each repeat is a look-up (at 256 bytes about 3 needles and 2 repeats)."""
+        rng, tok = self.rng, self.tok
+        line = lambda k: tok.encode(" The magic number for %s is: " % k)  # noqa: E731
+        ids, mask = [mt.BOS], [0]
+        keys = rng.sample(mt.WORDS, 24)
+        values = [mt._number(rng) for _ in keys]  # pylint: disable=protected-access
+        # Needles first, then repeats; as many as fit, about half needles and half repeats.
+        per = len(line("x" * 6)) + 8
+        n = max(1, (length - 1) // per // 2)
+        for i in range(n):
+            if rng.random() < 0.3:  # a little natural text between the lines
+                ids += tok.encode("".join(self.haystack.take(rng, tok, rng.randint(5, 40))))
+            ids += line(keys[i]) + tok.encode(values[i] + ".")
+        mask += [0] * (len(ids) - len(mask))
+        order = list(range(n))
+        rng.shuffle(order)
+        for i in order * 2:
+            a = tok.encode(values[i] + ".")
+            q = line(keys[i])
+            if len(ids) + len(q) + len(a) > length:
+                break
+            ids += q + a
+            mask += [0] * len(q) + [1] * len(a)
+        return ids[:length], mask[:length]
+
     def sequence(self, length):
         """(ids, answer_mask) of at most `length` tokens."""
         r = self.rng.random()
+        self.last_kind = "repeat"
+        if r < self.repeat_fraction:
+            return self.repeat_sequence(length)
+        r -= self.repeat_fraction
+        self.last_kind = "dense"
+        if r < self.dense_fraction:
+            return self.dense_recall_sequence(length)
+        r -= self.dense_fraction
+        self.last_kind = "copy"
         if r < self.copy_fraction:
             return self.copy_sequence(length)
+        self.last_kind = "recall"
         if r < self.copy_fraction + self.recall_fraction:
             return self.recall_sequence(length)
+        self.last_kind = "task"
         fams = [f for f in self.families if MIN_CONTEXT[f] <= length - ANSWER_ROOM]
         if fams and self.rng.random() < self.task_fraction:
             ws = [self.weights[self.families.index(f)] for f in fams]
@@ -152,21 +217,28 @@ class Data:
             ids = rec["prompt_ids"] + rec["answer_ids"] + [mt.EOS]
             mask = [0] * len(rec["prompt_ids"]) + [1] * (len(rec["answer_ids"]) + 1)
             return ids, mask
+        self.last_kind = "text"
         start = self.rng.randrange(len(self.text) - length)
         ids = [mt.BOS] + self.text[start:start + length - 1]
         return ids, [0] * len(ids)
 
     def batch(self, size, length):
+        """(ids, answer mask) tensors [size, length], PAD after each sequence; self.batch_kinds names each row's
+        kind of sequence (repeat, dense, copy, recall, task, text)."""
         ids = torch.full((size, length), mt.PAD, dtype=torch.int64)
         ans = torch.zeros((size, length), dtype=torch.bool)
+        self.batch_kinds = []
         for b in range(size):
             seq, mask = self.sequence(length)
+            self.batch_kinds.append(self.last_kind)
             ids[b, :len(seq)] = torch.tensor(seq)
             ans[b, :len(mask)] = torch.tensor(mask, dtype=torch.bool)
         return ids, ans
 
 
-def loss_of(model, ids, ans, answer_weight, lm_weight=1.0):
+def loss_of(model, ids, ans, answer_weight, lm_weight=1.0, per_row=None):
+    """(total loss tensor, lm, answer, first-byte, rest) as described in the module docstring; per_row: None, or
+    a list that receives each row's (answer cross-entropy sum, answer byte count)."""
     logits = model(ids[:, :-1])
     target = ids[:, 1:]
     valid = target != mt.PAD
@@ -186,6 +258,8 @@ def loss_of(model, ids, ans, answer_weight, lm_weight=1.0):
     rest = amask & ~first
     nr = rest.sum()
     rest_ce = float((ce * rest).sum() / nr) if nr > 0 else float("nan")
+    if per_row is not None:
+        per_row.extend(zip((ce * amask).sum(1).tolist(), amask.sum(1).tolist()))
     return total, float(lm), (float(answer) if na > 0 else float("nan")), first_ce, rest_ce
 
 
@@ -261,6 +335,12 @@ def main(argv):
                     help="sequences of text with recurring random strings (dense copying signal)")
     ap.add_argument("--recall_fraction", type=float, default=0.0,
                     help="sequences of multi-query needle recall (several needles, several answered questions)")
+    ap.add_argument("--dense_fraction", type=float, default=0.0,
+                    help="sequences of needles followed by repeats of some of them (dense look-ups)")
+    ap.add_argument("--repeat_fraction", type=float, default=0.0,
+                    help="sequences of random bytes with a recurring segment (see --repeat_offset)")
+    ap.add_argument("--repeat_offset", default="random", choices=["random", "fixed"],
+                    help="repeat sequences: segment and repeat at random places, or second half = first half")
     ap.add_argument("--lm_weight", type=float, default=1.0, help="weight of the next-byte loss over all positions")
     ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
                                            "common_words,dialogue_recall")
@@ -315,7 +395,8 @@ def main(argv):
                     model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
     nparams = sum(p.numel() for p in model.parameters())
     log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
-    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction, a.recall_fraction)
+    data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction, a.recall_fraction,
+                a.dense_fraction, a.repeat_fraction, a.repeat_offset)
     decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
     no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -327,6 +408,7 @@ def main(argv):
         bsz = max(1, a.batch_tokens // length)
         log("stage: sequence length %d, batch %d, %d steps" % (length, bsz, steps))
         acc = []
+        kind_ce = {}  # kind of sequence -> [answer cross-entropy sum, answer bytes] since the last log line
         for _ in range(steps):
             if (a.max_steps and step >= a.max_steps) or (a.max_minutes and time.time() - t_start > 60 * a.max_minutes):
                 break
@@ -334,7 +416,12 @@ def main(argv):
             for g in opt.param_groups:
                 g["lr"] = lr
             ids, ans = data.batch(bsz, length)
-            loss, lm, answer, first_ce, rest_ce = loss_of(model, ids, ans, a.answer_weight, a.lm_weight)
+            rows = []
+            loss, lm, answer, first_ce, rest_ce = loss_of(model, ids, ans, a.answer_weight, a.lm_weight, rows)
+            for kind, (ce_sum, count) in zip(data.batch_kinds, rows):
+                k = kind_ce.setdefault(kind, [0.0, 0])
+                k[0] += ce_sum
+                k[1] += count
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -353,7 +440,11 @@ def main(argv):
                 log("step %d/%d len %d lr %.2e loss %.4f lm %.4f answer %.4f (first byte %.4f, rest %.4f)" %
                     (step, total_steps, length, lr, sum(x[0] for x in acc) / n, sum(x[1] for x in acc) / n,
                      mean_of(2), mean_of(3), mean_of(4)))
+                if len([k for k in kind_ce if kind_ce[k][1]]) > 1:
+                    log("  answer loss by kind: %s" % ", ".join(
+                        "%s %.4f" % (k, v[0] / v[1]) for k, v in sorted(kind_ce.items()) if v[1]))
                 acc = []
+                kind_ce = {}
     log("trained %d steps" % step)
     dtype = lt.DTYPE_NAMES[a.dtype]
     lt.save_model(model, a.out, dtype)

@@ -86,9 +86,77 @@ def check_recall_sequences():
     assert answered > 80, answered
 
 
+def _runs(mask):
+    """[(begin, end)] of the maximal runs of 1 in mask."""
+    runs, i = [], 0
+    while i < len(mask):
+        if mask[i]:
+            j = i
+            while j < len(mask) and mask[j]:
+                j += 1
+            runs.append((i, j))
+            i = j
+        else:
+            i += 1
+    return runs
+
+
+def check_repeat_sequences():
+    """"fixed": the masked bytes are those half the length back, and only the repeated half is masked;
+    "random": one masked run of 23 bytes whose 24 bytes (with the one before it) occur earlier, all bytes
+    after BOS among the 64 symbols 32..95."""
+    import train_small_model as tsm  # pylint: disable=import-outside-toplevel
+    import make_tasks as mt  # pylint: disable=import-outside-toplevel
+    for offset in ("fixed", "random"):
+        data = tsm.Data(5, 0.0, [], [], 0.0, 0.0, 0.0, 1.0, offset)
+        for length in (128, 257):
+            for _ in range(20):
+                ids, mask = data.sequence(length)
+                assert data.last_kind == "repeat"
+                assert len(ids) == len(mask) == length and ids[0] == mt.BOS
+                assert all(32 <= x < 96 for x in ids[1:]), ids
+                runs = _runs(mask)
+                assert len(runs) == 1, runs
+                i, j = runs[0]
+                if offset == "fixed":
+                    half = (length - 1) // 2
+                    assert (i, j) == (2 + half, 1 + 2 * half), (i, j, half)
+                    assert all(ids[k] == ids[k - half] for k in range(i, j))
+                else:
+                    assert j - i == 23, (i, j)
+                    seg = ids[i - 1:j]
+                    assert any(ids[k:k + 24] == seg for k in range(1, i - 24)), "the repeat has no earlier copy"
+
+
+def check_dense_sequences():
+    """Each masked run of a dense recall sequence follows " The magic number for KEY is: " and is the value
+    of the one earlier unmasked needle for KEY, with its '.'; every sequence has at least one look-up."""
+    import train_small_model as tsm  # pylint: disable=import-outside-toplevel
+    import make_tasks as mt  # pylint: disable=import-outside-toplevel
+    data = tsm.Data(9, 0.0, [], [], 0.0, 0.0, 1.0, 0.0)
+    for length in (256, 512):
+        for _ in range(20):
+            ids, mask = data.sequence(length)
+            assert data.last_kind == "dense"
+            assert len(ids) == len(mask) <= length and ids[0] == mt.BOS
+            runs = _runs(mask)
+            assert runs, bytes(ids[1:]).decode("ascii")
+            for i, j in runs:
+                answer = bytes(ids[i:j]).decode("ascii")
+                before = bytes(ids[1:i]).decode("ascii")
+                m = re.search(r" The magic number for (\w+) is: $", before)
+                assert m, before[-80:]
+                first = before.index(" The magic number for %s is: " % m.group(1)) + 1  # index in ids
+                value = re.match(r" The magic number for \w+ is: (\d{7})\.", before[first - 1:]).group(1)
+                assert not any(mask[first:first + 40]), "the needle itself is masked"
+                assert answer == value + ".", (answer, value)
+
+
 def main():
     torch.set_num_threads(1)
     check_recall_sequences()
+    check_repeat_sequences()
+    check_dense_sequences()
     with tempfile.TemporaryDirectory() as tmp:
         a = train(os.path.join(tmp, "a"), 3, eval_num=2)
         b = train(os.path.join(tmp, "b"), 3)
