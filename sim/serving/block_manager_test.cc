@@ -387,7 +387,9 @@ TEST_P(SlotIdsTest, SameVictimsAsHashIds) {
   // The run exercised what it compares: many admissions and evictions (and reloads with a host tier).
   EXPECT_GT(admitted, 500);
   EXPECT_GT(managers[0]->tier_stats()[0].evicted_blocks, 500);
-  if (c.host) EXPECT_GT(managers[0]->tier_stats()[1].reloaded_blocks, 50);
+  if (c.host) {
+    EXPECT_GT(managers[0]->tier_stats()[1].reloaded_blocks, 50);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, SlotIdsTest,
