@@ -155,6 +155,14 @@ class EvictionPolicy {
   // by id (cache replay over a compiled trace). REQUIRES: before the first OnInsert. Default: ignored.
   virtual void SetDenseIds(int64_t num_ids) {}
 
+  // True when the policy keeps nothing about a block once OnRemove(block) returns, its choices depend only
+  // on the order of the callbacks (not on BlockId values) and it reads no AccessInfo field. A cache may
+  // then number its blocks by its own slots (SetDenseIds), give a removed block's number to another block,
+  // and pass a default AccessInfo: the victims are the same as with the blocks' hashes. LRU, FIFO, CLOCK
+  // and SIEVE; not ARC, 2Q or S3-FIFO (their ghost lists remember removed blocks), nor policies ordered by
+  // anything an AccessInfo carries, nor wrappers. Default: false.
+  virtual bool AcceptsSlotIds() const { return false; }
+
   // The cache's capacity in blocks, > 0. REQUIRES: before the first OnInsert. Policies that size their
   // queues from it (ARC, S3-FIFO, 2Q, asym's default half-life) fall back to the number of resident
   // blocks at the first SelectVictim call when it is never given. Default: ignored.

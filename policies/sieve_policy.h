@@ -25,6 +25,7 @@ class SievePolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "sieve"; }
   void SetDenseIds(int64_t num_ids) override { lists_.UseDenseIds(num_ids); }
+  bool AcceptsSlotIds() const override { return true; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;

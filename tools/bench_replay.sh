@@ -3,13 +3,22 @@
 #   1. the bundled traces (Mooncake 3,993 requests with prefix hashes; Azure code 8,819 requests), default
 #      config (Llama-3.1-8B on one H200, prefix reuse, LRU, roofline), results written to a directory;
 #   2. a generated 1,000,000-request Mooncake-format trace (shared-prefix sessions, Poisson arrivals at
-#      200 requests/s) on 16 replicas behind the cache-aware router: wall time and peak resident memory.
+#      200 requests/s) on 16 replicas behind the cache-aware router: wall time and peak resident memory;
+#   3. generated multi-turn chat (presets/workloads/chat.textproto at 16 sessions/s: 16-token blocks,
+#      prefix-chained hashes, shared system prompts), CHAT_REQUESTS requests (default 100,000), on 16
+#      replicas behind the cache-aware router with prefix reuse (the default): what a vLLM user runs.
 # Prints requests per second of the whole process. Usage: tools/bench_replay.sh [KVSIM] [WORKDIR]
+# Environment: SECTIONS (default "bundled 1m chat": which of the three to run), CHAT_REQUESTS, and
+# BASELINE=KVSIM2 to run the chat section with a second binary too (e.g. the previous release), the same
+# trace in the same run, printing the CPU-time ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvsim=${1:-bazel-bin/tools/kvsim}
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
+sections=${SECTIONS:-bundled 1m chat}
+chat_requests=${CHAT_REQUESTS:-100000}
+baseline=${BASELINE:-}
 
 # Wall seconds, peak RSS (KiB) and CPU seconds (user + system) of a command, from GNU time. On a shared
 # machine the wall time includes waiting for a core; the CPU time is what the process itself needed.
@@ -28,6 +37,7 @@ report() {  # name requests
 
 verdicts=()
 for trace in traces/data/mooncake_synthetic.jsonl traces/data/azure_code_2023.csv; do
+  [[ " $sections " == *" bundled "* ]] || break
   requests=$(grep -c . "$trace")
   case "$trace" in *.csv) requests=$((requests - 1)) ;; esac
   best=""
@@ -42,6 +52,30 @@ for trace in traces/data/mooncake_synthetic.jsonl traces/data/azure_code_2023.cs
   grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
 done
 
+cat > "$work/cluster.textproto" <<'CFG'
+cluster { num_replicas: 16 router: ROUTER_KIND_CACHE_AWARE }
+CFG
+
+if [[ " $sections " == *" chat "* ]]; then
+  chat="$work/chat_${chat_requests}.kvt"
+  if [ ! -s "$chat" ]; then
+    sed -e "s/^num_requests: .*/num_requests: $chat_requests/" -e "s/^  rate_per_s: .*/  rate_per_s: 16/" \
+      presets/workloads/chat.textproto > "$work/chat_spec.textproto"
+    "$kvsim" gen --spec="$work/chat_spec.textproto" --out="$chat" --quiet > /dev/null
+  fi
+  measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$chat" --out="$work/out_chat" --quiet
+  grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
+  report "chat $chat_requests (16 replicas)" "$chat_requests"
+  chat_cpu=$cpu
+  verdicts+=("chat >= 100000 req/s cpu: $(awk -v r="$chat_requests" -v c="$cpu" 'BEGIN { print (r / (c > 0 ? c : 1e-9) >= 100000) ? "yes" : "NO" }')")
+  if [ -n "$baseline" ]; then
+    measure "$baseline" replay --config="$work/cluster.textproto" --trace="$chat" --out="$work/out_chat_base" --quiet
+    report "chat $chat_requests baseline" "$chat_requests"
+    awk -v a="$cpu" -v b="$chat_cpu" 'BEGIN { printf "chat speedup over the baseline (cpu): %.2fx\n", a / (b > 0 ? b : 1e-9) }'
+  fi
+fi
+
+[[ " $sections " == *" 1m "* ]] || { echo "targets:"; printf '  %s\n' "${verdicts[@]}"; exit 0; }
 big="$work/generated_1m_v2.jsonl"
 if [ ! -s "$big" ]; then
   python3 - "$big" <<'PY'
@@ -75,9 +109,6 @@ with open(sys.argv[1], "w") as f:
                 % (int(t * 1000), tokens, out, ", ".join(map(str, blocks))))
 PY
 fi
-cat > "$work/cluster.textproto" <<'CFG'
-cluster { num_replicas: 16 router: ROUTER_KIND_CACHE_AWARE }
-CFG
 measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$big" --out="$work/out_1m"
 report "generated 1M (16 replicas)" 1000000
 grep -E "requests finished|hit ratio|TTFT" "$work/stdout.txt"

@@ -33,6 +33,11 @@
 //   case (no new block) is inline. BuildComputeRuns merges adjacent computed blocks itself and makes one
 //   run outright when nothing is reused.
 // - Transfers only add bytes per tier; TakeTransferNs prices them once per tier per iteration.
+// - Slot ids (policies that AcceptsSlotIds): the GPU policy indexes an array by entry slot, so the pin and
+//   unpin of every reused block and each victim cost no hash lookup there or here, and an unpin builds no
+//   AccessInfo (no RestoreNs). Lower tiers keep the hashes.
+// - With a shared GpuBlockDirectory, a block costs one directory update when it enters the GPU cache and
+//   one when it leaves, so the router does not probe every replica's index_ per arrival.
 
 namespace kvsim {
 namespace {
@@ -72,9 +77,18 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
                      options.gpu_capacity_blocks, ", ", options.block_tokens, ", ", options.block_bytes));
   }
   std::unique_ptr<BlockManager> manager(new BlockManager(options, cost_model));
+  int64_t total_blocks = 0;
   for (Tier& tier : manager->tiers_) {
     KVSIM_ASSIGN_OR_RETURN(tier.policy, CreateServingEvictionPolicy(options.policy));
     if (tier.capacity_blocks > 0) tier.policy->SetCapacity(tier.capacity_blocks);
+    total_blocks += tier.capacity_blocks;
+  }
+  // Entries are made only by Publish, when every entry is in a tier: at most total_blocks are alive, and
+  // the slab reuses freed slots, so every slot is < total_blocks.
+  Tier& gpu = manager->tiers_[0];
+  if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
+    gpu.policy->SetDenseIds(total_blocks);
+    manager->gpu_slot_ids_ = true;
   }
   return manager;
 }
@@ -162,7 +176,7 @@ void BlockManager::Pin(int32_t entry) {
   KVSIM_CHECK(e.tier == 0) << "pin of a block not on the GPU";
   if (e.refcount++ == 0) {
     --gpu_evictable_;
-    tiers_[0].policy->OnRemove(e.hash);
+    tiers_[0].policy->OnRemove(GpuPolicyId(entry));
   }
 }
 
@@ -171,6 +185,11 @@ void BlockManager::Unpin(int32_t entry, const RequestState* state, int64_t k, Si
   KVSIM_CHECK(e.refcount > 0 && e.tier == 0) << "unpin of block " << e.hash;
   if (--e.refcount == 0) {
     ++gpu_evictable_;
+    if (gpu_slot_ids_) {  // the policy reads no AccessInfo
+      ++access_clock_;
+      tiers_[0].policy->OnInsert(static_cast<BlockId>(entry), AccessInfo());
+      return;
+    }
     AccessInfo info = Info(state, k, now_ns);
     info.restore_ns = RestoreNs(state, k);
     tiers_[0].policy->OnInsert(e.hash, info);
@@ -240,11 +259,17 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
     KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
     const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
-    auto it = index_.find(victim);
-    KVSIM_CHECK(it != index_.end() && entries_[it->second].refcount == 0 && entries_[it->second].tier == 0)
+    int32_t entry = -1;
+    if (gpu_slot_ids_) {
+      if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
+    } else if (auto it = index_.find(victim); it != index_.end()) {
+      entry = it->second;
+    }
+    KVSIM_CHECK(entry >= 0 && entries_[entry].refcount == 0 && entries_[entry].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
-    const int32_t entry = it->second;
+    const uint64_t hash = entries_[entry].hash;
     gpu.policy->OnRemove(victim);
+    if (directory_ != nullptr) directory_->Remove(hash, directory_replica_);
     AddUsed(0, -1);
     --gpu.cached_blocks;
     stats_[0].cached_blocks = gpu.cached_blocks;
@@ -253,7 +278,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     entries_[entry].tier = kTransit;
     if (gpu.evict_action == proto::EVICT_ACTION_DEMOTE) {
       PlaceIn(entry, 1, now_ns);
-      if (index_.contains(victim)) {
+      if (index_.contains(hash)) {
         ++stats_[1].demoted_in_blocks;
         stats_[1].transfer_bytes += block_bytes_;
         tiers_[1].pending_offload_bytes += block_bytes_;
@@ -422,6 +447,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
     Entry& e = entries_[state->block_entries[k]];
     e.tier = 0;
     e.refcount = 1;  // pinned: not in the GPU policy until released
+    if (directory_ != nullptr) directory_->Add(e.hash, directory_replica_);
     AddUsed(0, 1);
     ++tiers_[0].cached_blocks;
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
@@ -530,6 +556,7 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     Entry& e = entries_[entry];
     e.tier = 0;
     e.refcount = 1;
+    if (directory_ != nullptr) directory_->Add(e.hash, directory_replica_);
     ++tiers_[0].cached_blocks;
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
     --state->private_blocks;
@@ -589,6 +616,12 @@ int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
     ++blocks;
   }
   return blocks;
+}
+
+void BlockManager::ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica) {
+  KVSIM_CHECK(index_.empty() && directory != nullptr && replica >= 0 && replica < directory->num_replicas());
+  directory_ = directory;
+  directory_replica_ = replica;
 }
 
 int64_t BlockManager::TakeTransferNs(std::vector<TierTransfer>* transfers) {

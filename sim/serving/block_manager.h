@@ -33,6 +33,11 @@
 //   policies see every insert and removal. CheckIdle() verifies, once no request holds blocks, that every
 //   count adds up: nothing leaked.
 //
+// Slot ids: when the policy AcceptsSlotIds() (LRU, FIFO, CLOCK, SIEVE) and every tier's blocks together
+// number at most kMaxSlotIds, the GPU tier's policy sees each block as its entry's slot (dense ids: its
+// index is an array, and the victim's entry needs no lookup) with a default AccessInfo, instead of the
+// block's hash with the access details; the victims are the same.
+//
 // Transfers (reloads, demotions from the GPU, swaps) accumulate bytes per tier; TakeTransferNs() turns
 // them into time with the cost model (one transfer per tier per iteration: latency + bytes / bandwidth).
 //
@@ -58,6 +63,7 @@
 #include "policies/eviction_policy.h"
 #include "proto/config.pb.h"
 #include "sim/serving/clock.h"
+#include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {
@@ -71,6 +77,9 @@ struct BlockManagerOptions {
   proto::EvictAction gpu_evict_action = proto::EVICT_ACTION_DROP;
   std::vector<proto::TierConfig> lower_tiers;  // host first, then remote
   proto::EvictionPolicyConfig policy;          // one instance per tier; name "" = "lru"
+  // Number the GPU policy's blocks by slot when it accepts that (see "Slot ids" below); false keeps the
+  // hashes (the same victims, slower: tests compare the two).
+  bool allow_slot_ids = true;
 };
 
 // Options from a resolved config; capacities from GpuCapacityBlocks and the tiers' bytes.
@@ -145,6 +154,11 @@ class BlockManager {
   // Leading prompt blocks of `request` cached on the GPU (cache-aware routing).
   int64_t GpuPrefixBlocks(const Request& request) const;
 
+  // From now on, every block that enters or leaves this replica's GPU cache is added to or removed from
+  // `directory` as `replica`'s (cache-aware routing over all replicas at once). Not owned; must outlive
+  // this. REQUIRES: before the first Admit; replica < directory->num_replicas().
+  void ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica);
+
   // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters. With
   // `transfers`, replaces its contents with one entry per tier that moved bytes, in tier order.
   int64_t TakeTransferNs(std::vector<TierTransfer>* transfers = nullptr);
@@ -179,7 +193,12 @@ class BlockManager {
   };
   enum BlockKind : uint8_t { kCompute, kGpuHit, kReload, kRecomputeLower, kRestore };
 
+  // Most blocks (all tiers' capacities) for slot ids: the GPU policy's index array, 4 bytes each.
+  static constexpr int64_t kMaxSlotIds = int64_t{1} << 22;
+
   BlockManager(const BlockManagerOptions& options, const CostModel* cost_model);
+  // The id the GPU tier's policy knows `entry` by: its slot with slot ids, else its hash.
+  BlockId GpuPolicyId(int32_t entry) const { return gpu_slot_ids_ ? static_cast<BlockId>(entry) : entries_[entry].hash; }
 
   // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
   bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
@@ -231,6 +250,9 @@ class BlockManager {
   int64_t private_blocks_ = 0;  // GPU blocks held privately by requests (prompt and generated)
   int64_t swap_blocks_ = 0;     // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
+  bool gpu_slot_ids_ = false;                // see "Slot ids" above
+  GpuBlockDirectory* directory_ = nullptr;  // ShareGpuDirectory
+  int32_t directory_replica_ = 0;
   std::vector<uint8_t> kinds_;          // scratch: BlockKind per prompt block during Admit
   std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
   std::vector<int64_t> restore_ns_;     // memo of RestoreNs by block index (-1 = not computed)

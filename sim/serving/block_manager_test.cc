@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -297,6 +299,109 @@ TEST_F(BlockManagerTest, RequestEndCarriesTheSumOfItsToolCalls) {
   EXPECT_EQ(end.tool_name, "search");
   EXPECT_EQ(end.tool_duration_ns, 5'000'000'000);
 }
+
+// Slot ids (the GPU policy numbering blocks by entry slot, with no AccessInfo) choose the same victims as
+// the blocks' hashes: two managers, one each way, run the same random requests (shared prefixes, up to
+// three in flight, chunked prefills), with and without a host tier, and agree on every admission's reuse,
+// every block's residency and every tier count. "lru" is also checked against the independent "test_lru".
+struct SlotIdCase {
+  const char* policy;
+  const char* reference_policy;
+  bool host;
+};
+
+class SlotIdsTest : public testing::TestWithParam<SlotIdCase> {};
+
+TEST_P(SlotIdsTest, SameVictimsAsHashIds) {
+  const SlotIdCase& c = GetParam();
+  FakeCostModel cost(FakeCosts{.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_byte = 1});
+  BlockManagerOptions options = Options(24);
+  if (c.host) {
+    options.lower_tiers = {Host(16, 50)};
+    options.gpu_evict_action = proto::EVICT_ACTION_DEMOTE;
+  }
+  options.policy.set_name(c.policy);
+  auto slots = BlockManager::Create(options, &cost);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  options.allow_slot_ids = false;
+  options.policy.set_name(c.reference_policy);
+  auto hashes = BlockManager::Create(options, &cost);
+  ASSERT_TRUE(hashes.ok()) << hashes.status();
+  BlockManager* managers[2] = {slots->get(), hashes->get()};
+
+  std::mt19937_64 rng(5);
+  std::vector<RequestState> flight[2];
+  SimTime now_ns = 0;
+  int64_t admitted = 0;
+  for (int step = 0; step < 3000; ++step) {
+    now_ns += 10;
+    if (flight[0].size() < 3 && rng() % 2 == 0) {
+      const uint64_t session = rng() % 6;
+      const int64_t num_blocks = 1 + static_cast<int64_t>(rng() % 10);
+      std::vector<uint64_t> blocks;
+      for (int64_t k = 0; k < num_blocks; ++k) blocks.push_back(session * 1000 + k);
+      const int64_t tokens = 16 * num_blocks - static_cast<int64_t>(rng() % 16);
+      bool ok[2];
+      for (int m = 0; m < 2; ++m) {
+        RequestState state = MakeState(step, tokens, blocks);
+        ok[m] = managers[m]->Admit(&state, now_ns);
+        if (ok[m]) flight[m].push_back(std::move(state));
+      }
+      ASSERT_EQ(ok[0], ok[1]) << "step " << step;
+      if (ok[0]) {
+        ++admitted;
+        EXPECT_EQ(flight[0].back().reused_tokens, flight[1].back().reused_tokens) << "step " << step;
+        EXPECT_EQ(flight[0].back().reloaded_tokens, flight[1].back().reloaded_tokens) << "step " << step;
+      }
+    } else if (!flight[0].empty()) {
+      const size_t i = rng() % flight[0].size();
+      const int64_t chunk = 1 + static_cast<int64_t>(rng() % 40);
+      for (int m = 0; m < 2; ++m) {
+        RequestState& state = flight[m][i];
+        state.AdvanceCompute(std::min(chunk, state.remaining_compute_tokens()));
+        managers[m]->Publish(&state, now_ns);
+        if (state.remaining_compute_tokens() == 0) {
+          managers[m]->Release(&state, now_ns);
+          managers[m]->EndRequest(state, now_ns);
+          flight[m].erase(flight[m].begin() + i);
+        }
+      }
+    }
+    for (uint64_t session = 0; session < 6; ++session) {
+      for (uint64_t k = 0; k < 10; ++k) {
+        Request probe;
+        probe.block_hashes = {session * 1000 + k};
+        ASSERT_EQ(managers[0]->GpuPrefixBlocks(probe), managers[1]->GpuPrefixBlocks(probe))
+            << "step " << step << " block " << session * 1000 + k;
+      }
+    }
+    for (size_t t = 0; t < managers[0]->tier_stats().size(); ++t) {
+      const TierStats& a = managers[0]->tier_stats()[t];
+      const TierStats& b = managers[1]->tier_stats()[t];
+      ASSERT_EQ(a.cached_blocks, b.cached_blocks) << "step " << step << " tier " << t;
+      ASSERT_EQ(a.evicted_blocks, b.evicted_blocks) << "step " << step << " tier " << t;
+      ASSERT_EQ(a.dropped_blocks, b.dropped_blocks) << "step " << step << " tier " << t;
+      ASSERT_EQ(a.reloaded_blocks, b.reloaded_blocks) << "step " << step << " tier " << t;
+    }
+  }
+  // The run exercised what it compares: many admissions and evictions (and reloads with a host tier).
+  EXPECT_GT(admitted, 500);
+  EXPECT_GT(managers[0]->tier_stats()[0].evicted_blocks, 500);
+  if (c.host) {
+    EXPECT_GT(managers[0]->tier_stats()[1].reloaded_blocks, 50);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, SlotIdsTest,
+                         testing::Values(SlotIdCase{"lru", "lru", false}, SlotIdCase{"lru", "lru", true},
+                                         SlotIdCase{"lru", "test_lru", false}, SlotIdCase{"lru", "test_lru", true},
+                                         SlotIdCase{"fifo", "fifo", false}, SlotIdCase{"fifo", "fifo", true},
+                                         SlotIdCase{"clock", "clock", false}, SlotIdCase{"clock", "clock", true},
+                                         SlotIdCase{"sieve", "sieve", false}, SlotIdCase{"sieve", "sieve", true}),
+                         [](const testing::TestParamInfo<SlotIdCase>& info) {
+                           return std::string(info.param.policy) + "_vs_" + info.param.reference_policy +
+                                  (info.param.host ? "_host" : "");
+                         });
 
 }  // namespace
 }  // namespace kvsim

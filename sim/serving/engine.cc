@@ -9,7 +9,8 @@
 namespace kvsim {
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentConfig& config,
-                                                       const CostModel* cost_model, int32_t block_tokens) {
+                                                       const CostModel* cost_model, int32_t block_tokens,
+                                                       const EngineOptions& engine_options) {
   if (cost_model == nullptr) return absl::InvalidArgumentError("engine: no cost model");
   if (block_tokens < 0) return absl::InvalidArgumentError("engine: block_tokens must be >= 0");
   if (block_tokens == 0) block_tokens = config.cache().block_tokens();
@@ -21,15 +22,22 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
   if (num_replicas <= 0) return absl::InvalidArgumentError("cluster.num_replicas must be > 0");
   std::unique_ptr<Engine> engine(new Engine(config, cost_model, block_tokens));
   KVSIM_ASSIGN_OR_RETURN(BlockManagerOptions options, BlockManagerOptionsFromConfig(config, block_tokens));
+  // Cache-aware routing over several replicas reads one directory of their GPU blocks.
+  if (config.cluster().router() == proto::ROUTER_KIND_CACHE_AWARE && num_replicas > 1 &&
+      num_replicas <= GpuBlockDirectory::kMaxReplicas) {
+    engine->directory_ = std::make_unique<GpuBlockDirectory>(num_replicas);
+  }
   std::vector<const Scheduler*> replicas;
   for (int32_t r = 0; r < num_replicas; ++r) {
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> blocks, BlockManager::Create(options, cost_model));
+    if (engine->directory_ != nullptr) blocks->ShareGpuDirectory(engine->directory_.get(), r);
     engine->schedulers_.push_back(std::make_unique<Scheduler>(
-        config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r));
+        config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r,
+        engine_options.record_token_gaps));
     engine->blocks_.push_back(std::move(blocks));
     replicas.push_back(engine->schedulers_.back().get());
   }
-  engine->router_ = std::make_unique<Router>(config.cluster(), std::move(replicas));
+  engine->router_ = std::make_unique<Router>(config.cluster(), std::move(replicas), engine->directory_.get());
   engine->plans_.resize(num_replicas);
   engine->busy_.assign(num_replicas, 0);
   engine->schedule_pending_.assign(num_replicas, 0);

@@ -39,6 +39,7 @@
 #include "proto/config.pb.h"
 #include "sim/serving/block_manager.h"
 #include "sim/serving/event_queue.h"
+#include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/observer.h"
 #include "sim/serving/request_state.h"
 #include "sim/serving/router.h"
@@ -48,12 +49,19 @@
 
 namespace kvsim {
 
+struct EngineOptions {
+  // Keep each request's inter-token gaps (RequestState::token_gaps_ns) for the observers; off, nothing is
+  // stored per output token.
+  bool record_token_gaps = false;
+};
+
 class Engine {
  public:
   // `config` is resolved (config/experiment_config.h); `cost_model` must outlive the engine. `block_tokens` is the
   // trace's hash block size, or 0 for traces without hashes (then config.cache.block_tokens is used).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const proto::ExperimentConfig& config,
-                                                        const CostModel* cost_model, int32_t block_tokens);
+                                                        const CostModel* cost_model, int32_t block_tokens,
+                                                        const EngineOptions& options = {});
 
   // Observers are called in the order added; not owned.
   void AddObserver(EngineObserver* observer) { observers_.push_back(observer); }
@@ -86,6 +94,7 @@ class Engine {
   const int32_t block_tokens_;
   EventQueue queue_;
   RequestPool pool_;
+  std::unique_ptr<GpuBlockDirectory> directory_;  // cache-aware routing over 2..64 replicas; else null
   std::vector<std::unique_ptr<BlockManager>> blocks_;
   std::vector<std::unique_ptr<Scheduler>> schedulers_;
   std::unique_ptr<Router> router_;

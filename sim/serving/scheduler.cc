@@ -41,13 +41,14 @@ void IterationPlan::Clear() {
 }
 
 Scheduler::Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
-                     BlockManager* blocks, RequestPool* pool, int32_t replica)
+                     BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps)
     : config_(config),
       overlap_transfers_(overlap_transfers),
       cost_model_(cost_model),
       blocks_(blocks),
       pool_(pool),
-      replica_(replica) {
+      replica_(replica),
+      record_token_gaps_(record_token_gaps) {
   KVSIM_CHECK(config_.max_num_batched_tokens() > 0 && config_.max_num_seqs() > 0);
 }
 
@@ -272,7 +273,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std
     }
     if (state.generated_tokens < state.request.output_tokens) {
       ++state.generated_tokens;
-      if (state.last_token_ns >= 0) state.token_gaps_ns.push_back(now_ns - state.last_token_ns);
+      if (record_token_gaps_ && state.last_token_ns >= 0) state.token_gaps_ns.push_back(now_ns - state.last_token_ns);
       state.last_token_ns = now_ns;
       --outstanding_tokens_;
     }

@@ -65,8 +65,10 @@ struct IterationPlan {
 class Scheduler {
  public:
   // Does not take ownership; all must outlive the scheduler. `config` is resolved (defaults filled).
+  // `record_token_gaps`: each request's RequestState::token_gaps_ns gets the gap before each of its output
+  // tokens but the first; false leaves them empty (nothing stored per output token).
   Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
-            BlockManager* blocks, RequestPool* pool, int32_t replica);
+            BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps);
 
   // A new request for this replica (phase kQueued).
   void Enqueue(int32_t slot);
@@ -107,6 +109,7 @@ class Scheduler {
   BlockManager* const blocks_;
   RequestPool* const pool_;
   const int32_t replica_;
+  const bool record_token_gaps_;
   std::deque<int32_t> waiting_;
   std::vector<int32_t> running_;  // in admission order
   int64_t next_admit_order_ = 0;

@@ -81,5 +81,45 @@ TEST(SchedulerAdaptiveTest, TheBudgetStillCapsTokens) {
   EXPECT_GT(loaded, 50);
 }
 
+// The gaps each finished request carries, with and without EngineOptions::record_token_gaps.
+class GapLog : public EngineObserver {
+ public:
+  void OnRequestFinished(SimTime, const RequestState& state) override {
+    gaps.push_back(state.token_gaps_ns);
+    outputs.push_back(state.request.output_tokens);
+  }
+  std::vector<std::vector<int64_t>> gaps;
+  std::vector<int64_t> outputs;
+};
+
+GapLog RunGaps(bool record_token_gaps) {
+  const proto::ExperimentConfig config = TestConfig(40000);
+  auto cost = RooflineCostModel::Create(config);
+  EXPECT_TRUE(cost.ok()) << cost.status();
+  std::vector<Request> requests;
+  for (int i = 0; i < 4; ++i) requests.push_back(MakeRequest(i + 1, int64_t{i} * 1000000, 100, 5 + 3 * i));
+  VectorTraceReader reader(std::move(requests), TraceInfo{"gaps", "vector", 0});
+  auto engine = Engine::Create(config, cost->get(), 0, EngineOptions{.record_token_gaps = record_token_gaps});
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  GapLog log;
+  (*engine)->AddObserver(&log);
+  const absl::Status run = (*engine)->Run(&reader);
+  EXPECT_TRUE(run.ok()) << run;
+  return log;
+}
+
+TEST(SchedulerTokenGapsTest, StoredOnlyWhenRecorded) {
+  const GapLog recorded = RunGaps(true);
+  ASSERT_EQ(recorded.gaps.size(), 4u);
+  for (size_t i = 0; i < recorded.gaps.size(); ++i) {
+    // One gap between each pair of consecutive output tokens, each at least one iteration long.
+    ASSERT_EQ(static_cast<int64_t>(recorded.gaps[i].size()), recorded.outputs[i] - 1) << i;
+    for (int64_t gap : recorded.gaps[i]) EXPECT_GT(gap, 0);
+  }
+  const GapLog off = RunGaps(false);
+  ASSERT_EQ(off.gaps.size(), 4u);
+  for (const std::vector<int64_t>& gaps : off.gaps) EXPECT_TRUE(gaps.empty());
+}
+
 }  // namespace
 }  // namespace kvsim
