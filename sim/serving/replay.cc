@@ -85,6 +85,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens));
+  KVSIM_RETURN_IF_ERROR(engine->SetRequestKv(options.request_kv));
   MetricsCollector metrics(options.timeseries_interval_ns, options.record_token_gaps);
   engine->AddObserver(&metrics);
   SessionMetrics sessions;
