@@ -209,21 +209,21 @@ TEST(ReplayKvConfigsTest, MixedFormatsUnderPressureConserveBlocks) {
   MapAssigner assigner;
   std::vector<Request> requests;
   for (uint64_t id = 1; id <= 9; ++id) {
-    requests.push_back(MakeRequest(id, id * 10, 64, 40));
+    requests.push_back(MakeRequest(id, id * 10, 64, 100));
     if (id % 3 == 2) assigner.kv[id] = RequestKv{.config = 1, .format = &int4, .block_factor = 4, .hash_salt = 5};
     if (id % 3 == 0) assigner.kv[id] = RequestKv{.config = 0, .prompt_keep_tokens = 32, .hold_cap_tokens = 32};
   }
-  // Peak blocks alone: fp16 4 + ceil(40 / 16) = 7, 4-bit 1 + 1 = 2, budgeted 4 at prefill and 2 after:
-  // 3 x (7 + 2 + 4) = 39 > 12, so the run preempts.
-  auto run = Replay(12, std::move(requests), assigner);
+  // Peak blocks alone: fp16 4 + ceil(100 / 16) = 11, 4-bit 1 + ceil(100 / 64) = 3, budgeted 4 at prefill
+  // and 2 after: three of each need 3 x (11 + 3 + 4) = 54 > 14, so the run preempts.
+  auto run = Replay(14, std::move(requests), assigner);
   ASSERT_TRUE(run->status.ok()) << run->status;  // the engine's end check: no block held by anyone
   EXPECT_GT(run->recorder.preemptions, 0);
-  EXPECT_EQ(run->recorder.capacity_blocks, 12);
-  EXPECT_LE(run->recorder.max_used_blocks, 12);
+  EXPECT_EQ(run->recorder.capacity_blocks, 14);
+  EXPECT_LE(run->recorder.max_used_blocks, 14);
   ASSERT_EQ(run->recorder.finished.size(), 9u);
   for (const auto& [id, state] : run->recorder.finished) {
     EXPECT_FALSE(state.rejected) << id;
-    EXPECT_EQ(state.generated_tokens, 40) << id;
+    EXPECT_EQ(state.generated_tokens, 100) << id;
   }
   EXPECT_EQ(run->recorder.end_used_blocks, 0);  // no prompt was hashed by the trace: nothing stays cached
 }
@@ -232,6 +232,7 @@ TEST(ReplayKvConfigsTest, SwapPreemptionIsRefused) {
   proto::ExperimentConfig overrides;
   overrides.mutable_scheduler()->set_preemption(proto::PREEMPTION_MODE_SWAP);
   proto::TierConfig* host = overrides.mutable_cache()->add_lower_tiers();
+  host->set_kind(proto::TIER_KIND_HOST);
   host->set_capacity_bytes(int64_t{1} << 30);
   const proto::ExperimentConfig config = TestConfig(100, overrides);
   KvBytesCostModel cost(config.model(), KvFormat());
