@@ -6,11 +6,11 @@ set -u
 kvsim=$1
 source "$(dirname "$0")/cli_test_lib.sh"
 
-# Six requests (mooncake JSONL; request ids 0..5 in file order), no shared blocks.
-trace="$tmp/t.jsonl"
-: >"$trace"
+# Six requests (Azure CSV; request ids 0..5 in file order), no shared blocks.
+trace="$tmp/t.csv"
+echo "TIMESTAMP,ContextTokens,GeneratedTokens" >"$trace"
 for i in 0 1 2 3 4 5; do
-  echo "{\"timestamp\": $((i * 100)), \"input_length\": $((1000 + 500 * i)), \"output_length\": 20}" >>"$trace"
+  echo "2023-11-16 18:00:0$i.0000000,$((1000 + 500 * i)),20" >>"$trace"
 done
 
 expect 0 "$kvsim" replay --trace="$trace" --json
