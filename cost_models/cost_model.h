@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "config/kv_format.h"
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
 #include "util/registry.h"
@@ -43,6 +44,11 @@ struct SequenceWork {
   // their own context's bytes). 0 = not shared.
   uint64_t prefix_id = 0;
   int64_t shared_prefix_tokens = 0;
+  // The piece's KV is stored in this format instead of the config's (per-request KV configurations,
+  // sim/serving/request_kv.h): its attention reads and writes KV at this format's bytes and dequantisation
+  // cost. nullptr = the config's format. Not owned; must outlive the call. Only the roofline prices it
+  // (`kvsim replay --kv_configs` refuses other cost models; sim/select/serving_kv.h).
+  const KvFormat* kv_format = nullptr;
 };
 
 // Where an iteration's time goes (each term already summed over layers and rounded to ns);

@@ -188,7 +188,13 @@ absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchS
     }
     layer_tokens += s.new_tokens;
     if (s.samples_token && !s.recompute) ++sampling;
-    attention_s += attention_.Seconds(s.context_tokens, s.new_tokens, l2.empty() ? 0 : l2[i]);
+    const int64_t l2_tokens = l2.empty() ? 0 : l2[i];
+    if (s.kv_format == nullptr) {
+      attention_s += attention_.Seconds(s.context_tokens, s.new_tokens, l2_tokens);
+    } else {  // the piece's own KV format (per-request KV configurations)
+      const AttentionKernel own(p_.rates, *s.kv_format, p_.heads, p_.kv_heads, p_.head_dim);
+      attention_s += own.Seconds(s.context_tokens, s.new_tokens, l2_tokens);
+    }
   }
   const double layers = p_.num_layers;
   CostBreakdown b;

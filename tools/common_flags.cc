@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, restore_cost, "auto",
           "gdsf, uniform for the others), uniform (all equal) or position (tokens up to the block's end, the "
           "linear-in-position recompute model)");
 ABSL_FLAG(int32_t, threads, 0, "worker threads for parallel runs, at most 1024; 0 = all cores");
+ABSL_FLAG(std::string, configs, "",
+          "candidate configurations (text proto of kvsim.proto.SelectCandidateSet); empty = the built-in ten plus "
+          "fp16");
 ABSL_FLAG(bool, quiet, false, "no progress line on stderr (it is drawn only when stderr is a terminal)");
 
 namespace kvsim {

@@ -30,6 +30,7 @@ ABSL_DECLARE_FLAG(std::string, capacity);      // capacities: blocks, bytes or %
 ABSL_DECLARE_FLAG(std::string, restore_cost);  // cache replay restore cost: auto | uniform | position
 ABSL_DECLARE_FLAG(int32_t, threads);           // worker threads; 0 = all cores
 ABSL_DECLARE_FLAG(bool, quiet);                // no progress line (util/progress.h)
+ABSL_DECLARE_FLAG(std::string, configs);       // per-prompt selection candidates (text proto); "" = default
 
 namespace kvsim {
 

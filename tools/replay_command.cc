@@ -11,6 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "config/experiment_config.h"
 #include "cost_models/cost_model.h"
+#include "sim/select/candidates.h"
+#include "sim/select/serving_kv.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/replay.h"
 #include "sim/serving/results_writer.h"
@@ -33,6 +35,13 @@ ABSL_FLAG(int64_t, timeline_max_events, 250000,
 ABSL_FLAG(std::string, timeline_window, "",
           "START:END in seconds of simulated time: timeline.json keeps only the events overlapping it (either "
           "side may be empty: from the start, to the end); empty = the whole run");
+
+ABSL_FLAG(std::string, kv_configs, "",
+          "per-request KV configurations: CSV with request_id (or prompt_id) and config columns naming a candidate "
+          "of --configs for every trace request, e.g. the selections.csv of 'kvsim select' (see 'kvsim help "
+          "replay')");
+ABSL_FLAG(std::string, kv_config, "",
+          "every request at this one candidate of --configs (e.g. fp16 or the best static configuration)");
 
 ABSL_FLAG(std::string, vllm_json, "",
           "also write the serving metrics as vLLM's benchmark_serving result JSON (its key names: completed, "
@@ -123,6 +132,24 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   KVSIM_ASSIGN_OR_RETURN(VllmMetricsOptions vllm_options, VllmOptionsFromFlags());
   options.record_token_gaps = !vllm_json.empty();  // the ITL median, std and percentiles need every gap
 
+  const std::string kv_configs = absl::GetFlag(FLAGS_kv_configs), kv_config = absl::GetFlag(FLAGS_kv_config);
+  if (!kv_configs.empty() && !kv_config.empty()) {
+    return absl::InvalidArgumentError("--kv_configs and --kv_config exclude each other: give one");
+  }
+  if (!absl::GetFlag(FLAGS_configs).empty() && kv_configs.empty() && kv_config.empty()) {
+    return absl::InvalidArgumentError("--configs names the candidates of --kv_configs or --kv_config: give one");
+  }
+  std::unique_ptr<CandidateKvAssigner> request_kv;
+  if (!kv_configs.empty() || !kv_config.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(proto::SelectCandidateSet set, LoadSelectCandidates(absl::GetFlag(FLAGS_configs)));
+    if (!kv_configs.empty()) {
+      KVSIM_ASSIGN_OR_RETURN(request_kv, CandidateKvAssigner::FromSelections(config, set, kv_configs));
+    } else {
+      KVSIM_ASSIGN_OR_RETURN(request_kv, CandidateKvAssigner::ForAll(config, set, kv_config));
+    }
+    options.request_kv = request_kv.get();
+  }
+
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
   // Progress on a terminal only (util/progress.h).
@@ -162,7 +189,8 @@ KVSIM_REGISTER_COMMAND(
     {
         .name = "replay",
         .summary = "simulate serving a request trace (TTFT, TPOT, throughput, cache hits)",
-        .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json] [--vllm_json=FILE]",
+        .usage = "kvsim replay --trace=FILE [--config=FILE] [--out=DIR] [--seed=N] [--json] [--vllm_json=FILE]\n"
+                 "             [--kv_configs=FILE | --kv_config=NAME] [--configs=FILE]",
         .details = "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
                    "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
                    "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
@@ -171,10 +199,19 @@ KVSIM_REGISTER_COMMAND(
                    "--timeline_window=START:END keeps only that span of simulated seconds).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
-                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).",
+                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).\n"
+                   "Per-request KV configurations: --kv_configs=FILE (CSV of request_id or prompt_id and config,\n"
+                   "e.g. kvsim select's selections.csv) or --kv_config=NAME (all requests), naming candidates of\n"
+                   "--configs (default: fp16 plus the ten KVQuant, H2O and RocketKV ones). Each request's KV\n"
+                   "then has its candidate's format: a block holds floor(replica bytes per token / its bytes per\n"
+                   "token) trace blocks, and prefill and decode attention are priced at its bytes (roofline only).\n"
+                   "An eviction budget (H2O, RocketKV) cuts its KV after prefill and frees the blocks; decodes read\n"
+                   "the budget. Cached blocks are shared only between requests of the same format, never by\n"
+                   "budgeted ones; recompute preemption only. Not charged: the policies' scoring overhead.",
         .flags = {"config", "trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
                   "trace_timestamp_unit", "out", "json", "seed", "sample_ms", "timeline", "timeline_max_events",
-                  "timeline_window", "vllm_json", "percentiles", "warmup_requests", "warmup_s", "quiet"},
+                  "timeline_window", "vllm_json", "percentiles", "warmup_requests", "warmup_s", "kv_configs",
+                  "kv_config", "configs", "quiet"},
         .flag_aliases = {{"replay_sample_ms", "sample_ms"},
                          {"replay_timeline_max_events", "timeline_max_events"},
                          {"replay_timeline", "timeline"},

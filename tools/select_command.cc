@@ -29,9 +29,6 @@
 ABSL_FLAG(std::string, outcomes, "",
           "outcome table CSV (prompt_id, config, correct, latency_ms, peak_memory_mb, input_tokens, "
           "output_tokens, features...; see 'kvsim help select')");
-ABSL_FLAG(std::string, configs, "",
-          "candidate configurations (text proto of kvsim.proto.SelectCandidateSet); empty = the built-in ten plus "
-          "fp16");
 ABSL_FLAG(std::string, costs, "table",
           "where latency and peak memory come from: 'table' (the CSV's columns) or 'model' (the roofline cost "
           "model for each row's input_tokens and output_tokens on --config's model and GPU)");

@@ -67,24 +67,31 @@ absl::StatusOr<std::unique_ptr<CandidateCostModel>> CandidateCostModel::Create(
   return model;
 }
 
+RequestKv CandidateCostModel::Budget(int64_t input_tokens) const {
+  RequestKv kv;
+  if (shape_ == Shape::kAll) return kv;
+  const int64_t budget = std::max<int64_t>(1, CandidateBudgetTokens(candidate_, input_tokens));
+  switch (shape_) {
+    case Shape::kEvict:
+      kv.prompt_keep_tokens = kv.hold_cap_tokens = budget;
+      break;
+    case Shape::kRocket:
+      kv.prompt_keep_tokens = RocketKvPolicy::kMemoryFactor * budget;
+      kv.read_cap_tokens = budget;
+      break;
+    default:
+      kv.read_cap_tokens = budget;
+      break;
+  }
+  return kv;
+}
+
 int64_t CandidateCostModel::ReadTokens(int64_t input_tokens, int64_t step) const {
-  const int64_t context = input_tokens + step - 1;
-  if (shape_ == Shape::kAll) return context;
-  const int64_t budget = CandidateBudgetTokens(candidate_, input_tokens);
-  return std::min(HeldTokens(input_tokens, step), std::max<int64_t>(budget, 1));
+  return ReadKvTokens(Budget(input_tokens), input_tokens, input_tokens + step - 1);
 }
 
 int64_t CandidateCostModel::HeldTokens(int64_t input_tokens, int64_t step) const {
-  const int64_t context = input_tokens + step - 1;
-  const int64_t budget = CandidateBudgetTokens(candidate_, input_tokens);
-  switch (shape_) {
-    case Shape::kEvict:
-      return std::min(context, budget);
-    case Shape::kRocket:
-      return std::min(input_tokens, RocketKvPolicy::kMemoryFactor * budget) + step - 1;
-    default:
-      return context;
-  }
+  return ResidentKvTokens(Budget(input_tokens), input_tokens, input_tokens + step - 1);
 }
 
 int64_t CandidateCostModel::PeakKvTokens(int64_t input_tokens, int64_t output_tokens) const {

@@ -50,6 +50,7 @@
 #include "policies/token/token_policy.h"
 #include "proto/config.pb.h"
 #include "proto/select.pb.h"
+#include "sim/serving/request_kv.h"
 
 namespace kvsim {
 
@@ -78,6 +79,11 @@ class CandidateCostModel {
   // The shapes above, for tests and reports. REQUIRES: input_tokens >= 1, step >= 1.
   int64_t ReadTokens(int64_t input_tokens, int64_t step) const;
   int64_t HeldTokens(int64_t input_tokens, int64_t step) const;
+  // The same shapes as a serving replay applies them to a request of `input_tokens`
+  // (sim/serving/request_kv.h: HeldTokens is its R(c_j), ReadTokens its D(c_j)): kEvict prompt_keep =
+  // hold_cap = B; rocketkv prompt_keep = kMemoryFactor B and read_cap = B; other kSelect read_cap = B;
+  // none otherwise. Only the budget fields of the RequestKv are set.
+  RequestKv Budget(int64_t input_tokens) const;
   int64_t PeakKvTokens(int64_t input_tokens, int64_t output_tokens) const;
   // Queries of the overhead attention pass over the prompt (0: none).
   int64_t OverheadQueries(int64_t input_tokens) const;

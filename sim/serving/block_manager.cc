@@ -171,6 +171,25 @@ int64_t BlockManager::BlocksToComplete(const Request& request) const {
          NumBlocks(std::max<int64_t>(0, request.output_tokens), block_tokens_);
 }
 
+int64_t BlockManager::BlocksToComplete(const RequestState& state) const {
+  if (state.kv.block_factor == 1) return BlocksToComplete(state.request);
+  return static_cast<int64_t>(state.request.block_hashes.size()) +
+         NumBlocks(std::max<int64_t>(0, state.request.output_tokens), TailTokens(state));
+}
+
+void BlockManager::CutToBudget(RequestState* state) {
+  KVSIM_CHECK(state->unique_blocks && state->private_blocks == static_cast<int64_t>(state->block_entries.size()))
+      << "request " << state->request.request_id << ": a budget cut needs every prompt block private";
+  const int64_t input = state->request.input_tokens;
+  const int64_t prompt = NumBlocks(KeptPromptTokens(state->kv, input), TailTokens(*state));
+  const int64_t tail = NumBlocks(GrowKvTokens(state->kv, input, state->kv_tokens) - input, TailTokens(*state));
+  const int64_t freed = std::max<int64_t>(0, state->private_blocks - prompt) + std::max<int64_t>(0, state->tail_blocks - tail);
+  state->private_blocks = std::min(state->private_blocks, prompt);
+  state->tail_blocks = std::min(state->tail_blocks, tail);
+  private_blocks_ -= freed;
+  AddUsed(0, -freed);
+}
+
 void BlockManager::Pin(int32_t entry) {
   Entry& e = entries_[entry];
   KVSIM_CHECK(e.tier == 0) << "pin of a block not on the GPU";
@@ -384,7 +403,7 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   const int64_t restored = BlocksBefore(*state, std::min(frontier, input));
   const int64_t tail_tokens =
       (swapped && state->swapped_while_decoding ? frontier : state->prefill_target_tokens) - input;
-  const int64_t tail_blocks = NumBlocks(std::max<int64_t>(0, tail_tokens), block_tokens_);
+  const int64_t tail_blocks = NumBlocks(std::max<int64_t>(0, tail_tokens), TailTokens(*state));
 
   const bool first = !state->potentials_known;
   const int64_t saved_prefix = state->prefix_potential_tokens;
@@ -592,7 +611,7 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
   const int64_t computed = decoding ? state->kv_tokens : state->frontier_tokens();
   if (computed <= 0) return false;
   const int64_t blocks = BlocksBefore(*state, std::min(computed, input)) +
-                         NumBlocks(std::max<int64_t>(0, computed - input), block_tokens_);
+                         NumBlocks(std::max<int64_t>(0, computed - input), TailTokens(*state));
   if (!MakeLowerRoom(1, blocks, now_ns)) return false;
   Release(state, now_ns);
   AddUsed(1, blocks);

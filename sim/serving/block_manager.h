@@ -126,15 +126,25 @@ class BlockManager {
 
   // Blocks needed on an empty GPU to run `request` to completion (prompt + generated tokens).
   int64_t BlocksToComplete(const Request& request) const;
+  // The same for a request with its own KV configuration (state.kv; sim/serving/request_kv.h): its
+  // regrouped prompt blocks plus its generated tokens in blocks of kv.block_factor x block_tokens (a
+  // budget is not counted: an upper bound).
+  int64_t BlocksToComplete(const RequestState& state) const;
 
   // Allocates the generated-token blocks for `kv_tokens` tokens of KV. False (nothing changed) if they
   // cannot be freed. REQUIRES: state is admitted.
   // Inline: most calls (a decode's next token in a block it holds) need no new block.
   bool Grow(RequestState* state, int64_t kv_tokens, SimTime now_ns) {
-    const int64_t want = NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), block_tokens_);
+    const int64_t want = NumBlocks(std::max<int64_t>(0, kv_tokens - state->request.input_tokens), TailTokens(*state));
     const int64_t extra = want - state->tail_blocks;
     return extra <= 0 || GrowBy(state, extra, now_ns);
   }
+
+  // Eviction budget (state->kv.prompt_keep_tokens >= 0, sim/serving/request_kv.h) when the prefill ends:
+  // frees the request's blocks beyond NumBlocks(P) for the prompt and NumBlocks(GrowKvTokens(kv_tokens) -
+  // input) for the generated tokens (at kv.block_factor x block_tokens tokens per block). REQUIRES:
+  // state->unique_blocks (every prompt block private) and its prefill done.
+  void CutToBudget(RequestState* state);
 
   // Offers to the shared cache the prompt blocks the prefill frontier has passed.
   void Publish(RequestState* state, SimTime now_ns);
@@ -200,6 +210,10 @@ class BlockManager {
   // The id the GPU tier's policy knows `entry` by: its slot with slot ids, else its hash.
   BlockId GpuPolicyId(int32_t entry) const { return gpu_slot_ids_ ? static_cast<BlockId>(entry) : entries_[entry].hash; }
 
+  // Tokens per generated-token block of `state`: block_tokens, times its KV configuration's block factor.
+  int64_t TailTokens(const RequestState& state) const {
+    return static_cast<int64_t>(block_tokens_) * state.kv.block_factor;
+  }
   // Grow's slow path: allocates `extra` > 0 generated-token blocks, or returns false.
   bool GrowBy(RequestState* state, int64_t extra, SimTime now_ns);
   int64_t BlockTokensAt(const Request& request, int64_t k) const;

@@ -50,6 +50,27 @@ Engine::Engine(const proto::ExperimentConfig& config, const CostModel* cost_mode
       block_tokens_(block_tokens),
       closed_loop_(config.workload().closed_loop_sessions()) {}
 
+absl::Status Engine::SetRequestKv(const RequestKvAssigner* assigner) {
+  if (assigner != nullptr && config_.scheduler().preemption() == proto::PREEMPTION_MODE_SWAP) {
+    return absl::InvalidArgumentError(
+        "scheduler.preemption: per-request KV configurations support PREEMPTION_MODE_RECOMPUTE only");
+  }
+  request_kv_ = assigner;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::AssignRequestKv(RequestState* state) const {
+  if (request_kv_ == nullptr) return absl::OkStatus();
+  KVSIM_ASSIGN_OR_RETURN(state->kv, request_kv_->Assign(state->request));
+  if (state->kv.block_factor < 1) return absl::InternalError("request KV configuration: block_factor < 1");
+  if (state->kv.prompt_keep_tokens >= 0) {
+    state->unique_blocks = true;  // its KV after prefill is not its prompt's: nothing to share
+  }
+  RegroupBlocks(state->kv.block_factor, state->unique_blocks ? 0 : state->kv.hash_salt, block_tokens_,
+                &state->request);
+  return absl::OkStatus();
+}
+
 absl::Status Engine::Run(TraceReader* reader) {
   if (closed_loop_) {
     KVSIM_RETURN_IF_ERROR(LoadSessions(reader));
@@ -132,6 +153,7 @@ absl::Status Engine::ReadNextArrival(TraceReader* reader) {
   }
   ++requests_read_;
   KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &state));
+  KVSIM_RETURN_IF_ERROR(AssignRequestKv(&state));
   const double scale = config_.workload().time_scale();
   const SimTime arrival_ns = static_cast<SimTime>(std::llround(state.request.arrival_ns * scale));
   if (arrival_ns < last_arrival_ns_) {
@@ -153,6 +175,7 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
   while ((max_requests <= 0 || static_cast<int64_t>(session_requests_.size()) < max_requests) &&
          reader->Next(&scratch.request)) {
     KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &scratch));
+    KVSIM_RETURN_IF_ERROR(AssignRequestKv(&scratch));
     const SimTime arrival_ns = static_cast<SimTime>(std::llround(scratch.request.arrival_ns * scale));
     if (arrival_ns < last_ns) {
       return absl::InvalidArgumentError(absl::StrCat(reader->info().path, ": request ", scratch.request.request_id,
@@ -162,8 +185,10 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
     last_ns = arrival_ns;
     session_requests_.push_back(scratch.request);
     session_unique_.push_back(scratch.unique_blocks ? 1 : 0);
+    session_kv_.push_back(scratch.kv);
     scratch.request.Clear();
     scratch.unique_blocks = false;
+    scratch.kv = RequestKv();
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   requests_read_ = static_cast<int64_t>(session_requests_.size());
@@ -177,6 +202,7 @@ int32_t Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
   RequestState& state = pool_.at(slot);
   state.request = session_requests_[index];
   state.unique_blocks = session_unique_[index] != 0;  // fresh hashes, assigned when the trace was checked
+  state.kv = session_kv_[index];
   state.arrival_ns = issue_ns;
   if (slot >= static_cast<int32_t>(slot_index_.size())) slot_index_.resize(slot + 1, -1);
   slot_index_[slot] = index;
@@ -208,7 +234,7 @@ void Engine::HandleArrival(const Event& event) {
   const int32_t replica = router_->Route(state.request);
   state.replica = replica;
   for (EngineObserver* observer : observers_) observer->OnArrival(event.time_ns, state);
-  if (blocks_[replica]->BlocksToComplete(state.request) > blocks_[replica]->gpu_capacity_blocks()) {
+  if (blocks_[replica]->BlocksToComplete(state) > blocks_[replica]->gpu_capacity_blocks()) {
     state.rejected = true;
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(event.time_ns, state);
     if (closed_loop_) SessionRequestEnded(slot, event.time_ns);

@@ -41,6 +41,7 @@
 #include "sim/serving/event_queue.h"
 #include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/observer.h"
+#include "sim/serving/request_kv.h"
 #include "sim/serving/request_state.h"
 #include "sim/serving/router.h"
 #include "sim/serving/scheduler.h"
@@ -63,6 +64,13 @@ class Engine {
                                                         const CostModel* cost_model, int32_t block_tokens,
                                                         const EngineOptions& options = {});
 
+  // Per-request KV configurations (sim/serving/request_kv.h): each request read from the trace gets
+  // `assigner`'s configuration (an error for a request it has none for ends the run). A budgeted request
+  // shares no block; the others' blocks are regrouped and salted (RegroupBlocks), so cached blocks are
+  // shared only between requests of the same format. Needs PREEMPTION_MODE_RECOMPUTE (InvalidArgument
+  // otherwise). Not owned; call before Run. nullptr (the default) = every request at the replica's format.
+  absl::Status SetRequestKv(const RequestKvAssigner* assigner);
+
   // Observers are called in the order added; not owned.
   void AddObserver(EngineObserver* observer) { observers_.push_back(observer); }
 
@@ -77,6 +85,8 @@ class Engine {
 
   absl::Status ReadNextArrival(TraceReader* reader);
   absl::Status CheckRequest(const TraceReader& reader, RequestState* state) const;
+  // Sets state->kv from request_kv_ (if any) and regroups the request's blocks for it.
+  absl::Status AssignRequestKv(RequestState* state) const;
   void HandleArrival(const Event& event);
   // Closed loop: reads and checks the whole trace, builds the chains, issues the first root.
   absl::Status LoadSessions(TraceReader* reader);
@@ -103,10 +113,12 @@ class Engine {
   std::vector<uint8_t> schedule_pending_;
   std::vector<int32_t> finished_;
   std::vector<EngineObserver*> observers_;
+  const RequestKvAssigner* request_kv_ = nullptr;
   int64_t requests_read_ = 0;
   const bool closed_loop_;
   std::vector<Request> session_requests_;  // closed loop: the whole trace, checked
   std::vector<uint8_t> session_unique_;    // closed loop: per request, RequestState::unique_blocks
+  std::vector<RequestKv> session_kv_;      // closed loop: per request, RequestState::kv
   SessionChains chains_;
   size_t next_root_ = 0;
   int32_t root_slot_ = -1;           // the root arrival scheduled one ahead

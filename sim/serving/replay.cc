@@ -86,6 +86,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens,
                                         EngineOptions{.record_token_gaps = options.record_token_gaps}));
+  KVSIM_RETURN_IF_ERROR(engine->SetRequestKv(options.request_kv));
   MetricsCollector metrics(options.timeseries_interval_ns, options.record_token_gaps);
   engine->AddObserver(&metrics);
   SessionMetrics sessions;

@@ -27,6 +27,7 @@
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
 #include "sim/serving/clock.h"
+#include "sim/serving/request_kv.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {
@@ -47,6 +48,9 @@ struct ReplayOptions {
   // Called with (requests finished or rejected, total: workload.max_requests, 0 = not known) as the run
   // proceeds, on the engine's thread (e.g. util/progress.h's Progress::Callback()). Results do not depend on it.
   std::function<void(int64_t done, int64_t total)> progress;
+  // Per-request KV configurations (Engine::SetRequestKv, sim/serving/request_kv.h); nullptr = every request
+  // at the config's KV format. Not owned.
+  const RequestKvAssigner* request_kv = nullptr;
 };
 
 struct ReplayOutput {

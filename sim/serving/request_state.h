@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sim/serving/clock.h"
+#include "sim/serving/request_kv.h"
 #include "traces/request.h"
 
 namespace kvsim {
@@ -86,7 +87,9 @@ class RequestState {
   // The request as the trace gives it.
   Request request;
   int32_t replica = -1;
-  int64_t admit_order = -1;  // increases with each admission on the replica (preemption picks the newest)
+  int64_t admit_order = -1;
+  // Its own KV configuration (sim/serving/request_kv.h); the default: the replica's format, no budget.
+  RequestKv kv;  // increases with each admission on the replica (preemption picks the newest)
 
   // Tokens.
   int64_t generated_tokens = 0;       // output tokens emitted so far

@@ -90,7 +90,7 @@ void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* bu
     RequestState& state = pool_->at(slot);
     if (state.phase() != RequestPhase::kDecode || state.scheduled_tokens > 0) continue;
     bool preempted_self = false;
-    while (!blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
+    while (!blocks_->Grow(&state, GrowKvTokens(state.kv, state.request.input_tokens, state.kv_tokens + 1), now_ns)) {
       // The newest running request is at the back, never before `i`: nothing scheduled is preempted.
       if (PreemptNewest(now_ns, plan) == slot) {
         preempted_self = true;
@@ -100,10 +100,18 @@ void Scheduler::ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* bu
     if (preempted_self) break;
     state.scheduled_tokens = 1;
     plan->pieces.push_back(ScheduledPiece{slot, 1, false});
-    plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
+    AppendDecodeWork(state, &plan->shape);
     ++plan->decode_tokens;
     --*budget;
   }
+}
+
+void Scheduler::AppendDecodeWork(const RequestState& state, BatchShape* shape) {
+  SequenceWork& work = shape->sequences.emplace_back();
+  work.context_tokens = ReadKvTokens(state.kv, state.request.input_tokens, state.kv_tokens);
+  work.new_tokens = 1;
+  work.num_segments = state.kv_segments;
+  work.kv_format = state.kv.format;
 }
 
 absl::StatusOr<int64_t> Scheduler::PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill,
@@ -149,10 +157,11 @@ absl::Status Scheduler::SchedulePrefills(SimTime now_ns, IterationPlan* plan, in
     if (resume) {
       state.Resume(now_ns);
       state.swapped_while_decoding = false;
-      if (*budget > 0 && blocks_->Grow(&state, state.kv_tokens + 1, now_ns)) {
+      if (*budget > 0 &&
+          blocks_->Grow(&state, GrowKvTokens(state.kv, state.request.input_tokens, state.kv_tokens + 1), now_ns)) {
         state.scheduled_tokens = 1;
         plan->pieces.push_back(ScheduledPiece{slot, 1, false});
-        plan->shape.sequences.push_back(SequenceWork{state.kv_tokens, 1, state.kv_segments});
+        AppendDecodeWork(state, &plan->shape);
         ++plan->decode_tokens;
         --*budget;
       }
@@ -214,6 +223,7 @@ void Scheduler::AppendPrefillWork(const RequestState& state, int64_t tokens, Bat
     work.new_tokens = take;
     work.num_segments = run.num_segments;
     work.recompute = run.recompute;
+    work.kv_format = state.kv.format;
     tokens -= take;
     work.samples_token = completes && tokens == 0;
     ++index;
@@ -264,6 +274,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std
       blocks_->Publish(&state, now_ns);
       if (state.remaining_compute_tokens() > 0) continue;
       state.kv_tokens = state.prefill_target_tokens;
+      if (state.kv.prompt_keep_tokens >= 0) blocks_->CutToBudget(&state);
       if (state.first_token_ns < 0) {
         state.first_token_ns = now_ns;
         outstanding_tokens_ -= state.request.input_tokens;

@@ -17,6 +17,11 @@
 //
 // Preempted requests go back to the front of the waiting queue (they were admitted before the others).
 //
+// Per-request KV configurations (RequestState::kv, sim/serving/request_kv.h): each piece is priced at the
+// request's format (SequenceWork::kv_format); a decode reads ReadKvTokens of its KV and grows its blocks to
+// GrowKvTokens; when the prefill of a request with a kept-prompt budget ends, its blocks are cut to the
+// budget (BlockManager::CutToBudget) and the freed blocks go back to the pool.
+//
 // Example:
 //   Scheduler scheduler(config.scheduler(), cost_model, blocks.get(), &pool, /*replica=*/0);
 //   scheduler.Enqueue(slot);
@@ -96,6 +101,8 @@ class Scheduler {
                                          bool first_prefill);
   // Appends the pieces of `state`'s next `tokens` prefill tokens (from its run cursor) to `shape`.
   static void AppendPrefillWork(const RequestState& state, int64_t tokens, BatchShape* shape);
+  // Appends `state`'s next decode: context = the KV it reads (ReadKvTokens), at its own KV format.
+  static void AppendDecodeWork(const RequestState& state, BatchShape* shape);
   void AddPrefillPieces(int32_t slot, int64_t tokens, IterationPlan* plan);
   absl::StatusOr<int64_t> PrefillTokens(const RequestState& state, int64_t budget, bool first_prefill,
                                         const IterationPlan& plan);
