@@ -10,7 +10,7 @@
 //   kPointOverheadBytes + ids x BytesPerTrackedId(policy)                      streaming (hashed ids)
 //   kPointOverheadBytes + ids x BytesPerTrackedId(policy) + distinct x kDenseBytesPerId   compiled trace
 // with ids = min(ceil(capacity x IdsPerCapacity(policy)), distinct blocks): the ids the policy tracks
-// at most, resident ones and the ghosts some keep (ARC: 2 c; S3-FIFO, 2Q: 1.9 c, 1.5 c). The distinct
+// at most, resident ones and the ghosts some keep (ARC, 2Q: 2 c; S3-FIFO: 1.9 c by default). The distinct
 // blocks are counted only when the capacities alone do not fit (a pass with a HyperLogLog counter,
 // taken 3 standard errors high). A compiled trace (any point that needs the Belady oracle) is held once
 // for all points: kCompiledBytesPerAccess per access plus its distinct-block table, counted in every
