@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "config/experiment_config.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/sweep/sweep.h"
 #include "tools/common_flags.h"
 #include "util/status_macros.h"
@@ -34,6 +35,30 @@ constexpr ByteUnit kByteUnits[] = {{"KiB", 1024.0},
                                    {"TB", 1e12},
                                    {"B", 1}};
 
+// "40GiB" -> bytes: a number followed by one of kByteUnits (any case). False if `text` is not of that form
+// (no number, no unit, an unknown unit: *unit_out then names it when non-empty).
+bool ParseBytesWithUnit(absl::string_view text, double* bytes, absl::string_view* unit_out) {
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (absl::ascii_isdigit(text[digits]) || text[digits] == '.' || text[digits] == '-' || text[digits] == '+')) {
+    ++digits;
+  }
+  const absl::string_view number = text.substr(0, digits), unit = text.substr(digits);
+  *unit_out = unit;
+  double value;
+  if (number.empty() || unit.empty() || !absl::SimpleAtod(number, &value) || !std::isfinite(value)) {
+    *unit_out = "";
+    return false;
+  }
+  for (const ByteUnit& u : kByteUnits) {
+    if (absl::EqualsIgnoreCase(unit, u.name)) {
+      *bytes = value * u.bytes;
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<CapacityEntry> ParseCapacityEntry(absl::string_view text, absl::string_view flag) {
   CapacityEntry entry;
   entry.text = std::string(text);
@@ -55,28 +80,42 @@ absl::StatusOr<CapacityEntry> ParseCapacityEntry(absl::string_view text, absl::s
     if (!(entry.percent > 0 && entry.percent <= 100)) return refuse("a share must be in (0%, 100%]");
     return entry;
   }
-  size_t digits = 0;
-  while (digits < text.size() &&
-         (absl::ascii_isdigit(text[digits]) || text[digits] == '.' || text[digits] == '-' || text[digits] == '+')) {
-    ++digits;
+  double bytes = 0;
+  absl::string_view unit;
+  if (!ParseBytesWithUnit(text, &bytes, &unit)) {
+    if (unit.empty()) return refuse(kExpected);
+    return refuse(absl::StrCat("unknown unit '", unit, "'; ", kExpected));
   }
-  const absl::string_view number = text.substr(0, digits), unit = text.substr(digits);
-  double value;
-  if (number.empty() || unit.empty() || !absl::SimpleAtod(number, &value) || !std::isfinite(value)) {
-    return refuse(kExpected);
-  }
-  for (const ByteUnit& u : kByteUnits) {
-    if (absl::EqualsIgnoreCase(unit, u.name)) {
-      if (!(value > 0)) return refuse("a capacity in bytes must be positive");
-      entry.kind = CapacityEntry::Kind::kBytes;
-      entry.bytes = value * u.bytes;
-      return entry;
-    }
-  }
-  return refuse(absl::StrCat("unknown unit '", unit, "'; ", kExpected));
+  if (!(bytes > 0)) return refuse("a capacity in bytes must be positive");
+  entry.kind = CapacityEntry::Kind::kBytes;
+  entry.bytes = bytes;
+  return entry;
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view flag) {
+  int64_t count;
+  double bytes = 0;
+  absl::string_view unit;
+  if (absl::SimpleAtoi(text, &count)) {
+    bytes = static_cast<double>(count);
+  } else if (!ParseBytesWithUnit(text, &bytes, &unit)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": '", text, "': expected bytes, a count (1000000) or with a unit (4GiB; B, KB, MB, GB, TB, KiB, MiB, ",
+        "GiB, TiB)"));
+  }
+  if (!(bytes >= 1 && bytes < 9e18)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": '", text, "': must be at least 1 byte"));
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+absl::StatusOr<int64_t> MemoryLimitFromFlag() {
+  const std::string text = absl::GetFlag(FLAGS_memory_limit);
+  if (text.empty()) return DefaultMemoryLimitBytes();
+  return ParseByteSize(text, "--memory_limit");
+}
 
 absl::StatusOr<std::vector<CapacityEntry>> ParseCapacityList(absl::string_view values, absl::string_view flag) {
   std::vector<CapacityEntry> entries;
@@ -151,12 +190,17 @@ absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<Capaci
     KVSIM_ASSIGN_OR_RETURN(basis.kv_bytes_per_block, KvBytesPerBlock(config, block_tokens));
   }
   if (NeedsDistinctBlocks(entries)) {
-    KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader.get(), options));
-    basis.distinct_blocks = static_cast<int64_t>(trace.distinct_blocks.size());
-    if (basis.distinct_blocks == 0 && trace.num_accesses() > 0) {  // no dense ids (2^32 blocks or more)
-      absl::flat_hash_set<BlockId> distinct(trace.blocks.begin(), trace.blocks.end());
-      basis.distinct_blocks = static_cast<int64_t>(distinct.size());
+    // Streamed into a set of the distinct ids: memory grows with them, not with the accesses.
+    absl::flat_hash_set<BlockId> distinct;
+    Request request;
+    int64_t num_requests = 0;
+    while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
+      ++num_requests;
+      KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+      distinct.insert(request.block_hashes.begin(), request.block_hashes.end());
     }
+    KVSIM_RETURN_IF_ERROR(reader->status());
+    basis.distinct_blocks = static_cast<int64_t>(distinct.size());
     if (basis.distinct_blocks == 0) {
       return absl::InvalidArgumentError(absl::StrCat(flag, ": a share of the trace's blocks, but it has none"));
     }

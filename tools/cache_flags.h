@@ -60,7 +60,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveCapacities(const std::vector<Capacit
 
 // The same for any trace and resolved config (`kvsim sweep`'s capacity axis): bytes convert with `config`'s
 // KV bytes per block at the trace's block size (options.block_tokens for traces without hashes); a share
-// compiles the trace once with `options` to count its distinct blocks. The trace is opened only if needed,
+// reads the trace once with `options` to count its distinct blocks (a set of them). The trace is opened only if needed,
 // and once.
 absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<CapacityEntry>& entries,
                                                         absl::string_view flag, const std::string& trace_path,
@@ -73,6 +73,14 @@ absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<Capaci
 // without hashes); a percent reads the trace once to count its distinct blocks.
 absl::StatusOr<std::vector<int64_t>> CapacitiesFromFlag(absl::string_view values, absl::string_view flag,
                                                         const CacheReplayOptions& options);
+
+// Bytes as a count ("1000000") or with a unit ("4GiB", the units above). InvalidArgument naming `flag` for
+// garbage or less than 1 byte.
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view flag);
+
+// --memory_limit in bytes: ParseByteSize, or DefaultMemoryLimitBytes() (sim/cache/cache_batches.h: half the
+// physical memory) when empty.
+absl::StatusOr<int64_t> MemoryLimitFromFlag();
 
 // --trace (required) with --trace_format.
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceFromFlags();

@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(std::string, policy);        // eviction policy specs, comma-s
 ABSL_DECLARE_FLAG(std::string, capacity);      // capacities: blocks, bytes or % (tools/cache_flags.h)
 ABSL_DECLARE_FLAG(std::string, restore_cost);  // cache replay restore cost: auto | uniform | position
 ABSL_DECLARE_FLAG(int32_t, threads);           // worker threads; 0 = all cores
+ABSL_DECLARE_FLAG(std::string, memory_limit);  // cache/mrc: memory budget of one pass (tools/cache_flags.h)
 ABSL_DECLARE_FLAG(bool, quiet);                // no progress line (util/progress.h)
 ABSL_DECLARE_FLAG(std::string, configs);       // per-prompt selection candidates (text proto); "" = default
 

@@ -33,7 +33,14 @@ KVSIM_REGISTER_COMMAND(
                    "and turns where known, block references, distinct blocks, the hit ratio of an unbounded\n"
                    "cache, the prefix-hit ratio, the fraction of blocks used twice or more, and LRU stack\n"
                    "distance quartiles (distinct blocks between reuses; a reuse hits in an LRU cache of\n"
-                   "distance + 1 blocks). Definitions: traces/trace_stats.h. --json prints one JSON object.",
+                   "distance + 1 blocks). Definitions: traces/trace_stats.h. --json prints one JSON object.\n"
+                   "Memory is bounded whatever the trace's length: counts, sums, means, min and max are exact;\n"
+                   "percentiles are exact up to 65,536 distinct values per column, else within 1% + 0.5 (a\n"
+                   "log-bucket sketch); distinct blocks and sessions exact up to 2^20, else HyperLogLog (0.81%\n"
+                   "standard error); past 2^20 distinct blocks the per-block figures (prefix-hit ratio, reused\n"
+                   "fraction, predecessors, stack distances) come from a spatial sample of the blocks (SHARDS)\n"
+                   "with a stated 3-sigma error. Every estimate gets an 'approximate' line (a JSON object\n"
+                   "\"approximate\" with one entry per figure) naming its method and bound; none when all are exact.",
         .flags = {"json", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
                   "trace_timestamp_unit"},
         .run = RunInspect,

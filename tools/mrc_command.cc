@@ -1,10 +1,12 @@
 // `kvsim mrc`: miss-ratio curves. LRU: every cache size in one pass (sim/cache/mrc.h); other policies: one
 // cache replay per size, in parallel (sim/cache/cache_simulator.h).
+#include <iostream>
 #include <ostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/cache/cache_report.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
@@ -108,8 +110,15 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
     for (const auto& policy : policies) {
       for (int64_t size : sizes) specs.push_back({policy, size});
     }
-    KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader.get(), replay));
-    KVSIM_ASSIGN_OR_RETURN(std::vector<CacheRunResult> results, RunCacheReplaysOnTrace(&trace, specs, replay));
+    reader.reset();
+    KVSIM_ASSIGN_OR_RETURN(const int64_t memory_limit, MemoryLimitFromFlag());
+    CacheBatchPlan plan;
+    KVSIM_ASSIGN_OR_RETURN(
+        std::vector<CacheRunResult> results,
+        RunCacheReplaysInBatches(OpenTraceFromFlags, specs, replay, {.memory_limit_bytes = memory_limit}, &plan));
+    if (plan.batches.size() > 1 && !absl::GetFlag(FLAGS_quiet)) {
+      std::cerr << "kvsim mrc: " << DescribeCacheBatchPlan(plan, memory_limit) << "\n";
+    }
     for (const CacheRunResult& r : results) {
       MrcPoint p;
       p.capacity_blocks = r.spec.capacity_blocks;
@@ -138,7 +147,8 @@ KVSIM_REGISTER_COMMAND(
              .name = "mrc",
              .summary = "miss-ratio curves: LRU for every size in one pass, other policies per size in parallel",
              .usage = "kvsim mrc --trace=T [--prefix] [--sample_rate=R] [--sizes=LIST] [--out=FILE.csv] [--json]\n"
-                      "          [--policy=NAME[,NAME...] --sizes=LIST] [--block_tokens=16] [--threads=0]",
+                      "          [--policy=NAME[,NAME...] --sizes=LIST] [--block_tokens=16] [--threads=0]\n"
+                      "          [--memory_limit=BYTES]",
              .details =
                  "LRU (the default --policy): stack distances from one pass (Fenwick tree, O(N log N)); without\n"
                  "--sizes the CSV has a row at every size where the curve changes (the curve is a step function),\n"
@@ -148,10 +158,12 @@ KVSIM_REGISTER_COMMAND(
                  "beside the sample, and an error_bound column gives each point's estimated 3-sigma error\n"
                  "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
                  "results do not\n"
-                 "depend on the thread count. --out here names the CSV file to write (atomically).",
+                 "depend on the thread count; the replays stream the trace in passes that fit --memory_limit\n"
+                 "(default half the physical memory; estimates as in 'kvsim help cache'), Belady's over the trace\n"
+                 "held in memory. --out here names the CSV file to write (atomically).",
              .flags = {"trace", "trace_format", "chain_hashes", "reorder_window", "trace_block_tokens",
                        "trace_timestamp_unit", "policy", "prefix", "sample_rate", "hot_share", "sizes", "config",
-                       "block_tokens", "restore_cost", "threads", "out", "json", "quiet"},
+                       "block_tokens", "restore_cost", "threads", "out", "json", "memory_limit", "quiet"},
              .run = RunMrc,
          });
 

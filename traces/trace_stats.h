@@ -26,8 +26,31 @@
 //    cache of distance + 1 blocks or more and misses in any smaller one. This is the definition under
 //    which the published Mooncake figures (p25/p50/p75 = 2,269/6,265/12,728) come out. Computed with a
 //    Fenwick tree over last-access times, O(log n) per access. Quartiles are nearest-rank.
-// Memory: O(requests) for the exact token percentiles, O(distinct blocks + block references) for the
-// block statistics.
+// Memory: bounded, whatever the trace's length (TraceStatsOptions):
+//  * counts, sums, means, min and max are exact in O(1) memory;
+//  * token percentiles: a QuantileSketch (util/stream_sketch.h), exact while a column has at most
+//    exact_quantile_values distinct values, else within 1% + 0.5 of the exact nearest-rank value;
+//  * sessions and distinct blocks: a DistinctCounter, exact up to exact_distinct_values, else a HyperLogLog
+//    estimate (relative standard error 0.81%); block_references - distinct_blocks is then the reuse count and
+//    the unbounded hit ratio's numerator;
+//  * the statistics that need each block's history (prefix-hit ratio, reused fraction, predecessors, stack
+//    distances) are exact while the trace has at most max_tracked_blocks distinct blocks. Past that they come
+//    from a spatial sample of the blocks (SHARDS, Waldspurger et al., FAST 2015, with the fixed-size variant's
+//    lowering rate): a block is sampled while the top 24 bits of its hash have a bit length <= the level,
+//    which drops by one (halving the rate) whenever the sample would outgrow the bound, discarding that
+//    group's blocks and statistics, so what remains is a fixed-rate sample at the final rate R. Ratios are
+//    over the sampled accesses, counts and distances scaled by 1 / R; block_sample_error is 3 standard errors
+//    of an access-weighted ratio, 3 sqrt((1 - R) sum a_i^2) / (R N) (a_i the sampled blocks' accesses, N all
+//    accesses). The prefix-hit ratio is the unbounded hit ratio times the sample's share of reuses that are
+//    leading (a sampled reuse leads while the request's earlier sampled blocks hit: all of them for
+//    prefix-chained ids, where a hit implies every earlier block hits; an upper estimate otherwise). The
+//    reused fraction's 3-sigma error is 3 sqrt(p (1 - p) (1 - R) / n) over n sampled blocks. A stack-distance
+//    quartile v: the exact share of reuses up to v (1 + d) is at least q - block_sample_error and below
+//    v (1 - d) at most q + block_sample_error, d = 1% + 3 sqrt((1 - R) / (R v)). Known weakness: a block with
+//    a large share of all accesses (a system prompt) is in or out of the sample whole, which the bound's sum
+//    over sampled blocks does not see when it is out; `kvsim mrc --sample_rate` tracks such blocks apart;
+//  * the peak arrival rate keeps one count per minute of the trace's duration.
+// TraceStats::approximate names every figure that is not exact, with its bound; empty = all exact.
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(auto reader, OpenTrace(path, {}));
@@ -38,6 +61,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,10 +107,21 @@ struct TraceStats {
   int64_t ids_with_other_predecessor = 0;
   int64_t ids_repeated_in_request = 0;
   std::vector<std::string> warnings;  // the reader's
+  // Figures that are estimates (name as in the JSON, how and within what); empty = every figure exact.
+  std::vector<std::pair<std::string, std::string>> approximate;
+  double block_sample_rate = 1;   // < 1: the per-block statistics come from a spatial sample (see above)
+  double block_sample_error = 0;  // 3-sigma error of its access-weighted ratios; 0 when exact
 };
 
-// Reads `reader` to the end. Returns the reader's error if it fails.
-absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader);
+// The bounds of ComputeTraceStats' memory (see the header comment).
+struct TraceStatsOptions {
+  int64_t max_tracked_blocks = int64_t{1} << 20;     // blocks with exact histories; >= 1
+  int64_t exact_distinct_values = int64_t{1} << 20;  // distinct blocks and sessions counted exactly
+  int64_t exact_quantile_values = int64_t{1} << 16;  // distinct values of a percentile column kept exactly
+};
+
+// Reads `reader` to the end. Returns the reader's error if it fails; InvalidArgument for bad options.
+absl::StatusOr<TraceStats> ComputeTraceStats(TraceReader& reader, const TraceStatsOptions& options = {});
 
 // A human-readable table, one fact a line.
 std::string FormatTraceStats(const TraceStats& stats);

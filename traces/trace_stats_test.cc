@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -98,6 +99,155 @@ TEST(TraceStatsTest, StackDistancesMatchABruteForceLruSimulation) {
   EXPECT_EQ(stats->stack_distance_p25, NearestRank(expected, 0.25));
   EXPECT_EQ(stats->stack_distance_p50, NearestRank(expected, 0.50));
   EXPECT_EQ(stats->stack_distance_p75, NearestRank(expected, 0.75));
+}
+
+// Conversations with prefix-chained ids (each session's turns re-send its history and add blocks; no block
+// carries a large share of the accesses), sessions interleaved at random.
+std::vector<Request> ConversationTrace(int num_sessions, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint64_t>> history(num_sessions);
+  std::vector<int> turns(num_sessions, 0), remaining(num_sessions);
+  std::vector<int> open;
+  for (int s = 0; s < num_sessions; ++s) {
+    remaining[s] = 1 + static_cast<int>(rng() % 6);
+    open.push_back(s);
+  }
+  std::vector<Request> requests;
+  while (!open.empty()) {
+    const size_t pick = rng() % open.size();
+    const int s = open[pick];
+    const int added = 1 + static_cast<int>(rng() % 8);
+    for (int k = 0; k < added; ++k)
+      history[s].push_back((uint64_t{1} << 40) + s * uint64_t{100000} + history[s].size());
+    Request r = Make(static_cast<int64_t>(requests.size()), 4 * static_cast<int64_t>(history[s].size()) - rng() % 3,
+                     1 + static_cast<int64_t>(rng() % 3000), history[s], s, ++turns[s]);
+    r.request_id = requests.size();
+    requests.push_back(std::move(r));
+    if (--remaining[s] == 0) {
+      open[pick] = open.back();
+      open.pop_back();
+    }
+  }
+  return requests;
+}
+
+// Small exact limits force every approximation: the figures that stay exact equal a brute-force computation,
+// the estimates are within their stated bounds (util/stream_sketch.h, the header comment).
+TEST(TraceStatsTest, BoundedMemoryEstimatesWithinTheirBoundsOfBruteForce) {
+  const std::vector<Request> requests = ConversationTrace(600, 99);
+  // Brute force: every value kept, the LRU stack as a vector.
+  std::vector<int64_t> inputs, outputs, distances;
+  std::set<uint64_t> seen;
+  std::map<uint64_t, int64_t> uses;
+  int64_t references = 0, prefix_hits = 0;
+  long double input_sum = 0;
+  std::vector<uint64_t> lru;
+  for (const Request& r : requests) {
+    inputs.push_back(r.input_tokens);
+    outputs.push_back(r.output_tokens);
+    input_sum += r.input_tokens;
+    bool leading = true;
+    for (uint64_t id : r.block_hashes) {
+      ++references;
+      const bool hit = !seen.insert(id).second;
+      ++uses[id];
+      leading = leading && hit;
+      prefix_hits += leading;
+      auto it = std::find(lru.begin(), lru.end(), id);
+      if (it != lru.end()) {
+        distances.push_back(it - lru.begin());
+        lru.erase(it);
+      }
+      lru.insert(lru.begin(), id);
+    }
+  }
+  std::sort(inputs.begin(), inputs.end());
+  std::sort(outputs.begin(), outputs.end());
+  std::sort(distances.begin(), distances.end());
+  const int64_t distinct = static_cast<int64_t>(seen.size());
+  int64_t reused = 0;
+  for (const auto& [id, n] : uses) reused += n >= 2;
+  ASSERT_GT(distinct, 4000);
+
+  TraceStatsOptions options;
+  options.max_tracked_blocks = 1500;
+  options.exact_distinct_values = 1000;
+  options.exact_quantile_values = 64;
+  VectorTraceReader reader(requests, {"mem", "test", 4});
+  auto stats = ComputeTraceStats(reader, options);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  // Exact figures.
+  EXPECT_EQ(stats->num_requests, static_cast<int64_t>(requests.size()));
+  EXPECT_EQ(stats->block_references, references);
+  EXPECT_EQ(stats->requests_in_sessions, static_cast<int64_t>(requests.size()));
+  EXPECT_EQ(stats->num_sessions, 600);  // fewer than 1000: still exact
+  EXPECT_DOUBLE_EQ(stats->input_tokens.mean, static_cast<double>(input_sum / inputs.size()));
+  EXPECT_EQ(stats->input_tokens.max, inputs.back());
+  EXPECT_EQ(stats->output_tokens.max, outputs.back());
+  // Percentiles: within 1% + 0.5.
+  for (const auto& [sketch, exact] :
+       {std::pair{&stats->input_tokens, &inputs}, std::pair{&stats->output_tokens, &outputs}}) {
+    for (const auto& [value, q] :
+         {std::pair{sketch->p50, 0.5}, std::pair{sketch->p90, 0.9}, std::pair{sketch->p99, 0.99}}) {
+      const double truth = static_cast<double>(NearestRank(*exact, q));
+      EXPECT_LE(std::abs(value - truth), 0.01 * truth + 0.5) << q;
+    }
+  }
+  // Distinct blocks: HyperLogLog, 4 standard errors; reuses and the unbounded hit ratio follow from it.
+  EXPECT_LE(std::abs(stats->distinct_blocks - distinct), 4 * 0.0081 * distinct);
+  EXPECT_EQ(stats->num_reuses, references - stats->distinct_blocks);
+  // The per-block figures from a sample within the bound.
+  const double rate = stats->block_sample_rate;
+  ASSERT_LT(rate, 1);
+  ASSERT_GT(stats->block_sample_error, 0);
+  EXPECT_LE(std::abs(stats->prefix_hit_ratio - static_cast<double>(prefix_hits) / references),
+            stats->block_sample_error);
+  const double reused_fraction = static_cast<double>(reused) / distinct;
+  // Binomial over the sampled blocks: 3 sqrt(p (1 - p) (1 - R) / (R distinct)).
+  EXPECT_LE(std::abs(stats->reused_block_fraction - reused_fraction),
+            3 * std::sqrt(reused_fraction * (1 - reused_fraction) * (1 - rate) / (rate * distinct)));
+  EXPECT_TRUE(stats->ids_look_chained);
+  // Stack distance quartiles: the exact share of distances at most v (1 + d), d = 1% + 3 sqrt((1 - R) / (R v)),
+  // reaches q - error, and the share below v (1 - d) stays under q + error.
+  auto share_at_most = [&](double v) {
+    return static_cast<double>(std::upper_bound(distances.begin(), distances.end(), static_cast<int64_t>(v)) -
+                               distances.begin()) /
+           distances.size();
+  };
+  auto share_below = [&](double v) {
+    return static_cast<double>(
+               std::lower_bound(distances.begin(), distances.end(), static_cast<int64_t>(std::ceil(v))) -
+               distances.begin()) /
+           distances.size();
+  };
+  for (const auto& [value, q] : {std::pair{stats->stack_distance_p25, 0.25}, std::pair{stats->stack_distance_p50, 0.5},
+                                 std::pair{stats->stack_distance_p75, 0.75}}) {
+    const double d = 0.01 + 3 * std::sqrt((1 - rate) / (rate * std::max<int64_t>(1, value)));
+    EXPECT_GE(share_at_most(value * (1 + d)), q - stats->block_sample_error) << q << " " << value;
+    EXPECT_LE(share_below(value * (1 - d)), q + stats->block_sample_error) << q << " " << value;
+  }
+  // Every estimate is named in the output.
+  std::set<std::string> named;
+  for (const auto& [figure, how] : stats->approximate) named.insert(figure);
+  for (const char* figure : {"input_tokens", "output_tokens", "distinct_blocks", "unbounded_hit_ratio",
+                             "prefix_hit_ratio", "reused_block_fraction", "stack_distance"}) {
+    EXPECT_EQ(named.count(figure), 1u) << figure;
+  }
+  EXPECT_EQ(named.count("sessions"), 0u);
+  EXPECT_NE(FormatTraceStats(*stats).find("approximate"), std::string::npos);
+  EXPECT_TRUE(Json::parse(FormatTraceStatsJson(*stats)).contains("approximate"));
+
+  // With the default limits the same trace is exact and says nothing of estimates.
+  VectorTraceReader again(requests, {"mem", "test", 4});
+  auto exact = ComputeTraceStats(again);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_TRUE(exact->approximate.empty());
+  EXPECT_EQ(exact->distinct_blocks, distinct);
+  EXPECT_DOUBLE_EQ(exact->prefix_hit_ratio, static_cast<double>(prefix_hits) / references);
+  EXPECT_DOUBLE_EQ(exact->reused_block_fraction, reused_fraction);
+  EXPECT_EQ(exact->stack_distance_p50, NearestRank(distances, 0.5));
+  EXPECT_EQ(exact->output_tokens.p99, NearestRank(outputs, 0.99));
+  EXPECT_FALSE(Json::parse(FormatTraceStatsJson(*exact)).contains("approximate"));
 }
 
 TEST(TraceStatsTest, MooncakeCrossCheckMatchesThePublishedFigures) {

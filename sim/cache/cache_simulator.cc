@@ -32,7 +32,8 @@
 //   capacity (capped at 2^26), so it never rehashes.
 // - ComputeNextUse is one backward pass, O(accesses), over a map reserved up front. RequestView points
 //   into the compiled arrays: nothing is copied per request. Compiled runs go one simulator per task of
-//   ParallelFor over the shared read-only trace; streaming reads the trace once for all simulators.
+//   ParallelFor over the shared read-only trace; streaming reads the trace once for all simulators,
+//   in chunks of 4,096 requests that the simulators replay in parallel (one ParallelFor per chunk).
 
 namespace kvsim {
 namespace {}  // namespace
@@ -345,25 +346,43 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplays(TraceReader* reader,
     KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader, options));
     return RunCacheReplaysOnTrace(&trace, specs, options);
   }
-  // Streaming: every simulator sees each request as it is read.
+  // Streaming: the requests are read in chunks of kStreamChunk, and the simulators replay each chunk on
+  // options.num_threads threads (each simulator sees every request in trace order).
   KVSIM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<CacheSimulator>> simulators, CreateSimulators(specs, options));
-  Request request;
-  std::vector<int32_t> tokens;
+  constexpr size_t kStreamChunk = 4096;
+  std::vector<Request> chunk(kStreamChunk);
+  std::vector<std::vector<int32_t>> tokens(kStreamChunk);
+  std::vector<RequestView> views(kStreamChunk);
+  const int threads = ResolveThreadCount(options.num_threads);
   int64_t num_requests = 0;
-  while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
-    ++num_requests;
-    KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
-    BlockTokens(request, &tokens);
-    RequestView view;
-    view.request_id = request.request_id;
-    view.arrival_ns = request.arrival_ns;
-    view.session_id = request.session_id;
-    view.block_tokens = request.block_tokens;
-    view.blocks = request.block_hashes.data();
-    view.tokens = tokens.data();
-    view.num_blocks = static_cast<int64_t>(request.block_hashes.size());
-    view.end = MakeRequestEndInfo(request, request.arrival_ns);
-    for (auto& simulator : simulators) simulator->ProcessRequest(view);
+  bool more = true;
+  while (more) {
+    size_t n = 0;
+    while (n < kStreamChunk && (options.max_requests == 0 || num_requests < options.max_requests)) {
+      Request& request = chunk[n];
+      if (!reader->Next(&request)) {
+        more = false;
+        break;
+      }
+      ++num_requests;
+      KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
+      BlockTokens(request, &tokens[n]);
+      RequestView& view = views[n];
+      view = RequestView();
+      view.request_id = request.request_id;
+      view.arrival_ns = request.arrival_ns;
+      view.session_id = request.session_id;
+      view.block_tokens = request.block_tokens;
+      view.blocks = request.block_hashes.data();
+      view.tokens = tokens[n].data();
+      view.num_blocks = static_cast<int64_t>(request.block_hashes.size());
+      view.end = MakeRequestEndInfo(request, request.arrival_ns);
+      ++n;
+    }
+    if (n < kStreamChunk) more = false;  // the reader or max_requests ended the stream
+    ParallelFor(threads, simulators.size(), [&](size_t i, int) {
+      for (size_t r = 0; r < n; ++r) simulators[i]->ProcessRequest(views[r]);
+    });
     options.ReportProgress(num_requests, options.max_requests);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());

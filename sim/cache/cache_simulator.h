@@ -25,9 +25,11 @@
 // ran (else -1), parent = previous block of the request. After each request's last block the policy gets OnRequestEnd
 // (tool call of the request: the first tool's name and the sum of the tools' durations).
 //
-// Memory: a single run without the oracle streams the trace (memory grows with the resident blocks,
-// not the trace). Belady needs next uses, so RunCacheReplays loads the access stream (CompiledTrace,
-// about 20 bytes per access) when any run uses Belady, and then runs all of them in parallel threads.
+// Memory: runs without the oracle stream the trace (memory grows with the resident blocks, not the
+// trace): requests are read in chunks of 4,096 that every run replays, the runs in parallel threads.
+// Belady needs next uses, so RunCacheReplays loads the access stream (CompiledTrace, about 20 bytes per
+// access) when any run uses Belady, and then runs all of them in parallel threads. Many runs at once:
+// sim/cache/cache_batches.h groups them into passes that fit a memory budget.
 //
 // Example:
 //   CacheReplayOptions options;

@@ -23,7 +23,7 @@ fi
 pb_dir="$(dirname "$pb_cc")"
 {
   echo "#include \"$pb_cc\""
-  for f in util/check.cc util/file.cc util/json_text.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
+  for f in util/check.cc util/file.cc util/json_text.cc util/stream_sketch.cc traces/request.cc traces/fuzz/trace_fuzzer.cc; do echo "#include \"$f\""; done
   for f in text/line_reader text/parse_util text/csv_reader text/text_detect trace_format text/import_reader \
            text/jsonl_source text/csv_source importers/mooncake_reader importers/bailian_reader \
            importers/hashed_reader importers/azure_reader importers/burstgpt_reader importers/vidur_reader \

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Peak resident memory of every trace command at two trace lengths: is it flat in the trace's length?
+# Generates a multi-turn chat trace (presets/workloads/chat.textproto's shape with 32-token blocks and
+# conversations capped at 8,192 tokens) of each length N, then measures with GNU time:
+#   gen      writing the N-request trace as JSONL
+#   import   JSONL -> native
+#   inspect  the native trace
+#   cache    lru and s3fifo at 16,384 and 131,072 blocks (4 points, one pass)
+#   mrc      the one-pass LRU curve at 6 sizes; mrc-sieve: sieve at the same 6 sizes (cache replays)
+#   replay   the serving simulation, default config
+# and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
+# at most 1.25). Not a test: it takes minutes. Usage:
+#   tools/bench_memory.sh [KVSIM] [WORKDIR] [N1 N2 ...]      (default N: 1000000 5000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kvsim=${1:-bazel-bin/tools/kvsim}
+work=${2:-$(mktemp -d)}
+shift $(( $# > 2 ? 2 : $# ))
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000000 5000000)
+mkdir -p "$work"
+kvsim=$(realpath "$kvsim")
+
+# Peak RSS (KiB) and wall seconds of a command, from GNU time; its output goes to $work/stdout.txt.
+measure() {
+  /usr/bin/time -f "%M %e" -o "$work/time.txt" "$@" > "$work/stdout.txt" 2> "$work/stderr.txt" ||
+    { echo "failed: $*"; cat "$work/stderr.txt"; exit 1; }
+  read -r rss_kib secs < "$work/time.txt"
+}
+
+commands=(gen import inspect cache mrc mrc-sieve replay)
+declare -A peak
+for n in "${sizes[@]}"; do
+  spec="$work/chat_$n.textproto"
+  sed -e "s/^num_requests: .*/num_requests: $n/" -e "s/^block_tokens: .*/block_tokens: 32/" \
+    -e "s/max_context_tokens: .*/max_context_tokens: 8192/" presets/workloads/chat.textproto > "$spec"
+  jsonl="$work/chat_$n.jsonl" native="$work/chat_$n.kvt"
+  rm -f "$jsonl" "$native"
+  for c in "${commands[@]}"; do
+    case $c in
+      gen) measure "$kvsim" gen --spec="$spec" --out="$jsonl" --quiet ;;
+      import) measure "$kvsim" import "$jsonl" "$native" ;;
+      inspect) measure "$kvsim" inspect "$native" ;;
+      cache) measure "$kvsim" cache --trace="$native" --policy=lru,s3fifo --capacity=16384,131072 --quiet ;;
+      mrc) measure "$kvsim" mrc --trace="$native" --sizes=1024:1048576:x4 --quiet ;;
+      mrc-sieve) measure "$kvsim" mrc --trace="$native" --policy=sieve --sizes=1024:1048576:x4 --quiet ;;
+      replay) measure "$kvsim" replay --trace="$native" --out="$work/replay_$n" ;;
+    esac
+    peak[$c,$n]=$rss_kib
+    printf '%-10s %9d requests  peak RSS %9.1f MiB  wall %7.1f s\n' "$c" "$n" "$(awk -v k="$rss_kib" 'BEGIN { print k / 1024 }')" "$secs"
+  done
+  if [ "$n" = "${sizes[0]}" ]; then
+    "$kvsim" inspect "$native" | grep -E "^(requests|block references|distinct blocks|approximate)" | sed 's/^/  /'
+  fi
+  rm -f "$jsonl"
+done
+first=${sizes[0]} last=${sizes[${#sizes[@]}-1]}
+echo "peak RSS at $last / at $first requests (flat: <= 1.25):"
+for c in "${commands[@]}"; do
+  awk -v c="$c" -v a="${peak[$c,$first]}" -v b="${peak[$c,$last]}" \
+    'BEGIN { r = b / a; printf "  %-10s %6.1f MiB -> %6.1f MiB  ratio %5.2f  %s\n", c, a / 1024, b / 1024, r, (r <= 1.25 ? "flat" : "GROWS") }'
+done
