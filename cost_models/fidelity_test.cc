@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/util/field_comparator.h>
+#include <google/protobuf/util/message_differencer.h>
+
 #include "absl/strings/str_format.h"
 #include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
@@ -90,12 +93,21 @@ std::string Cell(const std::vector<double>& errors) {
   return absl::StrFormat("%6.1f%% %6.1f%% %8.1f%%  ", 100 * s.median, 100 * s.p95, 100 * s.worst);
 }
 
-// Messages equal but for the free-text source (which names paths).
+// Messages equal but for the free-text source (which names paths), each number to 1e-6 relative: the fit's
+// floating-point results differ in the last bits between machines (vector widths, libm), about 1e-9 relative.
 void ExpectSameFit(proto::FittedCostParams a, proto::FittedCostParams b, const std::string& preset) {
   a.clear_source();
   b.clear_source();
-  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString())
-      << preset << ": the preset's fitted parameters are not what tools/fit_presets.sh gives on the bundled data";
+  google::protobuf::util::DefaultFieldComparator comparator;
+  comparator.set_float_comparison(google::protobuf::util::DefaultFieldComparator::APPROXIMATE);
+  comparator.SetDefaultFractionAndMargin(1e-6, 1e-12);
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.set_field_comparator(&comparator);
+  std::string differences;
+  differencer.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differencer.Compare(a, b))
+      << preset << ": the preset's fitted parameters are not what tools/fit_presets.sh gives on the bundled data:\n"
+      << differences;
 }
 
 TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
