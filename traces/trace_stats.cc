@@ -36,12 +36,7 @@ namespace {
 constexpr int64_t kMinuteNs = 60'000'000'000;
 constexpr int kFullLevel = 24;  // sample bits
 
-uint64_t SampleBits(uint64_t id) {  // SplitMix64 finaliser, top 24 bits
-  id += 0x9e3779b97f4a7c15ULL;
-  id = (id ^ (id >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  id = (id ^ (id >> 27)) * 0x94d049bb133111ebULL;
-  return (id ^ (id >> 31)) >> (64 - kFullLevel);
-}
+uint64_t SampleBits(uint64_t id) { return Mix64(id) >> (64 - kFullLevel); }  // top 24 bits
 
 int GroupOf(uint64_t id) {
   const uint64_t bits = SampleBits(id);

@@ -14,13 +14,6 @@
 namespace kvsim {
 namespace {
 
-uint64_t Mix64(uint64_t x) {  // SplitMix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 constexpr int kRegisters = 1 << DistinctCounter::kPrecision;
 // g = (1 + a) / (1 - a) for a = 1%: 1.0202...; ln g.
 const double kLogGamma =
