@@ -60,16 +60,7 @@ def check_recall_sequences():
             assert len(ids) == len(mask) <= length and ids[0] == mt.BOS, (len(ids), len(mask))
             text = bytes(i for i in ids if i < 256).decode("ascii")
             assert bytes(ids[1:]).decode("ascii") == text  # no special ids after BOS
-            runs, i = [], 0
-            while i < len(mask):
-                if mask[i]:
-                    j = i
-                    while j < len(mask) and mask[j]:
-                        j += 1
-                    runs.append((i, j))
-                    i = j
-                else:
-                    i += 1
+            runs = _runs(mask)
             assert runs, text
             for i, j in runs:
                 answer = bytes(ids[i:j]).decode("ascii")
