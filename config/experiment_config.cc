@@ -192,7 +192,7 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   config.mutable_eviction()->set_name(
       config.eviction().name().empty() ? "lru" : absl::AsciiStrToLower(config.eviction().name()));
   proto::CostModelConfig* cost = config.mutable_cost_model();
-  if (cost->kind() == proto::COST_MODEL_KIND_UNSPECIFIED) cost->set_kind(proto::COST_MODEL_KIND_ROOFLINE);
+  if (cost->kind() == proto::COST_MODEL_KIND_UNSPECIFIED) cost->set_kind(DefaultCostModelKind(device));
   if (cost->kind() == proto::COST_MODEL_KIND_TABLE && cost->table_path().empty()) {
     return FieldError(source, "cost_model.table_path", "required for COST_MODEL_KIND_TABLE");
   }

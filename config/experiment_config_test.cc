@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "config/kv_format.h"
 #include "config/model_spec.h"
@@ -42,6 +43,7 @@ TEST(ConfigTest, DefaultIsLlama8bOnH200WithDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(config->device().compute_efficiency(), 0.7);
   EXPECT_EQ(config->cluster().num_replicas(), 1);
   EXPECT_EQ(config->cache().gpu_evict_action(), proto::EVICT_ACTION_DROP);
+  EXPECT_EQ(config->cost_model().kind(), proto::COST_MODEL_KIND_FITTED);  // the H200 preset carries fitted parameters
 }
 
 TEST(ConfigTest, ResolvedConfigReloadsUnchanged) {
@@ -281,6 +283,31 @@ TEST(ConfigTest, EveryBundledDevicePresetPassesTheDeviceAndFitChecks) {
     raw.set_device_preset(name);
     EXPECT_TRUE(ResolveExperimentConfig(raw, name).ok()) << ResolveExperimentConfig(raw, name).status();
   }
+}
+
+// The default cost model is the fitted one on the presets that carry fitted parameters, the roofline on the
+// datasheet-only ones; a kind the config sets is kept on any device.
+TEST(ConfigTest, DefaultCostModelIsFittedWhereThePresetWasFitted) {
+  const std::pair<const char*, proto::CostModelKind> expected[] = {
+      {"a100-80gb", proto::COST_MODEL_KIND_FITTED}, {"h100-sxm", proto::COST_MODEL_KIND_FITTED},
+      {"h200", proto::COST_MODEL_KIND_FITTED},      {"l40s", proto::COST_MODEL_KIND_ROOFLINE},
+      {"b200", proto::COST_MODEL_KIND_ROOFLINE}};
+  for (const auto& [preset, kind] : expected) {
+    SCOPED_TRACE(preset);
+    proto::ExperimentConfig raw;
+    raw.set_device_preset(preset);
+    absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(raw, preset);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->cost_model().kind(), kind);
+    EXPECT_EQ(HasFittedCostParams(config->device()), kind == proto::COST_MODEL_KIND_FITTED);
+    raw.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_ROOFLINE);
+    EXPECT_EQ(ResolveExperimentConfig(raw, preset)->cost_model().kind(), proto::COST_MODEL_KIND_ROOFLINE);
+  }
+  // A config's own fitted block marked unfitted turns a fitted preset's default back to the roofline.
+  proto::ExperimentConfig raw;
+  raw.set_device_preset("h200");
+  raw.mutable_device()->mutable_fitted()->set_unfitted(true);
+  EXPECT_EQ(ResolveExperimentConfig(raw, "unfitted")->cost_model().kind(), proto::COST_MODEL_KIND_ROOFLINE);
 }
 
 TEST(ConfigTest, UnknownPresetIsNotFound) {

@@ -121,6 +121,14 @@ absl::Status ValidateDeviceSpec(const proto::DeviceSpec& d, absl::string_view so
   return absl::OkStatus();
 }
 
+bool HasFittedCostParams(const proto::DeviceSpec& device) {
+  return device.has_fitted() && !device.fitted().unfitted() && device.fitted().has_gemm();
+}
+
+proto::CostModelKind DefaultCostModelKind(const proto::DeviceSpec& device) {
+  return HasFittedCostParams(device) ? proto::COST_MODEL_KIND_FITTED : proto::COST_MODEL_KIND_ROOFLINE;
+}
+
 absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::string_view source,
                                       absl::string_view prefix) {
   constexpr double kMaxFloorNs = 1e9;  // 1 s: no kernel's or iteration's fixed cost is longer

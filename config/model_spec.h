@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "proto/config.pb.h"
 #include "proto/spec.pb.h"
 
 namespace kvsim {
@@ -42,6 +43,15 @@ void FillDeviceDefaults(proto::DeviceSpec* device);
 absl::Status ValidateModelSpec(const proto::ModelSpec& model, absl::string_view source);
 // Includes ValidateFittedCostParams of `device.fitted` unless it is absent or marked `unfitted`.
 absl::Status ValidateDeviceSpec(const proto::DeviceSpec& device, absl::string_view source);
+
+// True when `device` carries fitted cost-model parameters (DeviceSpec.fitted present, not marked
+// `unfitted`, with a GEMM fit): the fitted cost model runs on it, and it is the default cost model there.
+// False for datasheet-only presets (L40S, B200).
+bool HasFittedCostParams(const proto::DeviceSpec& device);
+
+// The cost model an unset cost_model.kind means on `device`: COST_MODEL_KIND_FITTED where
+// HasFittedCostParams, else COST_MODEL_KIND_ROOFLINE (datasheet-only presets).
+proto::CostModelKind DefaultCostModelKind(const proto::DeviceSpec& device);
 
 // Range checks of the fitted cost model's parameters (every present kind): latency floors and overheads in
 // [0, 1 s] ns, efficiencies in (0, 1], wave weights in [0, 1], ridge_exponent in [1, 1000],

@@ -5,14 +5,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "config/model_spec.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
 
-std::string KindName(proto::CostModelKind kind) {
+// The registered name of the cost model `config` asks for; an unset kind (a config that was not resolved)
+// means what ResolveExperimentConfig would make of it on the config's device.
+std::string KindName(const proto::ExperimentConfig& config) {
+  proto::CostModelKind kind = config.cost_model().kind();
+  if (kind == proto::COST_MODEL_KIND_UNSPECIFIED) kind = DefaultCostModelKind(config.device());
   switch (kind) {
-    case proto::COST_MODEL_KIND_UNSPECIFIED:
     case proto::COST_MODEL_KIND_ROOFLINE:
       return "roofline";
     case proto::COST_MODEL_KIND_TABLE:
@@ -77,7 +81,7 @@ Registry<CostModelFactory>& CostModelRegistry() {
 }
 
 absl::StatusOr<std::unique_ptr<CostModel>> CreateCostModel(const proto::ExperimentConfig& config) {
-  const std::string name = KindName(config.cost_model().kind());
+  const std::string name = KindName(config);
   KVSIM_ASSIGN_OR_RETURN(const CostModelFactory* factory, CostModelRegistry().Get(name));
   return (*factory)(config);
 }

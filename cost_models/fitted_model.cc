@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "config/experiment_config.h"
+#include "config/model_spec.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -19,7 +20,7 @@ constexpr const char* kKindNames[] = {"gemm", "prefill_attention", "decode_atten
 
 absl::StatusOr<std::unique_ptr<FittedCostModel>> FittedCostModel::Create(const proto::ExperimentConfig& config) {
   const proto::DeviceSpec& d = config.device();
-  if (!d.has_fitted() || d.fitted().unfitted() || !d.fitted().has_gemm()) {
+  if (!HasFittedCostParams(d)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "fitted cost model: device '", d.name(), "' (preset '", config.device_preset(),
         "') has no fitted parameters (datasheet figures only); fit them with `kvsim costmodel fit` or use the "

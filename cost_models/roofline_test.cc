@@ -22,6 +22,7 @@ constexpr double kLmHeadParams = 4096.0 * 128256;
 
 proto::ExperimentConfig Config(const std::string& text_overrides = "") {
   proto::ExperimentConfig config;
+  config.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_ROOFLINE);  // the default on H200 is fitted
   absl::StatusOr<proto::ExperimentConfig> resolved = ResolveExperimentConfig(config, "test");
   EXPECT_TRUE(resolved.ok()) << resolved.status();
   return *resolved;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `kvsim replay` end to end: the bundled Mooncake trace with the default config (Llama-3.1-8B on H200,
-# prefix reuse, LRU, roofline), its files, and its errors (exit code 2, one line naming the problem).
+# prefix reuse, LRU, the fitted cost model), its files, and its errors (exit code 2, one line naming the problem).
 set -u
 kvsim="$1"
 trace="$2"
@@ -13,9 +13,25 @@ grep -q "requests finished *3993 of 3993 (0 rejected)" "$tmp/stdout" || fail "su
 for f in results.pb summary.json requests.csv timeseries.csv timeline.json; do
   [ -s "$tmp/out/$f" ] || fail "missing $f"
 done
-grep -q "cost model error *not calibrated" "$tmp/stdout" || fail "roofline accuracy line: $(cat "$tmp/stdout")"
+# The default cost model on H200 (a fitted preset) is the fitted one: its line gives the held-out error of the
+# kinds this run used, weighted by their time.
+grep -q "cost model *fitted (H200-SXM" "$tmp/stdout" || fail "default cost model is not the fitted one: $(cat "$tmp/stdout")"
+grep -q "cost model error .*held-out median [0-9.]*%, p95 [0-9.]*% weighted by this run's kernel time (gemm" \
+  "$tmp/stdout" || fail "fitted accuracy line: $(cat "$tmp/stdout")"
+grep -q '"cost_model": "fitted' "$tmp/out/summary.json" || fail "summary.json does not name the fitted model"
+# The roofline, asked for, is not calibrated and cites its own error against this GPU's measurements.
+printf 'cost_model { kind: COST_MODEL_KIND_ROOFLINE }\n' > "$tmp/roofline.textproto"
+"$kvsim" replay --config="$tmp/roofline.textproto" --trace="$trace" --out="$tmp/roofline_out" >"$tmp/roofline_stdout" 2>&1
+[ $? -eq 0 ] || fail "roofline replay: $(cat "$tmp/roofline_stdout")"
 grep -q "not calibrated (analytic roofline); its held-out error against this GPU's measurements, median/p95: gemm" \
-  "$tmp/stdout" || fail "roofline accuracy line lacks its measured error: $(cat "$tmp/stdout")"
+  "$tmp/roofline_stdout" || fail "roofline accuracy line lacks its measured error: $(cat "$tmp/roofline_stdout")"
+# A datasheet-only GPU (L40S) keeps the roofline by default and says that no measurements of it are bundled.
+printf 'device_preset: "l40s"\n' > "$tmp/l40s.textproto"
+"$kvsim" replay --config="$tmp/l40s.textproto" --trace="$trace" --out="$tmp/l40s_out" >"$tmp/l40s_stdout" 2>&1
+[ $? -eq 0 ] || fail "L40S replay: $(cat "$tmp/l40s_stdout")"
+grep -q "cost model *roofline" "$tmp/l40s_stdout" || fail "L40S default cost model: $(cat "$tmp/l40s_stdout")"
+grep -q "cost model error *not calibrated (analytic roofline: no measurements of this GPU are bundled" \
+  "$tmp/l40s_stdout" || fail "L40S accuracy line: $(cat "$tmp/l40s_stdout")"
 # A table cost model reports its held-out error and this run's extrapolations next to the results.
 printf 'cost_model { kind: COST_MODEL_KIND_TABLE table_path: "%s" }\n' "$table" > "$tmp/table.textproto"
 "$kvsim" replay --config="$tmp/table.textproto" --trace="$trace" --out="$tmp/table_out" >"$tmp/table_stdout" 2>&1

@@ -29,7 +29,13 @@ proto::ExperimentConfig Base() {
   return config;
 }
 
-proto::Summary DirectReplay(const std::string& policy, int64_t capacity_blocks) {
+// A replay's summary and its cost model's accuracy after the run.
+struct Direct {
+  proto::Summary summary;
+  proto::CostModelAccuracy accuracy;
+};
+
+Direct DirectReplay(const std::string& policy, int64_t capacity_blocks) {
   proto::ExperimentConfig raw = Base();
   raw.mutable_eviction()->set_name(policy);
   raw.mutable_cache()->set_gpu_capacity_blocks(capacity_blocks);
@@ -43,7 +49,7 @@ proto::Summary DirectReplay(const std::string& policy, int64_t capacity_blocks) 
   options.timeline = false;
   absl::StatusOr<ReplayOutput> output = RunReplay(*config, **cost, reader->get(), options);
   EXPECT_TRUE(output.ok()) << output.status();
-  return output->results.summary();
+  return {output->results.summary(), (*cost)->Accuracy()};
 }
 
 int Column(const Table& table, const std::string& name) {
@@ -74,15 +80,20 @@ TEST(SweepReplayTest, PointsEqualDirectReplaysOfTheSameConfig) {
   const int hits = Column(*table, "hit_ratio");
   for (const std::vector<std::string>& row : table->rows()) {
     SCOPED_TRACE(row[policy] + " " + row[capacity]);
-    const proto::Summary direct = DirectReplay(row[policy], std::stoll(row[capacity]));
-    EXPECT_EQ(row[finished], std::to_string(direct.finished_requests()));
+    const Direct direct = DirectReplay(row[policy], std::stoll(row[capacity]));
+    EXPECT_EQ(row[finished], std::to_string(direct.summary.finished_requests()));
     EXPECT_EQ(row[finished], "400");
-    EXPECT_EQ(row[ttft], FormatDouble(direct.ttft_ms().p50()));
-    EXPECT_EQ(row[evicted], std::to_string(direct.evicted_blocks()));
+    EXPECT_EQ(row[ttft], FormatDouble(direct.summary.ttft_ms().p50()));
+    EXPECT_EQ(row[evicted], std::to_string(direct.summary.evicted_blocks()));
     EXPECT_EQ(row[hits], "");  // cache-replay columns stay empty for replay points
-    // The roofline is not calibrated: no held-out error, nothing extrapolated.
-    EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")], "");
-    EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")], "0");
+    // The default model on H200 is the fitted one: each point carries its time-weighted held-out error and
+    // its extrapolated predictions, as the direct run's model reports them.
+    ASSERT_TRUE(direct.accuracy.per_kind_only());
+    ASSERT_GT(direct.accuracy.heldout_median_error(), 0);
+    EXPECT_EQ(row[Column(*table, "cost_model_heldout_median_error")],
+              FormatDouble(direct.accuracy.heldout_median_error()));
+    EXPECT_EQ(row[Column(*table, "cost_model_extrapolated_predictions")],
+              std::to_string(direct.accuracy.extrapolated_predictions()));
   }
   // A smaller GPU cache evicts more blocks under the same policy.
   EXPECT_GT(std::stoll(table->rows()[0][evicted]), std::stoll(table->rows()[1][evicted]));

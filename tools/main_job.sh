@@ -9,7 +9,7 @@ $kvsim version
 $kvsim config > "$out/config.textproto"
 echo "resolved default config written to $out/config.textproto"
 echo
-# Serving replay, default config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.
+# Serving replay, default config: Llama-3.1-8B on one H200, prefix reuse, LRU, the fitted cost model.
 # One GPU cannot keep up with this trace's arrival rate: the queueing shows in TTFT.
 $kvsim replay --trace="$trace" --out="$out/replay" --timeline
 echo

@@ -193,7 +193,9 @@ KVSIM_REGISTER_COMMAND(
                  "             [--kv_configs=FILE | --kv_config=NAME] [--configs=FILE]",
         .details = "Replays the trace (any supported format) through the serving simulator: continuous batching,\n"
                    "KV blocks with prefix/segment reuse, eviction, tiers and preemption, iteration times from the\n"
-                   "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
+                   "cost model: by default the fitted model where the GPU's preset has fitted parameters (A100,\n"
+                   "H100, H200), else the roofline (L40S, B200). Without --config: Llama-3.1-8B on one H200, prefix\n"
+                   "reuse, LRU, fitted costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
                    "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev;\n"
                    "--timeline_window=START:END keeps only that span of simulated seconds).\n"

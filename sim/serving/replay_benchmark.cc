@@ -65,6 +65,7 @@ void BM_ReplayMooncakeRoofline(benchmark::State& state) {
       new std::vector<Request>(LoadTrace("traces/data/mooncake_synthetic.jsonl"));
   proto::ExperimentConfig overrides;
   overrides.mutable_eviction()->set_name("test_lru");
+  overrides.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_ROOFLINE);  // the default on H200 is fitted
   auto config = ResolveExperimentConfig(overrides, "bench");
   KVSIM_CHECK(config.ok());
   auto cost = CreateCostModel(*config);

@@ -115,7 +115,10 @@ std::string ExtrapolationWarning(const proto::CostModelAccuracy& a) {
 std::string CostModelAccuracyLine(const proto::CostModelAccuracy& a) {
   if (a.per_kind_only()) return ExtrapolationWarning(a) + TimeWeightedAccuracy(a);
   if (!a.calibrated()) {
-    if (a.kinds_size() == 0) return "not calibrated (analytic roofline; `kvsim calibrate` measures a table)";
+    if (a.kinds_size() == 0) {
+      return "not calibrated (analytic roofline: no measurements of this GPU are bundled, so no fitted model and "
+             "no held-out error; `kvsim calibrate` measures a table)";
+    }
     std::string out =
         "not calibrated (analytic roofline); its held-out error against this GPU's measurements, "
         "median/p95:";
