@@ -225,9 +225,13 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   return config;
 }
 
-absl::StatusOr<proto::ExperimentConfig> LoadExperimentConfig(const std::string& path) {
+absl::StatusOr<proto::ExperimentConfig> LoadExperimentConfig(const std::string& path,
+                                                             proto::CostModelKind unset_cost_model_kind) {
   proto::ExperimentConfig config;
   if (!path.empty()) KVSIM_RETURN_IF_ERROR(ParseTextProtoFile(path, &config));
+  if (config.cost_model().kind() == proto::COST_MODEL_KIND_UNSPECIFIED) {
+    config.mutable_cost_model()->set_kind(unset_cost_model_kind);
+  }
   return ResolveExperimentConfig(std::move(config), path.empty() ? "default" : path);
 }
 

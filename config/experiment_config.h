@@ -29,7 +29,13 @@ namespace kvsim {
 // Reads `path` (text proto), resolves presets, fills defaults and validates. An empty path gives the
 // default configuration. Errors name the file and the offending field (InvalidArgument) or the
 // preset (NotFound).
-absl::StatusOr<proto::ExperimentConfig> LoadExperimentConfig(const std::string& path);
+//
+// `unset_cost_model_kind` is what a config without cost_model.kind gets: COST_MODEL_KIND_UNSPECIFIED means
+// the device's default (DefaultCostModelKind of config/model_spec.h: the fitted model where the preset has
+// fitted parameters); the paths that price per-request KV formats, which only the roofline does (kvsim
+// select, replay --kv_configs), pass COST_MODEL_KIND_ROOFLINE. A kind the file sets is kept either way.
+absl::StatusOr<proto::ExperimentConfig> LoadExperimentConfig(
+    const std::string& path, proto::CostModelKind unset_cost_model_kind = proto::COST_MODEL_KIND_UNSPECIFIED);
 
 // As above from an already parsed message; `source` names it in error messages.
 absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::ExperimentConfig config,

@@ -310,6 +310,16 @@ TEST(ConfigTest, DefaultCostModelIsFittedWhereThePresetWasFitted) {
   EXPECT_EQ(ResolveExperimentConfig(raw, "unfitted")->cost_model().kind(), proto::COST_MODEL_KIND_ROOFLINE);
 }
 
+// The per-request KV-format paths load with an unset kind meaning the roofline; a kind the file sets stays.
+TEST(ConfigTest, LoadWithAnUnsetKindOverrideKeepsAKindTheFileSets) {
+  EXPECT_EQ(LoadExperimentConfig("")->cost_model().kind(), proto::COST_MODEL_KIND_FITTED);
+  EXPECT_EQ(LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE)->cost_model().kind(),
+            proto::COST_MODEL_KIND_ROOFLINE);
+  const std::string fitted = WriteTemp("kind.textproto", "cost_model { kind: COST_MODEL_KIND_FITTED }\n");
+  EXPECT_EQ(LoadExperimentConfig(fitted, proto::COST_MODEL_KIND_ROOFLINE)->cost_model().kind(),
+            proto::COST_MODEL_KIND_FITTED);
+}
+
 TEST(ConfigTest, UnknownPresetIsNotFound) {
   proto::ExperimentConfig raw;
   raw.set_model_preset("llama-9");

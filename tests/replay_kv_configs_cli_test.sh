@@ -13,7 +13,10 @@ for i in 0 1 2 3 4 5; do
   echo "2023-11-16 18:00:0$i.0000000,$((1000 + 500 * i)),20" >>"$trace"
 done
 
-expect 0 "$kvsim" replay --trace="$trace" --json
+# Per-request KV formats are priced by the roofline, which is these runs' cost model where the config sets
+# none (the plain replay's default on H200 is the fitted model): the plain reference names it.
+echo 'cost_model { kind: COST_MODEL_KIND_ROOFLINE }' >"$tmp/roofline.textproto"
+expect 0 "$kvsim" replay --trace="$trace" --json --config="$tmp/roofline.textproto"
 cp "$tmp/out" "$tmp/plain.json"
 # fp16 is the default model's KV format (bf16: same bytes, same kernels): the same run.
 expect 0 "$kvsim" replay --trace="$trace" --json --kv_config=fp16

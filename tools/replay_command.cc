@@ -97,7 +97,12 @@ absl::Status ParseTimelineWindow(absl::string_view text, ReplayOptions* options)
 
 absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments; use --trace");
-  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  const std::string kv_configs = absl::GetFlag(FLAGS_kv_configs), kv_config = absl::GetFlag(FLAGS_kv_config);
+  const bool per_request_kv = !kv_configs.empty() || !kv_config.empty();  // priced by the roofline only
+  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config,
+                         LoadExperimentConfig(absl::GetFlag(FLAGS_config), per_request_kv
+                                                                              ? proto::COST_MODEL_KIND_ROOFLINE
+                                                                              : proto::COST_MODEL_KIND_UNSPECIFIED));
   if (absl::GetFlag(FLAGS_seed) != 0) config.set_seed(absl::GetFlag(FLAGS_seed));
   std::string trace = absl::GetFlag(FLAGS_trace);
   if (trace.empty()) trace = config.workload().trace_path();
@@ -132,7 +137,6 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   KVSIM_ASSIGN_OR_RETURN(VllmMetricsOptions vllm_options, VllmOptionsFromFlags());
   options.record_token_gaps = !vllm_json.empty();  // the ITL median, std and percentiles need every gap
 
-  const std::string kv_configs = absl::GetFlag(FLAGS_kv_configs), kv_config = absl::GetFlag(FLAGS_kv_config);
   if (!kv_configs.empty() && !kv_config.empty()) {
     return absl::InvalidArgumentError("--kv_configs and --kv_config exclude each other: give one");
   }
@@ -140,7 +144,7 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
     return absl::InvalidArgumentError("--configs names the candidates of --kv_configs or --kv_config: give one");
   }
   std::unique_ptr<CandidateKvAssigner> request_kv;
-  if (!kv_configs.empty() || !kv_config.empty()) {
+  if (per_request_kv) {
     KVSIM_ASSIGN_OR_RETURN(proto::SelectCandidateSet set, LoadSelectCandidates(absl::GetFlag(FLAGS_configs)));
     if (!kv_configs.empty()) {
       KVSIM_ASSIGN_OR_RETURN(request_kv, CandidateKvAssigner::FromSelections(config, set, kv_configs));
@@ -206,7 +210,8 @@ KVSIM_REGISTER_COMMAND(
                    "e.g. kvsim select's selections.csv) or --kv_config=NAME (all requests), naming candidates of\n"
                    "--configs (default: fp16 plus the ten KVQuant, H2O and RocketKV ones). Each request's KV\n"
                    "then has its candidate's format: a block holds floor(replica bytes per token / its bytes per\n"
-                   "token) trace blocks, and prefill and decode attention are priced at its bytes (roofline only).\n"
+                   "token) trace blocks, and prefill and decode attention are priced at its bytes by the roofline\n"
+                   "(the cost model of these runs where --config sets none; another kind is refused).\n"
                    "An eviction budget (H2O, RocketKV) cuts its KV after prefill and frees the blocks; decodes read\n"
                    "the budget. Cached blocks are shared only between requests of the same format, never by\n"
                    "budgeted ones; recompute preemption only. Not charged: the policies' scoring overhead.",

@@ -104,7 +104,9 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   const bool from_model = synthetic > 0 || costs == "model";
   proto::ExperimentConfig config;
   if (from_model) {
-    KVSIM_ASSIGN_OR_RETURN(config, LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+    // Candidates are costed with the roofline (sim/select/candidate_cost.h), also where the device's
+    // default is the fitted model.
+    KVSIM_ASSIGN_OR_RETURN(config, LoadExperimentConfig(absl::GetFlag(FLAGS_config), proto::COST_MODEL_KIND_ROOFLINE));
   }
   OutcomeTable table;
   if (synthetic > 0) {

@@ -13,7 +13,7 @@ namespace kvsim {
 namespace {
 
 proto::ExperimentConfig Base() {
-  absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(proto::ExperimentConfig(), "test");
+  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
   EXPECT_TRUE(config.ok()) << config.status();
   return *config;
 }

@@ -94,7 +94,7 @@ TEST(SelectorTest, QuantileGridByHand) {
 class SyntheticSelectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(proto::ExperimentConfig(), "test");
+    absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
     ASSERT_TRUE(config.ok());
     absl::StatusOr<proto::SelectCandidateSet> set = LoadSelectCandidates("");
     ASSERT_TRUE(set.ok());

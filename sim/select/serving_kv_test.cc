@@ -13,7 +13,7 @@ namespace kvsim {
 namespace {
 
 proto::ExperimentConfig Base() {
-  absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(proto::ExperimentConfig(), "test");
+  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
   EXPECT_TRUE(config.ok()) << config.status();
   return *config;
 }
@@ -122,6 +122,7 @@ TEST(CandidateKvAssignerTest, RefusesBadSelections) {
 TEST(CandidateKvAssignerTest, RefusesAFormatWiderThanTheReplicas) {
   proto::ExperimentConfig fp8;
   fp8.mutable_model()->set_kv_dtype(proto::DTYPE_FP8);
+  fp8.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_ROOFLINE);  // as kvsim replay --kv_configs loads it
   absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(fp8, "test");
   ASSERT_TRUE(config.ok()) << config.status();
   auto a = CandidateKvAssigner::ForAll(*config, Default(), "fp16");

@@ -33,7 +33,7 @@ TEST(SyntheticOutcomesTest, PlantedProbabilitiesByHand) {
 
 TEST(SyntheticOutcomesTest, TableIsCompleteSeededNestedAndCostedByTheModel) {
   const proto::SelectCandidateSet set = *LoadSelectCandidates("");
-  const proto::ExperimentConfig config = *ResolveExperimentConfig(proto::ExperimentConfig(), "test");
+  const proto::ExperimentConfig config = *LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
   absl::StatusOr<OutcomeTable> a = MakeSyntheticOutcomeTable(set, config, {.num_prompts = 20, .seed = 4});
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_EQ(a->num_prompts(), 20);
