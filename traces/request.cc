@@ -1,17 +1,10 @@
 #include "traces/request.h"
 
 #include "absl/strings/str_cat.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 namespace {
-
-// SplitMix64 finaliser: a bijection on 64-bit values with good avalanche.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
@@ -101,9 +94,9 @@ void AssignFreshBlockHashes(int32_t block_tokens, Request* request) {
   request->block_tokens = block_tokens;
   request->block_hashes.resize(n);
   request->block_token_counts.clear();
-  const uint64_t base = Mix(request->request_id);
+  const uint64_t base = Mix64(request->request_id);
   for (int64_t k = 0; k < n; ++k) {
-    request->block_hashes[k] = Mix(base ^ static_cast<uint64_t>(k)) | (uint64_t{1} << 63);
+    request->block_hashes[k] = Mix64(base ^ static_cast<uint64_t>(k)) | (uint64_t{1} << 63);
   }
 }
 

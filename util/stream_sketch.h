@@ -36,17 +36,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "util/mix64.h"
 
 namespace kvsim {
-
-// The SplitMix64 finaliser: a bijection on 64-bit values with good avalanche. DistinctCounter hashes with it;
-// a spatial sample of ids (traces/trace_stats) takes its top bits.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 class DistinctCounter {
  public:

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "util/mix64.h"
 #include "util/status_macros.h"
 
 // Data and invariants of MrcBuilder (true between Access calls):
@@ -37,13 +38,6 @@ namespace {
 constexpr uint64_t kSampleModulus = uint64_t{1} << 24;
 // Accesses ahead whose table line is prefetched (covers a memory latency at a few hundred cycles each).
 constexpr int64_t kPrefetchDistance = 8;
-
-uint64_t SampleHash(uint64_t x) {  // SplitMix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 void Accumulate(std::vector<int64_t>* histogram, size_t size) {
   for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
@@ -141,7 +135,7 @@ class MrcBuilder {
     ++mrc_.total_accesses_;
     mrc_.total_tokens_ += tokens;
     const bool hot = !hot_.empty() && hot_.contains(block);
-    if (!hot && threshold_ < kSampleModulus && (SampleHash(block) & (kSampleModulus - 1)) >= threshold_) return;
+    if (!hot && threshold_ < kSampleModulus && (Mix64(block) & (kSampleModulus - 1)) >= threshold_) return;
     if (hot) {
       ++mrc_.hot_accesses_;
       mrc_.hot_tokens_ += tokens;

@@ -4,12 +4,13 @@
 
 #include "traces/generators/portable_random.h"
 #include "util/check.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 namespace {
 
 // Blocks of different formats never share a hash (with probability 1 - 2^-64 per pair).
-uint64_t MixHash(uint64_t hash, uint64_t salt) { return MixBits(hash ^ MixBits(salt)); }
+uint64_t MixHash(uint64_t hash, uint64_t salt) { return Mix64(hash ^ Mix64(salt)); }
 
 }  // namespace
 

@@ -12,18 +12,12 @@
 #include "sim/train/kvp_objective.h"
 #include "sim/train/kvp_target.h"
 #include "traces/attention/attention_trace_io.h"
+#include "util/mix64.h"
 #include "util/parallel.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
-
-uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A uniform index in [0, bound) (bound >= 1): the high bits of a 64-bit draw scaled, no modulo bias worth
 // speaking of at these sizes, and the same on every platform.
@@ -158,7 +152,7 @@ proto::KvpAgent TrainAgent(const KvpTrainData& data, size_t h, const KvpTrainOpt
   const int32_t kv_head = header.kept_kv_heads[h % header.kept_kv_heads.size()];
   const int d = header.head_dim;
   const std::vector<KvpExample>& train = data.train[h];
-  std::mt19937_64 rng(Mix(options.seed ^ Mix((static_cast<uint64_t>(layer) << 32) | static_cast<uint32_t>(kv_head))));
+  std::mt19937_64 rng(Mix64(options.seed ^ Mix64((static_cast<uint64_t>(layer) << 32) | static_cast<uint32_t>(kv_head))));
   KvpMlp mlp = InitialAgent(layer, kv_head, d, options.hidden_units, train, rng);
   Gradients g;
   AdamW adam({{mlp.w1.data(), mlp.w1.size()},

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 namespace {
@@ -16,13 +17,6 @@ constexpr int kNeedleChannel = 2;
 constexpr int kRotaryFirstChannel = 4;
 constexpr int kRotaryPairs = 15;  // channels 4..33
 constexpr int kNumSinks = 4;
-
-uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 bool Has(SyntheticHeadType type, SyntheticHeadType feature) {
   return type == feature || type == SyntheticHeadType::kMixed;
@@ -115,7 +109,7 @@ absl::StatusOr<SyntheticHeadType> ParseSyntheticHeadType(absl::string_view name)
 int64_t SyntheticNeedlePosition(const SyntheticTraceOptions& options, int sample) {
   // In the middle 60% of the prompt, away from the sinks and the query window.
   const int64_t span = std::max<int64_t>(1, options.prompt_len * 6 / 10);
-  return options.prompt_len / 5 + static_cast<int64_t>(Mix(options.seed * 1315423911ull + sample) % span);
+  return options.prompt_len / 5 + static_cast<int64_t>(Mix64(options.seed * 1315423911ull + sample) % span);
 }
 
 SyntheticTrace GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
@@ -150,7 +144,7 @@ SyntheticTrace GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
         HeadTensors head;
         head.layer = l;
         head.kv_head = k;
-        const uint64_t seed = Mix(Mix(Mix(o.seed) + s) + l * 1000003ull + k);
+        const uint64_t seed = Mix64(Mix(Mix64(o.seed) + s) + l * 1000003ull + k);
         FillHead(o, types[k % types.size()], needle, seed, sample, &head);
         sample.heads.push_back(std::move(head));
       }

@@ -4,6 +4,7 @@
 
 #include "traces/generators/portable_random.h"
 #include "util/check.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 namespace {
@@ -24,7 +25,7 @@ void BlockChain::Append(uint64_t segment_id, int64_t num_tokens) {
     if (tail_tokens_ == 0 && num_tokens - offset >= block_tokens_) {
       // Fast path for a block made of one piece: HashTail() of {segment_id, offset, block_tokens_}.
       full_.push_back(
-          HashPiece(MixBits(full_.empty() ? kFirstParent : full_.back()), {segment_id, offset, block_tokens_}));
+          HashPiece(Mix64(full_.empty() ? kFirstParent : full_.back()), {segment_id, offset, block_tokens_}));
       offset += block_tokens_;
       continue;
     }
@@ -41,13 +42,13 @@ void BlockChain::Append(uint64_t segment_id, int64_t num_tokens) {
 }
 
 uint64_t BlockChain::HashPiece(uint64_t h, const Piece& piece) {
-  h = MixBits(h ^ piece.segment_id);
-  h = MixBits(h ^ static_cast<uint64_t>(piece.offset));
-  return MixBits(h ^ static_cast<uint64_t>(piece.length));
+  h = Mix64(h ^ piece.segment_id);
+  h = Mix64(h ^ static_cast<uint64_t>(piece.offset));
+  return Mix64(h ^ static_cast<uint64_t>(piece.length));
 }
 
 uint64_t BlockChain::HashTail() const {
-  uint64_t h = MixBits(full_.empty() ? kFirstParent : full_.back());
+  uint64_t h = Mix64(full_.empty() ? kFirstParent : full_.back());
   for (const Piece& piece : tail_) h = HashPiece(h, piece);
   return h;
 }

@@ -4,17 +4,11 @@
 #include <cmath>
 
 #include "util/check.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 
-uint64_t MixBits(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t SeedFor(uint64_t seed, uint64_t stream) { return MixBits(MixBits(seed) ^ MixBits(~stream)); }
+uint64_t SeedFor(uint64_t seed, uint64_t stream) { return Mix64(Mix64(seed) ^ Mix64(~stream)); }
 
 double SampleUniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 

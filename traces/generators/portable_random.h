@@ -29,9 +29,6 @@ namespace kvsim {
 
 using Rng = std::mt19937_64;
 
-// SplitMix64 finaliser: a bijection on 64-bit values with good avalanche (for seeds and ids).
-uint64_t MixBits(uint64_t x);
-
 // Seed of an independent stream `stream` derived from the user's `seed`.
 uint64_t SeedFor(uint64_t seed, uint64_t stream);
 

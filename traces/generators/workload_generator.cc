@@ -16,6 +16,7 @@
 #include "traces/generators/portable_random.h"
 #include "traces/generators/sampler.h"
 #include "util/check.h"
+#include "util/mix64.h"
 #include "util/status_macros.h"
 
 // Data and invariants of Impl (true between Next calls):
@@ -82,7 +83,7 @@ struct ClassModel {
   std::vector<int64_t> prompt_tokens;
   std::optional<DiscreteTable> prompt_popularity;
   double prompt_probability = 1;
-  uint64_t prompt_salt = 0;  // system prompt k's segment id is MixBits(prompt_salt ^ k)
+  uint64_t prompt_salt = 0;  // system prompt k's segment id is Mix64(prompt_salt ^ k)
   // single_turn and chat: input = new user tokens per turn; agent: the task.
   std::optional<Sampler> count;  // chat turns, agent calls (unset for single_turn)
   std::optional<Sampler> input;
@@ -281,7 +282,7 @@ struct WorkloadGenerator::Impl {
     heap.push_back({arrival_ns, next_sequence++, std::move(session)});
     std::push_heap(heap.begin(), heap.end(), Later);
   }
-  uint64_t NewSegment() { return MixBits(segment_salt ^ MixBits(next_segment++)); }
+  uint64_t NewSegment() { return Mix64(segment_salt ^ Mix64(next_segment++)); }
   // Pulls the next session start from the arrival process into the heap.
   void ScheduleNextSessionStart();
   void StartSession(int64_t arrival_ns);
@@ -319,7 +320,7 @@ void WorkloadGenerator::Impl::StartSession(int64_t arrival_ns) {
   session->chain.Clear();
   if (model.prompt_popularity && (model.prompt_probability >= 1 || SampleUniform01(rng) < model.prompt_probability)) {
     const int64_t k = model.prompt_popularity->Sample(rng);
-    session->chain.Append(MixBits(model.prompt_salt ^ static_cast<uint64_t>(k)), model.prompt_tokens[k]);
+    session->chain.Append(Mix64(model.prompt_salt ^ static_cast<uint64_t>(k)), model.prompt_tokens[k]);
   }
   if (model.kind == SessionKind::kSingleTurn) {
     session->session_id = -1;

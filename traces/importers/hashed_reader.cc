@@ -8,17 +8,11 @@
 #include "traces/text/parse_util.h"
 #include "traces/text/text_detect.h"
 #include "traces/trace_format.h"
+#include "util/mix64.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
 namespace {
-
-uint64_t Finalize64(uint64_t x) {  // the SplitMix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // An integer, or a string holding one.
 absl::Status IntOrString(simdjson::dom::element value, absl::string_view field, int64_t* out) {
@@ -135,7 +129,7 @@ int32_t FirstBlockSize(const std::string& path, const TraceOptions& options) {
 
 }  // namespace
 
-uint64_t ChainBlockHash(uint64_t previous, uint64_t content) { return Finalize64(Finalize64(previous) ^ content); }
+uint64_t ChainBlockHash(uint64_t previous, uint64_t content) { return Mix64(Mix64(previous) ^ content); }
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenHashedTrace(const std::string& path, const TraceOptions& options) {
   if (options.block_tokens < 0) {
