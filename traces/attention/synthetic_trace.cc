@@ -144,7 +144,7 @@ SyntheticTrace GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
         HeadTensors head;
         head.layer = l;
         head.kv_head = k;
-        const uint64_t seed = Mix64(Mix(Mix64(o.seed) + s) + l * 1000003ull + k);
+        const uint64_t seed = Mix64(Mix64(Mix64(o.seed) + s) + l * 1000003ull + k);
         FillHead(o, types[k % types.size()], needle, seed, sample, &head);
         sample.heads.push_back(std::move(head));
       }
