@@ -33,7 +33,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
     if (engine->directory_ != nullptr) blocks->ShareGpuDirectory(engine->directory_.get(), r);
     engine->schedulers_.push_back(std::make_unique<Scheduler>(
         config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r,
-        engine_options.record_token_gaps));
+        engine_options.record_token_gaps, engine_options.advance_decode_runs));
     engine->blocks_.push_back(std::move(blocks));
     replicas.push_back(engine->schedulers_.back().get());
   }
@@ -108,6 +108,12 @@ absl::Status Engine::Run(TraceReader* reader) {
   if (pool_.in_use() != 0) return absl::InternalError("requests left in flight at the end");
   for (EngineObserver* observer : observers_) observer->OnRunEnd(queue_.now_ns(), managers);
   return absl::OkStatus();
+}
+
+int64_t Engine::run_advanced_iterations() const {
+  int64_t total = 0;
+  for (const std::unique_ptr<Scheduler>& scheduler : schedulers_) total += scheduler->run_advanced_iterations();
+  return total;
 }
 
 absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state) const {

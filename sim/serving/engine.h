@@ -54,6 +54,9 @@ struct EngineOptions {
   // Keep each request's inter-token gaps (RequestState::token_gaps_ns) for the observers; off, nothing is
   // stored per output token.
   bool record_token_gaps = false;
+  // Advance runs of decode-only iterations together (Scheduler, "Decode runs"); false steps every
+  // iteration in full: the same results, byte for byte, more slowly (the reference for tests).
+  bool advance_decode_runs = true;
 };
 
 class Engine {
@@ -79,6 +82,8 @@ class Engine {
 
   int32_t block_tokens() const { return block_tokens_; }
   const BlockManager& block_manager(int32_t replica) const { return *blocks_[replica]; }
+  // Iterations formed by continuing a decode run, over all replicas (Scheduler::run_advanced_iterations).
+  int64_t run_advanced_iterations() const;
 
  private:
   Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens);
