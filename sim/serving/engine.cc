@@ -89,7 +89,7 @@ absl::Status Engine::Run(TraceReader* reader) {
         }
         break;
       case EventType::kIterationEnd:
-        EndIteration(event.replica, event.time_ns);
+        KVSIM_RETURN_IF_ERROR(EndIteration(event.replica, event.time_ns));
         break;
       case EventType::kSchedule:
         KVSIM_RETURN_IF_ERROR(StartIteration(event.replica, event.time_ns));
@@ -300,7 +300,7 @@ absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   return absl::OkStatus();
 }
 
-void Engine::EndIteration(int32_t replica, SimTime now_ns) {
+absl::Status Engine::EndIteration(int32_t replica, SimTime now_ns) {
   finished_.clear();
   schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
   for (int32_t slot : finished_) {
@@ -309,7 +309,9 @@ void Engine::EndIteration(int32_t replica, SimTime now_ns) {
     pool_.Free(slot);
   }
   busy_[replica] = 0;
+  if (queue_.empty() || queue_.next_time_ns() > now_ns) return StartIteration(replica, now_ns);
   RequestSchedule(replica, now_ns);
+  return absl::OkStatus();
 }
 
 }  // namespace kvsim

@@ -101,7 +101,9 @@ class Engine {
   // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
   void SessionRequestEnded(int32_t slot, SimTime now_ns);
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
-  void EndIteration(int32_t replica, SimTime now_ns);
+  // Applies the replica's iteration and starts its next one: at once when no other event is due at
+  // `now_ns` (the schedule event would be the next one popped), else through a schedule event.
+  absl::Status EndIteration(int32_t replica, SimTime now_ns);
   void RequestSchedule(int32_t replica, SimTime now_ns);
 
   const proto::ExperimentConfig config_;
