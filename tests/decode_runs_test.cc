@@ -3,7 +3,8 @@
 // (results.pb, summary.json, requests.csv, timeseries.csv, timeline.json and the vLLM benchmark JSON).
 // The workloads are generated chat and agent sessions and random requests at rates that keep several
 // requests decoding together on small GPUs, so runs meet block boundaries (with and without room),
-// evictions, preemptions, completions and arrivals; each case also checks that runs were taken.
+// evictions, preemptions, completions and arrivals (open and closed loop); each case also checks that
+// runs were taken.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -148,6 +149,13 @@ std::vector<Case> Configs() {
     c.mutable_cluster()->set_num_replicas(2);
     c.mutable_cluster()->set_router(proto::ROUTER_KIND_LEAST_TOKENS);
     cases.push_back({"adaptive_segment_overlap", c, 200});
+  }
+  {
+    proto::ExperimentConfig c;  // closed loop: each session's next request arrives when its last one ends
+    c.mutable_workload()->set_closed_loop_sessions(true);
+    c.mutable_cluster()->set_num_replicas(2);
+    c.mutable_cluster()->set_router(proto::ROUTER_KIND_CACHE_AWARE);
+    cases.push_back({"closed_loop", c, 300});
   }
   return cases;
 }
