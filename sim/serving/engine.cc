@@ -33,7 +33,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
     if (engine->directory_ != nullptr) blocks->ShareGpuDirectory(engine->directory_.get(), r);
     engine->schedulers_.push_back(std::make_unique<Scheduler>(
         config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r,
-        engine_options.record_token_gaps));
+        engine_options.record_token_gaps, engine_options.advance_decode_runs));
     engine->blocks_.push_back(std::move(blocks));
     replicas.push_back(engine->schedulers_.back().get());
   }
@@ -89,7 +89,7 @@ absl::Status Engine::Run(TraceReader* reader) {
         }
         break;
       case EventType::kIterationEnd:
-        EndIteration(event.replica, event.time_ns);
+        KVSIM_RETURN_IF_ERROR(EndIteration(event.replica, event.time_ns));
         break;
       case EventType::kSchedule:
         KVSIM_RETURN_IF_ERROR(StartIteration(event.replica, event.time_ns));
@@ -108,6 +108,12 @@ absl::Status Engine::Run(TraceReader* reader) {
   if (pool_.in_use() != 0) return absl::InternalError("requests left in flight at the end");
   for (EngineObserver* observer : observers_) observer->OnRunEnd(queue_.now_ns(), managers);
   return absl::OkStatus();
+}
+
+int64_t Engine::run_advanced_iterations() const {
+  int64_t total = 0;
+  for (const std::unique_ptr<Scheduler>& scheduler : schedulers_) total += scheduler->run_advanced_iterations();
+  return total;
 }
 
 absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state) const {
@@ -294,7 +300,7 @@ absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   return absl::OkStatus();
 }
 
-void Engine::EndIteration(int32_t replica, SimTime now_ns) {
+absl::Status Engine::EndIteration(int32_t replica, SimTime now_ns) {
   finished_.clear();
   schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
   for (int32_t slot : finished_) {
@@ -303,7 +309,9 @@ void Engine::EndIteration(int32_t replica, SimTime now_ns) {
     pool_.Free(slot);
   }
   busy_[replica] = 0;
+  if (queue_.empty() || queue_.next_time_ns() > now_ns) return StartIteration(replica, now_ns);
   RequestSchedule(replica, now_ns);
+  return absl::OkStatus();
 }
 
 }  // namespace kvsim

@@ -54,6 +54,9 @@ struct EngineOptions {
   // Keep each request's inter-token gaps (RequestState::token_gaps_ns) for the observers; off, nothing is
   // stored per output token.
   bool record_token_gaps = false;
+  // Advance runs of decode-only iterations together (Scheduler, "Decode runs"); false steps every
+  // iteration in full: the same results, byte for byte, more slowly (the reference for tests).
+  bool advance_decode_runs = true;
 };
 
 class Engine {
@@ -79,6 +82,8 @@ class Engine {
 
   int32_t block_tokens() const { return block_tokens_; }
   const BlockManager& block_manager(int32_t replica) const { return *blocks_[replica]; }
+  // Iterations formed by continuing a decode run, over all replicas (Scheduler::run_advanced_iterations).
+  int64_t run_advanced_iterations() const;
 
  private:
   Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens);
@@ -96,7 +101,9 @@ class Engine {
   // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
   void SessionRequestEnded(int32_t slot, SimTime now_ns);
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
-  void EndIteration(int32_t replica, SimTime now_ns);
+  // Applies the replica's iteration and starts its next one: at once when no other event is due at
+  // `now_ns` (the schedule event would be the next one popped), else through a schedule event.
+  absl::Status EndIteration(int32_t replica, SimTime now_ns);
   void RequestSchedule(int32_t replica, SimTime now_ns);
 
   const proto::ExperimentConfig config_;

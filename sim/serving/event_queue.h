@@ -53,6 +53,8 @@ class EventQueue {
   // Removes and returns the first event in (time, priority, sequence) order. REQUIRES: !empty().
   Event PopNext();
 
+  // Time of the first event in order. REQUIRES: !empty().
+  SimTime next_time_ns() const { return heap_.front().time_ns; }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   // Time of the last popped event (0 before the first).

@@ -44,7 +44,8 @@ struct IterationRecord {
   int64_t host_blocks_used = 0;
   int64_t queued_requests = 0;
   int64_t running_requests = 0;
-  // The iteration's plan and the states its pieces' slots name; valid during OnIteration only.
+  // The iteration's plan and the states its pieces' slots name; valid during OnIteration only. In a
+  // decode run (sim/serving/scheduler.h) a decode piece's token counts and times lag until the run ends.
   const IterationPlan* plan = nullptr;
   const RequestPool* pool = nullptr;
 };

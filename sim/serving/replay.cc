@@ -85,7 +85,8 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens,
-                                        EngineOptions{.record_token_gaps = options.record_token_gaps}));
+                                        EngineOptions{.record_token_gaps = options.record_token_gaps,
+                                                      .advance_decode_runs = options.advance_decode_runs}));
   KVSIM_RETURN_IF_ERROR(engine->SetRequestKv(options.request_kv));
   MetricsCollector metrics(options.timeseries_interval_ns, options.record_token_gaps);
   engine->AddObserver(&metrics);
@@ -115,6 +116,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
 
   ReplayOutput output;
   output.results = metrics.BuildResults(config.slo());
+  output.run_advanced_iterations = engine->run_advanced_iterations();
   sessions.Fill(config.workload().closed_loop_sessions(), &output.results);
   *output.results.mutable_ttft_breakdown() = ToProto(decomposition.MeanParts());
   proto::RunInfo& run = *output.results.mutable_run();

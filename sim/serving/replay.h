@@ -45,6 +45,8 @@ struct ReplayOptions {
   // vLLM-style ITL statistics need; sim/serving/vllm_metrics.h). Off by default: it grows the results
   // by a number per output token.
   bool record_token_gaps = false;
+  // EngineOptions::advance_decode_runs: false only to check the faster path against the full one.
+  bool advance_decode_runs = true;
   // Called with (requests finished or rejected, total: workload.max_requests, 0 = not known) as the run
   // proceeds, on the engine's thread (e.g. util/progress.h's Progress::Callback()). Results do not depend on it.
   std::function<void(int64_t done, int64_t total)> progress;
@@ -56,6 +58,7 @@ struct ReplayOptions {
 struct ReplayOutput {
   proto::Results results;
   std::string timeline_json;  // empty unless options.timeline without a timeline_path
+  int64_t run_advanced_iterations = 0;  // Engine::run_advanced_iterations (not part of the results)
 };
 
 // Every check a serving run makes of a resolved config before it reads a trace: the eviction policy and

@@ -27,7 +27,7 @@ class RouterTest : public testing::Test {
       blocks_.back()->ShareGpuDirectory(&directory_, r);
       schedulers_.push_back(
           std::make_unique<Scheduler>(config.scheduler(), false, &cost_, blocks_.back().get(), &pool_, r,
-                                      /*record_token_gaps=*/false));
+                                      /*record_token_gaps=*/false, /*advance_decode_runs=*/true));
     }
   }
   std::vector<const Scheduler*> Replicas() const {

@@ -1,6 +1,7 @@
 #include "sim/serving/scheduler.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "util/check.h"
 #include "util/status_macros.h"
@@ -10,7 +11,11 @@
 //   back, so running_.back() is always the newest running request. waiting_ is FCFS, with preempted
 //   requests pushed to the front.
 // - A request's scheduled_tokens is > 0 exactly while it is in the plan FormIteration returned and
-//   CompleteIteration has not yet applied; within FormIteration it marks what is already scheduled.
+//   CompleteIteration has not yet applied, or in a decode run (run_plan_ set) whose counted iterations
+//   EndRun has not yet applied; within FormIteration it marks what is already scheduled.
+// - In a decode run, running_ is the run's batch in plan order (StartRun checks it; nothing enters or
+//   leaves running_ until EndRun), run_iterations_ < run_finish_at_, and every entry of run_grows_ is
+//   NextRunGrow of its request.
 // - outstanding_tokens_ gains input + output tokens at Enqueue and loses the input tokens at the first
 //   token and one per generated token; preemption leaves it alone.
 // Order in FormIteration: decodes (oldest first), then running prefills, then admissions; with chunking
@@ -26,6 +31,9 @@
 //   budget) cost model calls per iteration. Candidates are priced on probe_, a scratch copy of the plan's
 //   shape whose capacity is kept across iterations, so the plan itself is never disturbed.
 // - AddPrefillPieces starts at the request's run cursor (run_index, run_offset): O(runs in the chunk).
+// - Decode runs: an iteration of a run costs the grows due (a heap pop each), one increment per piece
+//   and the one IterationTimeNs call; CompleteIteration counts it in O(1). The requests' states are
+//   touched once per run (EndRun), not once per iteration.
 // - Decode growth is BlockManager::Grow's inline test except when a new block is needed. Removing a
 //   finished request is a linear find and erase in running_, the batch's size.
 
@@ -41,14 +49,16 @@ void IterationPlan::Clear() {
 }
 
 Scheduler::Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
-                     BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps)
+                     BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps,
+                     bool advance_decode_runs)
     : config_(config),
       overlap_transfers_(overlap_transfers),
       cost_model_(cost_model),
       blocks_(blocks),
       pool_(pool),
       replica_(replica),
-      record_token_gaps_(record_token_gaps) {
+      record_token_gaps_(record_token_gaps),
+      advance_decode_runs_(advance_decode_runs) {
   KVSIM_CHECK(config_.max_num_batched_tokens() > 0 && config_.max_num_seqs() > 0);
 }
 
@@ -61,20 +71,27 @@ void Scheduler::Enqueue(int32_t slot) {
 }
 
 absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* plan) {
-  plan->Clear();
   const int64_t evicted_before = blocks_->tier_stats()[0].evicted_blocks;
-  int64_t budget = config_.max_num_batched_tokens();
-  if (config_.chunking() == proto::CHUNKING_MODE_NONE) {
-    KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
-    if (plan->prefill_tokens == 0) ScheduleDecodes(now_ns, plan, &budget);
-  } else {
-    ScheduleDecodes(now_ns, plan, &budget);
-    KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
+  if (run_plan_ == nullptr || run_plan_ != plan || !waiting_.empty() || !AdvanceRun(now_ns, plan)) {
+    if (run_plan_ != nullptr) {  // the run ends before this iteration: its requests are formed again below
+      EndRun();
+      for (int32_t slot : running_) pool_->at(slot).scheduled_tokens = 0;
+    }
+    plan->Clear();
+    int64_t budget = config_.max_num_batched_tokens();
+    if (config_.chunking() == proto::CHUNKING_MODE_NONE) {
+      KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
+      if (plan->prefill_tokens == 0) ScheduleDecodes(now_ns, plan, &budget);
+    } else {
+      ScheduleDecodes(now_ns, plan, &budget);
+      KVSIM_RETURN_IF_ERROR(SchedulePrefills(now_ns, plan, &budget));
+    }
+    // A request swapped back in while decoding may have found no block for its next token; decoding
+    // again preempts for it, so a replica with running requests always makes progress.
+    if (plan->pieces.empty() && !running_.empty()) ScheduleDecodes(now_ns, plan, &budget);
+    if (plan->pieces.empty()) return false;
+    StartRun(*plan);
   }
-  // A request swapped back in while decoding may have found no block for its next token; decoding again
-  // preempts for it, so a replica with running requests always makes progress.
-  if (plan->pieces.empty() && !running_.empty()) ScheduleDecodes(now_ns, plan, &budget);
-  if (plan->pieces.empty()) return false;
   KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
   plan->transfer_ns = blocks_->TakeTransferNs(&plan->transfers);
   plan->duration_ns =
@@ -264,7 +281,91 @@ void Scheduler::RemoveRunning(int32_t slot) {
   running_.erase(it);
 }
 
+void Scheduler::StartRun(const IterationPlan& plan) {
+  if (!advance_decode_runs_ || plan.prefill_tokens > 0 || plan.pieces.size() != running_.size()) return;
+  int64_t fewest_left = 0;
+  run_grows_.clear();
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const RequestState& state = pool_->at(running_[i]);
+    if (plan.pieces[i].slot != running_[i] || state.kv.has_budget()) return;
+    const int64_t left = state.request.output_tokens - state.generated_tokens;
+    fewest_left = i == 0 ? left : std::min(fewest_left, left);
+    run_grows_.emplace_back(NextRunGrow(state), static_cast<int32_t>(i));
+  }
+  if (fewest_left < 2) return;  // a request finishes at the end of this iteration: no run
+  std::make_heap(run_grows_.begin(), run_grows_.end(), std::greater<>());
+  run_plan_ = &plan;
+  run_iterations_ = 0;
+  run_finish_at_ = fewest_left;
+  run_ends_ns_.clear();
+}
+
+int64_t Scheduler::NextRunGrow(const RequestState& state) const {
+  // At n counted iterations the next decode grows to kv_tokens + n + 1 tokens (no budget: GrowKvTokens
+  // is the identity); the blocks cover input + tail_blocks x tail tokens, so n = that - kv_tokens.
+  const int64_t tail_tokens = static_cast<int64_t>(blocks_->block_tokens()) * state.kv.block_factor;
+  return state.request.input_tokens + state.tail_blocks * tail_tokens - state.kv_tokens;
+}
+
+bool Scheduler::AdvanceRun(SimTime now_ns, IterationPlan* plan) {
+  run_due_.clear();
+  while (!run_grows_.empty() && run_grows_.front().first <= run_iterations_) {
+    std::pop_heap(run_grows_.begin(), run_grows_.end(), std::greater<>());
+    run_due_.push_back(run_grows_.back());
+    run_grows_.pop_back();
+  }
+  // Grow's test, for all of them at once: each block grown uses one unpinned block (free or evicted).
+  if (static_cast<int64_t>(run_due_.size()) > blocks_->gpu_capacity_blocks() - blocks_->gpu_pinned_blocks()) {
+    for (const auto& due : run_due_) {
+      run_grows_.push_back(due);
+      std::push_heap(run_grows_.begin(), run_grows_.end(), std::greater<>());
+    }
+    return false;
+  }
+  for (const auto& due : run_due_) {  // in batch order, as ScheduleDecodes grows them
+    const int32_t i = due.second;
+    RequestState& state = pool_->at(running_[i]);
+    const bool grown = blocks_->Grow(&state, state.kv_tokens + run_iterations_ + 1, now_ns);
+    KVSIM_CHECK(grown) << "a decode run's block boundary found no block";
+    run_grows_.emplace_back(NextRunGrow(state), i);
+    std::push_heap(run_grows_.begin(), run_grows_.end(), std::greater<>());
+  }
+  for (SequenceWork& work : plan->shape.sequences) ++work.context_tokens;
+  plan->preempted.clear();
+  ++run_advanced_iterations_;
+  return true;
+}
+
+void Scheduler::EndRun() {
+  for (int32_t slot : running_) {
+    RequestState& state = pool_->at(slot);
+    // What CompleteIteration does to a decode that does not finish, once per counted iteration.
+    state.kv_tokens += run_iterations_;
+    state.generated_tokens += run_iterations_;
+    if (record_token_gaps_) {
+      for (SimTime end_ns : run_ends_ns_) {
+        if (state.last_token_ns >= 0) state.token_gaps_ns.push_back(end_ns - state.last_token_ns);
+        state.last_token_ns = end_ns;
+      }
+    } else if (run_iterations_ > 0) {
+      state.last_token_ns = run_last_end_ns_;
+    }
+  }
+  run_plan_ = nullptr;
+  run_iterations_ = 0;
+}
+
 void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std::vector<int32_t>* finished) {
+  if (run_plan_ != nullptr) {
+    if (run_iterations_ + 1 < run_finish_at_) {  // no request finishes: count the iteration
+      ++run_iterations_;
+      run_last_end_ns_ = now_ns;
+      if (record_token_gaps_) run_ends_ns_.push_back(now_ns);
+      outstanding_tokens_ -= static_cast<int64_t>(running_.size());
+      return;
+    }
+    EndRun();  // then this iteration as any other
+  }
   for (const ScheduledPiece& piece : plan.pieces) {
     RequestState& state = pool_->at(piece.slot);
     KVSIM_CHECK(state.scheduled_tokens == piece.tokens);

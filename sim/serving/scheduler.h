@@ -17,6 +17,19 @@
 //
 // Preempted requests go back to the front of the waiting queue (they were admitted before the others).
 //
+// Decode runs (advance_decode_runs): once an iteration is decode-only and holds every running request, in
+// running order, none with a KV budget, each next iteration is the same batch with every context one
+// token longer, for as long as no request waits, none finishes, and the requests that reach a block
+// boundary find blocks to grow into. Within such a run FormIteration only grows those requests (a heap
+// of each one's next boundary) and lengthens the batch's contexts, and CompleteIteration only counts the
+// iteration; the run's tokens (kv_tokens, generated_tokens, last_token_ns, token_gaps_ns) are applied
+// to its requests together when the run ends: before a request finishes, before anything is admitted
+// or preempted. Every cost-model call, block allocation and eviction happens at the same iteration and in
+// the same order as stepping one iteration at a time, and outstanding_tokens() stays exact per
+// iteration, so results are byte-identical to advance_decode_runs = false (the reference the run path
+// is tested against, tests/decode_runs_test.cc). Until a run ends, those four fields of its requests
+// lag by the iterations counted.
+//
 // Per-request KV configurations (RequestState::kv, sim/serving/request_kv.h): each piece is priced at the
 // request's format (SequenceWork::kv_format); a decode reads ReadKvTokens of its KV and grows its blocks to
 // GrowKvTokens; when the prefill of a request with a kept-prompt budget ends, its blocks are cut to the
@@ -35,6 +48,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -72,14 +86,16 @@ class Scheduler {
   // Does not take ownership; all must outlive the scheduler. `config` is resolved (defaults filled).
   // `record_token_gaps`: each request's RequestState::token_gaps_ns gets the gap before each of its output
   // tokens but the first; false leaves them empty (nothing stored per output token).
+  // `advance_decode_runs`: decode runs as above; false forms and applies every iteration in full.
   Scheduler(const proto::SchedulerConfig& config, bool overlap_transfers, const CostModel* cost_model,
-            BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps);
+            BlockManager* blocks, RequestPool* pool, int32_t replica, bool record_token_gaps,
+            bool advance_decode_runs);
 
   // A new request for this replica (phase kQueued).
   void Enqueue(int32_t slot);
 
   // Forms the next iteration at `now_ns` into `plan`. Returns false if there is nothing to run. Errors
-  // come from the cost model.
+  // come from the cost model. A decode run continues only in the plan that FormIteration returned last.
   absl::StatusOr<bool> FormIteration(SimTime now_ns, IterationPlan* plan);
 
   // Applies the iteration that ends at `now_ns`: advances prefills, emits tokens, finishes requests
@@ -91,6 +107,8 @@ class Scheduler {
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   BlockManager* blocks() const { return blocks_; }
+  // Iterations formed by continuing a decode run (0 with advance_decode_runs off).
+  int64_t run_advanced_iterations() const { return run_advanced_iterations_; }
 
  private:
   void ScheduleDecodes(SimTime now_ns, IterationPlan* plan, int64_t* budget);
@@ -109,6 +127,16 @@ class Scheduler {
   // Preempts the newest running request; returns its slot.
   int32_t PreemptNewest(SimTime now_ns, IterationPlan* plan);
   void RemoveRunning(int32_t slot);
+  // Decode runs (class comment). StartRun makes `plan`, just formed in full, a run's first iteration if it
+  // qualifies. AdvanceRun makes `plan` the run's next iteration (grows, longer contexts) and returns
+  // true, or returns false, changing nothing, when the requests due a block cannot all grow. EndRun
+  // applies the counted iterations' tokens to the running requests (not scheduled_tokens) and leaves the
+  // run.
+  void StartRun(const IterationPlan& plan);
+  // The run_iterations_ count at which running `state` next needs a block.
+  int64_t NextRunGrow(const RequestState& state) const;
+  bool AdvanceRun(SimTime now_ns, IterationPlan* plan);
+  void EndRun();
 
   const proto::SchedulerConfig config_;
   const bool overlap_transfers_;
@@ -123,6 +151,17 @@ class Scheduler {
   int64_t outstanding_tokens_ = 0;
   bool adaptive_full_ = false;  // ADAPTIVE: this iteration's predicted time reached the target
   BatchShape probe_;            // ADAPTIVE: the plan's shape plus one candidate prefill, priced in the search
+  // Decode run; its batch is running_ (nothing is admitted, preempted or finished during a run).
+  const bool advance_decode_runs_;
+  const IterationPlan* run_plan_ = nullptr;  // the run's plan; null = no run
+  int64_t run_iterations_ = 0;               // iterations completed in the run, not yet applied
+  int64_t run_finish_at_ = 0;                // the count whose iteration finishes a request (fewest left)
+  SimTime run_last_end_ns_ = 0;              // end of the last counted iteration
+  std::vector<SimTime> run_ends_ns_;         // every counted iteration's end (record_token_gaps_ only)
+  // Min-heap of (run_iterations_ at which running_[i] next needs a block, i).
+  std::vector<std::pair<int64_t, int32_t>> run_grows_;
+  std::vector<std::pair<int64_t, int32_t>> run_due_;  // scratch: the entries due at this iteration
+  int64_t run_advanced_iterations_ = 0;
 };
 
 }  // namespace kvsim

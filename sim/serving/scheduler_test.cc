@@ -1,5 +1,6 @@
 // ADAPTIVE chunking against the analytic roofline cost model: with enough prefill work queued, the
 // iteration's predicted compute time (decodes and every prefill piece included) stays near the target.
+// Decode runs against a hand-computed schedule.
 #include "sim/serving/scheduler.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "sim/serving/engine.h"
 #include "sim/serving/observer.h"
+#include "sim/serving/testing/fake_cost_model.h"
 #include "sim/serving/testing/test_util.h"
 #include "traces/trace_reader.h"
 #include "util/percentile.h"
@@ -45,6 +47,18 @@ std::vector<IterationRecord> RunAdaptive(int64_t target_ns, int32_t max_batched_
   EXPECT_TRUE(run.ok()) << run;
   return log.records;
 }
+
+class FinishLog : public EngineObserver {
+ public:
+  void OnRequestFinished(SimTime now_ns, const RequestState& state) override {
+    ids.push_back(state.request.request_id);
+    first_token_ns.push_back(state.first_token_ns);
+    finish_ns.push_back(now_ns);
+    generated.push_back(state.generated_tokens);
+  }
+  std::vector<uint64_t> ids;
+  std::vector<int64_t> first_token_ns, finish_ns, generated;
+};
 
 // Compute times of the iterations that ran prefill while more prefill work waited.
 std::vector<int64_t> LoadedPrefillTimes(const std::vector<IterationRecord>& records) {
@@ -119,6 +133,44 @@ TEST(SchedulerTokenGapsTest, StoredOnlyWhenRecorded) {
   const GapLog off = RunGaps(false);
   ASSERT_EQ(off.gaps.size(), 4u);
   for (const std::vector<int64_t>& gaps : off.gaps) EXPECT_TRUE(gaps.empty());
+}
+
+// Decode runs, hand-computed with a 1 ms iteration: request 1 (100 prompt tokens, 40 output) alone from
+// 0 ms: prefill [0, 1), decode k in [k, k + 1), its last token at 40 ms. Request 2 (100 tokens, 5 output)
+// arrives at 10.5 ms and waits: the run of request 1's decodes 1-10 (formed normally at 1 ms, then 9
+// continued) ends at 11 ms, where request 2's prefill joins decode 11 (first token at 12 ms). From 12 ms
+// both decode: request 2 has 4 tokens left, so that run continues 3 times and request 2 finishes at 16 ms.
+// Request 1's decodes 16-39 are the last run: 24 left, 23 continued. 9 + 3 + 23 = 35 continued iterations
+// of 40, and the same times with runs off.
+TEST(SchedulerDecodeRunTest, ContinuesUntilAnArrivalOrACompletion) {
+  proto::ExperimentConfig overrides;
+  overrides.mutable_scheduler()->set_chunking(proto::CHUNKING_MODE_FIXED);
+  const proto::ExperimentConfig config = TestConfig(1000, overrides);
+  const FakeCostModel cost(FakeCosts{.fixed_ns = 1'000'000, .ns_per_new_token = 0, .ns_per_context_token = 0,
+                                     .ns_per_byte = 0});
+  for (bool advance : {true, false}) {
+    SCOPED_TRACE(advance ? "runs" : "stepped");
+    VectorTraceReader reader({MakeRequest(1, 0, 100, 40), MakeRequest(2, 10'500'000, 100, 5)},
+                             TraceInfo{"runs", "vector", 0});
+    auto engine = Engine::Create(config, &cost, 0, EngineOptions{.advance_decode_runs = advance});
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    IterationLog log;
+    FinishLog finished;
+    (*engine)->AddObserver(&log);
+    (*engine)->AddObserver(&finished);
+    ASSERT_TRUE((*engine)->Run(&reader).ok());
+    EXPECT_EQ(log.records.size(), 40u);
+    EXPECT_EQ((*engine)->run_advanced_iterations(), advance ? 35 : 0);
+    ASSERT_EQ(finished.ids.size(), 2u);
+    EXPECT_EQ(finished.ids[0], 2u);
+    EXPECT_EQ(finished.first_token_ns[0], 12 * kNsPerMs);
+    EXPECT_EQ(finished.finish_ns[0], 16 * kNsPerMs);
+    EXPECT_EQ(finished.generated[0], 5);
+    EXPECT_EQ(finished.ids[1], 1u);
+    EXPECT_EQ(finished.first_token_ns[1], 1 * kNsPerMs);
+    EXPECT_EQ(finished.finish_ns[1], 40 * kNsPerMs);
+    EXPECT_EQ(finished.generated[1], 40);
+  }
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ void TtftDecomposition::OnIteration(const IterationRecord& record) {
   if (record.plan == nullptr || record.pool == nullptr) return;
   const IterationPlan& plan = *record.plan;
   const int64_t batch_tokens = plan.prefill_tokens + plan.decode_tokens;
-  if (batch_tokens <= 0) return;
+  if (batch_tokens <= 0 || plan.prefill_tokens == 0) return;  // only prefill pieces count
   // Overlapped transfers: duration = max(compute, transfer); else compute + transfer.
   const double compute_ns = static_cast<double>(std::min(record.duration_ns, plan.compute_ns));
   const double transfer_ns = static_cast<double>(record.duration_ns) - compute_ns;
