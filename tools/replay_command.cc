@@ -152,6 +152,13 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
+  // The results files are written as requests finish, unless --vllm_json needs every request (and its
+  // token gaps) in memory at the end.
+  std::unique_ptr<ResultsFileStream> stream;
+  if (!out_dir.empty() && vllm_json.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(stream, ResultsFileStream::Open(out_dir));
+    options.results_sink = stream.get();
+  }
   // Progress on a terminal only (util/progress.h).
   Progress progress("replay", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   options.progress = progress.Callback();
@@ -163,7 +170,9 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
                               " s: ", output.results.run().timeline_dropped_events(),
                               " events over --timeline_max_events=", options.timeline_max_events, " were dropped\n");
   }
-  if (!out_dir.empty()) {
+  if (stream != nullptr) {
+    KVSIM_RETURN_IF_ERROR(stream->Finish(output.results, output.timeline_json));
+  } else if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
   if (!vllm_json.empty()) {
