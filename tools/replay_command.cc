@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -171,7 +172,12 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
                               " events over --timeline_max_events=", options.timeline_max_events, " were dropped\n");
   }
   if (stream != nullptr) {
-    KVSIM_RETURN_IF_ERROR(stream->Finish(output.results, output.timeline_json));
+    // The sessions go to the files without a copy; the summary table and --json need run and summary only.
+    proto::Results rest;
+    rest.Swap(&output.results);
+    *output.results.mutable_run() = rest.run();
+    *output.results.mutable_summary() = rest.summary();
+    KVSIM_RETURN_IF_ERROR(stream->Finish(std::move(rest), output.timeline_json));
   } else if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
@@ -205,10 +211,13 @@ KVSIM_REGISTER_COMMAND(
                    "cost model. Without --config: Llama-3.1-8B on one H200, prefix reuse, LRU, roofline costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
                    "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev;\n"
-                   "--timeline_window=START:END keeps only that span of simulated seconds).\n"
+                   "--timeline_window=START:END keeps only that span of simulated seconds). The files are written\n"
+                   "as requests finish: memory does not grow with the number of requests (one record per session\n"
+                   "does); summary percentiles stay exact (beyond 2^20 requests their values spill to TMPDIR).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
-                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).\n"
+                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h); it holds every\n"
+                   "request and its token gaps in memory until the end.\n"
                    "Per-request KV configurations: --kv_configs=FILE (CSV of request_id or prompt_id and config,\n"
                    "e.g. kvsim select's selections.csv) or --kv_config=NAME (all requests), naming candidates of\n"
                    "--configs (default: fp16 plus the ten KVQuant, H2O and RocketKV ones). Each request's KV\n"
