@@ -90,9 +90,9 @@ class MetricsCollector final : public EngineObserver {
 
   const int64_t interval_ns_;
   const MetricsOptions options_;
-  proto::Results results_;         // requests and series (without a sink)
-  proto::RequestResult request_;   // scratch, with a sink
-  proto::TimeSeriesPoint point_;   // scratch, with a sink
+  proto::Results results_;        // requests and series (without a sink)
+  proto::RequestResult request_;  // scratch, with a sink
+  proto::TimeSeriesPoint point_;  // scratch, with a sink
   SortedSpill ttft_ms_, tpot_ms_, e2e_ms_, queueing_ms_;
   int64_t num_requests_ = 0, rejected_ = 0, good_ = 0;
   int64_t input_tokens_ = 0, output_tokens_ = 0, prefix_tokens_ = 0, prefix_blocks_ = 0, prompt_blocks_ = 0;

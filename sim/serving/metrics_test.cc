@@ -226,12 +226,12 @@ TEST(ResultsFileStreamTest, StreamedFilesEqualWriteResultsFiles) {
 TEST(ResultsFileStreamTest, AnUnfinishedOrRefusedStreamLeavesNoFile) {
   const std::string dir = testing::TempDir() + "/results_stream_unfinished";
   const proto::Results results = FullResults();
-  {
+  {  // an error path: never finished
     auto stream = ResultsFileStream::Open(dir);
     ASSERT_TRUE(stream.ok()) << stream.status();
     (*stream)->AddRequest(results.requests(0));
     EXPECT_EQ(ListDir(dir).size(), 2u);  // requests.csv and timeseries.csv, under temporary names
-  }  // an error path: never finished
+  }
   EXPECT_TRUE(ListDir(dir).empty());
   auto stream = ResultsFileStream::Open(dir);
   ASSERT_TRUE(stream.ok()) << stream.status();

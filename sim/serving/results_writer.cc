@@ -96,7 +96,8 @@ void AppendRequestCsvRow(const proto::RequestResult& r, std::string* csv) {
 
 void AppendTimeSeriesCsvRow(const proto::TimeSeriesPoint& p, std::string* csv) {
   CsvRow(csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned() << p.host_blocks_used()
-              << p.batch_size() << p.batched_tokens() << p.queued_requests() << p.running_requests() << p.iteration_ns();
+              << p.batch_size() << p.batched_tokens() << p.queued_requests() << p.running_requests()
+              << p.iteration_ns();
 }
 
 std::string RequestsCsv(const proto::Results& results) {
@@ -234,8 +235,9 @@ absl::StatusOr<std::unique_ptr<ResultsFileStream>> ResultsFileStream::Open(const
   stream->requests_pb_ = std::tmpfile();
   stream->series_pb_ = std::tmpfile();
   if (stream->requests_pb_ == nullptr || stream->series_pb_ == nullptr) {
-    return absl::InternalError(absl::StrCat(out_dir, "/results.pb: cannot create its temporary spill file (std::tmpfile, in TMPDIR): ",
-                                            std::strerror(errno)));
+    return absl::InternalError(absl::StrCat(
+        out_dir,
+        "/results.pb: cannot create its temporary spill file (std::tmpfile, in TMPDIR): ", std::strerror(errno)));
   }
   stream->requests_csv_.buffer = kRequestsCsvHeader;
   stream->timeseries_csv_.buffer = kTimeSeriesCsvHeader;
