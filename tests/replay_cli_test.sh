@@ -49,6 +49,14 @@ ls "$tmp/out" | grep -q '\.tmp\.' && fail "temporary files left in the output di
 for f in results.pb summary.json requests.csv timeseries.csv; do
   cmp -s "$tmp/out/$f" "$tmp/again/$f" || fail "$f differs between two runs"
 done
+# The files streamed as requests finish equal those written from the whole results in memory (the path
+# --vllm_json takes, as it needs every request at the end; its results.pb also holds every token gap, so
+# it differs; tests/replay_trace_test.cc compares results.pb of both paths).
+"$kvsim" replay --trace="$trace" --out="$tmp/in_memory" --vllm_json="$tmp/in_memory.json" >/dev/null 2>&1 ||
+  fail "replay --vllm_json --out failed"
+for f in summary.json requests.csv timeseries.csv; do
+  cmp -s "$tmp/again/$f" "$tmp/in_memory/$f" || fail "$f streamed differs from $f written from memory"
+done
 
 "$kvsim" replay --out="$tmp/x" >/dev/null 2>"$tmp/stderr"
 [ $? -eq 2 ] || fail "missing --trace should exit 2"

@@ -223,6 +223,55 @@ TEST(DeterminismTest, SameInputsGiveByteIdenticalFiles) {
   }
 }
 
+// The results files written as the run goes (ResultsFileStream as the replay's sink, latency values
+// spilled to disk every 7 values) are byte for byte the files WriteResultsFiles writes from the whole
+// Results kept in memory, on every configuration of the conservation cases.
+class StreamingTest : public testing::TestWithParam<Case> {};
+
+TEST_P(StreamingTest, StreamedFilesEqualTheInMemoryOnes) {
+  const Case& c = GetParam();
+  const std::string dir = testing::TempDir() + "/streaming_" + c.name;
+  std::vector<std::string> outs;
+  for (const bool stream : {false, true}) {
+    FakeCostModel cost(kCosts);
+    auto reader = OpenTrace(c.trace, {});
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const std::string out = dir + (stream ? "/stream" : "/memory");
+    ReplayOptions options;
+    options.timeline = false;
+    std::unique_ptr<ResultsFileStream> files;
+    if (stream) {
+      auto opened = ResultsFileStream::Open(out);
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      files = std::move(*opened);
+      options.results_sink = files.get();
+      options.summary_memory_values = 7;
+    }
+    auto output = RunReplay(TestConfig(c.gpu_blocks, c.overrides), cost, reader->get(), options);
+    ASSERT_TRUE(output.ok()) << output.status();
+    if (stream) {
+      EXPECT_EQ(output->results.requests_size(), 0);  // streamed, not kept
+      EXPECT_EQ(output->results.series_size(), 0);
+      ASSERT_TRUE(files->Finish(output->results, "").ok());
+    } else {
+      EXPECT_GT(output->results.requests_size(), 0);
+      ASSERT_TRUE(WriteResultsFiles(out, output->results, "").ok());
+    }
+    outs.push_back(out);
+  }
+  for (const char* file : {"results.pb", "summary.json", "requests.csv", "timeseries.csv"}) {
+    auto a = ReadFile(outs[0] + "/" + file);
+    auto b = ReadFile(outs[1] + "/" + file);
+    ASSERT_TRUE(a.ok() && b.ok()) << file;
+    EXPECT_FALSE(a->empty()) << file;
+    EXPECT_TRUE(*a == *b) << file << " streamed differs from in memory (" << a->size() << " vs " << b->size()
+                          << " bytes)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StreamingTest, testing::ValuesIn(Cases()),
+                         [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+
 TEST(TraceErrorsTest, BadHashCountNamesTheRequest) {
   FakeCostModel cost(kCosts);
   std::vector<Request> requests = {MakeRequest(0, 0, 40, 1, {1, 2}, 16)};  // 40 tokens need 3 blocks

@@ -9,7 +9,9 @@
 #   mrc      the one-pass LRU curve at 6 sizes; mrc-sieve: sieve at the same 6 sizes (cache replays)
 #   replay   the serving simulation, default config
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
-# at most 1.25). Not a test: it takes minutes. Usage:
+# at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
+# those commands (gen always runs: the others read its trace, which gen then writes as native directly
+# when import is not among them). Usage:
 #   tools/bench_memory.sh [KVSIM] [WORKDIR] [N1 N2 ...]      (default N: 1000000 5000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,9 @@ measure() {
 }
 
 commands=(gen import inspect cache mrc mrc-sieve replay)
+if [ -n "${COMMANDS:-}" ]; then
+  read -r -a commands <<< "gen ${COMMANDS//gen/}"
+fi
 declare -A peak
 for n in "${sizes[@]}"; do
   spec="$work/chat_$n.textproto"
@@ -38,7 +43,12 @@ for n in "${sizes[@]}"; do
   rm -f "$jsonl" "$native"
   for c in "${commands[@]}"; do
     case $c in
-      gen) measure "$kvsim" gen --spec="$spec" --out="$jsonl" --quiet ;;
+      gen)
+        if [[ " ${commands[*]} " == *" import "* ]]; then
+          measure "$kvsim" gen --spec="$spec" --out="$jsonl" --quiet
+        else
+          measure "$kvsim" gen --spec="$spec" --out="$native" --quiet
+        fi ;;
       import) measure "$kvsim" import "$jsonl" "$native" ;;
       inspect) measure "$kvsim" inspect "$native" ;;
       cache) measure "$kvsim" cache --trace="$native" --policy=lru,s3fifo --capacity=16384,131072 --quiet ;;
@@ -49,7 +59,7 @@ for n in "${sizes[@]}"; do
     peak[$c,$n]=$rss_kib
     printf '%-10s %9d requests  peak RSS %9.1f MiB  wall %7.1f s\n' "$c" "$n" "$(awk -v k="$rss_kib" 'BEGIN { print k / 1024 }')" "$secs"
   done
-  if [ "$n" = "${sizes[0]}" ]; then
+  if [ "$n" = "${sizes[0]}" ] && [[ " ${commands[*]} " == *" inspect "* ]]; then
     "$kvsim" inspect "$native" | grep -E "^(requests|block references|distinct blocks|approximate)" | sed 's/^/  /'
   fi
   rm -f "$jsonl"

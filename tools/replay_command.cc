@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -156,6 +157,13 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
+  // The results files are written as requests finish, unless --vllm_json needs every request (and its
+  // token gaps) in memory at the end.
+  std::unique_ptr<ResultsFileStream> stream;
+  if (!out_dir.empty() && vllm_json.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(stream, ResultsFileStream::Open(out_dir));
+    options.results_sink = stream.get();
+  }
   // Progress on a terminal only (util/progress.h).
   Progress progress("replay", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   options.progress = progress.Callback();
@@ -167,7 +175,14 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
                               " s: ", output.results.run().timeline_dropped_events(),
                               " events over --timeline_max_events=", options.timeline_max_events, " were dropped\n");
   }
-  if (!out_dir.empty()) {
+  if (stream != nullptr) {
+    // The sessions go to the files without a copy; the summary table and --json need run and summary only.
+    proto::Results rest;
+    rest.Swap(&output.results);
+    *output.results.mutable_run() = rest.run();
+    *output.results.mutable_summary() = rest.summary();
+    KVSIM_RETURN_IF_ERROR(stream->Finish(std::move(rest), output.timeline_json));
+  } else if (!out_dir.empty()) {
     KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
   if (!vllm_json.empty()) {
@@ -202,10 +217,13 @@ KVSIM_REGISTER_COMMAND(
                    "reuse, LRU, fitted costs.\n"
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
                    "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev;\n"
-                   "--timeline_window=START:END keeps only that span of simulated seconds).\n"
+                   "--timeline_window=START:END keeps only that span of simulated seconds). The files are written\n"
+                   "as requests finish: memory does not grow with the number of requests (one record per session\n"
+                   "does); summary percentiles stay exact (beyond 2^20 requests their values spill to TMPDIR).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
-                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h).\n"
+                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h); it holds every\n"
+                   "request and its token gaps in memory until the end.\n"
                    "Per-request KV configurations: --kv_configs=FILE (CSV of request_id or prompt_id and config,\n"
                    "e.g. kvsim select's selections.csv) or --kv_config=NAME (all requests), naming candidates of\n"
                    "--configs (default: fp16 plus the ten KVQuant, H2O and RocketKV ones). Each request's KV\n"

@@ -286,6 +286,30 @@ absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::
   return RenameTempFile(tmp, path);
 }
 
+absl::Status CommitTempFiles(const std::vector<TempFile>& files) {
+  absl::Status closed = absl::OkStatus();
+  for (const TempFile& f : files) {
+    if (absl::Status s = CloseTempFile(f.file, f.tmp); !s.ok() && closed.ok()) closed = s;
+  }
+  const auto remove_from = [&files](size_t first) {
+    for (size_t i = first; i < files.size(); ++i) {
+      ForgetTempPath(files[i].tmp);
+      std::remove(files[i].tmp.c_str());
+    }
+  };
+  if (!closed.ok()) {
+    remove_from(0);
+    return closed;
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (absl::Status s = RenameTempFile(files[i].tmp, files[i].path); !s.ok()) {
+      remove_from(i + 1);
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MakeDirectories(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("empty directory path");
   for (size_t i = 1; i <= path.size(); ++i) {

@@ -45,6 +45,19 @@ absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::
 // step that failed. For writers that stream into `tmp` (see WriteFileAtomically for whole contents).
 absl::Status CommitTempFile(std::FILE* file, const std::string& tmp, const std::string& path);
 
+// A file streamed under its temporary name `tmp` (TempPathFor(path)), to be renamed over `path`.
+struct TempFile {
+  std::FILE* file = nullptr;
+  std::string tmp;
+  std::string path;
+};
+
+// CommitTempFile for files that belong together, e.g. one run's results streamed as it goes: first closes
+// every one (flushed and synced; every file is closed in every case), then renames each over its path. A
+// failure to close one removes every temporary and renames nothing; only a failing rename, after every
+// close succeeded, can leave the earlier ones renamed (the later temporaries are then removed).
+absl::Status CommitTempFiles(const std::vector<TempFile>& files);
+
 // The temporary name `path`.tmp.<pid> under which a writer streams `path` before CommitTempFile renames
 // it. The name is registered: if the process is ended by SIGINT or SIGTERM (a handler installed on first
 // use, where the signal still has its default action) every registered temporary file is removed before

@@ -22,13 +22,19 @@
 
 namespace kvsim {
 
+// The 0-based index of the nearest-rank `fraction` quantile among `n` sorted values (for readers that see
+// the values as a stream, not a vector). REQUIRES: n >= 1.
+inline size_t NearestRankIndex(size_t n, double fraction) {
+  KVSIM_CHECK(n >= 1) << "percentile of no values";
+  const double rank = std::ceil(fraction * static_cast<double>(n));
+  return rank < 1 ? 0 : std::min(n, static_cast<size_t>(rank)) - 1;
+}
+
 // REQUIRES: `sorted` is non-empty and sorted ascending.
 template <typename T>
 T NearestRank(const std::vector<T>& sorted, double fraction) {
   KVSIM_CHECK(!sorted.empty()) << "percentile of no values";
-  const double rank = std::ceil(fraction * static_cast<double>(sorted.size()));
-  const size_t index = rank < 1 ? 0 : std::min(sorted.size(), static_cast<size_t>(rank)) - 1;
-  return sorted[index];
+  return sorted[NearestRankIndex(sorted.size(), fraction)];
 }
 
 // numpy.percentile(sorted, 100 * fraction) with its default linear interpolation.

@@ -2,34 +2,60 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "util/check.h"
 #include "util/percentile.h"
+#include "util/status_macros.h"
 
 namespace kvsim {
-proto::Distribution Distribute(std::vector<double>* values) {
-  proto::Distribution d;
-  if (values->empty()) return d;
-  std::sort(values->begin(), values->end());
-  const size_t n = values->size();
-  double sum = 0;
-  for (double v : *values) sum += v;
-  d.set_mean(sum / static_cast<double>(n));
-  d.set_p50(NearestRank(*values, 0.50));
-  d.set_p90(NearestRank(*values, 0.90));
-  d.set_p99(NearestRank(*values, 0.99));
-  d.set_max(values->back());
+SortedDistribution::SortedDistribution(int64_t count) : count_(count) {}
+
+void SortedDistribution::Add(double value) {
+  KVSIM_CHECK(seen_ < count_) << "more values than announced (" << count_ << ")";
+  const size_t n = static_cast<size_t>(count_), i = static_cast<size_t>(seen_);
+  if (i == NearestRankIndex(n, 0.50)) distribution_.set_p50(value);
+  if (i == NearestRankIndex(n, 0.90)) distribution_.set_p90(value);
+  if (i == NearestRankIndex(n, 0.99)) distribution_.set_p99(value);
+  if (i + 1 == n) distribution_.set_max(value);
+  sum_ += value;
+  ++seen_;
+}
+
+proto::Distribution SortedDistribution::Finish() const {
+  KVSIM_CHECK(seen_ == count_) << seen_ << " of " << count_ << " values added";
+  proto::Distribution d = distribution_;
+  if (count_ > 0) d.set_mean(sum_ / static_cast<double>(count_));
   return d;
+}
+
+proto::Distribution Distribute(std::vector<double>* values) {
+  std::sort(values->begin(), values->end());
+  SortedDistribution distribution(static_cast<int64_t>(values->size()));
+  for (double v : *values) distribution.Add(v);
+  return distribution.Finish();
 }
 
 namespace {
 
 double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
 
+// The Distribution of the values in `spill`, exactly as Distribute of them all.
+absl::StatusOr<proto::Distribution> DistributeSpill(SortedSpill* spill) {
+  SortedDistribution distribution(spill->size());
+  KVSIM_RETURN_IF_ERROR(spill->Visit([&distribution](double v) { distribution.Add(v); }));
+  return distribution.Finish();
+}
+
 }  // namespace
 
-MetricsCollector::MetricsCollector(int64_t interval_ns, bool record_token_gaps)
-    : interval_ns_(interval_ns), record_token_gaps_(record_token_gaps) {
+MetricsCollector::MetricsCollector(int64_t interval_ns, const MetricsOptions& options)
+    : interval_ns_(interval_ns),
+      options_(options),
+      ttft_ms_(options.sorted_run_values),
+      tpot_ms_(options.sorted_run_values),
+      e2e_ms_(options.sorted_run_values),
+      queueing_ms_(options.sorted_run_values) {
   KVSIM_CHECK(interval_ns > 0);
 }
 
@@ -50,7 +76,7 @@ void MetricsCollector::OnIteration(const IterationRecord& record) {
   }
   if (record.start_ns < next_sample_ns_[record.replica]) return;
   next_sample_ns_[record.replica] = (record.start_ns / interval_ns_ + 1) * interval_ns_;
-  proto::TimeSeriesPoint& point = series_.emplace_back();
+  proto::TimeSeriesPoint& point = options_.sink != nullptr ? point_ : *results_.add_series();
   point.set_time_ns(record.start_ns);
   point.set_replica(record.replica);
   point.set_gpu_blocks_used(record.gpu_blocks_used);
@@ -61,30 +87,48 @@ void MetricsCollector::OnIteration(const IterationRecord& record) {
   point.set_gpu_blocks_pinned(record.gpu_blocks_pinned);
   point.set_host_blocks_used(record.host_blocks_used);
   point.set_iteration_ns(record.duration_ns);
+  if (options_.sink != nullptr) options_.sink->AddPoint(point);
 }
 
 void MetricsCollector::OnRequestFinished(SimTime now_ns, const RequestState& s) {
-  outcomes_.push_back(Outcome{s.request.request_id,
-                              s.replica,
-                              !s.rejected,
-                              s.preemptions,
-                              s.arrival_ns,
-                              s.first_scheduled_ns,
-                              s.first_token_ns,
-                              s.last_token_ns,
-                              s.finish_ns,
-                              s.request.input_tokens,
-                              s.generated_tokens,
-                              s.prefix_potential_tokens,
-                              s.prefix_potential_blocks,
-                              s.segment_potential_tokens,
-                              s.reused_tokens,
-                              s.reused_blocks,
-                              s.recomputed_tokens,
-                              s.reloaded_tokens,
-                              s.swapped_tokens,
-                              static_cast<int64_t>(s.request.block_hashes.size()),
-                              record_token_gaps_ ? s.token_gaps_ns : std::vector<int64_t>{}});
+  ++num_requests_;
+  proto::RequestResult* request = &request_;
+  if (options_.sink == nullptr) {
+    request = results_.add_requests();
+  } else {
+    request_.Clear();
+  }
+  FillRequest(s, request);
+  if (options_.sink != nullptr) options_.sink->AddRequest(request_);
+  if (s.rejected) {
+    ++rejected_;
+    return;
+  }
+  const proto::SloConfig& slo = options_.slo;
+  const double ttft_ms = NsToMs(s.first_token_ns - s.arrival_ns);
+  ttft_ms_.Add(ttft_ms);
+  e2e_ms_.Add(NsToMs(s.finish_ns - s.arrival_ns));
+  queueing_ms_.Add(NsToMs(s.first_scheduled_ns - s.arrival_ns));
+  double tpot_ms = 0;
+  if (s.generated_tokens > 1) {
+    tpot_ms = NsToMs(s.last_token_ns - s.first_token_ns) / static_cast<double>(s.generated_tokens - 1);
+    tpot_ms_.Add(tpot_ms);
+  }
+  const double e2e_ms = NsToMs(s.finish_ns - s.arrival_ns);
+  if ((slo.ttft_ms() <= 0 || ttft_ms <= slo.ttft_ms()) && (slo.tpot_ms() <= 0 || tpot_ms <= slo.tpot_ms()) &&
+      (slo.e2e_ms() <= 0 || e2e_ms <= slo.e2e_ms())) {
+    ++good_;
+  }
+  input_tokens_ += s.request.input_tokens;
+  output_tokens_ += s.generated_tokens;
+  prefix_tokens_ += s.prefix_potential_tokens;
+  prefix_blocks_ += s.prefix_potential_blocks;
+  segment_tokens_ += s.segment_potential_tokens;
+  reused_tokens_ += s.reused_tokens;
+  recomputed_tokens_ += s.recomputed_tokens;
+  reloaded_tokens_ += s.reloaded_tokens;
+  preemptions_ += s.preemptions;
+  prompt_blocks_ += static_cast<int64_t>(s.request.block_hashes.size());
 }
 
 void MetricsCollector::OnRunEnd(SimTime end_ns, const std::vector<const BlockManager*>& replicas) {
@@ -111,72 +155,45 @@ void MetricsCollector::OnRunEnd(SimTime end_ns, const std::vector<const BlockMan
   }
 }
 
-void MetricsCollector::FillRequest(const Outcome& o, proto::RequestResult* r) const {
-  r->set_request_id(o.request_id);
-  r->set_replica(o.replica);
-  r->set_arrival_ns(o.arrival_ns);
-  r->set_finished(o.finished);
-  r->set_input_tokens(o.input_tokens);
-  r->set_output_tokens(o.output_tokens);
-  r->set_first_token_ns(o.first_token_ns);
-  r->set_finish_ns(o.finish_ns);
-  if (!o.finished) return;
-  r->set_queueing_ns(o.first_scheduled_ns - o.arrival_ns);
-  r->set_ttft_ns(o.first_token_ns - o.arrival_ns);
-  r->set_e2e_ns(o.finish_ns - o.arrival_ns);
-  if (o.output_tokens > 1) r->set_tpot_ns((o.last_token_ns - o.first_token_ns) / (o.output_tokens - 1));
-  r->mutable_token_gaps_ns()->Add(o.token_gaps_ns.begin(), o.token_gaps_ns.end());
-  r->set_prefix_reused_tokens(o.prefix_potential_tokens);
-  r->set_prefix_reused_blocks(o.prefix_potential_blocks);
-  r->set_segment_reused_tokens(o.segment_potential_tokens);
-  r->set_reused_tokens(o.reused_tokens);
-  r->set_reused_blocks(o.reused_blocks);
-  r->set_recomputed_tokens(o.recomputed_tokens);
-  r->set_reloaded_tokens(o.reloaded_tokens);
-  r->set_swapped_tokens(o.swapped_tokens);
-  r->set_preemptions(o.preemptions);
+void MetricsCollector::FillRequest(const RequestState& s, proto::RequestResult* r) const {
+  const bool finished = !s.rejected;
+  r->set_request_id(s.request.request_id);
+  r->set_replica(s.replica);
+  r->set_arrival_ns(s.arrival_ns);
+  r->set_finished(finished);
+  r->set_input_tokens(s.request.input_tokens);
+  r->set_output_tokens(s.generated_tokens);
+  r->set_first_token_ns(s.first_token_ns);
+  r->set_finish_ns(s.finish_ns);
+  if (!finished) return;
+  r->set_queueing_ns(s.first_scheduled_ns - s.arrival_ns);
+  r->set_ttft_ns(s.first_token_ns - s.arrival_ns);
+  r->set_e2e_ns(s.finish_ns - s.arrival_ns);
+  if (s.generated_tokens > 1) r->set_tpot_ns((s.last_token_ns - s.first_token_ns) / (s.generated_tokens - 1));
+  if (options_.record_token_gaps) r->mutable_token_gaps_ns()->Add(s.token_gaps_ns.begin(), s.token_gaps_ns.end());
+  r->set_prefix_reused_tokens(s.prefix_potential_tokens);
+  r->set_prefix_reused_blocks(s.prefix_potential_blocks);
+  r->set_segment_reused_tokens(s.segment_potential_tokens);
+  r->set_reused_tokens(s.reused_tokens);
+  r->set_reused_blocks(s.reused_blocks);
+  r->set_recomputed_tokens(s.recomputed_tokens);
+  r->set_reloaded_tokens(s.reloaded_tokens);
+  r->set_swapped_tokens(s.swapped_tokens);
+  r->set_preemptions(s.preemptions);
 }
 
-proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const {
-  proto::Results results;
+absl::StatusOr<proto::Results> MetricsCollector::TakeResults() {
+  proto::Results results = std::move(results_);
+  results_.Clear();
   proto::Summary& s = *results.mutable_summary();
-  std::vector<double> ttft, tpot, e2e, queueing;
-  int64_t good = 0, input = 0, output = 0, prefix = 0, prefix_blocks = 0, prompt_blocks = 0, segment = 0;
-  int64_t reused = 0, recomputed = 0, reloaded = 0, preemptions = 0;
-  results.mutable_requests()->Reserve(static_cast<int>(outcomes_.size()));
-  for (const Outcome& o : outcomes_) {
-    FillRequest(o, results.add_requests());
-    if (!o.finished) {
-      s.set_rejected_requests(s.rejected_requests() + 1);
-      continue;
-    }
-    const double ttft_ms = NsToMs(o.first_token_ns - o.arrival_ns);
-    ttft.push_back(ttft_ms);
-    e2e.push_back(NsToMs(o.finish_ns - o.arrival_ns));
-    queueing.push_back(NsToMs(o.first_scheduled_ns - o.arrival_ns));
-    double tpot_ms = 0;
-    if (o.output_tokens > 1) {
-      tpot_ms = NsToMs(o.last_token_ns - o.first_token_ns) / static_cast<double>(o.output_tokens - 1);
-      tpot.push_back(tpot_ms);
-    }
-    const double e2e_ms = NsToMs(o.finish_ns - o.arrival_ns);
-    if ((slo.ttft_ms() <= 0 || ttft_ms <= slo.ttft_ms()) && (slo.tpot_ms() <= 0 || tpot_ms <= slo.tpot_ms()) &&
-        (slo.e2e_ms() <= 0 || e2e_ms <= slo.e2e_ms())) {
-      ++good;
-    }
-    input += o.input_tokens;
-    output += o.output_tokens;
-    prefix += o.prefix_potential_tokens;
-    prefix_blocks += o.prefix_potential_blocks;
-    segment += o.segment_potential_tokens;
-    reused += o.reused_tokens;
-    recomputed += o.recomputed_tokens;
-    reloaded += o.reloaded_tokens;
-    preemptions += o.preemptions;
-    prompt_blocks += o.prompt_blocks;
-  }
-  const int64_t finished = static_cast<int64_t>(ttft.size());
-  s.set_num_requests(static_cast<int64_t>(outcomes_.size()));
+  const proto::SloConfig& slo = options_.slo;
+  const int64_t finished = num_requests_ - rejected_;
+  const int64_t good = good_, input = input_tokens_, output = output_tokens_, prefix = prefix_tokens_;
+  const int64_t prefix_blocks = prefix_blocks_, prompt_blocks = prompt_blocks_, segment = segment_tokens_;
+  const int64_t reused = reused_tokens_, recomputed = recomputed_tokens_, reloaded = reloaded_tokens_;
+  const int64_t preemptions = preemptions_;
+  s.set_rejected_requests(rejected_);
+  s.set_num_requests(num_requests_);
   s.set_finished_requests(finished);
   const double duration_s = first_arrival_ns_ < 0 ? 0 : NsToS(end_ns_ - first_arrival_ns_);
   s.set_duration_s(duration_s);
@@ -185,10 +202,10 @@ proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const
   s.set_goodput_requests_per_s(Ratio(good, duration_s));
   s.set_goodput_fraction(Ratio(good, finished));
   s.set_slo_set(slo.ttft_ms() > 0 || slo.tpot_ms() > 0 || slo.e2e_ms() > 0);
-  *s.mutable_ttft_ms() = Distribute(&ttft);
-  *s.mutable_tpot_ms() = Distribute(&tpot);
-  *s.mutable_e2e_ms() = Distribute(&e2e);
-  *s.mutable_queueing_ms() = Distribute(&queueing);
+  KVSIM_ASSIGN_OR_RETURN(*s.mutable_ttft_ms(), DistributeSpill(&ttft_ms_));
+  KVSIM_ASSIGN_OR_RETURN(*s.mutable_tpot_ms(), DistributeSpill(&tpot_ms_));
+  KVSIM_ASSIGN_OR_RETURN(*s.mutable_e2e_ms(), DistributeSpill(&e2e_ms_));
+  KVSIM_ASSIGN_OR_RETURN(*s.mutable_queueing_ms(), DistributeSpill(&queueing_ms_));
   s.set_prefix_hit_ratio(Ratio(prefix, input));
   s.set_segment_hit_ratio(Ratio(segment, input));
   s.set_reuse_hit_ratio(Ratio(reused, input));
@@ -220,7 +237,6 @@ proto::Results MetricsCollector::BuildResults(const proto::SloConfig& slo) const
   s.set_reloaded_bytes(reloaded_blocks * block_bytes_);
   s.set_demoted_bytes(demoted_blocks * block_bytes_);
   s.set_swapped_bytes(swapped_blocks * block_bytes_);
-  for (const proto::TimeSeriesPoint& point : series_) *results.add_series() = point;
   return results;
 }
 

@@ -2,6 +2,11 @@
 //
 // MetricsCollector: an EngineObserver that records every request's outcome, samples each replica's state
 // over time, and at the end builds the Results proto (per-request records, time series, summary).
+// The summary is accumulated as requests finish. Per-request records and time-series points are kept in
+// the Results, or, with a ResultsSink (sim/serving/results_sink.h), handed to it as they are made and not
+// kept: memory then does not grow with the number of requests, except the four latency distributions'
+// values (8 bytes per finished request each), which stay in memory up to `sorted_run_values` per
+// distribution and spill to a temporary file beyond (SortedSpill), so the percentiles stay exact.
 //
 // Definitions (times in the unit their field names):
 // - queueing = first scheduled - arrival; TTFT = first output token - arrival; e2e = last token - arrival;
@@ -14,10 +19,10 @@
 // - The time series holds, per replica, the first iteration that starts in each sampling interval.
 //
 // Example:
-//   MetricsCollector metrics(/*interval_ns=*/100 * kNsPerMs);
+//   MetricsCollector metrics(/*interval_ns=*/100 * kNsPerMs, {.slo = config.slo()});
 //   engine->AddObserver(&metrics);
 //   KVSIM_RETURN_IF_ERROR(engine->Run(reader.get()));
-//   proto::Results results = metrics.BuildResults(config.slo());
+//   KVSIM_ASSIGN_OR_RETURN(proto::Results results, metrics.TakeResults());
 //
 // Thread-safety: none.
 #ifndef KVSIM_SIM_SERVING_METRICS_H_
@@ -26,48 +31,73 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
 #include "sim/serving/observer.h"
+#include "sim/serving/results_sink.h"
+#include "sim/serving/sorted_spill.h"
 
 namespace kvsim {
+
+// The Distribution of `count` values given one at a time in ascending order: nearest-rank percentiles,
+// the mean (summed in that order) and the max. Distribute and the spilled summaries both use it, so
+// both give the same bits.
+class SortedDistribution {
+ public:
+  explicit SortedDistribution(int64_t count);
+  // REQUIRES: values arrive in ascending order, at most `count` of them.
+  void Add(double value);
+  // All 0 when count is 0. REQUIRES: `count` values were added.
+  proto::Distribution Finish() const;
+
+ private:
+  const int64_t count_;
+  int64_t seen_ = 0;
+  double sum_ = 0;
+  proto::Distribution distribution_;
+};
 
 // Nearest-rank percentiles, mean and max of `values` (sorted in place); all 0 when empty.
 proto::Distribution Distribute(std::vector<double>* values);
 
+struct MetricsOptions {
+  proto::SloConfig slo;  // the objectives a good request meets (goodput)
+  // Fill each finished request's RequestResult.token_gaps_ns (its inter-token latencies).
+  bool record_token_gaps = false;
+  // Not owned; nullptr = keep the records and points in the Results.
+  ResultsSink* sink = nullptr;
+  // Latency values per distribution held in memory before they spill to disk (SortedSpill); >= 1.
+  int64_t sorted_run_values = SortedSpill::kDefaultRunValues;
+};
+
 class MetricsCollector final : public EngineObserver {
  public:
-  // Samples each replica at most once per `interval_ns` (> 0). `record_token_gaps`: each finished
-  // request's RequestResult.token_gaps_ns (its inter-token latencies) is filled too.
-  explicit MetricsCollector(int64_t interval_ns, bool record_token_gaps = false);
+  // Samples each replica at most once per `interval_ns` (> 0).
+  explicit MetricsCollector(int64_t interval_ns, const MetricsOptions& options = {});
 
   void OnArrival(SimTime now_ns, const RequestState& state) override;
   void OnIteration(const IterationRecord& record) override;
   void OnRequestFinished(SimTime now_ns, const RequestState& state) override;
   void OnRunEnd(SimTime end_ns, const std::vector<const BlockManager*>& replicas) override;
 
-  // Requests (in completion order), series and summary. RunInfo is left for the caller.
-  proto::Results BuildResults(const proto::SloConfig& slo) const;
+  // Summary, and (without a sink) requests in completion order and the series; RunInfo is left for the
+  // caller. Moves the records out: call once, after OnRunEnd. Internal if a spill file failed.
+  absl::StatusOr<proto::Results> TakeResults();
 
  private:
-  struct Outcome {
-    uint64_t request_id;
-    int32_t replica;
-    bool finished;
-    int32_t preemptions;
-    int64_t arrival_ns, first_scheduled_ns, first_token_ns, last_token_ns, finish_ns;
-    int64_t input_tokens, output_tokens;
-    int64_t prefix_potential_tokens, prefix_potential_blocks, segment_potential_tokens;
-    int64_t reused_tokens, reused_blocks, recomputed_tokens, reloaded_tokens, swapped_tokens;
-    int64_t prompt_blocks;
-    std::vector<int64_t> token_gaps_ns;  // empty unless record_token_gaps_
-  };
-  void FillRequest(const Outcome& outcome, proto::RequestResult* result) const;
+  void FillRequest(const RequestState& state, proto::RequestResult* result) const;
 
   const int64_t interval_ns_;
-  const bool record_token_gaps_;
-  std::vector<Outcome> outcomes_;
-  std::vector<proto::TimeSeriesPoint> series_;
+  const MetricsOptions options_;
+  proto::Results results_;        // requests and series (without a sink)
+  proto::RequestResult request_;  // scratch, with a sink
+  proto::TimeSeriesPoint point_;  // scratch, with a sink
+  SortedSpill ttft_ms_, tpot_ms_, e2e_ms_, queueing_ms_;
+  int64_t num_requests_ = 0, rejected_ = 0, good_ = 0;
+  int64_t input_tokens_ = 0, output_tokens_ = 0, prefix_tokens_ = 0, prefix_blocks_ = 0, prompt_blocks_ = 0;
+  int64_t segment_tokens_ = 0, reused_tokens_ = 0, recomputed_tokens_ = 0, reloaded_tokens_ = 0;
+  int64_t preemptions_ = 0;
   std::vector<int64_t> next_sample_ns_;  // per replica
   SimTime first_arrival_ns_ = -1;
   SimTime end_ns_ = 0;

@@ -1,9 +1,14 @@
 #include "sim/serving/metrics.h"
 
+#include <dirent.h>
+
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "sim/serving/results_writer.h"
+#include "util/file.h"
 #include "util/json_text.h"
 
 namespace kvsim {
@@ -11,7 +16,7 @@ namespace {
 
 // Ten requests arriving at 0 with TTFT 1..10 ms, two output tokens 1 ms apart, 100-token prompts.
 proto::Results TenRequests(const proto::SloConfig& slo) {
-  MetricsCollector metrics(kNsPerS);
+  MetricsCollector metrics(kNsPerS, {.slo = slo});
   for (int i = 1; i <= 10; ++i) {
     RequestState s;
     s.request.request_id = i;
@@ -28,7 +33,9 @@ proto::Results TenRequests(const proto::SloConfig& slo) {
     metrics.OnRequestFinished(s.finish_ns, s);
   }
   metrics.OnRunEnd(11 * kNsPerMs, {});
-  return metrics.BuildResults(slo);
+  absl::StatusOr<proto::Results> results = metrics.TakeResults();
+  EXPECT_TRUE(results.ok()) << results.status();
+  return *results;
 }
 
 TEST(MetricsCollectorTest, NearestRankPercentilesAndGoodput) {
@@ -101,7 +108,9 @@ TEST(ResultsWriterTest, OneTokenOutputHasNoTpot) {
     metrics.OnRequestFinished(s.finish_ns, s);
   }
   metrics.OnRunEnd(10 * kNsPerMs, {});
-  const proto::Results results = metrics.BuildResults({});
+  absl::StatusOr<proto::Results> taken = metrics.TakeResults();
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  const proto::Results& results = *taken;
   ASSERT_EQ(results.requests_size(), 2);
   EXPECT_FALSE(results.requests(0).has_tpot_ns());
   EXPECT_EQ(results.requests(1).tpot_ns(), 2 * kNsPerMs);
@@ -110,6 +119,125 @@ TEST(ResultsWriterTest, OneTokenOutputHasNoTpot) {
   EXPECT_NE(csv.find("\n3,0,1,0,0,1000000,2000000,5000000,10,3,"), std::string::npos) << csv;
   EXPECT_TRUE(ProtoToJson(results.requests(0))["tpot_ns"].is_null());
   EXPECT_EQ(ProtoToJson(results.requests(1))["tpot_ns"], 2 * kNsPerMs);
+}
+
+// The same requests in another order, with the latency values spilled to disk every 3 values: the same
+// summary, bit for bit, as all values sorted in memory.
+TEST(MetricsCollectorTest, SpilledDistributionsEqualTheInMemoryOnes) {
+  proto::Results reference, spilled;
+  for (const int64_t run_values : {SortedSpill::kDefaultRunValues, int64_t{3}}) {
+    MetricsCollector metrics(kNsPerS, {.sorted_run_values = run_values});
+    std::vector<RequestState> states(50);
+    for (int i = 0; i < 50; ++i) {
+      RequestState& s = states[i];
+      s.request.request_id = i;
+      s.request.input_tokens = 10;
+      s.generated_tokens = 1 + i % 4;
+      s.arrival_ns = i * 1000;
+      s.first_scheduled_ns = s.arrival_ns + (i * 7919) % 1000003;
+      s.first_token_ns = s.first_scheduled_ns + (i * 104729) % 999983;
+      s.last_token_ns = s.finish_ns = s.first_token_ns + (s.generated_tokens - 1) * ((i * 31) % 1009 + 1);
+      metrics.OnArrival(s.arrival_ns, s);
+    }
+    for (int k = 0; k < 50; ++k) {
+      const RequestState& s = states[run_values == 3 ? 49 - k : k];  // finishing in reverse order
+      metrics.OnRequestFinished(s.finish_ns, s);
+    }
+    metrics.OnRunEnd(2 * kNsPerS, {});
+    absl::StatusOr<proto::Results> results = metrics.TakeResults();
+    ASSERT_TRUE(results.ok()) << results.status();
+    (run_values == 3 ? spilled : reference) = *results;
+  }
+  std::string a, b;
+  ASSERT_TRUE(reference.summary().SerializeToString(&a) && spilled.summary().SerializeToString(&b));
+  EXPECT_TRUE(a == b) << reference.summary().DebugString() << "\nvs\n" << spilled.summary().DebugString();
+}
+
+// Names in `dir` other than . and ..
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* entry = readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+// A Results with every part results.pb has: run, summary, requests (with and without TPOT, token gaps,
+// ids of several varint bytes), series, sessions and the TTFT breakdown; enough records that the streamed
+// files pass their 1 MiB buffers several times.
+proto::Results FullResults() {
+  proto::Results results;
+  results.mutable_run()->set_trace_path("trace.kvt");
+  results.mutable_run()->set_config_text("name: \"x\"\n");
+  results.mutable_summary()->set_num_requests(30000);
+  results.mutable_summary()->mutable_ttft_ms()->set_p99(12.5);
+  for (int i = 0; i < 30000; ++i) {
+    proto::RequestResult* r = results.add_requests();
+    r->set_request_id(uint64_t{1} << (i % 64));
+    r->set_replica(i % 3);
+    r->set_finished(i % 11 != 0);
+    r->set_arrival_ns(int64_t{i} * 1'000'003);
+    r->set_ttft_ns(i * 17);
+    if (i % 5 != 0) r->set_tpot_ns(i % 997);
+    if (i % 7 == 0) r->add_token_gaps_ns(i), r->add_token_gaps_ns(-1);
+    r->set_input_tokens(100 + i);
+  }
+  for (int i = 0; i < 40000; ++i) {
+    proto::TimeSeriesPoint* p = results.add_series();
+    p->set_time_ns(int64_t{i} * 100'000'000);
+    p->set_replica(i % 2);
+    p->set_gpu_blocks_used(i * 3);
+  }
+  for (int i = 0; i < 3; ++i) results.add_sessions()->set_session_id(i * 1000);
+  results.mutable_ttft_breakdown()->set_ttft_ms(3.25);
+  return results;
+}
+
+TEST(ResultsFileStreamTest, StreamedFilesEqualWriteResultsFiles) {
+  const proto::Results results = FullResults();
+  const std::string dir = testing::TempDir() + "/results_stream";
+  ASSERT_TRUE(WriteResultsFiles(dir + "/whole", results, "{\"traceEvents\":[]}\n").ok());
+  auto stream = ResultsFileStream::Open(dir + "/stream");
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  for (const proto::RequestResult& r : results.requests()) (*stream)->AddRequest(r);
+  for (const proto::TimeSeriesPoint& p : results.series()) (*stream)->AddPoint(p);
+  proto::Results rest = results;
+  rest.clear_requests();
+  rest.clear_series();
+  ASSERT_TRUE((*stream)->Finish(std::move(rest), "{\"traceEvents\":[]}\n").ok());
+  for (const char* file : {"results.pb", "summary.json", "requests.csv", "timeseries.csv", "timeline.json"}) {
+    auto a = ReadFile(dir + "/whole/" + file);
+    auto b = ReadFile(dir + "/stream/" + file);
+    ASSERT_TRUE(a.ok() && b.ok()) << file;
+    EXPECT_GT(a->size(), 10u) << file;
+    EXPECT_TRUE(*a == *b) << file << ": " << a->size() << " vs " << b->size() << " bytes";
+  }
+  EXPECT_EQ(ListDir(dir + "/stream").size(), 5u);  // no temporary left
+  proto::Results parsed;
+  ASSERT_TRUE(parsed.ParseFromString(*ReadFile(dir + "/stream/results.pb")));
+  EXPECT_EQ(parsed.requests_size(), 30000);
+  EXPECT_EQ(parsed.sessions_size(), 3);
+}
+
+TEST(ResultsFileStreamTest, AnUnfinishedOrRefusedStreamLeavesNoFile) {
+  const std::string dir = testing::TempDir() + "/results_stream_unfinished";
+  const proto::Results results = FullResults();
+  {  // an error path: never finished
+    auto stream = ResultsFileStream::Open(dir);
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    (*stream)->AddRequest(results.requests(0));
+    EXPECT_EQ(ListDir(dir).size(), 2u);  // requests.csv and timeseries.csv, under temporary names
+  }
+  EXPECT_TRUE(ListDir(dir).empty());
+  auto stream = ResultsFileStream::Open(dir);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const absl::Status refused = (*stream)->Finish(results, "");  // still holds its records
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_TRUE(ListDir(dir).empty());
 }
 
 }  // namespace

@@ -82,13 +82,20 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   if (options.timeseries_interval_ns <= 0) {
     return absl::InvalidArgumentError("timeseries interval must be > 0 ns");
   }
+  if (options.summary_memory_values < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("summary memory values must be >= 1, got ", options.summary_memory_values));
+  }
   KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens,
                                         EngineOptions{.record_token_gaps = options.record_token_gaps,
                                                       .advance_decode_runs = options.advance_decode_runs}));
   KVSIM_RETURN_IF_ERROR(engine->SetRequestKv(options.request_kv));
-  MetricsCollector metrics(options.timeseries_interval_ns, options.record_token_gaps);
+  MetricsCollector metrics(options.timeseries_interval_ns, {.slo = config.slo(),
+                                                            .record_token_gaps = options.record_token_gaps,
+                                                            .sink = options.results_sink,
+                                                            .sorted_run_values = options.summary_memory_values});
   engine->AddObserver(&metrics);
   SessionMetrics sessions;
   engine->AddObserver(&sessions);
@@ -115,7 +122,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   KVSIM_RETURN_IF_ERROR(engine->Run(reader));
 
   ReplayOutput output;
-  output.results = metrics.BuildResults(config.slo());
+  KVSIM_ASSIGN_OR_RETURN(output.results, metrics.TakeResults());
   output.run_advanced_iterations = engine->run_advanced_iterations();
   sessions.Fill(config.workload().closed_loop_sessions(), &output.results);
   *output.results.mutable_ttft_breakdown() = ToProto(decomposition.MeanParts());

@@ -28,6 +28,8 @@
 #include "proto/results.pb.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/request_kv.h"
+#include "sim/serving/results_sink.h"
+#include "sim/serving/sorted_spill.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {
@@ -50,6 +52,13 @@ struct ReplayOptions {
   // Called with (requests finished or rejected, total: workload.max_requests, 0 = not known) as the run
   // proceeds, on the engine's thread (e.g. util/progress.h's Progress::Callback()). Results do not depend on it.
   std::function<void(int64_t done, int64_t total)> progress;
+  // Where each request's record and each time-series point go as they are made (e.g. ResultsFileStream in
+  // sim/serving/results_writer.h); ReplayOutput::results then holds neither, and memory does not grow with
+  // the number of requests (MetricsCollector). nullptr = kept in ReplayOutput::results. Not owned.
+  ResultsSink* results_sink = nullptr;
+  // Latency values per summary distribution held in memory before they spill to a temporary file (exact
+  // percentiles either way; MetricsOptions::sorted_run_values); >= 1.
+  int64_t summary_memory_values = SortedSpill::kDefaultRunValues;
   // Per-request KV configurations (Engine::SetRequestKv, sim/serving/request_kv.h); nullptr = every request
   // at the config's KV format. Not owned.
   const RequestKvAssigner* request_kv = nullptr;

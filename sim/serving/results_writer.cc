@@ -1,5 +1,9 @@
 #include "sim/serving/results_writer.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,39 +49,68 @@ class CsvRow {
   char* cursor_ = buffer_;
 };
 
+constexpr char kRequestsCsvHeader[] =
+    "request_id,replica,finished,arrival_ns,queueing_ns,ttft_ns,tpot_ns,e2e_ns,input_tokens,output_tokens,"
+    "prefix_reused_tokens,segment_reused_tokens,reused_tokens,reused_blocks,recomputed_tokens,"
+    "reloaded_tokens,swapped_tokens,preemptions\n";
+constexpr char kTimeSeriesCsvHeader[] =
+    "time_ns,replica,gpu_blocks_used,gpu_blocks_pinned,host_blocks_used,batch_size,batched_tokens,"
+    "queued_requests,running_requests,iteration_ns\n";
+
+// Field numbers of Results.requests and Results.series (proto/results.proto).
+constexpr uint32_t kRequestsField = 3;
+constexpr uint32_t kSeriesField = 4;
+
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+// The wire encoding of one element of a repeated message field `field`: its tag (wire type 2, length-
+// delimited), the message's length and its bytes, as protobuf serializes the element in its parent.
+void AppendRepeatedMessage(uint32_t field, const google::protobuf::MessageLite& message, std::string* out) {
+  AppendVarint((field << 3) | 2, out);
+  AppendVarint(message.ByteSizeLong(), out);
+  message.AppendToString(out);
+}
+
+constexpr size_t kStreamBufferBytes = size_t{1} << 20;
+
 }  // namespace
 
-std::string RequestsCsv(const proto::Results& results) {
-  std::string csv =
-      "request_id,replica,finished,arrival_ns,queueing_ns,ttft_ns,tpot_ns,e2e_ns,input_tokens,output_tokens,"
-      "prefix_reused_tokens,segment_reused_tokens,reused_tokens,reused_blocks,recomputed_tokens,"
-      "reloaded_tokens,swapped_tokens,preemptions\n";
-  csv.reserve(csv.size() + results.requests_size() * 96);
-  for (const proto::RequestResult& r : results.requests()) {
-    CsvRow row(&csv);
-    row << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns() << r.queueing_ns() << r.ttft_ns();
-    if (r.has_tpot_ns()) {
-      row << r.tpot_ns();
-    } else {
-      row.Empty();
-    }
-    row << r.e2e_ns() << r.input_tokens() << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
-        << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens() << r.swapped_tokens()
-        << r.preemptions();
+void AppendRequestCsvRow(const proto::RequestResult& r, std::string* csv) {
+  CsvRow row(csv);
+  row << r.request_id() << r.replica() << (r.finished() ? 1 : 0) << r.arrival_ns() << r.queueing_ns() << r.ttft_ns();
+  if (r.has_tpot_ns()) {
+    row << r.tpot_ns();
+  } else {
+    row.Empty();
   }
+  row << r.e2e_ns() << r.input_tokens() << r.output_tokens() << r.prefix_reused_tokens() << r.segment_reused_tokens()
+      << r.reused_tokens() << r.reused_blocks() << r.recomputed_tokens() << r.reloaded_tokens() << r.swapped_tokens()
+      << r.preemptions();
+}
+
+void AppendTimeSeriesCsvRow(const proto::TimeSeriesPoint& p, std::string* csv) {
+  CsvRow(csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned() << p.host_blocks_used()
+              << p.batch_size() << p.batched_tokens() << p.queued_requests() << p.running_requests()
+              << p.iteration_ns();
+}
+
+std::string RequestsCsv(const proto::Results& results) {
+  std::string csv = kRequestsCsvHeader;
+  csv.reserve(csv.size() + results.requests_size() * 96);
+  for (const proto::RequestResult& r : results.requests()) AppendRequestCsvRow(r, &csv);
   return csv;
 }
 
 std::string TimeSeriesCsv(const proto::Results& results) {
-  std::string csv =
-      "time_ns,replica,gpu_blocks_used,gpu_blocks_pinned,host_blocks_used,batch_size,batched_tokens,"
-      "queued_requests,running_requests,iteration_ns\n";
+  std::string csv = kTimeSeriesCsvHeader;
   csv.reserve(csv.size() + results.series_size() * 64);
-  for (const proto::TimeSeriesPoint& p : results.series()) {
-    CsvRow(&csv) << p.time_ns() << p.replica() << p.gpu_blocks_used() << p.gpu_blocks_pinned() << p.host_blocks_used()
-                 << p.batch_size() << p.batched_tokens() << p.queued_requests() << p.running_requests()
-                 << p.iteration_ns();
-  }
+  for (const proto::TimeSeriesPoint& p : results.series()) AppendTimeSeriesCsvRow(p, &csv);
   return csv;
 }
 
@@ -195,6 +228,149 @@ absl::Status WriteResultsFiles(const std::string& out_dir, const proto::Results&
                                                             {out_dir + "/timeseries.csv", TimeSeriesCsv(results)}};
   if (!timeline_json.empty()) files.emplace_back(out_dir + "/timeline.json", std::string(timeline_json));
   return WriteFilesAtomically(files);
+}
+
+absl::StatusOr<std::unique_ptr<ResultsFileStream>> ResultsFileStream::Open(const std::string& out_dir) {
+  KVSIM_RETURN_IF_ERROR(MakeDirectories(out_dir));
+  std::unique_ptr<ResultsFileStream> stream(new ResultsFileStream(out_dir));
+  KVSIM_RETURN_IF_ERROR(stream->OpenOutput("requests.csv", &stream->requests_csv_));
+  KVSIM_RETURN_IF_ERROR(stream->OpenOutput("timeseries.csv", &stream->timeseries_csv_));
+  stream->requests_pb_ = std::tmpfile();
+  stream->series_pb_ = std::tmpfile();
+  if (stream->requests_pb_ == nullptr || stream->series_pb_ == nullptr) {
+    return absl::InternalError(absl::StrCat(
+        out_dir,
+        "/results.pb: cannot create its temporary spill file (std::tmpfile, in TMPDIR): ", std::strerror(errno)));
+  }
+  stream->requests_csv_.buffer = kRequestsCsvHeader;
+  stream->timeseries_csv_.buffer = kTimeSeriesCsvHeader;
+  return stream;
+}
+
+ResultsFileStream::~ResultsFileStream() {
+  if (!finished_) RemoveAll();
+  if (requests_pb_ != nullptr) std::fclose(requests_pb_);
+  if (series_pb_ != nullptr) std::fclose(series_pb_);
+}
+
+absl::Status ResultsFileStream::OpenOutput(const std::string& name, Output* output) {
+  const std::string path = absl::StrCat(out_dir_, "/", name);
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": it exists and is not a file"));
+  }
+  output->file.path = path;
+  output->file.tmp = TempPathFor(path);
+  output->file.file = std::fopen(output->file.tmp.c_str(), "wb");
+  if (output->file.file == nullptr) {
+    const int error = errno;
+    ForgetTempPath(output->file.tmp);
+    return absl::InternalError(absl::StrCat("cannot create ", output->file.tmp, ": ", std::strerror(error)));
+  }
+  return absl::OkStatus();
+}
+
+void ResultsFileStream::Fail(const std::string& what) {
+  if (error_.ok()) error_ = absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+void ResultsFileStream::Drain(std::FILE* file, const std::string& name, std::string* buffer, bool force) {
+  if (!force && buffer->size() < kStreamBufferBytes) return;
+  if (error_.ok() && std::fwrite(buffer->data(), 1, buffer->size(), file) != buffer->size()) {
+    Fail(absl::StrCat("cannot write ", name));
+  }
+  buffer->clear();
+}
+
+void ResultsFileStream::AddRequest(const proto::RequestResult& request) {
+  AppendRequestCsvRow(request, &requests_csv_.buffer);
+  Drain(requests_csv_.file.file, requests_csv_.file.tmp, &requests_csv_.buffer, false);
+  AppendRepeatedMessage(kRequestsField, request, &requests_pb_buffer_);
+  Drain(requests_pb_, "results.pb's temporary spill file", &requests_pb_buffer_, false);
+}
+
+void ResultsFileStream::AddPoint(const proto::TimeSeriesPoint& point) {
+  AppendTimeSeriesCsvRow(point, &timeseries_csv_.buffer);
+  Drain(timeseries_csv_.file.file, timeseries_csv_.file.tmp, &timeseries_csv_.buffer, false);
+  AppendRepeatedMessage(kSeriesField, point, &series_pb_buffer_);
+  Drain(series_pb_, "results.pb's temporary spill file", &series_pb_buffer_, false);
+}
+
+void ResultsFileStream::CopySpill(std::FILE* from, Output* to) {
+  if (!error_.ok()) return;
+  if (std::fflush(from) != 0 || std::fseek(from, 0, SEEK_SET) != 0) {
+    Fail("cannot read back results.pb's temporary spill file");
+    return;
+  }
+  std::string chunk(kStreamBufferBytes, '\0');
+  size_t n;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), from)) > 0) {
+    to->buffer.assign(chunk.data(), n);
+    Drain(to->file.file, to->file.tmp, &to->buffer, true);
+  }
+  if (std::ferror(from)) Fail("cannot read back results.pb's temporary spill file");
+}
+
+absl::Status ResultsFileStream::Assemble(proto::Results rest, absl::string_view timeline_json) {
+  if (rest.requests_size() > 0 || rest.series_size() > 0) {
+    return absl::InvalidArgumentError("ResultsFileStream::Finish: the records were streamed; `rest` must hold none");
+  }
+  // results.pb = run and summary (fields 1, 2), the records (3, 4), sessions and TTFT breakdown (10, 11).
+  proto::Results tail;
+  tail.mutable_sessions()->Swap(rest.mutable_sessions());
+  if (rest.has_ttft_breakdown()) tail.set_allocated_ttft_breakdown(rest.release_ttft_breakdown());
+  std::string head_bytes, tail_bytes;
+  if (!rest.SerializeToString(&head_bytes) || !tail.SerializeToString(&tail_bytes)) {
+    return absl::InternalError(absl::StrCat(out_dir_, "/results.pb: serialization failed"));
+  }
+  KVSIM_ASSIGN_OR_RETURN(std::string json, SummaryJson(rest));
+  Drain(requests_csv_.file.file, requests_csv_.file.tmp, &requests_csv_.buffer, true);
+  Drain(timeseries_csv_.file.file, timeseries_csv_.file.tmp, &timeseries_csv_.buffer, true);
+  Drain(requests_pb_, "results.pb's temporary spill file", &requests_pb_buffer_, true);
+  Drain(series_pb_, "results.pb's temporary spill file", &series_pb_buffer_, true);
+  KVSIM_RETURN_IF_ERROR(error_);
+  KVSIM_RETURN_IF_ERROR(OpenOutput("results.pb", &results_pb_));
+  KVSIM_RETURN_IF_ERROR(OpenOutput("summary.json", &summary_json_));
+  if (!timeline_json.empty()) KVSIM_RETURN_IF_ERROR(OpenOutput("timeline.json", &timeline_json_));
+  results_pb_.buffer = std::move(head_bytes);
+  Drain(results_pb_.file.file, results_pb_.file.tmp, &results_pb_.buffer, true);
+  CopySpill(requests_pb_, &results_pb_);
+  CopySpill(series_pb_, &results_pb_);
+  results_pb_.buffer = std::move(tail_bytes);
+  Drain(results_pb_.file.file, results_pb_.file.tmp, &results_pb_.buffer, true);
+  summary_json_.buffer = std::move(json);
+  Drain(summary_json_.file.file, summary_json_.file.tmp, &summary_json_.buffer, true);
+  if (!timeline_json.empty()) {
+    timeline_json_.buffer.assign(timeline_json.data(), timeline_json.size());
+    Drain(timeline_json_.file.file, timeline_json_.file.tmp, &timeline_json_.buffer, true);
+  }
+  KVSIM_RETURN_IF_ERROR(error_);
+  // The order of WriteResultsFiles.
+  std::vector<TempFile> files = {results_pb_.file, summary_json_.file, requests_csv_.file, timeseries_csv_.file};
+  if (!timeline_json.empty()) files.push_back(timeline_json_.file);
+  for (Output* output : {&results_pb_, &summary_json_, &requests_csv_, &timeseries_csv_, &timeline_json_}) {
+    output->file.file = nullptr;  // CommitTempFiles closes them
+  }
+  finished_ = true;
+  return CommitTempFiles(files);
+}
+
+absl::Status ResultsFileStream::Finish(proto::Results rest, absl::string_view timeline_json) {
+  if (finished_) return absl::FailedPreconditionError("ResultsFileStream::Finish called twice");
+  absl::Status status = Assemble(std::move(rest), timeline_json);
+  if (!status.ok() && !finished_) RemoveAll();
+  finished_ = true;
+  return status;
+}
+
+void ResultsFileStream::RemoveAll() {
+  for (Output* output : {&results_pb_, &summary_json_, &requests_csv_, &timeseries_csv_, &timeline_json_}) {
+    if (output->file.file == nullptr) continue;
+    std::fclose(output->file.file);
+    output->file.file = nullptr;
+    ForgetTempPath(output->file.tmp);
+    std::remove(output->file.tmp.c_str());
+  }
 }
 
 }  // namespace kvsim

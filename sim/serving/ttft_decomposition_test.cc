@@ -45,13 +45,15 @@ RunOutcome Replay(const proto::ExperimentConfig& overrides) {
   VectorTraceReader reader(SharedDocuments(), TraceInfo{"docs", "vector", 16});
   auto engine = Engine::Create(config, cost->get(), 16);
   EXPECT_TRUE(engine.ok()) << engine.status();
-  MetricsCollector metrics(100'000'000);
+  MetricsCollector metrics(100'000'000, {.slo = config.slo()});
   TtftDecomposition decomposition(cost->get());
   (*engine)->AddObserver(&metrics);
   (*engine)->AddObserver(&decomposition);
   const absl::Status run = (*engine)->Run(&reader);
   EXPECT_TRUE(run.ok()) << run;
-  return {decomposition.MeanParts(), metrics.BuildResults(config.slo()).summary().ttft_ms().mean()};
+  absl::StatusOr<proto::Results> results = metrics.TakeResults();
+  EXPECT_TRUE(results.ok()) << results.status();
+  return {decomposition.MeanParts(), results.ok() ? results->summary().ttft_ms().mean() : 0};
 }
 
 TEST(TtftDecompositionTest, PartsSumToTheMeasuredDifference) {

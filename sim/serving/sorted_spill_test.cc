@@ -1,0 +1,66 @@
+#include "sim/serving/sorted_spill.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<double> Visited(SortedSpill* spill) {
+  std::vector<double> out;
+  const absl::Status status = spill->Visit([&out](double v) { out.push_back(v); });
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+// Every run size, from one value per run to all in memory, gives std::sort's sequence (the brute-force
+// reference), duplicates and negative values included.
+TEST(SortedSpillTest, VisitsTheSortedSequenceForEveryRunSize) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> small(-50, 50);
+  std::lognormal_distribution<double> wide(0, 3);
+  for (int64_t n : {0, 1, 2, 17, 1000, 20000}) {
+    std::vector<double> values;
+    for (int64_t i = 0; i < n; ++i) values.push_back(i % 3 == 0 ? small(rng) : wide(rng) - 1);
+    std::vector<double> reference = values;
+    std::sort(reference.begin(), reference.end());
+    for (int64_t run : {1, 2, 7, 1000, 8192, 8193, 100000}) {
+      SortedSpill spill(run);
+      for (double v : values) spill.Add(v);
+      EXPECT_EQ(spill.size(), n);
+      EXPECT_EQ(spill.spilled_runs(), n / run) << "n " << n << " run " << run;
+      EXPECT_EQ(Visited(&spill), reference) << "n " << n << " run " << run;
+    }
+  }
+}
+
+// Runs longer than the read buffer are read back in several pieces; a second Visit after more values
+// sees all of them.
+TEST(SortedSpillTest, LongRunsAndRepeatedVisits) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t run = 3 * SortedSpill::kReadValues + 5;
+  SortedSpill spill(run);
+  std::vector<double> reference;
+  for (int64_t i = 0; i < 2 * run + 100; ++i) {
+    reference.push_back(u(rng));
+    spill.Add(reference.back());
+  }
+  std::sort(reference.begin(), reference.end());
+  EXPECT_EQ(spill.spilled_runs(), 2);
+  EXPECT_EQ(Visited(&spill), reference);
+  for (int64_t i = 0; i < run; ++i) {
+    reference.push_back(u(rng) - 0.5);
+    spill.Add(reference.back());
+  }
+  std::sort(reference.begin(), reference.end());
+  EXPECT_EQ(spill.spilled_runs(), 3);
+  EXPECT_EQ(Visited(&spill), reference);
+}
+
+}  // namespace
+}  // namespace kvsim
