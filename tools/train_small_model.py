@@ -69,12 +69,13 @@ def model_config(a):
 
 class Data:
     def __init__(self, seed, task_fraction, families, weights, copy_fraction=0.0, recall_fraction=0.0,
-                 dense_fraction=0.0, repeat_fraction=0.0, repeat_offset="random"):
+                 dense_fraction=0.0, repeat_fraction=0.0, repeat_offset="random", repeat_alphabet=64):
         self.copy_fraction = copy_fraction
         self.recall_fraction = recall_fraction
         self.dense_fraction = dense_fraction
         self.repeat_fraction = repeat_fraction
         self.repeat_offset = repeat_offset
+        self.repeat_alphabet = repeat_alphabet
         self.rng = random.Random("train/%d" % seed)
         self.tok = mt.ByteTokenizer()
         corpus = mt.load_corpus("train")
@@ -140,17 +141,30 @@ class Data:
         return ids[:length], mask[:length]
 
     def repeat_sequence(self, length):
-        """Random bytes (64 printable symbols) in which a 24-byte segment recurs, the repeat under the answer mask
-        (from its second byte on). With repeat_offset "fixed" the second half repeats the first, so the copy
-        is always half the length back and position alone finds it; with "random" the segment and its repeat
-        lie at random places, so only content-based look-up (an induction head) finds it."""
+        """Random bytes in which a segment recurs, the predictable bytes of the repeats under the answer mask.
+        The bytes are drawn from an alphabet of repeat_alphabet symbols, ids (32 + i) % 256 for i below it (64:
+        the printable 32..95; 256: every byte value). With repeat_offset "fixed" the second half repeats the
+        first, so the copy is always half the length back and position alone finds it; with "random" a 24-byte
+        segment and its repeat lie at random places (mask from the repeat's second byte on); with "periodic"
+        a random segment of P bytes (P uniform in [8, (length - 1) // 3]) is repeated to the end of the
+        sequence, so that most positions are a look-up at an offset that changes from sequence to sequence
+        (mask from the second byte of the second period on: the first byte of a period follows the period's
+        last byte, whose only earlier occurrence is not yet followed by anything). Only content-based look-up
+        (an induction head) finds the copies of "random" and "periodic"."""
         rng = self.rng
-        ids = [mt.BOS] + [32 + rng.randrange(64) for _ in range(length - 1)]
+        ids = [mt.BOS] + [(32 + rng.randrange(self.repeat_alphabet)) % 256 for _ in range(length - 1)]
         mask = [0] * length
         if self.repeat_offset == "fixed":
             half = (length - 1) // 2
             ids[1 + half:1 + 2 * half] = ids[1:1 + half]
             for i in range(2 + half, 1 + 2 * half):
+                mask[i] = 1
+            return ids, mask
+        if self.repeat_offset == "periodic":
+            period = rng.randint(8, (length - 1) // 3)
+            for i in range(1 + period, length):
+                ids[i] = ids[i - period]
+            for i in range(2 + period, length):
                 mask[i] = 1
             return ids, mask
         seg = 24
@@ -339,8 +353,11 @@ def main(argv):
                     help="sequences of needles followed by repeats of some of them (dense look-ups)")
     ap.add_argument("--repeat_fraction", type=float, default=0.0,
                     help="sequences of random bytes with a recurring segment (see --repeat_offset)")
-    ap.add_argument("--repeat_offset", default="random", choices=["random", "fixed"],
-                    help="repeat sequences: segment and repeat at random places, or second half = first half")
+    ap.add_argument("--repeat_offset", default="random", choices=["random", "fixed", "periodic"],
+                    help="repeat sequences: a 24-byte segment and its repeat at random places, second half = "
+                         "first half, or a random segment of 8..(length-1)/3 bytes repeated to the end")
+    ap.add_argument("--repeat_alphabet", type=int, default=64,
+                    help="repeat sequences draw their bytes from this many symbols, ids (32 + i) %% 256 (2..256)")
     ap.add_argument("--lm_weight", type=float, default=1.0, help="weight of the next-byte loss over all positions")
     ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
                                            "common_words,dialogue_recall")
@@ -378,6 +395,12 @@ def main(argv):
         print("train_small_model: --family_weights needs one weight per family", file=sys.stderr)
         return 2
     stages = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in a.stages.split(",") if s]
+    if not 2 <= a.repeat_alphabet <= 256:
+        print("train_small_model: --repeat_alphabet must be 2..256, not %d" % a.repeat_alphabet, file=sys.stderr)
+        return 2
+    if a.repeat_fraction > 0 and a.repeat_offset == "periodic" and min(n for n, _ in stages) < 25:
+        print("train_small_model: --repeat_offset=periodic needs sequences of at least 25 tokens", file=sys.stderr)
+        return 2
     if a.init_from:
         # Continue from an earlier run's folder (its config wins over the size flags).
         model = lt.load_model(a.init_from)
@@ -396,7 +419,7 @@ def main(argv):
     nparams = sum(p.numel() for p in model.parameters())
     log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
     data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction, a.recall_fraction,
-                a.dense_fraction, a.repeat_fraction, a.repeat_offset)
+                a.dense_fraction, a.repeat_fraction, a.repeat_offset, a.repeat_alphabet)
     decay = [p for n, p in model.params.items() if not n.endswith("norm__weight")]
     no_decay = [p for n, p in model.params.items() if n.endswith("norm__weight")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},

@@ -94,18 +94,26 @@ def _runs(mask):
 
 def check_repeat_sequences():
     """"fixed": the masked bytes are those half the length back, and only the repeated half is masked;
-    "random": one masked run of 23 bytes whose 24 bytes (with the one before it) occur earlier, all bytes
-    after BOS among the 64 symbols 32..95."""
+    "random": one masked run of 23 bytes whose 24 bytes (with the one before it) occur earlier; "periodic":
+    one masked run to the end of the sequence, each masked byte equal to the byte one period P back (P read
+    off the text as the smallest shift under which the sequence after BOS repeats, 8 <= P <= (length-1)/3),
+    the run starting at the second byte of the second period. All bytes after BOS among the alphabet's
+    symbols: 32..95 for 64 symbols, every byte value for 256 (and, where enough bytes are drawn, each seen)."""
     import train_small_model as tsm  # pylint: disable=import-outside-toplevel
     import make_tasks as mt  # pylint: disable=import-outside-toplevel
-    for offset in ("fixed", "random"):
-        data = tsm.Data(5, 0.0, [], [], 0.0, 0.0, 0.0, 1.0, offset)
+    for offset, alphabet in (("fixed", 64), ("random", 64), ("random", 256), ("periodic", 64), ("periodic", 256)):
+        data = tsm.Data(5, 0.0, [], [], 0.0, 0.0, 0.0, 1.0, offset, alphabet)
+        seen = set()
         for length in (128, 257):
             for _ in range(20):
                 ids, mask = data.sequence(length)
                 assert data.last_kind == "repeat"
                 assert len(ids) == len(mask) == length and ids[0] == mt.BOS
-                assert all(32 <= x < 96 for x in ids[1:]), ids
+                seen.update(ids[1:])
+                if alphabet == 64:
+                    assert all(32 <= x < 96 for x in ids[1:]), ids
+                else:
+                    assert all(0 <= x < 256 for x in ids[1:]), ids
                 runs = _runs(mask)
                 assert len(runs) == 1, runs
                 i, j = runs[0]
@@ -113,10 +121,19 @@ def check_repeat_sequences():
                     half = (length - 1) // 2
                     assert (i, j) == (2 + half, 1 + 2 * half), (i, j, half)
                     assert all(ids[k] == ids[k - half] for k in range(i, j))
-                else:
+                elif offset == "random":
                     assert j - i == 23, (i, j)
                     seg = ids[i - 1:j]
                     assert any(ids[k:k + 24] == seg for k in range(1, i - 24)), "the repeat has no earlier copy"
+                else:
+                    body = ids[1:]
+                    period = next(p for p in range(1, len(body)) if body[p:] == body[:-p])
+                    assert 8 <= period <= (length - 1) // 3, period
+                    assert (i, j) == (2 + period, length), (i, j, period)
+                    assert all(ids[k] == ids[k - period] for k in range(i, j))
+        # 40 sequences draw every symbol of the alphabet (a periodic one draws only a period's worth of bytes).
+        if offset != "periodic":
+            assert len(seen) == alphabet, (offset, alphabet, len(seen))
 
 
 def check_dense_sequences():
