@@ -1,5 +1,5 @@
-// libFuzzer harness for every kvsim input, one binary for all targets (one build); the environment
-// variable KVSIM_FUZZ_TARGET names the one to fuzz:
+// The fuzz harness of every kvsim input, one binary for all targets (one build); under libFuzzer the
+// environment variable KVSIM_FUZZ_TARGET names the one to fuzz (KVSIM_FUZZ_TRACE: the engine's trace):
 //   trace:FORMAT a trace in FORMAT (mooncake, bailian, hashed, chunk_hash, azure, burstgpt, vidur, jsonl,
 //                native), read to the end through OpenTrace (reorder window 16, hash chaining for odd
 //                input sizes) and summarised by ComputeTraceStats, which touches every field read
@@ -18,10 +18,13 @@
 //                element-wise)
 //   outcomes     an outcome table of `kvsim select` against the default candidate set
 // Any crash, sanitizer report, hang or leak is a bug; errors (non-OK statuses) are expected.
-// Built and run by fuzz/run_fuzzers.sh (clang -fsanitize=fuzzer,address,undefined; fuzz/build_fuzzer.sh).
-// With KVSIM_FUZZ_MAKE_SEEDS="DIR MOONCAKE_JSONL" it instead writes seeds made by kvsim's own writers into
-// DIR and exits: native traces converted from MOONCAKE_JSONL (compressed and raw), a synthetic .kvat
-// (raw and zstd) and an outcome table.
+// Two drivers (fuzz/fuzzer.h): libFuzzer, built and run by fuzz/run_fuzzers.sh (clang
+// -fsanitize=fuzzer,address,undefined; fuzz/build_fuzzer.sh), where the environment variables below pick
+// the target; and fuzz/fuzz_driver.cc, the test suite's bounded deterministic run (//fuzz:fuzz_test).
+// Under libFuzzer, with KVSIM_FUZZ_MAKE_SEEDS="DIR MOONCAKE_JSONL" the binary instead writes the seeds
+// MakeFuzzSeeds makes into DIR and exits.
+#include "fuzz/fuzzer.h"
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -289,52 +292,68 @@ void LoadReplayTrace(const std::string& file) {
 }
 
 }  // namespace
+
+void InitFuzzTarget(const std::string& name, const std::string& tmp_dir, const std::string& replay_trace_file) {
+  if (target == nullptr) target = new std::string;
+  if (path == nullptr) path = new std::string;
+  *target = name;
+  // The extension of the target's files (a trace's format is given, never taken from the name).
+  const std::string extension = name == "config" || name == "engine" ? ".textproto"
+                                : name == "kvat"                     ? ".kvat"
+                                : name.rfind("trace:", 0) == 0       ? ".trace"
+                                                                     : ".csv";
+  *path = tmp_dir + "/fuzz_input." + std::to_string(getpid()) + extension;
+  if (name == "engine" && replay_trace == nullptr) {
+    if (replay_trace_file.empty()) Fail("the engine target needs a small trace to replay");
+    LoadReplayTrace(replay_trace_file);
+  }
+}
+
+void MakeFuzzSeeds(const std::string& dir, const std::string& mooncake_jsonl) { MakeSeeds(dir, mooncake_jsonl); }
+
+void FuzzOneInput(const uint8_t* data, size_t size) {
+  if (target == nullptr) Fail("FuzzOneInput before InitFuzzTarget");
+  const std::string& t = *target;
+  if (t.rfind("trace:", 0) == 0) {
+    FuzzTrace(data, size, t.substr(6));
+  } else if (t == "config" || t == "engine") {
+    FuzzConfig(data, size, t == "engine");
+  } else if (t == "workload") {
+    FuzzWorkload(data, size);
+  } else if (t == "kvat") {
+    FuzzKvat(data, size);
+  } else if (t == "calibration") {
+    FuzzCalibration(data, size);
+  } else if (t == "vidur") {
+    FuzzVidur(data, size);
+  } else if (t == "outcomes") {
+    FuzzOutcomes(data, size);
+  } else {
+    Fail("the fuzz target must be trace:FORMAT, config, engine, workload, kvat, calibration, vidur or outcomes, got '" +
+         t + "'");
+  }
+}
+
 }  // namespace kvsim
 
+// libFuzzer's entry points (the clang campaign build, fuzz/build_fuzzer.sh); the Bazel suite run calls the
+// functions above from fuzz/fuzz_driver.cc instead.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (const char* make = std::getenv("KVSIM_FUZZ_MAKE_SEEDS")) {
     const std::string spec = make;
     const size_t space = spec.find(' ');
     if (space == std::string::npos) kvsim::Fail("KVSIM_FUZZ_MAKE_SEEDS must be \"DIR MOONCAKE_JSONL\"");
-    kvsim::MakeSeeds(spec.substr(0, space), spec.substr(space + 1));
+    kvsim::MakeFuzzSeeds(spec.substr(0, space), spec.substr(space + 1));
     std::exit(0);
   }
   const char* name = std::getenv("KVSIM_FUZZ_TARGET");
-  kvsim::target = new std::string(name == nullptr ? "" : name);
   const char* dir = std::getenv("TEST_TMPDIR");
-  // The extension of the target's files (a trace's format is given, never taken from the name).
-  const std::string extension = *kvsim::target == "config" || *kvsim::target == "engine" ? ".textproto"
-                                : *kvsim::target == "kvat"                               ? ".kvat"
-                                : kvsim::target->rfind("trace:", 0) == 0                 ? ".trace"
-                                                                                         : ".csv";
-  kvsim::path = new std::string(std::string(dir == nullptr ? "/tmp" : dir) + "/fuzz_input." +
-                                std::to_string(getpid()) + extension);
-  if (*kvsim::target == "engine") {
-    const char* trace = std::getenv("KVSIM_FUZZ_TRACE");
-    if (trace == nullptr) kvsim::Fail("the engine target needs KVSIM_FUZZ_TRACE (a small trace)");
-    kvsim::LoadReplayTrace(trace);
-  }
+  const char* trace = std::getenv("KVSIM_FUZZ_TRACE");
+  kvsim::InitFuzzTarget(name == nullptr ? "" : name, dir == nullptr ? "/tmp" : dir, trace == nullptr ? "" : trace);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string& t = *kvsim::target;
-  if (t.rfind("trace:", 0) == 0) {
-    kvsim::FuzzTrace(data, size, t.substr(6));
-  } else if (t == "config" || t == "engine") {
-    kvsim::FuzzConfig(data, size, t == "engine");
-  } else if (t == "workload") {
-    kvsim::FuzzWorkload(data, size);
-  } else if (t == "kvat") {
-    kvsim::FuzzKvat(data, size);
-  } else if (t == "calibration") {
-    kvsim::FuzzCalibration(data, size);
-  } else if (t == "vidur") {
-    kvsim::FuzzVidur(data, size);
-  } else if (t == "outcomes") {
-    kvsim::FuzzOutcomes(data, size);
-  } else {
-    kvsim::Fail("KVSIM_FUZZ_TARGET must be trace:FORMAT, config, engine, workload, kvat, calibration, vidur or outcomes");
-  }
+  kvsim::FuzzOneInput(data, size);
   return 0;
 }

@@ -3,7 +3,9 @@ workspace (external repositories such as @system excluded), generated files incl
 outside Bazel's C++ toolchain (the clang fuzzer builds of fuzz/ and tools/fuzz_campaign.sh).
 
 Yields the files and NAME.list: their paths relative to the workspace root, one a line, sorted; a
-generated file's path is the same (its directory is bazel-bin/ outside runfiles).
+generated file's path is the same (its directory is bazel-bin/ outside runfiles). Output groups `cc` (the
+.cc files) and `headers` (the rest but the listing) give the same files to a cc_library built with other
+flags (the sanitizer build of //fuzz:fuzz_test).
 """
 
 KvsimSourcesInfo = provider(fields = ["files"])
@@ -28,7 +30,14 @@ def _kvsim_sources_impl(ctx):
     paths = sorted({f.short_path: True for f in files.to_list()}.keys())
     ctx.actions.write(listing, "\n".join(paths) + "\n")
     all_files = depset([listing], transitive = [files])
-    return [DefaultInfo(files = all_files, runfiles = ctx.runfiles(transitive_files = all_files))]
+    file_list = files.to_list()
+    return [
+        DefaultInfo(files = all_files, runfiles = ctx.runfiles(transitive_files = all_files)),
+        OutputGroupInfo(
+            cc = depset([f for f in file_list if f.extension == "cc"]),
+            headers = depset([f for f in file_list if f.extension != "cc"]),
+        ),
+    ]
 
 kvsim_sources = rule(
     implementation = _kvsim_sources_impl,
