@@ -9,7 +9,7 @@ import sys
 
 # Lowest first. proto/ is generated code that every floor may use.
 LEVEL = {"util": 0, "proto": 0, "traces": 1, "presets": 1, "config": 2, "policies": 3, "cost_models": 4,
-         "kernels": 5, "sim": 6, "tools": 7, "tests": 8}
+         "kernels": 5, "sim": 6, "tools": 7, "tests": 8, "fuzz": 8}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

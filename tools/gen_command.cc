@@ -39,7 +39,7 @@ absl::Status RunGen(const std::vector<std::string>& args, std::ostream& out) {
   Progress progress("gen", spec.num_requests(), "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   KVSIM_ASSIGN_OR_RETURN(GenerateSummary summary,
                          GenerateTraceFile(spec, EffectiveSeed(spec, absl::GetFlag(FLAGS_seed)), out_path, open_trace,
-                                           open_writer, progress.Callback()));
+                                           open_writer, progress.Callback(), spec_path));
   progress.Finish();
   out << FormatGenerateSummary(summary);
   return absl::OkStatus();

@@ -16,7 +16,7 @@ PACKAGES=(
   libzstd-dev                                       # compressed native traces
   libeigen3-dev                                     # small linear algebra (quality path)
   libxgboost-dev                                    # gradient-boosted trees: per-prompt selection's predictors
-  clang libclang-rt-14-dev                          # libFuzzer for the trace parsers' fuzz test
+  clang libclang-rt-14-dev                          # libFuzzer for the fuzzing campaign (tools/fuzz_campaign.sh)
   jq                                                # replay summaries in tools/published_points.sh
   chromium                                          # headless rendering test of the HTML report (skips without it)
   python3-torch python3-numpy                       # tools/llama_torch.py reference logits, tools/train_small_model.py

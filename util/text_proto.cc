@@ -39,13 +39,48 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string message_;
 };
 
-// The first enum field (depth first, in declaration order) of `message` whose value its enum does not
-// define (text format accepts any number for an open enum: `chunking: 99`), as "SOURCE:LINE:COL: field
-// PATH: ..."; OK if there is none. `tree` holds the parsed fields' positions (null below a field whose
+// True if `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    int extra = 0;
+    unsigned char low = 0x80, high = 0xBF;  // bounds of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;  // truncated sequence
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char b = static_cast<unsigned char>(text[i + k]);
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// The first field (depth first, in declaration order) of `message` that holds a value its type does not
+// allow, as "SOURCE:LINE:COL: field PATH: ..."; OK if there is none. Checked: enum values their enum
+// defines (text format accepts any number for an open enum: `chunking: 99`) and, with `check_strings`,
+// string fields (not bytes) holding well-formed UTF-8, which proto3 requires (a results file recording
+// the field would not read back). `tree` holds the parsed fields' positions (null below a field whose
 // positions were not recorded).
-absl::Status CheckEnumValues(const google::protobuf::Message& message,
-                             const google::protobuf::TextFormat::ParseInfoTree* tree, absl::string_view source,
-                             const std::string& path) {
+absl::Status CheckFieldValues(const google::protobuf::Message& message,
+                              const google::protobuf::TextFormat::ParseInfoTree* tree, absl::string_view source,
+                              const std::string& path, bool check_strings) {
   const google::protobuf::Reflection* reflection = message.GetReflection();
   std::vector<const google::protobuf::FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
@@ -55,20 +90,33 @@ absl::Status CheckEnumValues(const google::protobuf::Message& message,
     for (int i = 0; i < count; ++i) {
       const std::string where = field->is_repeated() ? absl::StrCat(name, "[", i, "]") : name;
       const int index = field->is_repeated() ? i : -1;
+      const auto position = [&] {
+        std::string at_source(source);
+        if (tree != nullptr) {
+          const google::protobuf::TextFormat::ParseLocation at = tree->GetLocation(field, index);
+          if (at.line >= 0) at_source = absl::StrCat(source, ":", at.line + 1, ":", at.column + 1);
+        }
+        return at_source;
+      };
+      if (check_strings && field->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& value = field->is_repeated()
+                                       ? reflection->GetRepeatedStringReference(message, field, i, &scratch)
+                                       : reflection->GetStringReference(message, field, &scratch);
+        if (!IsValidUtf8(value)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(position(), ": field ", where, ": not valid UTF-8 (string fields hold UTF-8 text)"));
+        }
+      }
       if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_ENUM) {
         const int value = field->is_repeated() ? reflection->GetRepeatedEnumValue(message, field, i)
                                                : reflection->GetEnumValue(message, field);
         if (field->enum_type()->FindValueByNumber(value) != nullptr) continue;
-        std::string position(source);
-        if (tree != nullptr) {
-          const google::protobuf::TextFormat::ParseLocation at = tree->GetLocation(field, index);
-          if (at.line >= 0) position = absl::StrCat(source, ":", at.line + 1, ":", at.column + 1);
-        }
         std::vector<std::string> known;
         for (int v = 0; v < field->enum_type()->value_count(); ++v) {
           known.push_back(field->enum_type()->value(v)->name());
         }
-        return absl::InvalidArgumentError(absl::StrCat(position, ": field ", where, ": ", value, " is not a value of ",
+        return absl::InvalidArgumentError(absl::StrCat(position(), ": field ", where, ": ", value, " is not a value of ",
                                                        field->enum_type()->name(),
                                                        " (known: ", absl::StrJoin(known, ", "), ")"));
       }
@@ -78,7 +126,7 @@ absl::Status CheckEnumValues(const google::protobuf::Message& message,
                                                      : reflection->GetMessage(message, field);
         const google::protobuf::TextFormat::ParseInfoTree* child_tree =
             tree != nullptr ? tree->GetTreeForNested(field, index) : nullptr;
-        KVSIM_RETURN_IF_ERROR(CheckEnumValues(child, child_tree, source, where));
+        KVSIM_RETURN_IF_ERROR(CheckFieldValues(child, child_tree, source, where, check_strings));
       }
     }
   }
@@ -88,7 +136,7 @@ absl::Status CheckEnumValues(const google::protobuf::Message& message,
 }  // namespace
 
 absl::Status CheckDefinedEnums(const google::protobuf::Message& message, absl::string_view source) {
-  return CheckEnumValues(message, nullptr, source, "");
+  return CheckFieldValues(message, nullptr, source, "", /*check_strings=*/false);
 }
 
 absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name, google::protobuf::Message* message) {
@@ -106,7 +154,7 @@ absl::Status ParseTextProto(absl::string_view text, absl::string_view source_nam
     }
     return absl::InvalidArgumentError(errors.Describe(source_name));
   }
-  return CheckEnumValues(*message, &tree, source_name, "");
+  return CheckFieldValues(*message, &tree, source_name, "", /*check_strings=*/true);
 }
 
 absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message) {

@@ -22,7 +22,8 @@ namespace kvsim {
 // ("source:line:column: what"); lines and columns count from 1. The first error is returned as
 // InvalidArgument with a one-line message. An enum field set to a number its enum does not define
 // (`chunking: 99`, `preemption: -1`; the text format accepts any number for an open enum) is an error
-// naming its position and field path.
+// naming its position and field path; so is a string field (not bytes) that is not well-formed UTF-8,
+// which proto3 requires of strings (a results file recording it would not read back).
 absl::Status ParseTextProto(absl::string_view text, absl::string_view source_name, google::protobuf::Message* message);
 
 // OK if every enum field of `message` (nested messages included) holds a value its enum defines;

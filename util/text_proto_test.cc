@@ -35,6 +35,23 @@ TEST(TextProtoTest, UndefinedEnumNumberIsRefusedWithItsPosition) {
   EXPECT_EQ(status.message().substr(0, 35), "built: field kv_dtype: 42 is not a ") << status.message();
 }
 
+TEST(TextProtoTest, StringThatIsNotUtf8IsRefusedWithItsPosition) {
+  proto::ModelSpec spec;
+  // "\xc3\x28": a two-byte lead followed by an ASCII byte (found by the input mutation test: a config's
+  // name with a flipped byte was accepted, and a results file recording it would not read back).
+  absl::Status status = ParseTextProto("num_layers: 2\nname: \"mu\xc3\x28nt\"\n", "cfg.textproto", &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "cfg.textproto:2:1: field name: not valid UTF-8 (string fields hold UTF-8 text)");
+  // Escapes count as the bytes they make: an overlong form (C0 80), a surrogate (ED A0 80), a truncated
+  // sequence and a code point past U+10FFFF (F4 90 80 80) are refused; valid two-, three- and four-byte
+  // characters are kept.
+  for (const std::string bad : {"\\300\\200", "\\355\\240\\200", "a\\342\\202", "\\364\\220\\200\\200", "\\377"}) {
+    EXPECT_FALSE(ParseTextProto("name: \"" + bad + "\"", "x", &spec).ok()) << bad;
+  }
+  ASSERT_TRUE(ParseTextProto("name: \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"", "x", &spec).ok());
+  EXPECT_EQ(spec.name(), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
 TEST(TextProtoTest, UnknownFieldNamesFileLineAndColumn) {
   proto::ModelSpec spec;
   absl::Status status = ParseTextProto("name: \"m\"\n\n  num_layerz: 3\n", "cfg.textproto", &spec);

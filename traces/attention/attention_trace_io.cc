@@ -64,7 +64,7 @@ class Encoder {
     out_.resize(start + values.size() * DTypeBytes(dtype));
     char* dst = &out_[start];
     if (dtype == AttentionDType::kFloat32) {
-      std::memcpy(dst, values.data(), values.size() * sizeof(float));
+      if (!values.empty()) std::memcpy(dst, values.data(), values.size() * sizeof(float));
       return;
     }
     for (size_t i = 0; i < values.size(); ++i) {
@@ -96,7 +96,8 @@ class Decoder {
     std::vector<T> values;
     if (!Need(uint64_t{n} * sizeof(T))) return values;
     values.resize(n);
-    std::memcpy(values.data(), data_.data() + pos_, uint64_t{n} * sizeof(T));
+    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+    if (n > 0) std::memcpy(values.data(), data_.data() + pos_, uint64_t{n} * sizeof(T));
     pos_ += uint64_t{n} * sizeof(T);
     return values;
   }
@@ -107,7 +108,7 @@ class Decoder {
     values.resize(count);
     const char* src = data_.data() + pos_;
     if (dtype == AttentionDType::kFloat32) {
-      std::memcpy(values.data(), src, bytes);
+      if (count > 0) std::memcpy(values.data(), src, bytes);
     } else {
       for (uint64_t i = 0; i < count; ++i) {
         uint16_t bits;

@@ -94,6 +94,29 @@ TEST(AttentionTraceIoTest, RoundTripsEveryDtype) {
   ExpectRoundTrip(AttentionDType::kFloat32, true, 0);
 }
 
+TEST(AttentionTraceIoTest, RoundTripsEmptyArraysAndTensors) {
+  // Samples without token ids or boundaries, and a float32 sample whose column sums are absent: empty
+  // arrays on both sides. The fuzz target `kvat` (UBSan) found the reader passing an empty vector's null
+  // data() to memcpy for them, on the synthetic seed itself.
+  SyntheticTrace t = Small(AttentionDType::kFloat32, false);
+  for (AttentionSample& sample : t.samples) {
+    sample.token_ids.clear();
+    sample.boundaries.clear();
+  }
+  const std::string path = TempPath("empty_arrays");
+  ASSERT_TRUE(Write(path, t, 0).ok());
+  auto reader = AttentionTraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto sample = (*reader)->ReadSample(0);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_TRUE(sample->token_ids.empty());
+  EXPECT_TRUE(sample->boundaries.empty());
+  EXPECT_EQ(sample->prompt_len, t.samples[0].prompt_len);
+  ASSERT_EQ(sample->heads.size(), t.samples[0].heads.size());
+  EXPECT_EQ(sample->heads[0].keys, t.samples[0].heads[0].keys);
+  EXPECT_TRUE(sample->heads[0].column_sums.empty());
+}
+
 TEST(AttentionTraceIoTest, RoundTripsWithZstd) {
   ExpectRoundTrip(AttentionDType::kFloat16, true, 3);
   SyntheticTrace t = Small(AttentionDType::kFloat32, false);

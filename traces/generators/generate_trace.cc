@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "traces/generators/workload_generator.h"
 #include "util/status_macros.h"
@@ -14,9 +15,14 @@ std::string TraceFormatForPath(const std::string& path) { return absl::EndsWith(
 absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spec, uint64_t seed,
                                                   const std::string& path, const TraceOpener& open_trace,
                                                   const TraceWriterOpener& open_writer,
-                                                  const std::function<void(int64_t, int64_t)>& progress) {
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<WorkloadGenerator> generator,
-                         WorkloadGenerator::Create(spec, seed, open_trace));
+                                                  const std::function<void(int64_t, int64_t)>& progress,
+                                                  absl::string_view spec_source) {
+  absl::StatusOr<std::unique_ptr<WorkloadGenerator>> created = WorkloadGenerator::Create(spec, seed, open_trace);
+  if (!created.ok()) {
+    if (spec_source.empty() || created.status().code() != absl::StatusCode::kInvalidArgument) return created.status();
+    return absl::InvalidArgumentError(absl::StrCat(spec_source, ": ", created.status().message()));
+  }
+  std::unique_ptr<WorkloadGenerator> generator = *std::move(created);
   GenerateSummary summary;
   summary.path = path;
   summary.format = TraceFormatForPath(path);

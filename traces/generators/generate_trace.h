@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/workload.pb.h"
 #include "traces/generators/trace_opener.h"
 #include "traces/trace_writer.h"
@@ -47,14 +48,15 @@ struct GenerateSummary {
 // "jsonl" if `path` ends in ".jsonl", else "native".
 std::string TraceFormatForPath(const std::string& path);
 
-// Generates `spec` with `seed` into `path`. Errors: the spec's (InvalidArgument naming the field), the
-// traces' it reads, or the writer's. `progress`, if set, is called after each request written with
-// (requests written, spec.num_requests; 0 = not known), e.g. util/progress.h's Progress::Callback();
-// the trace does not depend on it.
+// Generates `spec` with `seed` into `path`. Errors: the spec's (InvalidArgument naming the field, after
+// "SPEC_SOURCE: " when `spec_source`, the spec's file, is given), the traces' it reads, or the writer's.
+// `progress`, if set, is called after each request written with (requests written, spec.num_requests;
+// 0 = not known), e.g. util/progress.h's Progress::Callback(); the trace does not depend on it.
 absl::StatusOr<GenerateSummary> GenerateTraceFile(const proto::WorkloadSpec& spec, uint64_t seed,
                                                   const std::string& path, const TraceOpener& open_trace,
                                                   const TraceWriterOpener& open_writer,
-                                                  const std::function<void(int64_t, int64_t)>& progress = {});
+                                                  const std::function<void(int64_t, int64_t)>& progress = {},
+                                                  absl::string_view spec_source = {});
 
 // A few lines for the user: what was written and its totals.
 std::string FormatGenerateSummary(const GenerateSummary& summary);

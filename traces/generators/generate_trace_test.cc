@@ -107,5 +107,22 @@ TEST(GenerateTraceTest, InvalidSpecOpensNoWriter) {
   EXPECT_TRUE(opened.path.empty());
 }
 
+TEST(GenerateTraceTest, SpecErrorsNameTheSpecFileWhenGiven) {
+  // `kvsim gen` passes its --spec path, so a value the generator refuses names the file and the field.
+  Opened opened;
+  absl::StatusOr<GenerateSummary> s =
+      GenerateTraceFile(Spec("num_requests: 1"), 1, "t.kvt", nullptr, FakeOpener(&opened), {}, "my_spec.textproto");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.status().message().substr(0, 19), "my_spec.textproto: ") << s.status();
+  EXPECT_NE(s.status().message().find("arrivals"), absl::string_view::npos) << s.status();
+  // A writer's error is its own, with no spec prefix.
+  const proto::WorkloadSpec spec = Spec(
+      "num_requests: 5 arrivals { poisson {} rate_per_s: 10 } "
+      "classes { single_turn { input_tokens { fixed { value: 8 } } output_tokens { fixed { value: 1 } } } }");
+  s = GenerateTraceFile(spec, 1, "t.kvt", nullptr, FakeOpener(&opened, 2), {}, "my_spec.textproto");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.status().message(), "disk full");
+}
+
 }  // namespace
 }  // namespace kvsim
