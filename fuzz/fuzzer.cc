@@ -267,7 +267,8 @@ void MakeSeeds(const std::string& dir, const std::string& mooncake) {
     if (!(*writer)->Finish().ok()) Fail("cannot finish the synthetic trace");
   }
   absl::StatusOr<proto::SelectCandidateSet> set = LoadSelectCandidates("");
-  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("");
+  // Loaded as kvsim select loads it: candidates are costed with the roofline.
+  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
   if (!set.ok()) Fail("the default candidates do not load: " + set.status().ToString());
   if (!config.ok()) Fail("the default config does not resolve: " + config.status().ToString());
   absl::StatusOr<OutcomeTable> table = MakeSyntheticOutcomeTable(*set, *config, {.num_prompts = 2, .seed = 1});
