@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,20 @@ size_t LineStart(const std::string& text, int line) {
 std::string Line(const std::string& text, int line) {
   const size_t start = LineStart(text, line);
   return text.substr(start, text.find('\n', start) - start);
+}
+
+// Each byte of each of `lines` (from its first non-blank) with its top bit flipped: no text-proto token, so
+// refused at its line.
+void ExpectTopBitFlipsRefused(const Format& format, const std::string& seed, std::initializer_list<int> lines) {
+  for (int line : lines) {
+    const std::string text = Line(seed, line);
+    const size_t start = LineStart(seed, line);
+    for (size_t i = text.find_first_not_of(' '); i < text.size(); ++i) {
+      std::string mutant = seed;
+      mutant[start + i] = static_cast<char>(mutant[start + i] ^ 0x80);
+      ExpectRefused(format, absl::StrCat("line ", line, " byte ", i, " flipped"), mutant, line);
+    }
+  }
 }
 
 // `text` with the first `from` on line `line` replaced by `to`; the test fails if there is none.
@@ -415,15 +430,7 @@ TEST(InputMutationTest, ConfigSeedAndTruncation) {
 TEST(InputMutationTest, ConfigByteFlips) {
   // A flipped top bit in a field name, an enum name or a number is no text-proto token: refused at its
   // line. (In the quoted name it is a string that is not UTF-8.)
-  for (int line : {1, 3, 6, 11}) {
-    const std::string text = Line(kConfigSeed, line);
-    const size_t start = LineStart(kConfigSeed, line);
-    for (size_t i = text.find_first_not_of(' '); i < text.size(); ++i) {
-      std::string mutant = kConfigSeed;
-      mutant[start + i] = static_cast<char>(mutant[start + i] ^ 0x80);
-      ExpectRefused(kConfig, absl::StrCat("line ", line, " byte ", i, " flipped"), mutant, line);
-    }
-  }
+  ExpectTopBitFlipsRefused(kConfig, kConfigSeed, {1, 3, 6, 11});
 }
 
 TEST(InputMutationTest, ConfigBadNumbersTypesAndFields) {
@@ -538,15 +545,7 @@ TEST(InputMutationTest, WorkloadSpecMutants) {
   ExpectRefused(kWorkload, "duplicated num_requests", ReplaceOnLine(seed, 4, "num_requests: 3", "num_requests: 3 num_requests: 3"),
                 4);
   ExpectRefused(kWorkload, "invalid UTF-8 in a class name", ReplaceOnLine(seed, 10, "fixed", "fi\xc3\x28xed"), 10);
-  for (int line : {3, 7, 12}) {
-    const std::string text = Line(seed, line);
-    const size_t start = LineStart(seed, line);
-    for (size_t i = text.find_first_not_of(' '); i < text.size(); ++i) {
-      std::string mutant = seed;
-      mutant[start + i] = static_cast<char>(mutant[start + i] ^ 0x80);
-      ExpectRefused(kWorkload, absl::StrCat("line ", line, " byte ", i, " flipped"), mutant, line);
-    }
-  }
+  ExpectTopBitFlipsRefused(kWorkload, seed, {3, 7, 12});
 }
 
 // ---------------------------------------------------------------------------------------------------------
