@@ -1,11 +1,5 @@
 #include "traces/jsonl_export.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,12 +18,8 @@ class JsonlWriter final : public TraceWriter {
     if (options.block_tokens < 0) {
       return absl::InvalidArgumentError(absl::StrCat("block_tokens: expected >= 0, got ", options.block_tokens));
     }
-    const std::string tmp = TempPathFor(path);
-    std::FILE* file = std::fopen(tmp.c_str(), "wb");
-    if (file == nullptr) {
-      return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
-    }
-    std::unique_ptr<JsonlWriter> writer(new JsonlWriter(path, tmp, file, options.block_tokens));
+    std::unique_ptr<JsonlWriter> writer(new JsonlWriter(options.block_tokens));
+    KVSIM_RETURN_IF_ERROR(writer->file_.Open(path));
     Json header = Json::object();
     header["kvsim_trace"] = kJsonlTraceVersion;
     header["source_format"] = options.source_format;
@@ -39,26 +29,19 @@ class JsonlWriter final : public TraceWriter {
     return std::unique_ptr<TraceWriter>(std::move(writer));
   }
 
-  ~JsonlWriter() override {
-    if (file_ != nullptr) {
-      std::fclose(file_);
-      std::remove(tmp_.c_str());
-    }
-  }
-
   absl::Status Write(const Request& r) override {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+    if (!file_.is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path(), ": writer closed"));
     if ((r.block_tokens != 0 && r.block_tokens != block_tokens_) || (r.block_tokens == 0 && !r.block_hashes.empty())) {
-      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", records_,
+      return absl::InvalidArgumentError(absl::StrCat(file_.path(), ": record ", records_,
                                                      ": block_tokens: expected 0 (no hashes) or the trace's ",
                                                      block_tokens_, ", got ", r.block_tokens));
     }
     if (r.input_tokens <= 0) {  // the reader refuses it (as replay does)
       return absl::InvalidArgumentError(
-          absl::StrCat(path_, ": record ", records_, ": input_tokens: expected > 0, got ", r.input_tokens));
+          absl::StrCat(file_.path(), ": record ", records_, ": input_tokens: expected > 0, got ", r.input_tokens));
     }
     if (absl::Status counts = CheckBlockTokenCounts(r); !counts.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", records_, ": ", counts.message()));
+      return absl::InvalidArgumentError(absl::StrCat(file_.path(), ": record ", records_, ": ", counts.message()));
     }
     Json record = Json::object();
     record["request_id"] = r.request_id;
@@ -90,27 +73,14 @@ class JsonlWriter final : public TraceWriter {
     return Put(line_);
   }
 
-  absl::Status Close() override {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
-    std::FILE* file = file_;
-    file_ = nullptr;
-    return CommitTempFile(file, tmp_, path_);
-  }
+  absl::Status Close() override { return file_.Commit(); }
 
  private:
-  JsonlWriter(std::string path, std::string tmp, std::FILE* file, int32_t block_tokens)
-      : path_(std::move(path)), tmp_(std::move(tmp)), file_(file), block_tokens_(block_tokens) {}
+  explicit JsonlWriter(int32_t block_tokens) : block_tokens_(block_tokens) {}
 
-  absl::Status Put(absl::string_view bytes) {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-      return absl::InternalError(absl::StrCat(tmp_, ": cannot write: ", std::strerror(errno)));
-    }
-    return absl::OkStatus();
-  }
+  absl::Status Put(absl::string_view bytes) { return file_.Put(bytes); }
 
-  std::string path_;
-  std::string tmp_;
-  std::FILE* file_;
+  StreamedFile file_;
   int32_t block_tokens_;
   uint64_t records_ = 0;
   std::string line_;

@@ -433,38 +433,30 @@ class NativeWriter final : public TraceWriter {
       return absl::InvalidArgumentError(
           absl::StrCat("zstd_level: expected 1 .. ", ZSTD_maxCLevel(), ", got ", options.zstd_level));
     }
-    const std::string tmp = TempPathFor(path);
-    std::FILE* file = std::fopen(tmp.c_str(), "wb");
-    if (file == nullptr) return OpenError(tmp, "create");
-    std::unique_ptr<NativeWriter> writer(new NativeWriter(path, tmp, file, options));
+    std::unique_ptr<NativeWriter> writer(new NativeWriter(options));
+    KVSIM_RETURN_IF_ERROR(writer->file_.Open(path));
     if (options.compress) KVSIM_RETURN_IF_ERROR(writer->StartCompression());
     const std::string zeros(kNativeHeaderBytes, '\0');  // the header is written last, in place
-    KVSIM_RETURN_IF_ERROR(writer->Put(zeros));
+    KVSIM_RETURN_IF_ERROR(writer->file_.Put(zeros));
     return std::unique_ptr<TraceWriter>(std::move(writer));
   }
 
-  ~NativeWriter() override {
-    if (file_ != nullptr) {
-      std::fclose(file_);
-      std::remove(tmp_.c_str());
-    }
-    ZSTD_freeCCtx(cctx_);
-  }
+  ~NativeWriter() override { ZSTD_freeCCtx(cctx_); }
 
   absl::Status Write(const Request& r) override {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+    if (!file_.is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path(), ": writer closed"));
     if (r.block_tokens != 0 && r.block_tokens != options_.block_tokens) {
-      return absl::InvalidArgumentError(absl::StrCat(path_, ": record ", header_.num_requests(),
+      return absl::InvalidArgumentError(absl::StrCat(file_.path(), ": record ", header_.num_requests(),
                                                      ": block_tokens: expected 0 or the trace's ",
                                                      options_.block_tokens, ", got ", r.block_tokens));
     }
     if (absl::Status counts = CheckBlockTokenCounts(r); !counts.ok()) {  // the reader would refuse it
       return absl::InvalidArgumentError(
-          absl::StrCat(path_, ": record ", header_.num_requests(), ": ", counts.message()));
+          absl::StrCat(file_.path(), ": record ", header_.num_requests(), ": ", counts.message()));
     }
     if (r.block_tokens == 0 && !r.block_hashes.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path_, ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
+          absl::StrCat(file_.path(), ": record ", header_.num_requests(), ": block_hashes given with block_tokens 0"));
     }
     if (frame_records_ == 0) frame_first_record_ = header_.num_requests();
     EncodeRecord(r, options_.block_tokens, &delta_, &frame_);
@@ -475,12 +467,12 @@ class NativeWriter final : public TraceWriter {
   }
 
   absl::Status Close() override {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
+    if (!file_.is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path(), ": closed twice"));
     KVSIM_RETURN_IF_ERROR(FlushFrame());
     std::string bytes;
     header_.SerializeToString(&bytes);
     if (bytes.size() > kNativeHeaderBytes - 24) {
-      return absl::InternalError(absl::StrCat(path_, ": header too large: ", bytes.size()));
+      return absl::InternalError(absl::StrCat(file_.path(), ": header too large: ", bytes.size()));
     }
     std::string block(kNativeMagic, 8);
     PutFixed32(&block, kNativeVersion);
@@ -488,16 +480,15 @@ class NativeWriter final : public TraceWriter {
     PutFixed64(&block, NativeChecksum(bytes));
     block += bytes;
     block.resize(kNativeHeaderBytes, '\0');
-    if (std::fseek(file_, 0, SEEK_SET) != 0) return Failure("seek");
-    KVSIM_RETURN_IF_ERROR(Put(block));
-    std::FILE* file = file_;
-    file_ = nullptr;
-    return CommitTempFile(file, tmp_, path_);
+    if (std::fseek(file_.stream(), 0, SEEK_SET) != 0) {
+      return absl::InternalError(absl::StrCat(file_.temp_path(), ": cannot seek: ", std::strerror(errno)));
+    }
+    KVSIM_RETURN_IF_ERROR(file_.Put(block));
+    return file_.Commit();
   }
 
  private:
-  NativeWriter(std::string path, std::string tmp, std::FILE* file, const TraceWriterOptions& options)
-      : path_(std::move(path)), tmp_(std::move(tmp)), file_(file), options_(options) {
+  explicit NativeWriter(const TraceWriterOptions& options) : options_(options) {
     header_.set_source_format(options.source_format);
     header_.set_block_tokens(options.block_tokens);
     header_.set_compression(options.compress ? proto::TRACE_COMPRESSION_ZSTD : proto::TRACE_COMPRESSION_NONE);
@@ -505,26 +496,19 @@ class NativeWriter final : public TraceWriter {
 
   absl::Status StartCompression() {
     cctx_ = ZSTD_createCCtx();
-    if (cctx_ == nullptr) return absl::InternalError(absl::StrCat(path_, ": zstd: cannot allocate a context"));
+    if (cctx_ == nullptr) return absl::InternalError(absl::StrCat(file_.path(), ": zstd: cannot allocate a context"));
     for (const auto& [parameter, value] :
          {std::make_pair(ZSTD_c_compressionLevel, options_.zstd_level),
           std::make_pair(ZSTD_c_literalCompressionMode,
                          static_cast<int>(options_.zstd_compress_literals ? ZSTD_ps_enable : ZSTD_ps_disable))}) {
       const size_t result = ZSTD_CCtx_setParameter(cctx_, parameter, value);
       if (ZSTD_isError(result)) {
-        return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(result)));
+        return absl::InternalError(absl::StrCat(file_.path(), ": zstd: ", ZSTD_getErrorName(result)));
       }
     }
     return absl::OkStatus();
   }
 
-  absl::Status Failure(const char* what) {
-    return absl::InternalError(absl::StrCat(tmp_, ": cannot ", what, ": ", std::strerror(errno)));
-  }
-  absl::Status Put(absl::string_view bytes) {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) return Failure("write");
-    return absl::OkStatus();
-  }
 
   void UpdateSummary(const Request& r) {
     const uint64_t n = header_.num_requests();
@@ -550,7 +534,7 @@ class NativeWriter final : public TraceWriter {
       compressed_.resize(ZSTD_compressBound(frame_.size()));
       const size_t size = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), frame_.data(), frame_.size());
       if (ZSTD_isError(size)) {
-        return absl::InternalError(absl::StrCat(path_, ": zstd: ", ZSTD_getErrorName(size)));
+        return absl::InternalError(absl::StrCat(file_.path(), ": zstd: ", ZSTD_getErrorName(size)));
       }
       stored = absl::string_view(compressed_.data(), size);
     }
@@ -561,8 +545,8 @@ class NativeWriter final : public TraceWriter {
     PutFixed32(&head, static_cast<uint32_t>(stored.size()));
     PutFixed64(&head, frame_first_record_);
     PutFixed64(&head, NativeChecksum(frame_));
-    KVSIM_RETURN_IF_ERROR(Put(head));
-    KVSIM_RETURN_IF_ERROR(Put(stored));
+    KVSIM_RETURN_IF_ERROR(file_.Put(head));
+    KVSIM_RETURN_IF_ERROR(file_.Put(stored));
     header_.set_num_frames(header_.num_frames() + 1);
     frame_.clear();
     frame_records_ = 0;
@@ -570,9 +554,7 @@ class NativeWriter final : public TraceWriter {
     return absl::OkStatus();
   }
 
-  std::string path_;
-  std::string tmp_;
-  std::FILE* file_;
+  StreamedFile file_;
   TraceWriterOptions options_;
   ZSTD_CCtx* cctx_ = nullptr;
   proto::TraceHeader header_;

@@ -1,9 +1,6 @@
 #include "traces/peer_export.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -17,52 +14,6 @@
 
 namespace kvsim {
 namespace {
-
-// A text file streamed under a temporary name and renamed into place by Commit().
-class TempFile {
- public:
-  ~TempFile() {
-    if (file_ != nullptr) {
-      std::fclose(file_);
-      ForgetTempPath(tmp_);
-      std::remove(tmp_.c_str());
-    }
-  }
-
-  absl::Status Open(const std::string& path) {
-    path_ = path;
-    tmp_ = TempPathFor(path);
-    file_ = std::fopen(tmp_.c_str(), "wb");
-    if (file_ == nullptr) {
-      const int error = errno;
-      ForgetTempPath(tmp_);
-      return absl::InternalError(absl::StrCat(tmp_, ": cannot create: ", std::strerror(error)));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Put(absl::string_view bytes) {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
-    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-      return absl::InternalError(absl::StrCat(tmp_, ": cannot write: ", std::strerror(errno)));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Commit() {
-    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed twice"));
-    std::FILE* file = file_;
-    file_ = nullptr;
-    return CommitTempFile(file, tmp_, path_);
-  }
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  std::string tmp_;
-  std::FILE* file_ = nullptr;
-};
 
 absl::Status CheckHashes(const std::string& path, int64_t record, const Request& r) {
   if (r.block_hashes.empty()) return absl::OkStatus();
@@ -99,7 +50,7 @@ class VidurWriter final : public TraceWriter {
   absl::Status Close() override { return file_.Commit(); }
 
  private:
-  TempFile file_;
+  StreamedFile file_;
   int64_t records_ = 0;
 };
 
@@ -156,7 +107,7 @@ class MooncakeWriter final : public TraceWriter {
   absl::Status Close() override { return file_.Commit(); }
 
  private:
-  TempFile file_;
+  StreamedFile file_;
   int64_t group_ = 0;  // trace blocks per 512-token block; 0 = the trace has no hashes
   absl::flat_hash_map<std::vector<uint64_t>, uint64_t> ids_;
   uint64_t next_id_ = 0;

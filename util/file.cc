@@ -253,6 +253,49 @@ absl::Status CheckReplaceable(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<TempFile> OpenTempFile(const std::string& path) {
+  KVSIM_RETURN_IF_ERROR(CheckReplaceable(path));
+  TempFile file;
+  file.path = path;
+  file.tmp = TempPathFor(path);
+  file.file = std::fopen(file.tmp.c_str(), "wb");
+  if (file.file == nullptr) {
+    const int error = errno;
+    ForgetTempPath(file.tmp);
+    return ErrnoToStatus(error, absl::StrCat("cannot create ", file.tmp));
+  }
+  return file;
+}
+
+void DiscardTempFile(TempFile* file) {
+  if (file->file == nullptr) return;
+  std::fclose(file->file);
+  file->file = nullptr;
+  ForgetTempPath(file->tmp);
+  std::remove(file->tmp.c_str());
+}
+
+absl::Status StreamedFile::Open(const std::string& path) {
+  if (is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path, ": opened twice"));
+  KVSIM_ASSIGN_OR_RETURN(file_, OpenTempFile(path));
+  return absl::OkStatus();
+}
+
+absl::Status StreamedFile::Put(absl::string_view bytes) {
+  if (!is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path, ": writer closed"));
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_.file) != bytes.size()) {
+    return absl::InternalError(absl::StrCat(file_.tmp, ": cannot write: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamedFile::Commit() {
+  if (!is_open()) return absl::FailedPreconditionError(absl::StrCat(file_.path, ": closed twice"));
+  std::FILE* file = file_.file;
+  file_.file = nullptr;
+  return CommitTempFile(file, file_.tmp, file_.path);
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
   KVSIM_RETURN_IF_ERROR(CheckReplaceable(path));
   std::string tmp;

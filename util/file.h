@@ -58,6 +58,52 @@ struct TempFile {
 // close succeeded, can leave the earlier ones renamed (the later temporaries are then removed).
 absl::Status CommitTempFiles(const std::vector<TempFile>& files);
 
+// Opens a TempFile to stream `path` into: its temporary TempPathFor(path) created for writing, the
+// destination untouched until CommitTempFile(s). FailedPrecondition if `path` exists and is not a regular
+// file (checked first, as WriteFileAtomically does); "cannot create <tmp>: <reason>" if the temporary
+// cannot be created (NotFound when the folder does not exist, PermissionDenied, Internal otherwise).
+// A writer that fails or is destroyed before committing calls DiscardTempFile.
+absl::StatusOr<TempFile> OpenTempFile(const std::string& path);
+
+// Closes file->file if it is open (then null) and removes the temporary, unregistered for signals.
+// Does nothing to a TempFile that is not open (never opened, committed or already discarded).
+void DiscardTempFile(TempFile* file);
+
+// A file streamed under its temporary name and renamed over its path by Commit(), so a reader never sees
+// it half-written: the writers of traces, attention traces, exports and timelines stream through it. A
+// StreamedFile destroyed (or discarded) before Commit() leaves neither the temporary nor any change to the
+// path behind. Not thread-safe. Example:
+//   StreamedFile out;
+//   KVSIM_RETURN_IF_ERROR(out.Open(path));
+//   KVSIM_RETURN_IF_ERROR(out.Put("a,b\n"));
+//   return out.Commit();
+class StreamedFile {
+ public:
+  StreamedFile() = default;
+  StreamedFile(const StreamedFile&) = delete;
+  StreamedFile& operator=(const StreamedFile&) = delete;
+  ~StreamedFile() { Discard(); }
+
+  // OpenTempFile(path); on failure the StreamedFile stays closed. Must not be open.
+  absl::Status Open(const std::string& path);
+  // Appends `bytes`: FailedPrecondition "<path>: writer closed" when not open, Internal
+  // "<tmp>: cannot write: <reason>" on a failed write (the file stays open; Discard or destroy it).
+  absl::Status Put(absl::string_view bytes);
+  // CommitTempFile: closed afterwards in every case. FailedPrecondition "<path>: closed twice" when not open.
+  absl::Status Commit();
+  // DiscardTempFile.
+  void Discard() { DiscardTempFile(&file_); }
+
+  bool is_open() const { return file_.file != nullptr; }
+  const std::string& path() const { return file_.path; }
+  const std::string& temp_path() const { return file_.tmp; }
+  // The open stream, for writers that seek back (null when not open).
+  std::FILE* stream() const { return file_.file; }
+
+ private:
+  TempFile file_;
+};
+
 // The temporary name `path`.tmp.<pid> under which a writer streams `path` before CommitTempFile renames
 // it. The name is registered: if the process is ended by SIGINT or SIGTERM (a handler installed on first
 // use, where the signal still has its default action) every registered temporary file is removed before

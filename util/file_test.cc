@@ -143,6 +143,78 @@ bool Exists(const std::string& path) {
   return lstat(path.c_str(), &info) == 0;
 }
 
+TEST(FileTest, OpenTempFileStreamsUnderTheTemporaryNameUntilCommitted) {
+  const std::string dir = TempDir() + "/open_temp";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  const std::string path = dir + "/out.csv";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  absl::StatusOr<TempFile> file = OpenTempFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->path, path);
+  EXPECT_EQ(file->tmp, TempPathFor(path));
+  ASSERT_GE(std::fputs("new,rows\n", file->file), 0);
+  EXPECT_EQ(*ReadFile(path), "old");  // the destination is untouched until the commit
+  EXPECT_EQ(CountEntries(dir), 2);
+  ASSERT_TRUE(CommitTempFile(file->file, file->tmp, file->path).ok());
+  EXPECT_EQ(*ReadFile(path), "new,rows\n");
+  EXPECT_EQ(CountEntries(dir), 1);
+}
+
+TEST(FileTest, DiscardTempFileRemovesTheTemporaryAndKeepsTheDestination) {
+  const std::string dir = TempDir() + "/discard_temp";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  const std::string path = dir + "/out.csv";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  absl::StatusOr<TempFile> file = OpenTempFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_GE(std::fputs("half-written", file->file), 0);
+  DiscardTempFile(&*file);
+  EXPECT_EQ(file->file, nullptr);
+  EXPECT_EQ(*ReadFile(path), "old");
+  EXPECT_EQ(CountEntries(dir), 1);
+  DiscardTempFile(&*file);  // a second discard does nothing
+  EXPECT_EQ(CountEntries(dir), 1);
+}
+
+TEST(FileTest, OpenTempFileRefusesAFolderDestinationAndAMissingFolder) {
+  const std::string dir = TempDir() + "/open_temp_refusals";
+  ASSERT_TRUE(MakeDirectories(dir + "/taken").ok());
+  absl::StatusOr<TempFile> folder = OpenTempFile(dir + "/taken");
+  EXPECT_EQ(folder.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(folder.status().message().find("it exists and is not a file"), absl::string_view::npos);
+  absl::StatusOr<TempFile> missing = OpenTempFile(dir + "/no/such/out.csv");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("cannot create " + dir + "/no/such/out.csv.tmp."), absl::string_view::npos)
+      << missing.status();
+  EXPECT_EQ(CountEntries(dir), 1);
+}
+
+TEST(FileTest, StreamedFileCommitsWhatWasPutAndDiscardsWhenDestroyed) {
+  const std::string dir = TempDir() + "/streamed";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  {
+    StreamedFile out;
+    EXPECT_EQ(out.Put("x").code(), absl::StatusCode::kFailedPrecondition);  // not open
+    ASSERT_TRUE(out.Open(dir + "/kept.txt").ok());
+    EXPECT_EQ(out.Open(dir + "/other.txt").code(), absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(out.Put("a,").ok());
+    ASSERT_TRUE(out.Put(std::string("b\0c", 3)).ok());
+    ASSERT_TRUE(out.Commit().ok());
+    EXPECT_FALSE(out.is_open());
+    absl::Status twice = out.Commit();
+    EXPECT_EQ(twice.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(twice.message(), dir + "/kept.txt: closed twice");
+  }
+  EXPECT_EQ(*ReadFile(dir + "/kept.txt"), std::string("a,b\0c", 5));
+  {
+    StreamedFile dropped;
+    ASSERT_TRUE(dropped.Open(dir + "/dropped.txt").ok());
+    ASSERT_TRUE(dropped.Put("partial").ok());
+    EXPECT_EQ(CountEntries(dir), 2);
+  }
+  EXPECT_EQ(CountEntries(dir), 1);  // the uncommitted file left nothing behind
+}
+
 TEST(FileTest, StaleTemporariesOfDeadRunsAreRemovedByTheNextWriteIntoTheFolder) {
   const std::string dir = TempDir() + "/stale";
   ASSERT_TRUE(MakeDirectories(dir + "/folder.tmp.1").ok());

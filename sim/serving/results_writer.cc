@@ -1,6 +1,5 @@
 #include "sim/serving/results_writer.h"
 
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -254,19 +253,7 @@ ResultsFileStream::~ResultsFileStream() {
 }
 
 absl::Status ResultsFileStream::OpenOutput(const std::string& name, Output* output) {
-  const std::string path = absl::StrCat(out_dir_, "/", name);
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": it exists and is not a file"));
-  }
-  output->file.path = path;
-  output->file.tmp = TempPathFor(path);
-  output->file.file = std::fopen(output->file.tmp.c_str(), "wb");
-  if (output->file.file == nullptr) {
-    const int error = errno;
-    ForgetTempPath(output->file.tmp);
-    return absl::InternalError(absl::StrCat("cannot create ", output->file.tmp, ": ", std::strerror(error)));
-  }
+  KVSIM_ASSIGN_OR_RETURN(output->file, OpenTempFile(absl::StrCat(out_dir_, "/", name)));
   return absl::OkStatus();
 }
 
@@ -365,11 +352,7 @@ absl::Status ResultsFileStream::Finish(proto::Results rest, absl::string_view ti
 
 void ResultsFileStream::RemoveAll() {
   for (Output* output : {&results_pb_, &summary_json_, &requests_csv_, &timeseries_csv_, &timeline_json_}) {
-    if (output->file.file == nullptr) continue;
-    std::fclose(output->file.file);
-    output->file.file = nullptr;
-    ForgetTempPath(output->file.tmp);
-    std::remove(output->file.tmp.c_str());
+    DiscardTempFile(&output->file);
   }
 }
 

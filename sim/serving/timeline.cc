@@ -66,9 +66,7 @@ TimelineRecorder::TimelineRecorder(const TimelineOptions& options, std::string p
     : options_(options), path_(std::move(path)) {
   json_ = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   if (!path_.empty()) {
-    temp_path_ = TempPathFor(path_);
-    file_ = std::fopen(temp_path_.c_str(), "wb");
-    write_failed_ = file_ == nullptr;
+    write_status_ = file_.Open(path_);
     json_.reserve(2 * kFlushBytes);
   }
   iteration_ = Event("iteration", "iteration", "X", 0);
@@ -94,16 +92,9 @@ TimelineRecorder::TimelineRecorder(const TimelineOptions& options, std::string p
   request_end_ = RequestEvent("e");
 }
 
-TimelineRecorder::~TimelineRecorder() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    std::remove(temp_path_.c_str());
-  }
-}
-
 void TimelineRecorder::Flush() {
-  if (file_ == nullptr) return;
-  if (std::fwrite(json_.data(), 1, json_.size(), file_) != json_.size()) write_failed_ = true;
+  if (!file_.is_open()) return;
+  if (write_status_.ok()) write_status_ = file_.Put(json_);
   json_.clear();
 }
 
@@ -129,16 +120,12 @@ void TimelineRecorder::Write(const TraceEvent& event) {
 
 absl::Status TimelineRecorder::Finish() {
   if (path_.empty()) return absl::OkStatus();
-  if (file_ == nullptr) return absl::InternalError(absl::StrCat(temp_path_, ": cannot create"));
   Flush();
-  std::FILE* file = file_;
-  file_ = nullptr;
-  if (write_failed_) {
-    std::fclose(file);
-    std::remove(temp_path_.c_str());
-    return absl::InternalError(absl::StrCat(temp_path_, ": write failed"));
+  if (!write_status_.ok()) {
+    file_.Discard();
+    return write_status_;
   }
-  return CommitTempFile(file, temp_path_, path_);
+  return file_.Commit();
 }
 
 void TimelineRecorder::Counter(TraceEvent* counter, int32_t replica, int64_t value, SimTime ts_ns, SimTime now_ns) {

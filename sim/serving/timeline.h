@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "sim/serving/observer.h"
+#include "util/file.h"
 #include "util/json_text.h"
 
 namespace kvsim {
@@ -53,7 +54,7 @@ class TimelineRecorder final : public EngineObserver {
  public:
   // `path` empty: in memory.
   explicit TimelineRecorder(const TimelineOptions& options, std::string path = "");
-  ~TimelineRecorder() override;
+  // Destroyed without Finish(): the temporary file is removed (StreamedFile).
 
   void OnIteration(const IterationRecord& record) override;
   void OnPreemption(SimTime now_ns, const RequestState& state) override;
@@ -94,9 +95,8 @@ class TimelineRecorder final : public EngineObserver {
 
   const TimelineOptions options_;
   const std::string path_;
-  std::string temp_path_;
-  std::FILE* file_ = nullptr;
-  bool write_failed_ = false;
+  StreamedFile file_;          // open while streaming to path_
+  absl::Status write_status_;  // the first failure to create or write the file
   std::string json_;
   int64_t num_events_ = 0;
   int64_t dropped_events_ = 0;

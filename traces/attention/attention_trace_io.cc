@@ -217,18 +217,8 @@ int DTypeBytes(AttentionDType dtype) { return dtype == AttentionDType::kFloat32 
 // ---------------------------------------------------------------------------------------------------
 // Writer.
 
-AttentionTraceWriter::AttentionTraceWriter(std::string path, AttentionTraceHeader header,
-                                           AttentionTraceWriteOptions options)
-    : path_(std::move(path)), header_(std::move(header)), options_(options) {
-  tmp_path_ = TempPathFor(path_);
-}
-
-AttentionTraceWriter::~AttentionTraceWriter() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    std::remove(tmp_path_.c_str());
-  }
-}
+AttentionTraceWriter::AttentionTraceWriter(AttentionTraceHeader header, AttentionTraceWriteOptions options)
+    : header_(std::move(header)), options_(options) {}
 
 absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> AttentionTraceWriter::Create(const std::string& path,
                                                                                    const AttentionTraceHeader& header,
@@ -237,16 +227,13 @@ absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> AttentionTraceWriter::Crea
   if (options.zstd_level < 0 || options.zstd_level > 19) {
     return absl::InvalidArgumentError(absl::StrCat("zstd level ", options.zstd_level, " is outside 0..19"));
   }
-  std::unique_ptr<AttentionTraceWriter> writer(new AttentionTraceWriter(path, header, options));
-  writer->file_ = std::fopen(writer->tmp_path_.c_str(), "wb");
-  if (writer->file_ == nullptr) return ErrnoStatus(absl::StrCat("cannot create ", writer->tmp_path_));
+  std::unique_ptr<AttentionTraceWriter> writer(new AttentionTraceWriter(header, options));
+  KVSIM_RETURN_IF_ERROR(writer->file_.Open(path));
   Encoder e;
   e.str().append(kMagic, sizeof(kMagic));
   e.Put<uint32_t>(kVersion);
   e.Put<uint32_t>(0);
-  if (std::fwrite(e.str().data(), 1, e.str().size(), writer->file_) != e.str().size()) {
-    return ErrnoStatus(absl::StrCat("cannot write ", writer->tmp_path_));
-  }
+  KVSIM_RETURN_IF_ERROR(writer->file_.Put(e.str()));
   KVSIM_RETURN_IF_ERROR(writer->WriteRecord(kTagHeader, EncodeHeader(header), false));
   return writer;
 }
@@ -268,15 +255,12 @@ absl::Status AttentionTraceWriter::WriteRecord(uint32_t tag, const std::string& 
   e.Put<uint64_t>(raw.size());
   e.Put<uint32_t>(Crc32(*stored));
   e.Put<uint32_t>(0);
-  if (std::fwrite(e.str().data(), 1, e.str().size(), file_) != e.str().size() ||
-      std::fwrite(stored->data(), 1, stored->size(), file_) != stored->size()) {
-    return ErrnoStatus(absl::StrCat("cannot write ", tmp_path_));
-  }
-  return absl::OkStatus();
+  KVSIM_RETURN_IF_ERROR(file_.Put(e.str()));
+  return file_.Put(*stored);
 }
 
 absl::Status AttentionTraceWriter::Append(const AttentionSample& sample) {
-  KVSIM_CHECK(file_ != nullptr) << "Append after Finish";
+  KVSIM_CHECK(file_.is_open()) << "Append after Finish";
   absl::Status valid = ValidateSample(header_, sample);
   if (valid.ok()) valid = ValidateSampleValues(header_, sample);
   if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat("sample ", num_samples_, ": ", valid.message()));
@@ -303,13 +287,11 @@ absl::Status AttentionTraceWriter::Append(const AttentionSample& sample) {
 }
 
 absl::Status AttentionTraceWriter::Finish() {
-  KVSIM_CHECK(file_ != nullptr) << "Finish called twice";
+  KVSIM_CHECK(file_.is_open()) << "Finish called twice";
   Encoder e;
   e.Put<uint64_t>(num_samples_);
   KVSIM_RETURN_IF_ERROR(WriteRecord(kTagEnd, e.str(), false));
-  std::FILE* file = file_;
-  file_ = nullptr;
-  return CommitTempFile(file, tmp_path_, path_);
+  return file_.Commit();
 }
 
 // ---------------------------------------------------------------------------------------------------

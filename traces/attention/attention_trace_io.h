@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "traces/attention/attention_trace.h"
+#include "util/file.h"
 
 namespace kvsim {
 
@@ -61,7 +62,7 @@ class AttentionTraceWriter {
   static absl::StatusOr<std::unique_ptr<AttentionTraceWriter>> Create(const std::string& path,
                                                                       const AttentionTraceHeader& header,
                                                                       AttentionTraceWriteOptions options = {});
-  ~AttentionTraceWriter();  // without Finish(): removes the temporary file
+  // Destroyed without Finish(): the temporary file is removed (StreamedFile).
 
   // Appends one sample (ValidateSample() and ValidateSampleValues() first: InvalidArgument if either
   // fails, e.g. a value that overflows fp16, and nothing is written). Tensors are rounded to the
@@ -71,14 +72,12 @@ class AttentionTraceWriter {
   absl::Status Finish();
 
  private:
-  AttentionTraceWriter(std::string path, AttentionTraceHeader header, AttentionTraceWriteOptions options);
+  AttentionTraceWriter(AttentionTraceHeader header, AttentionTraceWriteOptions options);
   absl::Status WriteRecord(uint32_t tag, const std::string& raw, bool compress);
 
-  std::string path_;
-  std::string tmp_path_;
+  StreamedFile file_;
   AttentionTraceHeader header_;
   AttentionTraceWriteOptions options_;
-  FILE* file_ = nullptr;
   int64_t num_samples_ = 0;
 };
 
