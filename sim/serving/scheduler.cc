@@ -38,6 +38,16 @@
 //   finished request is a linear find and erase in running_, the batch's size.
 
 namespace kvsim {
+namespace {
+
+// One output token of `state` emitted at `end_ns`: its gap to the previous token (kept when
+// `record_gap`) and the time of its last token.
+void NoteToken(SimTime end_ns, bool record_gap, RequestState* state) {
+  if (record_gap && state->last_token_ns >= 0) state->token_gaps_ns.push_back(end_ns - state->last_token_ns);
+  state->last_token_ns = end_ns;
+}
+
+}  // namespace
 
 void IterationPlan::Clear() {
   pieces.clear();
@@ -343,12 +353,9 @@ void Scheduler::EndRun() {
     state.kv_tokens += run_iterations_;
     state.generated_tokens += run_iterations_;
     if (record_token_gaps_) {
-      for (SimTime end_ns : run_ends_ns_) {
-        if (state.last_token_ns >= 0) state.token_gaps_ns.push_back(end_ns - state.last_token_ns);
-        state.last_token_ns = end_ns;
-      }
+      for (SimTime end_ns : run_ends_ns_) NoteToken(end_ns, true, &state);
     } else if (run_iterations_ > 0) {
-      state.last_token_ns = run_last_end_ns_;
+      NoteToken(run_last_end_ns_, false, &state);  // without gaps only the last token's time is kept
     }
   }
   run_plan_ = nullptr;
@@ -385,8 +392,7 @@ void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std
     }
     if (state.generated_tokens < state.request.output_tokens) {
       ++state.generated_tokens;
-      if (record_token_gaps_ && state.last_token_ns >= 0) state.token_gaps_ns.push_back(now_ns - state.last_token_ns);
-      state.last_token_ns = now_ns;
+      NoteToken(now_ns, record_token_gaps_, &state);
       --outstanding_tokens_;
     }
     if (state.generated_tokens >= state.request.output_tokens) {
