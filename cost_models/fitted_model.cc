@@ -8,11 +8,11 @@
 #include "config/experiment_config.h"
 #include "config/model_spec.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 namespace kvsim {
 namespace {
 
-int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
 constexpr const char* kKindNames[] = {"gemm", "prefill_attention", "decode_attention", "elementwise", "all_reduce"};
 
@@ -45,7 +45,7 @@ std::string FittedCostModel::Describe() const {
 }
 
 double FittedCostModel::Count(Kind kind, double seconds, bool inside) const {
-  const int64_t ns = ToNs(seconds * p_.num_layers);
+  const int64_t ns = SecondsToNs(seconds * p_.num_layers);
   time_ns_[kind].fetch_add(ns, std::memory_order_relaxed);
   predictions_.fetch_add(1, std::memory_order_relaxed);
   if (!inside) {
@@ -148,7 +148,7 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
   }
   const double layers = p_.num_layers;
   CostBreakdown b;
-  b.linear_ns = ToNs(layers * linear_s);
+  b.linear_ns = SecondsToNs(layers * linear_s);
   // The LM head is one GEMM per iteration, not per layer: count it with its own weight.
   double lm_head_s = 0;
   if (sampling > 0) {
@@ -157,7 +157,7 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
         gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
     lm_head_s = FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, sampling,
                                   p_.vocab, h);
-    const int64_t ns = ToNs(lm_head_s);
+    const int64_t ns = SecondsToNs(lm_head_s);
     time_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
     predictions_.fetch_add(1, std::memory_order_relaxed);
     if (!inside) {
@@ -165,10 +165,10 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
       extrapolated_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  b.lm_head_ns = ToNs(lm_head_s);
-  b.attention_ns = ToNs(layers * attention_s);
-  b.allreduce_ns = ToNs(layers * allreduce_s);
-  b.other_ns = ToNs(layers * elementwise_s);
+  b.lm_head_ns = SecondsToNs(lm_head_s);
+  b.attention_ns = SecondsToNs(layers * attention_s);
+  b.allreduce_ns = SecondsToNs(layers * allreduce_s);
+  b.other_ns = SecondsToNs(layers * elementwise_s);
   b.overhead_ns = p_.overhead_ns + fit_.iteration_overhead_ns();
   b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.other_ns + b.overhead_ns;
   return b;
@@ -182,7 +182,7 @@ absl::StatusOr<int64_t> FittedCostModel::IterationTimeNs(const BatchShape& batch
 int64_t FittedCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
   const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
-  return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
+  return tier.latency_ns() + SecondsToNs(static_cast<double>(bytes) / bandwidth);
 }
 
 proto::CostModelAccuracy FittedCostModel::Accuracy() const {

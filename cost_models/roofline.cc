@@ -8,6 +8,7 @@
 #include "config/kv_format.h"
 #include "config/model_spec.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 // Invariants: p_ and attention_ are fixed at construction. linear_ns_, lm_head_ns_ and allreduce_ns_
 // hold, for every token count below kTermTableTokens (512), the term computed by the very expression
@@ -28,7 +29,6 @@
 namespace kvsim {
 namespace {
 
-int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
 }  // namespace
 
@@ -116,9 +116,9 @@ RooflineCostModel::RooflineCostModel(const RooflineParams& params)
   allreduce_ns_.resize(kTermTableTokens);
   for (int64_t t = 0; t < kTermTableTokens; ++t) {
     const double layers = p_.num_layers;
-    linear_ns_[t] = ToNs(layers * (LayerLinearSeconds(t) + KvProjectionSeconds(0)));
-    lm_head_ns_[t] = ToNs(LmHeadSeconds(t));
-    allreduce_ns_[t] = ToNs(layers * 2 * AllReduceSeconds(t));
+    linear_ns_[t] = SecondsToNs(layers * (LayerLinearSeconds(t) + KvProjectionSeconds(0)));
+    lm_head_ns_[t] = SecondsToNs(LmHeadSeconds(t));
+    allreduce_ns_[t] = SecondsToNs(layers * 2 * AllReduceSeconds(t));
   }
 }
 
@@ -126,18 +126,18 @@ RooflineCostModel::RooflineCostModel(const RooflineParams& params)
 int64_t RooflineCostModel::LinearNs(int64_t layer_tokens, int64_t projection_tokens) const {
   if (projection_tokens == 0 && layer_tokens < kTermTableTokens) return linear_ns_[layer_tokens];
   const double layers = p_.num_layers;
-  return ToNs(layers * (LayerLinearSeconds(layer_tokens) + KvProjectionSeconds(projection_tokens)));
+  return SecondsToNs(layers * (LayerLinearSeconds(layer_tokens) + KvProjectionSeconds(projection_tokens)));
 }
 
 int64_t RooflineCostModel::LmHeadNs(int64_t sampling) const {
   if (sampling < kTermTableTokens) return lm_head_ns_[sampling];
-  return ToNs(LmHeadSeconds(sampling));
+  return SecondsToNs(LmHeadSeconds(sampling));
 }
 
 int64_t RooflineCostModel::AllReduceNs(int64_t layer_tokens) const {
   if (layer_tokens < kTermTableTokens) return allreduce_ns_[layer_tokens];
   const double layers = p_.num_layers;
-  return ToNs(layers * 2 * AllReduceSeconds(layer_tokens));
+  return SecondsToNs(layers * 2 * AllReduceSeconds(layer_tokens));
 }
 
 std::string RooflineCostModel::Describe() const {
@@ -200,7 +200,7 @@ absl::StatusOr<CostBreakdown> RooflineCostModel::IterationBreakdown(const BatchS
   CostBreakdown b;
   b.linear_ns = LinearNs(layer_tokens, projection_tokens);
   b.lm_head_ns = LmHeadNs(sampling);
-  b.attention_ns = ToNs(layers * attention_s);
+  b.attention_ns = SecondsToNs(layers * attention_s);
   b.allreduce_ns = AllReduceNs(layer_tokens);
   b.overhead_ns = p_.overhead_ns;
   b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.overhead_ns;
@@ -216,20 +216,20 @@ absl::StatusOr<int64_t> RooflineCostModel::RecomputeTimeNs(int64_t position, int
   if (position < 0 || num_tokens <= 0) return CostModel::RecomputeTimeNs(position, num_tokens);
   const double layers = p_.num_layers;
   if (p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION) {
-    return ToNs(layers * KvProjectionSeconds(num_tokens));
+    return SecondsToNs(layers * KvProjectionSeconds(num_tokens));
   }
   SequenceWork piece;
   piece.context_tokens = position;
   piece.new_tokens = num_tokens;
   // The same terms, rounded the same way, as IterationBreakdown of the one-piece batch.
-  return ToNs(layers * LayerLinearSeconds(num_tokens)) + ToNs(layers * AttentionSeconds(piece)) +
-         ToNs(layers * 2 * AllReduceSeconds(num_tokens));
+  return SecondsToNs(layers * LayerLinearSeconds(num_tokens)) + SecondsToNs(layers * AttentionSeconds(piece)) +
+         SecondsToNs(layers * 2 * AllReduceSeconds(num_tokens));
 }
 
 int64_t RooflineCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
   if (bytes <= 0) return 0;
   const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
-  return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
+  return tier.latency_ns() + SecondsToNs(static_cast<double>(bytes) / bandwidth);
 }
 
 namespace {

@@ -8,11 +8,11 @@
 #include "cost_models/calibration_table.h"
 #include "cost_models/validation.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 namespace kvsim {
 namespace {
 
-int64_t ToNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
 std::string WeightDTypeName(proto::DType dtype) {
   switch (dtype) {
@@ -232,16 +232,16 @@ absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShap
     allreduce_s = 2 * Kernel(ar, &tally, 2 * layers);
   }
   CostBreakdown b;
-  b.linear_ns = ToNs(layers * linear_s);
-  b.lm_head_ns = ToNs(Gemm(proto::KERNEL_KIND_LINEAR_GEMM, sampling, p_.vocab, h, &tally, 1));
+  b.linear_ns = SecondsToNs(layers * linear_s);
+  b.lm_head_ns = SecondsToNs(Gemm(proto::KERNEL_KIND_LINEAR_GEMM, sampling, p_.vocab, h, &tally, 1));
   for (int k = 0; k < kNumKinds; ++k) {
-    if (tally.seconds[k] > 0) time_ns_[k].fetch_add(ToNs(tally.seconds[k]), std::memory_order_relaxed);
+    if (tally.seconds[k] > 0) time_ns_[k].fetch_add(SecondsToNs(tally.seconds[k]), std::memory_order_relaxed);
     if (tally.extrapolated[k] > 0) {
-      extrapolated_ns_[k].fetch_add(ToNs(tally.extrapolated[k]), std::memory_order_relaxed);
+      extrapolated_ns_[k].fetch_add(SecondsToNs(tally.extrapolated[k]), std::memory_order_relaxed);
     }
   }
-  b.attention_ns = ToNs(layers * attention_s);
-  b.allreduce_ns = ToNs(layers * allreduce_s);
+  b.attention_ns = SecondsToNs(layers * attention_s);
+  b.allreduce_ns = SecondsToNs(layers * allreduce_s);
   b.overhead_ns = p_.overhead_ns;
   b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.overhead_ns;
   return b;
@@ -259,10 +259,10 @@ int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& t
   copy.kind = proto::KERNEL_KIND_HOST_DEVICE_COPY;
   copy.bytes = bytes;
   if (tier.kind() == proto::TIER_KIND_HOST && table_.HasSeries(copy)) {
-    return tier.latency_ns() + ToNs(Kernel(copy, nullptr, 0));
+    return tier.latency_ns() + SecondsToNs(Kernel(copy, nullptr, 0));
   }
   const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
-  return tier.latency_ns() + ToNs(static_cast<double>(bytes) / bandwidth);
+  return tier.latency_ns() + SecondsToNs(static_cast<double>(bytes) / bandwidth);
 }
 
 namespace {

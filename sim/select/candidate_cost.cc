@@ -9,6 +9,7 @@
 #include "policies/token/rocketkv_policy.h"
 #include "sim/select/candidates.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 namespace kvsim {
 
@@ -143,7 +144,7 @@ absl::StatusOr<CandidateCost> CandidateCostModel::Cost(int64_t input_tokens, int
   if (queries > 0) {
     SequenceWork pass{.context_tokens = input_tokens - queries, .new_tokens = queries};
     const double seconds = roofline_->AttentionSeconds(pass) * roofline_->params().num_layers;
-    cost.overhead_ns = static_cast<int64_t>(std::llround(seconds * 1e9));
+    cost.overhead_ns = SecondsToNs(seconds);
   }
   BatchShape decode;
   decode.sequences.push_back({.context_tokens = 0, .new_tokens = 1});

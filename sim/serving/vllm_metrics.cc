@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/percentile.h"
+#include "util/units.h"
 
 namespace kvsim {
 namespace {
@@ -53,7 +54,7 @@ absl::StatusOr<Json> VllmBenchmarkJson(const proto::Results& results, const prot
     return a->arrival_ns() != b->arrival_ns() ? a->arrival_ns() < b->arrival_ns() : a->request_id() < b->request_id();
   });
   const int64_t first_arrival_ns = by_arrival.empty() ? 0 : by_arrival[0]->arrival_ns();
-  const int64_t warmup_ns = static_cast<int64_t>(std::llround(options.warmup_s * 1e9));
+  const int64_t warmup_ns = SecondsToNs(options.warmup_s);
   std::vector<double> ttft, tpot, e2el, itl;
   bool all_gaps = true;  // every counted request recorded its token gaps (RequestResult.token_gaps_ns)
   int64_t completed = 0, good = 0, input = 0, output = 0, decode_ns = 0, gaps = 0, excluded = 0;

@@ -8,6 +8,7 @@
 #include "traces/generators/portable_random.h"
 #include "traces/generators/rate_schedule.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 namespace kvsim {
 namespace {
@@ -42,7 +43,7 @@ class RenewalProcess final : public ArrivalProcess {
       return Stop(absl::OutOfRangeError(
           absl::StrFormat("arrivals: the next arrival (%g s) is beyond the supported %g s", t_s, kMaxArrivalS)));
     }
-    *arrival_ns = std::llround(t_s * 1e9);
+    *arrival_ns = SecondsToNs(t_s);
     return true;
   }
   absl::Status status() const override { return status_; }

@@ -18,6 +18,7 @@
 #include "util/check.h"
 #include "util/mix64.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 // Data and invariants of Impl (true between Next calls):
 // - heap is a min-heap under Later, (arrival_ns, sequence): it holds one entry per open session and at
@@ -230,7 +231,7 @@ absl::StatusOr<ClassModel> BuildClass(const proto::WorkloadClass& spec, int clas
 int64_t AddSeconds(int64_t t_ns, double seconds) {
   const double sum = static_cast<double>(t_ns) + seconds * 1e9;
   if (sum >= static_cast<double>(kMaxArrivalNs)) return kMaxArrivalNs;
-  return t_ns + std::llround(seconds * 1e9);
+  return t_ns + SecondsToNs(seconds);
 }
 
 }  // namespace
@@ -435,7 +436,7 @@ absl::StatusOr<std::unique_ptr<WorkloadGenerator>> WorkloadGenerator::Create(con
     return Invalid("duration_s",
                    absl::StrFormat("must be 0 (no limit) or in [1e-9, 4e9] s, got %g", spec.duration_s()));
   }
-  impl->duration_ns = std::llround(spec.duration_s() * 1e9);
+  impl->duration_ns = SecondsToNs(spec.duration_s());
   KVSIM_RETURN_IF_ERROR(CheckFiniteNonNegative(spec.decode_s_per_token(), "decode_s_per_token"));
   impl->decode_s_per_token = spec.decode_s_per_token();
   if (!spec.has_arrivals()) return Invalid("arrivals", "required (poisson, gamma or replay)");

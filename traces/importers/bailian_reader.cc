@@ -13,6 +13,7 @@
 #include "traces/text/text_detect.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
+#include "util/units.h"
 
 namespace kvsim {
 namespace {
@@ -130,7 +131,7 @@ class BailianSource final : public JsonlSource {
     r->session_id = session;
     r->turn = static_cast<int32_t>(turn);
     r->block_tokens = kBailianBlockTokens;
-    r->arrival_ns = std::llround(seconds * 1e9);
+    r->arrival_ns = SecondsToNs(seconds);
     return absl::OkStatus();
   }
 
