@@ -5,7 +5,7 @@
 # model in the loop (`kvsim select --model --tasks`: correctness measured, latency and peak memory from
 # the cost model of the default config, Llama-3.1-8B on one H200), and reports the CSR surface of the
 # XGBoost selector (5-fold cross-validation by prompt) with the logistic baseline beside, then the
-# logistic selector's own report.
+# logistic selector's own surface (on the written outcomes.csv).
 #
 #   tools/select_closed_loop.sh [KVSIM] [OUT_DIR] [MODEL_DIR] [LENGTHS] [NUM]
 #     KVSIM      default bazel-bin/tools/kvsim (built with `bazel build //tools:kvsim` first)
@@ -13,7 +13,8 @@
 #     MODEL_DIR  default sim/eval/models/kvsim-tiny
 #     LENGTHS    context lengths of the tasks, default 384,448,512; NUM instances per (family, length),
 #                default 24 (6 families x 3 lengths x 24 = 432 prompts)
-# One thread throughout (--threads=1); the figures do not depend on the thread count.
+# One thread throughout (--threads=1; the figures do not depend on the thread count): about 40 s of CPU
+# (1.5 minutes of wall time on a shared 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvsim=${1:-bazel-bin/tools/kvsim}
@@ -25,7 +26,9 @@ mkdir -p "$out"
 python3 tools/make_tasks.py --out="$out/tasks.jsonl" \
   --tasks=niah_single,niah_multikey,niah_multivalue,variable_tracking,common_words,dialogue_recall \
   --lengths="$lengths" --num="$num" --seed=1
-common=(--model="$model" --tasks="$out/tasks.jsonl" --configs=sim/select/small_model_candidates.textproto
-        --threads=1 --seed=1)
-"$kvsim" select "${common[@]}" --predictor=xgboost --out="$out/xgboost"
-"$kvsim" select "${common[@]}" --predictor=logistic --out="$out/logistic" | tail -n 12
+configs=sim/select/small_model_candidates.textproto
+"$kvsim" select --model="$model" --tasks="$out/tasks.jsonl" --configs="$configs" --threads=1 --seed=1 \
+  --predictor=xgboost --out="$out/xgboost"
+# The logistic selector on the same table (its outcomes.csv; the costs recomputed by the same cost model).
+"$kvsim" select --outcomes="$out/xgboost/outcomes.csv" --costs=model --configs="$configs" --seed=1 \
+  --predictor=logistic --out="$out/logistic" | tail -n 4
