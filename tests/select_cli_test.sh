@@ -2,9 +2,13 @@
 # `kvsim select` end to end: a SYNTHETIC outcome table (planted correctness, costs from the roofline model)
 # gives the report and every output file, twice byte-identically; a table written by the first run reads
 # back with --costs=table to the same CSR surface; a hand-made table gives the hand-counted CSR; bad
-# input is refused with exit code 2 naming the file, line and column.
+# input is refused with exit code 2 naming the file, line and column. With the committed small model
+# ($2) and task file ($3), the closed-loop table (--model --tasks) is made, the same for any thread count,
+# and reads back to the same surface; a candidate the closed loop cannot run is refused naming it.
 set -u
 kvsim=$1
+model=$2
+tasks=$3
 source "$(dirname "$0")/cli_test_lib.sh"
 
 run() { "$kvsim" select "$@"; }
@@ -111,9 +115,36 @@ has "folds=4: must be in \[2, number of prompts = 3\]" err
 expect 2 run --outcomes="$tmp/hand.csv" --configs="$tmp/c.textproto" --latency_ms=5
 has "--latency_ms and --memory_mb go together" err
 expect 2 run --outcomes="$tmp/hand.csv" --synthetic_prompts=5
-has "exactly one of --outcomes=FILE or --synthetic_prompts=N" err
+has "exactly one of --outcomes=FILE, --model=DIR --tasks=FILE (closed loop) or --synthetic_prompts=N" err
 expect 2 run --outcomes="$tmp/hand.csv" --configs="$tmp/c.textproto" --predictor=forest
 has "unknown predictor 'forest'" err
+expect 2 run --model="$model" --configs="$tmp/c.textproto"
+has "--model=DIR and --tasks=FILE go together" err
 expect 2 run --outcomes="$tmp/missing.csv" --configs="$tmp/c.textproto" --predictor=logistic --out="$tmp/e"
 [ ! -e "$tmp/e" ] || fail "a failed run left an output directory"
+
+# The closed-loop table: the small model on the first 10 tasks (both needle families), 11 candidates.
+small=sim/select/small_model_candidates.textproto
+closed() { run --model="$model" --tasks="$tasks" --max_tasks=10 --configs="$small" --predictor=logistic --folds=2 \
+  --grid_points=3 "$@"; }
+expect 0 closed --threads=1 --out="$tmp/cl1"
+has "closed-loop table (.*kvsim-tiny on .*tasks_512.jsonl, correctness measured): 10 prompts x 11 configurations" out
+has "latency and peak memory from the roofline cost model" out
+head -1 "$tmp/cl1/outcomes.csv" | grep -qx \
+  "prompt_id,config,correct,latency_ms,peak_memory_mb,input_tokens,output_tokens,task_family,prefill_entropy,prefill_mass_kept" \
+  || fail "closed-loop outcomes.csv header: $(head -1 "$tmp/cl1/outcomes.csv")"
+[ "$(wc -l < "$tmp/cl1/outcomes.csv")" -eq 111 ] || fail "closed-loop outcomes.csv should have 10 x 11 rows and a header"
+grep -q "^niah_single-512-0000,fp16,1," "$tmp/cl1/outcomes.csv" || fail "the full cache should solve niah_single-512-0000"
+grep -q "^niah_single-512-0000,h2o-12.5%,0," "$tmp/cl1/outcomes.csv" || fail "h2o at 64 tokens should miss niah_single-512-0000"
+expect 0 closed --threads=2 --out="$tmp/cl2"
+for f in outcomes.csv csr_grid.csv summary.txt; do
+  cmp -s "$tmp/cl1/$f" "$tmp/cl2/$f" || fail "closed loop: $f differs between 1 and 2 threads"
+done
+expect 0 run --outcomes="$tmp/cl1/outcomes.csv" --costs=model --configs="$small" --predictor=logistic --folds=2 \
+  --grid_points=3 --out="$tmp/cl3"
+cmp -s "$tmp/cl1/csr_grid.csv" "$tmp/cl3/csr_grid.csv" || fail "the closed-loop table read back gives another surface"
+cat "$small" > "$tmp/hindsight.textproto"
+echo 'candidate { name: "hindsight" token { policy: "oracle_evict" budget_ratio: 0.25 } }' >> "$tmp/hindsight.textproto"
+expect 2 run --model="$model" --tasks="$tasks" --max_tasks=2 --configs="$tmp/hindsight.textproto" --folds=2
+has "candidate 'hindsight' (closed-loop policy oracle_evict)" err
 finish

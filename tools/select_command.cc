@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "config/experiment_config.h"
+#include "sim/eval/eval_tasks.h"
+#include "sim/eval/llama_model.h"
 #include "sim/select/candidates.h"
+#include "sim/select/closed_loop_outcomes.h"
 #include "sim/select/outcome_table.h"
 #include "sim/select/predictors.h"
 #include "sim/select/select_report.h"
@@ -48,6 +52,12 @@ ABSL_FLAG(int32_t, folds, 5, "cross-validation folds over prompts, >= 2");
 ABSL_FLAG(int32_t, synthetic_prompts, 0,
           "instead of --outcomes, a SYNTHETIC table of this many prompts with planted correctness (costs from "
           "the model; sim/select/synthetic_outcomes.h), for demos");
+// Shared with `kvsim eval` (tools/eval_command.cc): with --model and --tasks instead of --outcomes, the table
+// is made by the closed-loop evaluation (sim/select/closed_loop_outcomes.h).
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, tasks);
+ABSL_DECLARE_FLAG(int64_t, max_tasks);
+ABSL_DECLARE_FLAG(int64_t, query_window);
 
 namespace kvsim {
 namespace {
@@ -79,8 +89,15 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   if (!args.empty()) return absl::InvalidArgumentError("takes no positional arguments (use --outcomes=FILE)");
   const std::string outcomes_path = absl::GetFlag(FLAGS_outcomes);
   const int synthetic = absl::GetFlag(FLAGS_synthetic_prompts);
-  if (outcomes_path.empty() == (synthetic == 0)) {
-    return absl::InvalidArgumentError("give exactly one of --outcomes=FILE or --synthetic_prompts=N");
+  const std::string model_dir = absl::GetFlag(FLAGS_model), task_file = absl::GetFlag(FLAGS_tasks);
+  if (model_dir.empty() != task_file.empty()) {
+    return absl::InvalidArgumentError("--model=DIR and --tasks=FILE go together (the closed-loop outcome table)");
+  }
+  const bool closed_loop = !model_dir.empty();
+  const int sources = (outcomes_path.empty() ? 0 : 1) + (synthetic != 0 ? 1 : 0) + (closed_loop ? 1 : 0);
+  if (sources != 1) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --outcomes=FILE, --model=DIR --tasks=FILE (closed loop) or --synthetic_prompts=N");
   }
   if (synthetic < 0 || synthetic > 1000000) {
     return absl::InvalidArgumentError(absl::StrCat("--synthetic_prompts=", synthetic, ": must be in [1, 1000000]"));
@@ -101,7 +118,8 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
   KVSIM_ASSIGN_OR_RETURN(PredictorFactory factory, MakePredictorFactory(kind, {.seed = absl::GetFlag(FLAGS_seed)}));
   KVSIM_ASSIGN_OR_RETURN(proto::SelectCandidateSet set, LoadSelectCandidates(absl::GetFlag(FLAGS_configs)));
 
-  const bool from_model = synthetic > 0 || costs == "model";
+  // The synthetic and the closed-loop tables measure no time or memory: theirs are the cost model's.
+  const bool from_model = synthetic > 0 || closed_loop || costs == "model";
   proto::ExperimentConfig config;
   if (from_model) {
     // Candidates are costed with the roofline (sim/select/candidate_cost.h), also where the device's
@@ -114,6 +132,18 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
     options.num_prompts = synthetic;
     options.seed = absl::GetFlag(FLAGS_seed);
     KVSIM_ASSIGN_OR_RETURN(table, MakeSyntheticOutcomeTable(set, config, options));
+  } else if (closed_loop) {
+    const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
+    if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
+    ClosedLoopOutcomeOptions options;
+    KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
+    options.seed = absl::GetFlag(FLAGS_seed);
+    options.query_window = absl::GetFlag(FLAGS_query_window);
+    if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
+    KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
+    if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
+    KVSIM_ASSIGN_OR_RETURN(table, MakeClosedLoopOutcomeTable(*model, tasks, set, config, options));
   } else {
     KVSIM_ASSIGN_OR_RETURN(table, ReadOutcomeTable(outcomes_path, set, {.costs_from_model = from_model}));
     if (from_model) KVSIM_RETURN_IF_ERROR(FillCostsFromModel(config, set, &table));
@@ -166,6 +196,7 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
 
   const std::string source =
       synthetic > 0 ? absl::StrCat("SYNTHETIC table (planted correctness, seed ", absl::GetFlag(FLAGS_seed), ")")
+      : closed_loop ? absl::StrCat("closed-loop table (", model_dir, " on ", task_file, ", correctness measured)")
                     : outcomes_path;
   std::string report = absl::StrFormat(
       "outcomes: %s: %d prompts x %d configurations; latency and peak memory %s\n", source, table.num_prompts(),
@@ -218,7 +249,8 @@ KVSIM_REGISTER_COMMAND(
         .name = "select",
         .summary = "per-prompt choice of KV compression under latency and memory budgets (constrained success rate)",
         .usage =
-            "kvsim select (--outcomes=T.csv | --synthetic_prompts=N) [--configs=C.textproto] [--costs=table|model] "
+            "kvsim select (--outcomes=T.csv | --model=DIR --tasks=FILE | --synthetic_prompts=N) "
+            "[--configs=C.textproto] [--costs=table|model] "
             "[--config=EXP] [--latency_ms=L --memory_mb=M] [--latency_grid=..] [--memory_grid=..] [--grid_points=8] "
             "[--predictor=xgboost|logistic] [--predict_costs=auto|learned|model] [--folds=5] [--seed=S] [--out=DIR]",
         .details =
@@ -233,11 +265,17 @@ KVSIM_REGISTER_COMMAND(
             "(sim/select/candidate_cost.h); the two columns may then be absent. The selector then uses the cost\n"
             "model's figures as its latency and memory predictions (--predict_costs=auto; 'learned' uses the\n"
             "trained predictors instead). With --predictor=xgboost the logistic baseline is reported beside.\n"
+            "--model=DIR --tasks=FILE: the table is made by running every candidate through the\n"
+            "closed-loop evaluation of 'kvsim eval' on the task file's exact-match tasks (correct measured; KVQuant\n"
+            "runs as KIVI at its bits; features input/output tokens, task_family, prefill_entropy,\n"
+            "prefill_mass_kept; sim/select/closed_loop_outcomes.h), costs from the cost model as with --costs=model;\n"
+            "--threads, --max_tasks and --query_window apply.\n"
             "--synthetic_prompts=N uses a SYNTHETIC table with planted correctness instead (demo and tests).\n"
             "--out=DIR writes csr_grid.csv, csr_grid.svg, calibration.csv, feature_importance.csv, outcomes.csv,\n"
             "summary.txt, and selections.csv for the single budget.",
-        .flags = {"outcomes", "configs", "costs", "config", "latency_ms", "memory_mb", "latency_grid", "memory_grid",
-                  "grid_points", "predictor", "predict_costs", "folds", "synthetic_prompts", "seed", "out"},
+        .flags = {"outcomes", "model", "tasks", "max_tasks", "query_window", "threads", "configs", "costs", "config",
+                  "latency_ms", "memory_mb", "latency_grid", "memory_grid", "grid_points", "predictor",
+                  "predict_costs", "folds", "synthetic_prompts", "seed", "out"},
         .run = RunSelect,
     });
 

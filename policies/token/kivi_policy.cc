@@ -208,6 +208,7 @@ TokenPolicyWrapperFactory KiviFactory(int bits) {
 }  // namespace
 
 KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi2", KiviFactory(2));
+KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi3", KiviFactory(3));
 KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi4", KiviFactory(4));
 KVSIM_REGISTER_TOKEN_POLICY_WRAPPER("kivi8", KiviFactory(8));
 

@@ -1,6 +1,6 @@
 // File: policies/token/kivi_policy.h
 //
-// "kivi2", "kivi4", "kivi8" (Liu et al. 2024, "KIVI: A Tuning-Free Asymmetric 2bit Quantization for KV
+// "kivi2", "kivi3", "kivi4", "kivi8" (Liu et al. 2024, "KIVI: A Tuning-Free Asymmetric 2bit Quantization for KV
 // Cache"): asymmetric min/max quantisation at b bits, x^ = min + s * round((x - min) / s) with
 // s = (max - min) / (2^b - 1) (x^ = min when max = min):
 //   keys per channel: groups of G = 32 consecutive tokens share each channel's min and max;

@@ -21,6 +21,10 @@ TEST(KiviQuantizeTest, HandComputedGroups) {
   EXPECT_NEAR(b[1], 0.0f, 1e-6);
   EXPECT_NEAR(b[2], 0.6f, 1e-6);
   EXPECT_EQ(b[3], 2.0f);
+  // 3 bits over [0, 7]: s = 1; 2.6 rounds to 3, 4.5 to even 4.
+  std::vector<float> d = {0, 2.6f, 4.5f, 7};
+  QuantizeGroup(d.data(), 4, 3, d.data());
+  EXPECT_EQ(d, (std::vector<float>{0, 3, 4, 7}));
   // A constant group is unchanged.
   std::vector<float> c = {1.5f, 1.5f};
   QuantizeGroup(c.data(), 2, 2, c.data());

@@ -10,8 +10,8 @@ namespace {
 TEST(TokenPolicyRegistryTest, KnowsEveryPolicy) {
   const std::vector<std::string> names = TokenPolicyNames();
   for (const char* name :
-       {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "pyramidkv", "quest", "kivi2", "kivi4",
-        "kivi8", "oracle_select", "oracle_evict", "scissorhands", "expected_attention", "rocketkv"}) {
+       {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "pyramidkv", "quest", "kivi2", "kivi3",
+        "kivi4", "kivi8", "oracle_select", "oracle_evict", "scissorhands", "expected_attention", "rocketkv"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
     auto policy = CreateTokenPolicy(name);
     ASSERT_TRUE(policy.ok()) << name << ": " << policy.status();
