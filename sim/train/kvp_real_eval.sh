@@ -5,7 +5,7 @@
 #   sim/train/kvp_real_eval.sh [OUT]        (after `bazel build //tools:kvsim`; OUT default out/kvp_real)
 #
 # 1. Tasks (tools/make_tasks.py, byte tokenizer): training instances from seeds 1-4, held-out instances
-#    from seeds 101-105 (other keys, numbers, needle positions and haystack excerpts; the script checks
+#    from seeds 101-106 and 111 (other keys, numbers, needle positions and haystack excerpts; the script checks
 #    that no held-out prompt is a training prompt). Nothing below is chosen by looking at held-out results.
 # 2. Traces (`kvsim record`, every layer and KV head, greedy decode with the full cache): 8 decode steps
 #    per prompt and --future_queries=8. A needle answer is 7 digits: the first comes from the prefill, the
