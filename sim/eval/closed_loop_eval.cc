@@ -126,6 +126,7 @@ absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std
     }
     KVSIM_RETURN_IF_ERROR(CheckClosedLoopPolicy(spec));
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TokenPolicy> policy, CreateTokenPolicy(spec, {options.seed}));
+    KVSIM_RETURN_IF_ERROR(CheckPolicyFitsModel(*policy, spec, model));
     for (size_t b = 0; b < tokens.size() + ratios.size(); ++b) {
       PointSpec p;
       p.spec = spec;

@@ -100,9 +100,10 @@ struct EvalResults {
   std::vector<double> prefill_seconds;  // per task (varies)
 };
 
-// InvalidArgument for no policies or budgets, a duplicate policy, an unknown policy, a bad budget or
-// thread count, a task whose ids fall outside the vocabulary (naming its file and line); FailedPrecondition
-// for a policy that cannot run closed-loop (naming it).
+// InvalidArgument for no policies or budgets, a duplicate policy, an unknown policy, a policy whose
+// CheckTrace refuses the model's layout (CheckPolicyFitsModel: a KVP model trained for another model,
+// naming both), a bad budget or thread count, a task whose ids fall outside the vocabulary (naming its file
+// and line); FailedPrecondition for a policy that cannot run closed-loop (naming it).
 absl::StatusOr<EvalResults> RunClosedLoopEval(const LlamaModel& model, const std::vector<EvalTask>& tasks,
                                               const EvalOptions& options);
 

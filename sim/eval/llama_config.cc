@@ -346,4 +346,16 @@ RopeConfig TraceRopeConfig(const LlamaConfig& c) {
   return rope;
 }
 
+AttentionTraceHeader TraceLayout(const LlamaConfig& c) {
+  AttentionTraceHeader header;
+  header.num_layers = c.num_layers;
+  header.num_query_heads = c.num_heads;
+  header.num_kv_heads = c.num_kv_heads;
+  header.head_dim = c.head_dim;
+  header.rope = TraceRopeConfig(c);
+  for (int32_t l = 0; l < c.num_layers; ++l) header.kept_layers.push_back(l);
+  for (int32_t h = 0; h < c.num_kv_heads; ++h) header.kept_kv_heads.push_back(h);
+  return header;
+}
+
 }  // namespace kvsim

@@ -81,6 +81,11 @@ RopeFrequencies RopeFrequenciesAt(const LlamaConfig& config, int64_t seq_len);
 // The RopeConfig of attention traces and token policies (base, scaling type and factor).
 RopeConfig TraceRopeConfig(const LlamaConfig& config);
 
+// The attention-trace layout of the model: its layer, query- and KV-head counts, head_dim and rotary
+// config, every layer and KV head kept (model name empty, fp16). A recorded trace's header starts from it;
+// closed-loop policies are checked against it (TokenPolicy::CheckTrace), since they run on every head.
+AttentionTraceHeader TraceLayout(const LlamaConfig& config);
+
 }  // namespace kvsim
 
 #endif  // KVSIM_SIM_EVAL_LLAMA_CONFIG_H_

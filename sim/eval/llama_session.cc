@@ -123,6 +123,16 @@ absl::Status CheckClosedLoopPolicy(const std::string& spec) {
   return absl::OkStatus();
 }
 
+absl::Status CheckPolicyFitsModel(const TokenPolicy& policy, const std::string& spec, const LlamaModel& model) {
+  AttentionTraceHeader layout = TraceLayout(model.config);
+  layout.model = model.source;
+  if (absl::Status s = policy.CheckTrace(layout); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy '", spec, "' cannot run on model ", model.source, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 LlamaSession::LlamaSession(const LlamaModel& model, int64_t capacity_tokens, int64_t query_window)
     : model_(model),
       query_window_(std::max<int64_t>(0, query_window)),
@@ -339,6 +349,7 @@ absl::Status LlamaSession::AttachPolicy(const std::string& spec, int64_t budget_
       head.prompt_cache = caches->at(l, c);
     }
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TokenPolicy> policy, CreateTokenPolicy(spec, TokenPolicyOptions{seed}));
+    if (l == 0) KVSIM_RETURN_IF_ERROR(CheckPolicyFitsModel(*policy, spec, model_));
     policy->BeginLayer(heads_[l], budget_tokens);
     if (policy->kind() == TokenPolicy::Kind::kQuantize) {
       KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TokenPolicy> requantiser,

@@ -75,6 +75,12 @@ class PromptCaches {
 // OK unless `spec` names a policy that cannot run closed-loop (see the file comment).
 absl::Status CheckClosedLoopPolicy(const std::string& spec);
 
+// OK unless `policy` (created from `spec`) refuses `model`'s layout: TokenPolicy::CheckTrace against
+// TraceLayout(model.config), every layer and KV head, since a closed-loop policy runs on all of them (a
+// KVP model trained for another model, or on a trace of fewer layers or heads). InvalidArgument naming
+// the policy and the model folder, then the policy's reason.
+absl::Status CheckPolicyFitsModel(const TokenPolicy& policy, const std::string& spec, const LlamaModel& model);
+
 class LlamaSession {
  public:
   // REQUIRES: `model` outlives the session; capacity_tokens >= 1. query_window: prompt queries kept for
@@ -94,8 +100,8 @@ class LlamaSession {
 
   // Creates the policy `spec` (registered name or wrapper+name) for every layer and begins it at
   // `budget_tokens`. `caches`: shared prompt memos (null: the session's own). REQUIRES: after Prefill,
-  // before any Decode. InvalidArgument for an unknown policy or budget < 1; FailedPrecondition for a policy
-  // refused by CheckClosedLoopPolicy.
+  // before any Decode. InvalidArgument for an unknown policy, budget < 1 or a policy refused by
+  // CheckPolicyFitsModel; FailedPrecondition for a policy refused by CheckClosedLoopPolicy.
   absl::Status AttachPolicy(const std::string& spec, int64_t budget_tokens, uint64_t seed, PromptCaches* caches);
 
   // Feeds `id` at the next position and returns its logits. InvalidArgument for a bad id or a full cache;

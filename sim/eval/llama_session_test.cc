@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "policies/token/token_policy.h"
@@ -211,6 +213,39 @@ TEST(LlamaSessionTest, RefusesBadInput) {
   EXPECT_FALSE(s.Decode(5).ok());  // full
 }
 
+// A test policy that keeps everything, checks that it is shown the model's whole layout and refuses it
+// (as a KVP model trained for another model does), saying what it was shown.
+class RefusesLayoutPolicy : public TokenPolicy {
+ public:
+  explicit RefusesLayoutPolicy(const TokenPolicyOptions&) {}
+  std::string Name() const override { return "test_refuses_layout"; }
+  Kind kind() const override { return Kind::kFull; }
+  absl::Status CheckTrace(const AttentionTraceHeader& h) const override {
+    return absl::InvalidArgumentError(absl::StrCat("shown ", h.model, ": ", h.num_layers, " layers, ", h.num_query_heads,
+                                                   " query heads, ", h.num_kv_heads, " KV heads, head_dim ", h.head_dim,
+                                                   "; kept layers ", absl::StrJoin(h.kept_layers, ","),
+                                                   ", KV heads ", absl::StrJoin(h.kept_kv_heads, ",")));
+  }
+  void BeginLayer(absl::Span<const HeadContext>, int64_t) override {}
+  void Step(const LayerStep&, std::vector<KeptSet>*) override {}
+};
+KVSIM_REGISTER_TOKEN_POLICY("test_refuses_layout", RefusesLayoutPolicy);
+
+// AttachPolicy checks the policy against the model's layout, every layer and KV head, before the first
+// layer begins.
+TEST(LlamaSessionTest, AttachPolicyChecksTheModelLayout) {
+  auto model = RandomLlamaModel(TinyConfig(), 1);
+  model->source = "models/tiny";
+  LlamaSession s(*model, 8);
+  ASSERT_TRUE(s.Prefill({1, 2, 3}).ok());
+  const absl::Status st = s.AttachPolicy("test_refuses_layout", 4, 0, nullptr);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "policy 'test_refuses_layout' cannot run on model models/tiny: shown models/tiny: 2 layers, 4 query "
+            "heads, 2 KV heads, head_dim 8; kept layers 0,1, KV heads 0,1");
+  EXPECT_TRUE(s.AttachPolicy("full", 4, 0, nullptr).ok());  // nothing was attached
+}
+
 // Greedy generation of n tokens (logits of each step kept).
 struct Generation {
   std::vector<int32_t> ids;
@@ -256,7 +291,7 @@ TEST(LlamaSessionTest, FullPolicyEqualsPlainForwardExactly) {
 std::vector<std::string> ClosedLoopPolicies() {
   std::vector<std::string> names;
   for (const std::string& name : TokenPolicyNames()) {
-    // Not bare wrappers, nor this file's own test policy.
+    // Not bare wrappers, nor this file's own test policies.
     if (CheckClosedLoopPolicy(name).ok() && CreateTokenPolicy(name).ok() && name.rfind("test_", 0) != 0) {
       names.push_back(name);
     }

@@ -27,13 +27,8 @@ absl::StatusOr<std::vector<int32_t>> Indices(const std::vector<int32_t>& given, 
 
 absl::StatusOr<AttentionTraceHeader> TraceHeaderFor(const LlamaModel& model, const TraceRecordOptions& options) {
   const LlamaConfig& c = model.config;
-  AttentionTraceHeader header;
+  AttentionTraceHeader header = TraceLayout(c);
   header.model = model.source;
-  header.num_layers = c.num_layers;
-  header.num_query_heads = c.num_heads;
-  header.num_kv_heads = c.num_kv_heads;
-  header.head_dim = c.head_dim;
-  header.rope = TraceRopeConfig(c);
   header.dtype = options.dtype;
   KVSIM_ASSIGN_OR_RETURN(header.kept_layers, Indices(options.layers, c.num_layers, "layers"));
   KVSIM_ASSIGN_OR_RETURN(header.kept_kv_heads, Indices(options.kv_heads, c.num_kv_heads, "kv_heads"));
