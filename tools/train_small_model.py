@@ -225,6 +225,7 @@ class Data:
         if fams and self.rng.random() < self.task_fraction:
             ws = [self.weights[self.families.index(f)] for f in fams]
             fam = self.rng.choices(fams, ws)[0]
+            self.last_kind = "task/" + fam  # the log splits the answer loss by family
             # Prompts of varied length up to the stage length, so that short distances are seen too.
             n = self.rng.randint(max(MIN_CONTEXT[fam], (length - ANSWER_ROOM) // 2), length - ANSWER_ROOM)
             rec = mt.make_task(fam, n, self.rng, self.tok, self.haystack, 0)
@@ -238,7 +239,7 @@ class Data:
 
     def batch(self, size, length):
         """(ids, answer mask) tensors [size, length], PAD after each sequence; self.batch_kinds names each row's
-        kind of sequence (repeat, dense, copy, recall, task, text)."""
+        kind of sequence (repeat, dense, copy, recall, task/FAMILY, text)."""
         ids = torch.full((size, length), mt.PAD, dtype=torch.int64)
         ans = torch.zeros((size, length), dtype=torch.bool)
         self.batch_kinds = []

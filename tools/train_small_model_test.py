@@ -160,11 +160,33 @@ def check_dense_sequences():
                 assert answer == value + ".", (answer, value)
 
 
+def check_task_kinds():
+    """A task sequence's kind names its family ("task/FAMILY"), drawn only among the families of nonzero
+    weight; the answer mask covers the sequence's tail (the answer and EOS); with task_fraction 0 every
+    sequence is plain text without a mask."""
+    import train_small_model as tsm  # pylint: disable=import-outside-toplevel
+    import make_tasks as mt  # pylint: disable=import-outside-toplevel
+    data = tsm.Data(11, 1.0, ["niah_single", "variable_tracking", "dialogue_recall"], [1.0, 0.0, 1.0])
+    kinds = set()
+    for _ in range(30):
+        ids, mask = data.sequence(512)
+        kinds.add(data.last_kind)
+        assert ids[-1] == mt.EOS and mask[-1] == 1, data.last_kind
+        first = mask.index(1)
+        assert all(mask[first:]) and not any(mask[:first]), mask
+    assert kinds == {"task/niah_single", "task/dialogue_recall"}, kinds
+    text = tsm.Data(11, 0.0, ["niah_single"], [1.0])
+    for _ in range(5):
+        ids, mask = text.sequence(256)
+        assert text.last_kind == "text" and len(ids) == 256 and not any(mask), text.last_kind
+
+
 def main():
     torch.set_num_threads(1)
     check_recall_sequences()
     check_repeat_sequences()
     check_dense_sequences()
+    check_task_kinds()
     with tempfile.TemporaryDirectory() as tmp:
         a = train(os.path.join(tmp, "a"), 3, eval_num=2)
         b = train(os.path.join(tmp, "b"), 3)
