@@ -8,20 +8,14 @@
 #include "cost_models/roofline.h"
 #include "gtest/gtest.h"
 #include "sim/select/candidates.h"
+#include "sim/select/select_test_util.h"
 
 namespace kvsim {
 namespace {
 
-proto::ExperimentConfig Base() {
-  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
-  EXPECT_TRUE(config.ok()) << config.status();
-  return *config;
-}
-
 proto::SelectCandidate Named(const std::string& name) {
-  absl::StatusOr<proto::SelectCandidateSet> set = LoadSelectCandidates("");
-  EXPECT_TRUE(set.ok());
-  return set->candidate(CandidateIndex(*set, name));
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
+  return set.candidate(CandidateIndex(set, name));
 }
 
 // The reference: the same shapes asked of a roofline built directly from the config the candidate implies,
@@ -46,7 +40,7 @@ int64_t ReferenceLatencyNs(const proto::ExperimentConfig& config, int64_t input,
 }
 
 TEST(CandidateCostTest, Fp16EqualsTheCostModelForTheSameShapes) {
-  const proto::ExperimentConfig base = Base();
+  const proto::ExperimentConfig base = DefaultSelectConfig();
   auto model = *CandidateCostModel::Create(base, Named("fp16"));
   const int64_t input = 3000, output = 40;
   absl::StatusOr<CandidateCost> cost = model->Cost(input, output);
@@ -68,7 +62,7 @@ TEST(CandidateCostTest, Fp16EqualsTheCostModelForTheSameShapes) {
 }
 
 TEST(CandidateCostTest, KvQuantOutliersAreChargedAsScaleBytes) {
-  const proto::ExperimentConfig base = Base();
+  const proto::ExperimentConfig base = DefaultSelectConfig();
   auto model = *CandidateCostModel::Create(base, Named("kvquant-2b-1%"));
   const CandidateCost cost = *model->Cost(2000, 10);
   proto::ExperimentConfig config = base;
@@ -88,7 +82,7 @@ TEST(CandidateCostTest, KvQuantOutliersAreChargedAsScaleBytes) {
 }
 
 TEST(CandidateCostTest, H2oReadsAndHoldsTheBudgetAndPaysAPromptAttentionPass) {
-  const proto::ExperimentConfig base = Base();
+  const proto::ExperimentConfig base = DefaultSelectConfig();
   auto model = *CandidateCostModel::Create(base, Named("h2o-25%"));
   const int64_t input = 4000, output = 30, budget = 1000;
   EXPECT_EQ(model->ReadTokens(input, 1), budget);
@@ -109,7 +103,7 @@ TEST(CandidateCostTest, H2oReadsAndHoldsTheBudgetAndPaysAPromptAttentionPass) {
 }
 
 TEST(CandidateCostTest, RocketKvHoldsFourTimesTheBudgetAndReadsTheBudget) {
-  auto model = *CandidateCostModel::Create(Base(), Named("rocketkv-512"));
+  auto model = *CandidateCostModel::Create(DefaultSelectConfig(), Named("rocketkv-512"));
   EXPECT_EQ(model->HeldTokens(10000, 1), 2048);
   EXPECT_EQ(model->HeldTokens(10000, 11), 2058);
   EXPECT_EQ(model->ReadTokens(10000, 11), 512);
@@ -123,15 +117,15 @@ TEST(CandidateCostTest, RocketKvHoldsFourTimesTheBudgetAndReadsTheBudget) {
 }
 
 TEST(CandidateCostTest, CompressionLowersLatencyOnLongPromptsAndBadShapesAreRefused) {
-  auto fp16 = *CandidateCostModel::Create(Base(), Named("fp16"));
-  auto rocket = *CandidateCostModel::Create(Base(), Named("rocketkv-256"));
+  auto fp16 = *CandidateCostModel::Create(DefaultSelectConfig(), Named("fp16"));
+  auto rocket = *CandidateCostModel::Create(DefaultSelectConfig(), Named("rocketkv-256"));
   EXPECT_LT(rocket->Cost(30000, 500)->latency_ns, fp16->Cost(30000, 500)->latency_ns);
   EXPECT_LT(rocket->Cost(30000, 500)->memory.total_bytes, fp16->Cost(30000, 500)->memory.total_bytes);
   EXPECT_FALSE(fp16->Cost(0, 5).ok());
   EXPECT_FALSE(fp16->Cost(5, 0).ok());
   EXPECT_FALSE(fp16->Cost(5, kMaxCostOutputTokens + 1).ok());
   EXPECT_FALSE(fp16->Cost(kMaxCostInputTokens + 1, 5).ok());
-  proto::ExperimentConfig table = Base();
+  proto::ExperimentConfig table = DefaultSelectConfig();
   table.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
   EXPECT_FALSE(CandidateCostModel::Create(table, Named("fp16")).ok());
 }

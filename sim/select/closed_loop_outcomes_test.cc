@@ -9,6 +9,7 @@
 #include "sim/eval/closed_loop_eval.h"
 #include "sim/select/candidate_cost.h"
 #include "sim/select/candidates.h"
+#include "sim/select/select_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -16,12 +17,6 @@ namespace {
 constexpr char kModel[] = "sim/eval/models/kvsim-tiny";
 constexpr char kTasks[] = "sim/eval/testdata/tasks_512.jsonl";
 constexpr char kSmallSet[] = "sim/select/small_model_candidates.textproto";
-
-proto::ExperimentConfig Config() {
-  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
-  EXPECT_TRUE(config.ok()) << config.status();
-  return *config;
-}
 
 // A candidate named `name`: "" plain, "kvquant3" KVQuant 3-bit, "kivi2+h2o" KIVI 2-bit under H2O at 64 tokens,
 // else that token policy at a quarter of the prompt.
@@ -99,7 +94,8 @@ TEST_F(ClosedLoopOutcomesTest, CorrectIsKvsimEvalsResultForTheSamePolicyAndBudge
   ASSERT_TRUE(set.ok()) << set.status();
   ClosedLoopOutcomeOptions options;
   options.num_threads = 2;
-  absl::StatusOr<OutcomeTable> table = MakeClosedLoopOutcomeTable(*model_, *tasks_, *set, Config(), options);
+  absl::StatusOr<OutcomeTable> table =
+      MakeClosedLoopOutcomeTable(*model_, *tasks_, *set, DefaultSelectConfig(), options);
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_EQ(table->num_prompts(), 12);  // the perplexity task has no row
   ASSERT_EQ(table->num_candidates(), 11);
@@ -107,12 +103,18 @@ TEST_F(ClosedLoopOutcomesTest, CorrectIsKvsimEvalsResultForTheSamePolicyAndBudge
 
   // The expectation, written out by hand: each candidate's policy and its budget in percent of the prompt
   // (0: none), and the closed loop run on each task alone.
-  const std::map<std::string, std::pair<std::string, int>> expected = {
-      {"fp16", {"full", 0}},          {"kvquant-4b", {"kivi4", 0}},      {"kvquant-3b-1%", {"kivi3", 0}},
-      {"kvquant-2b-1%", {"kivi2", 0}}, {"h2o-50%", {"h2o", 5000}},         {"h2o-25%", {"h2o", 2500}},
-      {"h2o-12.5%", {"h2o", 1250}},    {"rocketkv-50%", {"rocketkv", 5000}}, {"rocketkv-25%", {"rocketkv", 2500}},
-      {"rocketkv-12.5%", {"rocketkv", 1250}}, {"rocketkv-6.25%", {"rocketkv", 625}}};
-  const proto::ExperimentConfig config = Config();
+  const std::map<std::string, std::pair<std::string, int>> expected = {{"fp16", {"full", 0}},
+                                                                       {"kvquant-4b", {"kivi4", 0}},
+                                                                       {"kvquant-3b-1%", {"kivi3", 0}},
+                                                                       {"kvquant-2b-1%", {"kivi2", 0}},
+                                                                       {"h2o-50%", {"h2o", 5000}},
+                                                                       {"h2o-25%", {"h2o", 2500}},
+                                                                       {"h2o-12.5%", {"h2o", 1250}},
+                                                                       {"rocketkv-50%", {"rocketkv", 5000}},
+                                                                       {"rocketkv-25%", {"rocketkv", 2500}},
+                                                                       {"rocketkv-12.5%", {"rocketkv", 1250}},
+                                                                       {"rocketkv-6.25%", {"rocketkv", 625}}};
+  const proto::ExperimentConfig config = DefaultSelectConfig();
   int correct = 0;
   for (int c = 0; c < table->num_candidates(); ++c) {
     const auto& [policy, basis_points] = expected.at(table->candidates[c]);
@@ -167,8 +169,8 @@ TEST_F(ClosedLoopOutcomesTest, SameTableForAnyThreadCount) {
   const std::vector<EvalTask> few(tasks_->begin(), tasks_->begin() + 4);
   ClosedLoopOutcomeOptions one, three;
   three.num_threads = 3;
-  absl::StatusOr<OutcomeTable> a = MakeClosedLoopOutcomeTable(*model_, few, *set, Config(), one);
-  absl::StatusOr<OutcomeTable> b = MakeClosedLoopOutcomeTable(*model_, few, *set, Config(), three);
+  absl::StatusOr<OutcomeTable> a = MakeClosedLoopOutcomeTable(*model_, few, *set, DefaultSelectConfig(), one);
+  absl::StatusOr<OutcomeTable> b = MakeClosedLoopOutcomeTable(*model_, few, *set, DefaultSelectConfig(), three);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   EXPECT_EQ(FormatOutcomeTableCsv(*a), FormatOutcomeTableCsv(*b));
 }
@@ -177,7 +179,7 @@ TEST_F(ClosedLoopOutcomesTest, RefusesABadCandidateAndATaskFileWithoutExactMatch
   proto::SelectCandidateSet set;
   *set.add_candidate() = Candidate("fp16", "");
   *set.add_candidate() = Candidate("hindsight", "oracle_evict");
-  absl::StatusOr<OutcomeTable> refused = MakeClosedLoopOutcomeTable(*model_, *tasks_, set, Config(), {});
+  absl::StatusOr<OutcomeTable> refused = MakeClosedLoopOutcomeTable(*model_, *tasks_, set, DefaultSelectConfig(), {});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("'hindsight'"), std::string::npos) << refused.status();
@@ -185,7 +187,8 @@ TEST_F(ClosedLoopOutcomesTest, RefusesABadCandidateAndATaskFileWithoutExactMatch
   set.mutable_candidate()->RemoveLast();
   const std::vector<EvalTask> perplexity_only = {tasks_->back()};
   ASSERT_TRUE(perplexity_only[0].is_perplexity());
-  absl::StatusOr<OutcomeTable> empty = MakeClosedLoopOutcomeTable(*model_, perplexity_only, set, Config(), {});
+  absl::StatusOr<OutcomeTable> empty =
+      MakeClosedLoopOutcomeTable(*model_, perplexity_only, set, DefaultSelectConfig(), {});
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("no exact-match task"), std::string::npos) << empty.status();

@@ -7,22 +7,11 @@
 #include "config/experiment_config.h"
 #include "gtest/gtest.h"
 #include "sim/select/candidates.h"
+#include "sim/select/select_test_util.h"
 #include "util/file.h"
 
 namespace kvsim {
 namespace {
-
-proto::ExperimentConfig Base() {
-  absl::StatusOr<proto::ExperimentConfig> config = LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
-  EXPECT_TRUE(config.ok()) << config.status();
-  return *config;
-}
-
-proto::SelectCandidateSet Default() {
-  absl::StatusOr<proto::SelectCandidateSet> set = LoadSelectCandidates("");
-  EXPECT_TRUE(set.ok()) << set.status();
-  return *set;
-}
 
 std::string Write(const std::string& text) {
   static int count = 0;
@@ -40,8 +29,8 @@ Request Prompt(uint64_t id, int64_t input_tokens) {
 }
 
 TEST(CandidateKvAssignerTest, FormatsBlockFactorsAndBudgetsOfTheDefaultSet) {
-  const proto::SelectCandidateSet set = Default();
-  auto kv = CandidateKvAssigner::ForAll(Base(), set, "fp16");
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
+  auto kv = CandidateKvAssigner::ForAll(DefaultSelectConfig(), set, "fp16");
   ASSERT_TRUE(kv.ok()) << kv.status();
   const CandidateKvAssigner& a = **kv;
   // Llama-3.1-8B, bf16 KV: 131072 bytes per token (2 bytes per element). fp16 is the replica's format.
@@ -68,8 +57,8 @@ TEST(CandidateKvAssignerTest, FormatsBlockFactorsAndBudgetsOfTheDefaultSet) {
 }
 
 TEST(CandidateKvAssignerTest, BudgetsFollowThePromptLength) {
-  const proto::SelectCandidateSet set = Default();
-  auto h2o = CandidateKvAssigner::ForAll(Base(), set, "h2o-25%");
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
+  auto h2o = CandidateKvAssigner::ForAll(DefaultSelectConfig(), set, "h2o-25%");
   ASSERT_TRUE(h2o.ok()) << h2o.status();
   // A quarter of 1000 tokens: 250 kept and held.
   absl::StatusOr<RequestKv> kv = (*h2o)->Assign(Prompt(1, 1000));
@@ -78,22 +67,22 @@ TEST(CandidateKvAssignerTest, BudgetsFollowThePromptLength) {
   EXPECT_EQ(kv->hold_cap_tokens, 250);
   EXPECT_EQ(kv->read_cap_tokens, -1);
   // RocketKV at 512: keeps 4 x 512 of the prompt (its memory factor), reads 512.
-  auto rocket = CandidateKvAssigner::ForAll(Base(), set, "rocketkv-512");
+  auto rocket = CandidateKvAssigner::ForAll(DefaultSelectConfig(), set, "rocketkv-512");
   ASSERT_TRUE(rocket.ok());
   kv = (*rocket)->Assign(Prompt(1, 10000));
   ASSERT_TRUE(kv.ok());
   EXPECT_EQ(kv->prompt_keep_tokens, 2048);
   EXPECT_EQ(kv->hold_cap_tokens, -1);
   EXPECT_EQ(kv->read_cap_tokens, 512);
-  auto fp16 = CandidateKvAssigner::ForAll(Base(), set, "fp16");
+  auto fp16 = CandidateKvAssigner::ForAll(DefaultSelectConfig(), set, "fp16");
   ASSERT_TRUE(fp16.ok());
   EXPECT_FALSE((*fp16)->Assign(Prompt(1, 10000))->has_budget());
 }
 
 TEST(CandidateKvAssignerTest, ReadsSelections) {
-  const proto::SelectCandidateSet set = Default();
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
   const std::string path = Write("prompt_id,config,fallback\n7,kvquant-4b,0\n 9 , h2o-50% ,1\n");
-  auto a = CandidateKvAssigner::FromSelections(Base(), set, path);
+  auto a = CandidateKvAssigner::FromSelections(DefaultSelectConfig(), set, path);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ((*a)->Assign(Prompt(7, 100))->config, CandidateIndex(set, "kvquant-4b"));
   EXPECT_EQ((*a)->Assign(Prompt(9, 100))->config, CandidateIndex(set, "h2o-50%"));
@@ -105,7 +94,7 @@ TEST(CandidateKvAssignerTest, ReadsSelections) {
 
 void ExpectRefused(const std::string& text, const std::string& fragment) {
   const std::string path = Write(text);
-  auto a = CandidateKvAssigner::FromSelections(Base(), Default(), path);
+  auto a = CandidateKvAssigner::FromSelections(DefaultSelectConfig(), DefaultCandidateSet(), path);
   ASSERT_FALSE(a.ok()) << text;
   EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(a.status().message().find(path + fragment), std::string::npos) << a.status();
@@ -125,20 +114,20 @@ TEST(CandidateKvAssignerTest, RefusesAFormatWiderThanTheReplicas) {
   fp8.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_ROOFLINE);  // as kvsim replay --kv_configs loads it
   absl::StatusOr<proto::ExperimentConfig> config = ResolveExperimentConfig(fp8, "test");
   ASSERT_TRUE(config.ok()) << config.status();
-  auto a = CandidateKvAssigner::ForAll(*config, Default(), "fp16");
+  auto a = CandidateKvAssigner::ForAll(*config, DefaultCandidateSet(), "fp16");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("more than the 65536 of the replica's format fp8"), std::string::npos)
       << a.status();
   // A narrower one is fine: 4-bit KVQuant in 1-byte blocks, 65536 / 34816 -> 1.
-  auto q4 = CandidateKvAssigner::ForAll(*config, Default(), "kvquant-4b");
+  auto q4 = CandidateKvAssigner::ForAll(*config, DefaultCandidateSet(), "kvquant-4b");
   ASSERT_TRUE(q4.ok()) << q4.status();
   EXPECT_EQ((*q4)->base(1).block_factor, 1);
 }
 
 TEST(CandidateKvAssignerTest, RefusesOtherCostModels) {
-  proto::ExperimentConfig table = Base();
+  proto::ExperimentConfig table = DefaultSelectConfig();
   table.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_TABLE);
-  auto a = CandidateKvAssigner::ForAll(table, Default(), "fp16");
+  auto a = CandidateKvAssigner::ForAll(table, DefaultCandidateSet(), "fp16");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("roofline"), std::string::npos) << a.status();
 }

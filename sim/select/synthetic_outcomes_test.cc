@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "sim/select/candidate_cost.h"
 #include "sim/select/candidates.h"
+#include "sim/select/select_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -17,7 +18,7 @@ proto::SelectCandidate Named(const proto::SelectCandidateSet& set, const std::st
 }
 
 TEST(SyntheticOutcomesTest, PlantedProbabilitiesByHand) {
-  const proto::SelectCandidateSet set = *LoadSelectCandidates("");
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
   // fp16: no damage.
   EXPECT_DOUBLE_EQ(PlantedCorrectProbability(Named(set, "fp16"), 1000, 0, 0.5, 0.2), Sigmoid(2.5 - 0.6));
   // KVQuant 4-bit on maths: 2 x 0.15.
@@ -32,8 +33,8 @@ TEST(SyntheticOutcomesTest, PlantedProbabilitiesByHand) {
 }
 
 TEST(SyntheticOutcomesTest, TableIsCompleteSeededNestedAndCostedByTheModel) {
-  const proto::SelectCandidateSet set = *LoadSelectCandidates("");
-  const proto::ExperimentConfig config = *LoadExperimentConfig("", proto::COST_MODEL_KIND_ROOFLINE);
+  const proto::SelectCandidateSet set = DefaultCandidateSet();
+  const proto::ExperimentConfig config = DefaultSelectConfig();
   absl::StatusOr<OutcomeTable> a = MakeSyntheticOutcomeTable(set, config, {.num_prompts = 20, .seed = 4});
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_EQ(a->num_prompts(), 20);
