@@ -5,7 +5,7 @@
 #   sim/train/kvp_real_eval.sh [OUT]        (after `bazel build //tools:kvsim`; OUT default out/kvp_real)
 #
 # 1. Tasks (tools/make_tasks.py, byte tokenizer): training instances from seeds 1-4, held-out instances
-#    from seeds 101-106 and 111 (other keys, numbers, needle positions and haystack excerpts; the script checks
+#    from seeds 101-106, 111 and 112 (other keys, numbers, needle positions and haystack excerpts; the script checks
 #    that no held-out prompt is a training prompt). Nothing below is chosen by looking at held-out results.
 # 2. Traces (`kvsim record`, every layer and KV head, greedy decode with the full cache): 8 decode steps
 #    per prompt and --future_queries=8. A needle answer is 7 digits: the first comes from the prefill, the
@@ -19,7 +19,9 @@
 #    to oracle_select, at budgets of 1/32 to 1/2 of the prompt (16-256 tokens at 512): needle tasks; the
 #    length test (1x, 2x, 4x); other families than trained on; the per-head picture.
 # 5. Closed loop (`kvsim eval`, the model generating under each policy) on held-out niah_single and
-#    niah_multikey at 496 and 512 bytes, budgets 16-256 tokens per KV head.
+#    niah_multikey at 496 and 512 bytes, and on three families the agents were not trained on
+#    (niah_multivalue, variable_tracking, dialogue_recall, which the model partly solves), budgets
+#    16-256 tokens per KV head.
 #
 # Deterministic: the same inputs give the same tables (timings aside). KVSIM_THREADS (default 1) is
 # passed to every command; results do not depend on it.
@@ -51,13 +53,14 @@ tasks test_text256 perplexity 256 16 104
 tasks test_text512 perplexity 512 16 105
 tasks test_other variable_tracking,common_words 512 8 106
 tasks closed_niah niah_single,niah_multikey 496,512 16 111
+tasks closed_other niah_multivalue,variable_tracking,dialogue_recall 496,512 8 112
 python3 - "$out" <<'EOF'
 import json, sys
 def prompts(name):
     return {tuple(json.loads(line)["prompt_ids"]) for line in open(f"{sys.argv[1]}/{name}.jsonl")}
 train = prompts("train_niah") | prompts("train_single256") | prompts("train_text128")
 for test in ["test_niah", "test_single512", "test_text128", "test_text256", "test_text512", "test_other",
-             "closed_niah"]:
+             "closed_niah", "closed_other"]:
     if prompts(test) & train:
         sys.exit(f"kvp_real_eval: a prompt of {test} is also a training prompt")
 EOF
@@ -99,6 +102,9 @@ log "closed loop"
 "$K" eval --model="$model" --tasks="$out/closed_niah.jsonl" --budgets=16,32,64,128,256 --threads="$threads" \
   --policies="full,kvp:model=$out/kvp_niah.kvpm,kvp:model=$out/kvp_niah_softsort.kvpm,random,streaming_llm,knorm,tova,snapkv,h2o,oracle_select" \
   --out="$out/eval_niah" >"$out/eval_niah.txt"
+"$K" eval --model="$model" --tasks="$out/closed_other.jsonl" --budgets=16,32,64,128,256 --threads="$threads" \
+  --policies="full,kvp:model=$out/kvp_niah.kvpm,kvp:model=$out/kvp_niah_softsort.kvpm,random,streaming_llm,knorm,tova,snapkv,h2o,oracle_select" \
+  --out="$out/eval_other" >"$out/eval_other.txt"
 
 log "tables"
 python3 sim/train/kvp_real_tables.py "$out" "$model" $(($(date +%s) - start)) >"$out/results.md"

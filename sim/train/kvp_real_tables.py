@@ -3,7 +3,7 @@
 
   kvp_real_tables.py OUT MODEL_DIR SECONDS > OUT/results.md
 
-Reads OUT/quality_*/areas.csv and per_head.csv (`kvsim quality`), OUT/eval_niah/results.csv (`kvsim eval`)
+Reads OUT/quality_*/areas.csv and per_head.csv (`kvsim quality`), OUT/eval_niah/ and OUT/eval_other/results.csv (`kvsim eval`)
 and OUT/train_*.txt (`kvsim train`'s summary). Areas are ratios to oracle_select (recall: higher is
 better; output error: lower is better). A missing file is an error naming it.
 """
@@ -83,6 +83,32 @@ def train_summary(out, name):
             reward.group(2) or "-", time.group(2), time.group(3)]
 
 
+def closed_loop(md, eval_dir, what):
+    """The closed-loop table of `kvsim eval`'s results.csv in eval_dir, with the per-budget verdict."""
+    md.append(f"\n## Closed loop: accuracy under each policy (`kvsim eval`, {what})\n")
+    acc, budgets, tasks = {}, [], 0
+    for r in rows(f"{eval_dir}/results.csv"):
+        if r["task"] != "all":
+            continue
+        b = int(float(r["budget"]))
+        acc[(model_name(r["policy"]), b)] = int(r["correct"])
+        tasks = int(r["tasks"])
+        if b not in budgets:
+            budgets.append(b)
+    budgets.sort()
+    closed = ["full", "kvp_niah", "kvp_niah_softsort"] + NON_ORACLE + ["oracle_select"]
+    body = [[label(p)] + [f"{acc[(p, b)]}/{tasks}" for b in budgets] for p in closed]
+    md.append(f"Correct answers of {tasks} tasks at each budget (tokens per KV head).\n\n")
+    md.append(table(["policy"] + [str(b) for b in budgets], body))
+    lines = []
+    for b in budgets:
+        best = max(NON_ORACLE, key=lambda p: acc[(p, b)])
+        cmp = "at least" if acc[("kvp_niah", b)] >= acc[(best, b)] else "BELOW"
+        who = f"{best} {acc[(best, b)]}" if acc[(best, b)] > 0 else "every baseline 0"
+        lines.append(f"{b}: kvp {acc[('kvp_niah', b)]}, {cmp} the best baseline ({who})")
+    md.append("\nPer budget: " + "; ".join(lines) + ".\n")
+
+
 def main():
     out, model, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     q = {n: Quality(out, n) for n in ["niah", "single512", "text128", "text256", "text512", "other"]}
@@ -130,29 +156,9 @@ def main():
                      f"{mean('kvp_niah') - mean(b):+.3f}", fmt(mean("oracle_evict"))])
     md.append(table(["layer", "KV head", "kvp", "best baseline on the head", "kvp - best", "oracle_evict"], body))
 
-    md.append("\n## Closed loop: accuracy under each policy (`kvsim eval`, niah_single + niah_multikey, "
-              "496 and 512 bytes)\n")
-    acc, budgets, tasks = {}, [], 0
-    for r in rows(f"{out}/eval_niah/results.csv"):
-        if r["task"] != "all":
-            continue
-        b = int(float(r["budget"]))
-        acc[(model_name(r["policy"]), b)] = int(r["correct"])
-        tasks = int(r["tasks"])
-        if b not in budgets:
-            budgets.append(b)
-    budgets.sort()
-    closed = ["full", "kvp_niah", "kvp_niah_softsort"] + NON_ORACLE + ["oracle_select"]
-    body = [[label(p)] + [f"{acc[(p, b)]}/{tasks}" for b in budgets] for p in closed]
-    md.append(f"Correct answers of {tasks} tasks at each budget (tokens per KV head).\n\n")
-    md.append(table(["policy"] + [str(b) for b in budgets], body))
-    lines = []
-    for b in budgets:
-        best = max(NON_ORACLE, key=lambda p: acc[(p, b)])
-        cmp = "at least" if acc[("kvp_niah", b)] >= acc[(best, b)] else "BELOW"
-        who = f"{best} {acc[(best, b)]}" if acc[(best, b)] > 0 else "every baseline 0"
-        lines.append(f"{b}: kvp {acc[('kvp_niah', b)]}, {cmp} the best baseline ({who})")
-    md.append("\nPer budget: " + "; ".join(lines) + ".\n")
+    closed_loop(md, f"{out}/eval_niah", "niah_single + niah_multikey, 496 and 512 bytes")
+    closed_loop(md, f"{out}/eval_other", "niah_multivalue + variable_tracking + dialogue_recall, 496 and 512 "
+                "bytes: families the agents were not trained on")
 
     md.append("\n## Training cost (`kvsim train`, one thread)\n")
     body = [train_summary(out, n) for n in ["kvp_niah", "kvp_niah_softsort", "kvp_niah_paper", "kvp_single256",
