@@ -167,6 +167,15 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
   EXPECT_NE(config.status().message().find("bad.textproto"), absl::string_view::npos);
   EXPECT_NE(config.status().message().find("model.num_kv_heads"), absl::string_view::npos);
 
+  // A field the file sets is named with its line and column; one the file does not set, by name only.
+  const std::string lines = WriteTemp("lines.textproto", "name: \"x\"\ncache {\n  block_tokens: 16\n"
+                                                         "  gpu_memory_utilization: 1.5\n}\n");
+  EXPECT_EQ(LoadExperimentConfig(lines).status().message(),
+            lines + ":4:3: field cache.gpu_memory_utilization: must be in (0, 1], got 1.5");
+  const std::string unset = WriteTemp("unset.textproto", "cache { lower_tiers { kind: TIER_KIND_HOST } }\n");
+  EXPECT_EQ(LoadExperimentConfig(unset).status().message(),
+            unset + ": field cache.lower_tiers[0].capacity_bytes: must be > 0, got 0");
+
   proto::ExperimentConfig raw;
   raw.mutable_cache()->set_gpu_memory_utilization(1.5);
   absl::Status status = ResolveExperimentConfig(raw, "x").status();

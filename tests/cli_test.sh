@@ -34,17 +34,18 @@ grep -q "bad.textproto:3:" "$tmp/err" || fail "malformed config error lacks file
 [ ! -s "$tmp/out" ] || fail "malformed config printed to stdout"
 
 # refused_config NAME CONTENTS MESSAGE: `kvsim config` on a file NAME.textproto holding CONTENTS exits 2
-# with an error that names the file and contains MESSAGE.
+# with an error that names the file and continues with MESSAGE (":LINE:COLUMN: ..." where the file sets the
+# refused field, ": ..." otherwise).
 refused_config() {
   printf '%s\n' "$2" >"$tmp/$1.textproto"
   expect 2 "$kvsim" config --config="$tmp/$1.textproto"
-  grep -qF "$1.textproto: $3" "$tmp/err" || fail "config $1: $(cat "$tmp/err")"
+  grep -qF "$1.textproto$3" "$tmp/err" || fail "config $1: $(cat "$tmp/err")"
 }
-# An impossible value: names the field.
-refused_config impossible 'model { num_kv_heads: 3 }' "field model.num_kv_heads"
+# An impossible value: names the field and where the file sets it.
+refused_config impossible 'model { num_kv_heads: 3 }' ":1:9: field model.num_kv_heads: 3 does not divide"
 # What replay would refuse, config refuses: the eviction policy and the cost model are built too.
-refused_config policy 'eviction { name: "bogus" }' "unknown eviction policy 'bogus'"
-refused_config bits 'cost_model { kv_quant_bits: 5 }' "cost_model.kv_quant_bits"
+refused_config policy 'eviction { name: "bogus" }' ": unknown eviction policy 'bogus'"
+refused_config bits 'cost_model { kv_quant_bits: 5 }' ": cost_model.kv_quant_bits"
 printf 'cluster { router: 17 }\n' >"$tmp/router.textproto"  # an undefined enum number: refused where it is read
 expect 2 "$kvsim" config --config="$tmp/router.textproto"
 has "router.textproto:1:11: field cluster.router: 17 is not a value of RouterKind" err

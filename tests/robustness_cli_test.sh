@@ -16,8 +16,8 @@ check_config() {  # CONFIG_TEXT EXPECTED_MESSAGE
   expect 2 timeout 20 "$kvsim" replay --config="$tmp/c.txtpb" --trace="$trace" --trace_format=mooncake
   has "$2" err
 }
-check_config 'scheduler { preemption: PREEMPTION_MODE_SWAP }' 'c.txtpb: field scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier'
-check_config 'cache { gpu_capacity_tokens: 5 }' 'c.txtpb: field cache.gpu_capacity_tokens: 5 tokens hold no whole block'
+check_config 'scheduler { preemption: PREEMPTION_MODE_SWAP }' 'c.txtpb:1:13: field scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier'
+check_config 'cache { gpu_capacity_tokens: 5 }' 'c.txtpb:1:9: field cache.gpu_capacity_tokens: 5 tokens hold no whole block'
 check_config 'scheduler { chunking: 99 }' 'c.txtpb:1:13: field scheduler.chunking: 99 is not a value of ChunkingMode'
 check_config 'scheduler { preemption: -1 }' 'c.txtpb:1:13: field scheduler.preemption: -1 is not a value of PreemptionMode'
 check_config 'device { peak_fp32_flops: 1 }' 'field device.peak_fp32_flops: must be 0 (not given) or in \[1000000000'

@@ -13,6 +13,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "config/field_checks.h"
+#include "proto/config.pb.h"
 #include "util/registry.h"
 
 namespace kvsim {
@@ -216,6 +218,8 @@ int RunKvsim(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> positional;
   absl::Status status = ParseArgs(*command, rest, &positional);
   if (status.ok()) status = command->run(positional, out);
+  // A config field refused after loading (the serving checks) is named with its line, as loading does.
+  status = WithFieldPositionFromFile(std::move(status), proto::ExperimentConfig::default_instance());
   if (!status.ok()) {
     std::string message(status.message());
     std::replace(message.begin(), message.end(), '\n', ' ');

@@ -1,10 +1,14 @@
 #include "util/text_proto.h"
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "util/file.h"
@@ -155,6 +159,39 @@ absl::Status ParseTextProto(absl::string_view text, absl::string_view source_nam
     return absl::InvalidArgumentError(errors.Describe(source_name));
   }
   return CheckFieldValues(*message, &tree, source_name, "", /*check_strings=*/true);
+}
+
+std::string FieldPositionInText(absl::string_view text, const google::protobuf::Message& prototype,
+                                absl::string_view path) {
+  std::unique_ptr<google::protobuf::Message> message(prototype.New());
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors;  // quiet: a text that does not parse has no positions
+  parser.RecordErrorsTo(&errors);
+  google::protobuf::TextFormat::ParseInfoTree root;
+  parser.WriteLocationsTo(&root);
+  if (!parser.ParseFromString(std::string(text), message.get())) return "";
+  const google::protobuf::Descriptor* type = message->GetDescriptor();
+  const google::protobuf::TextFormat::ParseInfoTree* tree = &root;
+  const std::vector<absl::string_view> parts = absl::StrSplit(path, '.');
+  for (size_t p = 0; p < parts.size(); ++p) {
+    absl::string_view name = parts[p];
+    int index = -1;
+    if (const size_t open = name.find('['); open != absl::string_view::npos && name.back() == ']') {
+      if (!absl::SimpleAtoi(name.substr(open + 1, name.size() - open - 2), &index) || index < 0) return "";
+      name = name.substr(0, open);
+    }
+    const google::protobuf::FieldDescriptor* field = type->FindFieldByName(std::string(name));
+    if (field == nullptr || field->is_repeated() != (index >= 0)) return "";
+    if (p + 1 == parts.size()) {
+      const google::protobuf::TextFormat::ParseLocation at = tree->GetLocation(field, index);
+      return at.line >= 0 ? absl::StrCat(at.line + 1, ":", at.column + 1) : "";
+    }
+    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) return "";
+    tree = tree->GetTreeForNested(field, index);
+    if (tree == nullptr) return "";
+    type = field->message_type();
+  }
+  return "";
 }
 
 absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message) {

@@ -35,6 +35,13 @@ absl::Status CheckDefinedEnums(const google::protobuf::Message& message, absl::s
 // missing.
 absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message);
 
+// Where the text proto `text` (of `prototype`'s message type) sets the field `path`, as "LINE:COLUMN"
+// (from 1): field names joined by '.', an element of a repeated field as name[i], as the config checks
+// name fields ("cache.lower_tiers[1].kind", "scheduler.max_num_seqs"). Empty if `text` does not set it
+// (a value from a preset or a default) or does not parse, or `path` names no field of the type.
+std::string FieldPositionInText(absl::string_view text, const google::protobuf::Message& prototype,
+                                absl::string_view path);
+
 // The text format of `message`, fields in declaration order (deterministic).
 std::string ToTextProto(const google::protobuf::Message& message);
 

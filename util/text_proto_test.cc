@@ -92,5 +92,31 @@ TEST(TextProtoTest, FileRoundTrip) {
   EXPECT_EQ(back.hidden_size(), 4096);
 }
 
+TEST(TextProtoTest, FieldPositionInTextFindsNestedAndRepeatedFields) {
+  const std::string text =
+      "name: \"gpu\"\n"
+      "fitted {\n"
+      "  all_reduce { num_gpus: 2 }\n"
+      "  all_reduce {\n"
+      "    num_gpus: 4  latency_ns: 9\n"
+      "  }\n"
+      "}\n";
+  const proto::DeviceSpec& type = proto::DeviceSpec::default_instance();
+  EXPECT_EQ(FieldPositionInText(text, type, "name"), "1:1");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted"), "2:1");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce[0].num_gpus"), "3:16");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce[1]"), "4:3");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce[1].latency_ns"), "5:18");
+  // Not set by the text, not a field, the wrong shape of index, or a text that does not parse: no position.
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce[2].num_gpus"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce[0].latency_ns"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "peak_fp32_flops"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.nope"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted[0]"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "fitted.all_reduce.num_gpus"), "");
+  EXPECT_EQ(FieldPositionInText(text, type, "name.x"), "");
+  EXPECT_EQ(FieldPositionInText("fitted {", type, "fitted"), "");
+}
+
 }  // namespace
 }  // namespace kvsim
