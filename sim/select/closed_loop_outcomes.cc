@@ -124,16 +124,20 @@ absl::StatusOr<OutcomeTable> MakeClosedLoopOutcomeTable(const LlamaModel& model,
   const int num_candidates = table.num_candidates();
   table.cells.resize(exact.size() * num_candidates);
 
-  // Prefill statistics, one prefill per prompt.
+  // Prefill statistics, one prefill per prompt; the entropy is the same for all of a prompt's rows.
   std::vector<std::vector<std::vector<double>>> column_sums(exact.size());
+  std::vector<double> prefill_entropy(exact.size());
   std::vector<absl::Status> status(exact.size());
   ParallelFor(ResolveThreadCount(options.num_threads), exact.size(), [&](size_t t, int) {
     absl::StatusOr<std::vector<std::vector<double>>> sums = PrefillColumnSums(model, exact[t]);
-    if (sums.ok()) {
-      column_sums[t] = std::move(*sums);
-    } else {
+    if (!sums.ok()) {
       status[t] = sums.status();
+      return;
     }
+    std::vector<double> entropy;
+    for (const std::vector<double>& column : *sums) entropy.push_back(NormalisedEntropy(column));
+    prefill_entropy[t] = Round6(Mean(entropy));
+    column_sums[t] = std::move(*sums);
   });
   for (const absl::Status& s : status) KVSIM_RETURN_IF_ERROR(s);
 
@@ -166,13 +170,13 @@ absl::StatusOr<OutcomeTable> MakeClosedLoopOutcomeTable(const LlamaModel& model,
         Outcome& outcome = table.cells[members[i] * num_candidates + c];
         outcome.correct = results->runs[i].correct;
         const bool budgeted = candidate.has_token();
-        std::vector<double> entropy, kept;
+        std::vector<double> kept;
         for (const std::vector<double>& column : column_sums[members[i]]) {
-          entropy.push_back(NormalisedEntropy(column));
           kept.push_back(budgeted ? MassKept(column, budget) : 1.0);
         }
         outcome.features = {static_cast<double>(task.prompt_ids.size()), static_cast<double>(task.answer_ids.size()),
-                            static_cast<double>(TaskFamilyCode(task.task)), Round6(Mean(entropy)), Round6(Mean(kept))};
+                            static_cast<double>(TaskFamilyCode(task.task)), prefill_entropy[members[i]],
+                            Round6(Mean(kept))};
       }
     }
   }
