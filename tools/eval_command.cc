@@ -19,15 +19,10 @@
 #include "sim/quality/quality_run.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "tools/model_flags.h"
 #include "util/progress.h"
 #include "util/status_macros.h"
 
-ABSL_FLAG(std::string, model, "", "Hugging Face model folder: config.json and *.safetensors (Llama architecture)");
-ABSL_FLAG(std::string, tasks, "", "task file (JSONL of prompt and answer token ids)");
-ABSL_FLAG(int64_t, max_tasks, 0, "evaluate at most the first N tasks of the file; 0 = all");
-ABSL_FLAG(int64_t, query_window, 64,
-          "prompt queries kept for the policies (eval) or stored in the trace (record): the last N prompt "
-          "positions; 0 = every one");
 // Shared with `kvsim quality` (tools/quality_command.cc).
 ABSL_DECLARE_FLAG(std::string, policies);
 ABSL_DECLARE_FLAG(std::string, budgets);
@@ -57,12 +52,8 @@ absl::Status RunEval(const std::vector<std::string>& args, std::ostream& out) {
   options.budget_ratios = budgets.budget_ratios;
   options.seed = absl::GetFlag(FLAGS_seed);
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
-  const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
-  if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
-  options.query_window = absl::GetFlag(FLAGS_query_window);
-  if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
-  KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
-  if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
+  KVSIM_ASSIGN_OR_RETURN(options.query_window, QueryWindowFromFlag());
+  KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, TasksFromFlags());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
   // Progress on a terminal only (util/progress.h); the evaluator calls it under its own lock.
   Progress progress("eval", static_cast<int64_t>(tasks.size()), "tasks",

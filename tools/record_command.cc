@@ -3,7 +3,6 @@
 #include <ostream>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +13,7 @@
 #include "sim/eval/trace_recorder.h"
 #include "tools/command.h"
 #include "tools/common_flags.h"
+#include "tools/model_flags.h"
 #include "traces/attention/attention_trace_io.h"
 #include "util/status_macros.h"
 
@@ -21,10 +21,6 @@ ABSL_FLAG(std::string, layers, "", "comma-separated layer indices to record (asc
 ABSL_FLAG(std::string, kv_heads, "", "comma-separated KV head indices to record (ascending); empty = every head");
 ABSL_FLAG(int64_t, decode_steps, 32, "greedy decode steps per prompt, in tokens");
 ABSL_FLAG(std::string, dtype, "fp16", "payload dtype of the trace: fp16, bf16 or fp32");
-ABSL_DECLARE_FLAG(std::string, model);  // tools/eval_command.cc
-ABSL_DECLARE_FLAG(std::string, tasks);
-ABSL_DECLARE_FLAG(int64_t, max_tasks);
-ABSL_DECLARE_FLAG(int64_t, query_window);
 
 namespace kvsim {
 namespace {
@@ -53,9 +49,8 @@ absl::Status RunRecord(const std::vector<std::string>& args, std::ostream& out) 
   KVSIM_ASSIGN_OR_RETURN(options.layers, IntList("layers", absl::GetFlag(FLAGS_layers)));
   KVSIM_ASSIGN_OR_RETURN(options.kv_heads, IntList("kv_heads", absl::GetFlag(FLAGS_kv_heads)));
   options.decode_steps = absl::GetFlag(FLAGS_decode_steps);
-  options.query_window = absl::GetFlag(FLAGS_query_window);
   if (options.decode_steps < 0) return absl::InvalidArgumentError("--decode_steps must be >= 0");
-  if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
+  KVSIM_ASSIGN_OR_RETURN(options.query_window, QueryWindowFromFlag());
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   if (dtype == "fp16") {
     options.dtype = AttentionDType::kFloat16;
@@ -66,10 +61,7 @@ absl::Status RunRecord(const std::vector<std::string>& args, std::ostream& out) 
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--dtype=", dtype, ": expected fp16, bf16 or fp32"));
   }
-  const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
-  if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
-  KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
-  if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
+  KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, TasksFromFlags());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
   for (const EvalTask& task : tasks) KVSIM_RETURN_IF_ERROR(ValidateTaskIds(task, model->config.vocab_size));
   KVSIM_ASSIGN_OR_RETURN(AttentionTraceHeader header, TraceHeaderFor(*model, options));

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +22,7 @@
 #include "sim/select/outcome_table.h"
 #include "sim/select/predictors.h"
 #include "sim/select/select_report.h"
+#include "tools/model_flags.h"
 #include "sim/select/selector.h"
 #include "sim/select/synthetic_outcomes.h"
 #include "tools/command.h"
@@ -52,12 +52,6 @@ ABSL_FLAG(int32_t, folds, 5, "cross-validation folds over prompts, >= 2");
 ABSL_FLAG(int32_t, synthetic_prompts, 0,
           "instead of --outcomes, a SYNTHETIC table of this many prompts with planted correctness (costs from "
           "the model; sim/select/synthetic_outcomes.h), for demos");
-// Shared with `kvsim eval` (tools/eval_command.cc): with --model and --tasks instead of --outcomes, the table
-// is made by the closed-loop evaluation (sim/select/closed_loop_outcomes.h).
-ABSL_DECLARE_FLAG(std::string, model);
-ABSL_DECLARE_FLAG(std::string, tasks);
-ABSL_DECLARE_FLAG(int64_t, max_tasks);
-ABSL_DECLARE_FLAG(int64_t, query_window);
 
 namespace kvsim {
 namespace {
@@ -133,15 +127,12 @@ absl::Status RunSelect(const std::vector<std::string>& args, std::ostream& out) 
     options.seed = absl::GetFlag(FLAGS_seed);
     KVSIM_ASSIGN_OR_RETURN(table, MakeSyntheticOutcomeTable(set, config, options));
   } else if (closed_loop) {
-    const int64_t max_tasks = absl::GetFlag(FLAGS_max_tasks);
-    if (max_tasks < 0) return absl::InvalidArgumentError("--max_tasks must be >= 0");
+    // With --model and --tasks instead of --outcomes, the closed-loop evaluation makes the table.
     ClosedLoopOutcomeOptions options;
     KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
     options.seed = absl::GetFlag(FLAGS_seed);
-    options.query_window = absl::GetFlag(FLAGS_query_window);
-    if (options.query_window < 0) return absl::InvalidArgumentError("--query_window must be >= 0");
-    KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, ReadEvalTasks(task_file));
-    if (max_tasks > 0 && static_cast<int64_t>(tasks.size()) > max_tasks) tasks.resize(max_tasks);
+    KVSIM_ASSIGN_OR_RETURN(options.query_window, QueryWindowFromFlag());
+    KVSIM_ASSIGN_OR_RETURN(std::vector<EvalTask> tasks, TasksFromFlags());
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadLlamaModel(model_dir));
     KVSIM_ASSIGN_OR_RETURN(table, MakeClosedLoopOutcomeTable(*model, tasks, set, config, options));
   } else {
