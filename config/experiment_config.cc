@@ -9,7 +9,6 @@
 #include "config/kv_format.h"
 #include "config/model_spec.h"
 #include "presets/presets.h"
-#include "util/file.h"
 #include "util/status_macros.h"
 #include "util/text_proto.h"
 
@@ -229,22 +228,15 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
 absl::StatusOr<proto::ExperimentConfig> LoadExperimentConfig(const std::string& path,
                                                              proto::CostModelKind unset_cost_model_kind) {
   proto::ExperimentConfig config;
-  std::string text;
-  if (!path.empty()) {
-    KVSIM_ASSIGN_OR_RETURN(text, ReadFile(path));
-    absl::string_view view = text;
-    ConsumeUtf8ByteOrderMark(&view);
-    text = std::string(view);
-    KVSIM_RETURN_IF_ERROR(ParseTextProto(text, path, &config));
-  }
+  if (!path.empty()) KVSIM_RETURN_IF_ERROR(ParseTextProtoFile(path, &config));
   if (config.cost_model().kind() == proto::COST_MODEL_KIND_UNSPECIFIED) {
     config.mutable_cost_model()->set_kind(unset_cost_model_kind);
   }
   absl::StatusOr<proto::ExperimentConfig> resolved =
       ResolveExperimentConfig(std::move(config), path.empty() ? "default" : path);
-  // A refused field the file sets is named with its line and column.
+  // A refused field the file sets is named with its line and column (the file is read again for them).
   if (!resolved.ok() && !path.empty()) {
-    return WithFieldPosition(resolved.status(), path, text, proto::ExperimentConfig::default_instance());
+    return WithFieldPositionFromFile(resolved.status(), proto::ExperimentConfig::default_instance());
   }
   return resolved;
 }

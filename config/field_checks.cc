@@ -3,11 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
 #include "util/file.h"
 #include "util/text_proto.h"
 
@@ -17,32 +15,27 @@ absl::Status FieldError(absl::string_view source, absl::string_view field, absl:
   return absl::InvalidArgumentError(absl::StrCat(source, ": field ", field, ": ", what));
 }
 
-absl::Status WithFieldPosition(absl::Status status, absl::string_view source, absl::string_view text,
-                               const google::protobuf::Message& prototype) {
-  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
-  absl::string_view rest = status.message();
-  if (!absl::ConsumePrefix(&rest, source) || !absl::ConsumePrefix(&rest, ": field ")) return status;
-  const size_t end = rest.find(": ");
-  if (end == absl::string_view::npos) return status;
-  const std::string position = FieldPositionInText(text, prototype, rest.substr(0, end));
-  if (position.empty()) return status;
-  absl::Status positioned = absl::InvalidArgumentError(absl::StrCat(source, ":", position, ": field ", rest));
-  status.ForEachPayload(
-      [&positioned](absl::string_view url, const absl::Cord& payload) { positioned.SetPayload(url, payload); });
-  return positioned;
-}
-
 absl::Status WithFieldPositionFromFile(absl::Status status, const google::protobuf::Message& prototype) {
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  constexpr absl::string_view kFieldMark = ": field ";  // FieldError's "SOURCE: field PATH: WHAT"
   const absl::string_view message = status.message();
-  const size_t end = message.find(": field ");
-  if (end == absl::string_view::npos || end == 0) return status;
-  const std::string source(message.substr(0, end));
-  absl::StatusOr<std::string> text = ReadFile(source, int64_t{16} << 20);
+  const size_t source_end = message.find(kFieldMark);
+  if (source_end == absl::string_view::npos || source_end == 0) return status;
+  const absl::string_view source = message.substr(0, source_end);
+  const absl::string_view path_and_what = message.substr(source_end + kFieldMark.size());
+  const size_t path_end = path_and_what.find(": ");
+  if (path_end == absl::string_view::npos) return status;
+  absl::StatusOr<std::string> text = ReadFile(std::string(source), int64_t{16} << 20);
   if (!text.ok()) return status;
   absl::string_view view = *text;
   ConsumeUtf8ByteOrderMark(&view);
-  return WithFieldPosition(std::move(status), source, view, prototype);
+  const std::string position = FieldPositionInText(view, prototype, path_and_what.substr(0, path_end));
+  if (position.empty()) return status;
+  absl::Status positioned =
+      absl::InvalidArgumentError(absl::StrCat(source, ":", position, kFieldMark, path_and_what));
+  status.ForEachPayload(
+      [&positioned](absl::string_view url, const absl::Cord& payload) { positioned.SetPayload(url, payload); });
+  return positioned;
 }
 
 std::string Excerpt(absl::string_view text, size_t max_bytes) {

@@ -23,16 +23,12 @@ namespace kvsim {
 // "SOURCE: field FIELD: WHAT" as InvalidArgument.
 absl::Status FieldError(absl::string_view source, absl::string_view field, absl::string_view what);
 
-// `status` with the position at which `text` sets the field it names, when it is a FieldError of `source`
-// ("SOURCE: field PATH: ..." becomes "SOURCE:LINE:COLUMN: field PATH: ...") and `text` (the source's
-// contents, a text proto of `prototype`'s type) sets PATH (util/text_proto.h's FieldPositionInText). Any
-// other status, and a field that `text` does not set (a preset's value, a default), is returned unchanged.
-absl::Status WithFieldPosition(absl::Status status, absl::string_view source, absl::string_view text,
-                               const google::protobuf::Message& prototype);
-
-// WithFieldPosition for a FieldError whose SOURCE is a text-proto file of `prototype`'s type, read again
-// (at most 16 MiB): for refusals raised after the file was loaded, e.g. the serving checks of `kvsim
-// config` and `kvsim replay`. Unchanged when SOURCE cannot be read or does not parse as that type.
+// `status` with the position at which its source file sets the field it names: a FieldError
+// ("SOURCE: field PATH: ...") whose SOURCE is a text-proto file of `prototype`'s type (read again, at most
+// 16 MiB) that sets PATH (util/text_proto.h's FieldPositionInText) becomes "SOURCE:LINE:COLUMN: field
+// PATH: ...". For refusals raised after the file was parsed: LoadExperimentConfig's checks, and the serving
+// checks of `kvsim config` and `kvsim replay`. Any other status, a SOURCE that cannot be read or does not
+// parse as that type, and a field the file does not set (a preset's value, a default) are unchanged.
 absl::Status WithFieldPositionFromFile(absl::Status status, const google::protobuf::Message& prototype);
 
 // At most the first `max_bytes` bytes of `text`, followed by "... (N bytes)" when it was longer: what an
