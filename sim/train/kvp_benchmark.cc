@@ -1,15 +1,18 @@
 // KVP's speed, measured against baselines in the same run:
 //   BM_TrainSteps/H/N   training steps (one sample of N tokens each) per second of one core, H hidden units
 //                       (32: the small-model setting, 256: the paper's), 1 thread: samples/s per core.
-//   BM_KvpScoring/H     scoring one head's 4,096-token prompt with an agent of H hidden units (head_dim 128),
-//   BM_SnapKvScoring    and with SnapKV's rule on the same head (64-query window, GQA group of 4, pooling 5).
-// The run ends with "ratio" lines: KVP's scoring time per token over SnapKV's, from interleaved repetitions
-// of both on one thread (CPU time), so the ratio does not drift with the machine's load.
+//   BM_KvpScoring/H/D   scoring one head's 4,096-token prompt with an agent of H hidden units at head_dim D
+//   BM_SnapKvScoring/D  (16: the committed small model's, 128: Llama's), and with SnapKV's rule on the same
+//                       head (64-query window, GQA group of 4, pooling 5).
+// The run ends with "ratio" lines: KVP's scoring time per token over SnapKV's at each head_dim, from
+// interleaved repetitions of both on one thread (CPU time), so the ratio does not drift with the load.
 //
 //   bazel run -c opt //sim/train:kvp_benchmark
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "policies/token/kvp_policy.h"
@@ -24,34 +27,52 @@ namespace {
 
 constexpr int64_t kScorePrompt = 4096;
 
-const SyntheticTrace& ScoringTrace() {
-  static const SyntheticTrace* trace = [] {
-    SyntheticTraceOptions o;
-    o.num_layers = 1;
-    o.num_kv_heads = 1;
-    o.group_size = 4;
-    o.head_dim = 128;
-    o.prompt_len = kScorePrompt;
-    o.decode_steps = 1;
-    o.query_window = 64;
-    return new SyntheticTrace(GenerateSyntheticTrace(o));
-  }();
-  return *trace;
-}
+constexpr int kHeadDims[] = {16, 128};
 
-HeadContext Context(const SyntheticTrace& trace) {
-  const AttentionSample& s = trace.samples[0];
-  const HeadTensors& t = s.heads[0];
-  HeadContext c;
-  c.group_size = trace.header.group_size();
-  c.head_dim = trace.header.head_dim;
-  c.prompt_len = s.prompt_len;
-  c.seq_len = s.seq_len();
-  c.query_start = s.query_start;
-  c.keys = t.keys.data();
-  c.values = t.values.data();
-  c.queries = t.queries.data();
-  return c;
+// One head of a 4,096-token prompt and one decode step, Gaussian keys, values and queries (the scoring
+// cost does not depend on the values; the synthetic trace generator needs head_dim >= 40), with the last
+// 64 prompt queries of a GQA group of 4 stored, as SnapKV reads them.
+struct ScoringHead {
+  static constexpr int kGroup = 4;
+  static constexpr int64_t kWindow = 64;
+  int head_dim = 0;
+  std::vector<float> keys, values, queries;
+
+  explicit ScoringHead(int d) : head_dim(d) {
+    std::mt19937_64 rng(d);
+    std::normal_distribution<float> normal;
+    const int64_t seq_len = kScorePrompt + 1;
+    auto fill = [&](std::vector<float>* v, int64_t n) {
+      v->resize(n);
+      for (float& x : *v) x = normal(rng);
+    };
+    fill(&keys, seq_len * d);
+    fill(&values, seq_len * d);
+    fill(&queries, kGroup * (seq_len - (kScorePrompt - kWindow)) * d);
+  }
+
+  HeadContext Context() const {
+    HeadContext c;
+    c.group_size = kGroup;
+    c.head_dim = head_dim;
+    c.prompt_len = kScorePrompt;
+    c.seq_len = kScorePrompt + 1;
+    c.query_start = kScorePrompt - kWindow;
+    c.keys = keys.data();
+    c.values = values.data();
+    c.queries = queries.data();
+    return c;
+  }
+};
+
+// The scoring head at `head_dim` (one of kHeadDims), made once.
+HeadContext ScoringContext(int head_dim) {
+  static const auto* heads = [] {
+    auto* made = new std::map<int, ScoringHead>;
+    for (int d : kHeadDims) made->emplace(d, ScoringHead(d));
+    return made;
+  }();
+  return heads->at(head_dim).Context();
 }
 
 KvpMlp RandomAgent(int head_dim, int hidden) {
@@ -76,20 +97,20 @@ double ScoreKvp(const KvpMlp& agent, const HeadContext& c, KvpMatrix* scratch) {
 double ScoreSnapKv(const HeadContext& c) { return SnapKvScores(c, SnapKvPolicy::kWindow, SnapKvPolicy::kKernel)[0]; }
 
 void BM_KvpScoring(benchmark::State& state) {
-  const HeadContext c = Context(ScoringTrace());
+  const HeadContext c = ScoringContext(static_cast<int>(state.range(1)));
   const KvpMlp agent = RandomAgent(c.head_dim, static_cast<int>(state.range(0)));
   KvpMatrix scratch;
   for (auto _ : state) benchmark::DoNotOptimize(ScoreKvp(agent, c, &scratch));
   state.SetItemsProcessed(state.iterations() * c.prompt_len);
 }
-BENCHMARK(BM_KvpScoring)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KvpScoring)->ArgsProduct({{32, 256}, {16, 128}})->Unit(benchmark::kMicrosecond);
 
 void BM_SnapKvScoring(benchmark::State& state) {
-  const HeadContext c = Context(ScoringTrace());
+  const HeadContext c = ScoringContext(static_cast<int>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(ScoreSnapKv(c));
   state.SetItemsProcessed(state.iterations() * c.prompt_len);
 }
-BENCHMARK(BM_SnapKvScoring)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SnapKvScoring)->Arg(16)->Arg(128)->Unit(benchmark::kMicrosecond);
 
 void BM_TrainSteps(benchmark::State& state) {
   SyntheticTraceOptions o;
@@ -119,8 +140,8 @@ void BM_TrainSteps(benchmark::State& state) {
 BENCHMARK(BM_TrainSteps)->Args({32, 1024})->Args({256, 1024})->Args({256, 4096})->Unit(benchmark::kMillisecond);
 
 // KVP's scoring over SnapKV's, per token, in interleaved repetitions (thread CPU time).
-void PrintRatios() {
-  const HeadContext c = Context(ScoringTrace());
+void PrintRatios(int head_dim) {
+  const HeadContext c = ScoringContext(head_dim);
   for (int hidden : {32, 256}) {
     const KvpMlp agent = RandomAgent(c.head_dim, hidden);
     KvpMatrix scratch;
@@ -137,9 +158,9 @@ void PrintRatios() {
       }
     }
     std::printf(
-        "ratio kvp(hidden=%d)/snapkv scoring per token (4096-token prompt, head_dim 128): %.2f "
+        "ratio kvp(hidden=%d)/snapkv scoring per token (4096-token prompt, head_dim %d): %.2f "
         "(kvp %.1f ns/token, snapkv %.1f ns/token)%s\n",
-        hidden, kvp_s / snap_s, 1e9 * kvp_s / 19 / c.prompt_len, 1e9 * snap_s / 19 / c.prompt_len,
+        hidden, head_dim, kvp_s / snap_s, 1e9 * kvp_s / 19 / c.prompt_len, 1e9 * snap_s / 19 / c.prompt_len,
         sink == 12345.678 ? " " : "");
   }
 }
@@ -151,6 +172,6 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
-  kvsim::PrintRatios();
+  for (int head_dim : kvsim::kHeadDims) kvsim::PrintRatios(head_dim);
   return 0;
 }
