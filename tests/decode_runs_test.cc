@@ -4,7 +4,9 @@
 // The workloads are generated chat and agent sessions and random requests at rates that keep several
 // requests decoding together on small GPUs, so runs meet block boundaries (with and without room),
 // evictions, preemptions, completions and arrivals (open and closed loop); each case also checks that
-// runs were taken.
+// runs were taken. A third replay of each, with runs, streams its files as the run goes
+// (ResultsFileStream) with latency values spilled every 7 values and session records every 3: the same
+// files again.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -168,7 +170,10 @@ struct Output {
 
 const char* const kFiles[] = {"results.pb", "summary.json", "requests.csv", "timeseries.csv", "timeline.json"};
 
-Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool advance, const std::string& dir) {
+// Replays and writes the files into `dir`: from the Results in memory, or, if `stream`, as the run goes
+// with small spill bounds (then without the vLLM JSON, which needs every request in memory).
+Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool advance, const std::string& dir,
+              bool stream = false) {
   Output out;
   auto cost_model = CreateCostModel(config);
   EXPECT_TRUE(cost_model.ok()) << cost_model.status();
@@ -177,18 +182,30 @@ Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool a
   options.record_token_gaps = true;
   options.timeseries_interval_ns = 50 * kNsPerMs;
   options.advance_decode_runs = advance;
+  std::unique_ptr<ResultsFileStream> files;
+  if (stream) {
+    absl::StatusOr<std::unique_ptr<ResultsFileStream>> opened = ResultsFileStream::Open(dir);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (!opened.ok()) return out;
+    files = std::move(*opened);
+    options.results_sink = files.get();
+    options.summary_memory_values = 7;
+    options.session_memory_records = 3;
+  }
   absl::StatusOr<ReplayOutput> replay = RunReplay(config, **cost_model, reader, options);
   EXPECT_TRUE(replay.ok()) << replay.status();
   if (!replay.ok()) return out;
   out.run_advanced_iterations = replay->run_advanced_iterations;
   out.iterations = replay->results.summary().num_iterations();
-  absl::Status written = WriteResultsFiles(dir, replay->results, replay->timeline_json);
+  absl::Status written = stream ? files->Finish(replay->results, replay->timeline_json)
+                                : WriteResultsFiles(dir, replay->results, replay->timeline_json);
   EXPECT_TRUE(written.ok()) << written;
   for (const char* file : kFiles) {
     absl::StatusOr<std::string> contents = ReadFile(absl::StrCat(dir, "/", file));
     EXPECT_TRUE(contents.ok()) << contents.status();
     out.files.push_back(contents.ok() ? *contents : "");
   }
+  if (stream) return out;
   absl::StatusOr<Json> vllm = VllmBenchmarkJson(replay->results, config.slo(), VllmMetricsOptions{});
   EXPECT_TRUE(vllm.ok()) << vllm.status();
   out.files.push_back(vllm.ok() ? vllm->dump() : "");
@@ -210,6 +227,14 @@ void ExpectSameOutputs(const std::string& name, const proto::ExperimentConfig& c
     EXPECT_FALSE(runs.files[i].empty()) << file;
     EXPECT_TRUE(runs.files[i] == stepped.files[i]) << file << " differs (" << runs.files[i].size() << " against "
                                                    << stepped.files[i].size() << " bytes)";
+  }
+  std::unique_ptr<TraceReader> stream_reader = make_reader();
+  const Output streamed = Replay(config, stream_reader.get(), true, dir + "_streamed", /*stream=*/true);
+  ASSERT_EQ(streamed.files.size(), std::size(kFiles));
+  for (size_t i = 0; i < streamed.files.size(); ++i) {
+    EXPECT_TRUE(streamed.files[i] == stepped.files[i]) << kFiles[i] << " streamed differs ("
+                                                       << streamed.files[i].size() << " against "
+                                                       << stepped.files[i].size() << " bytes)";
   }
   EXPECT_EQ(stepped.run_advanced_iterations, 0);
   // The comparison means something only if runs were taken (on the tight GPUs most iterations wait

@@ -36,16 +36,15 @@ proto::Distribution Distribute(std::vector<double>* values) {
   return distribution.Finish();
 }
 
-namespace {
-
-double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
-
-// The Distribution of the values in `spill`, exactly as Distribute of them all.
 absl::StatusOr<proto::Distribution> DistributeSpill(SortedSpill* spill) {
   SortedDistribution distribution(spill->size());
   KVSIM_RETURN_IF_ERROR(spill->Visit([&distribution](double v) { distribution.Add(v); }));
   return distribution.Finish();
 }
+
+namespace {
+
+double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
 
 }  // namespace
 

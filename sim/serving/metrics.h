@@ -60,6 +60,9 @@ class SortedDistribution {
 
 // Nearest-rank percentiles, mean and max of `values` (sorted in place); all 0 when empty.
 proto::Distribution Distribute(std::vector<double>* values);
+// The Distribution of the values in `spill`, exactly as Distribute of them all; Internal if the spill's
+// temporary file failed (SortedSpill::Visit).
+absl::StatusOr<proto::Distribution> DistributeSpill(SortedSpill* spill);
 
 struct MetricsOptions {
   proto::SloConfig slo;  // the objectives a good request meets (goodput)

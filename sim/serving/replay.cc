@@ -86,6 +86,10 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
     return absl::InvalidArgumentError(
         absl::StrCat("summary memory values must be >= 1, got ", options.summary_memory_values));
   }
+  if (options.session_memory_records < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session memory records must be >= 1, got ", options.session_memory_records));
+  }
   KVSIM_RETURN_IF_ERROR(CheckServingConfigExceptCostModel(config, config.name()));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Create(config, &cost_model, reader->info().block_tokens,
@@ -97,7 +101,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
                                                             .sink = options.results_sink,
                                                             .sorted_run_values = options.summary_memory_values});
   engine->AddObserver(&metrics);
-  SessionMetrics sessions;
+  SessionMetrics sessions({.memory_records = options.session_memory_records, .sink = options.results_sink});
   engine->AddObserver(&sessions);
   TtftDecomposition decomposition(&cost_model);
   engine->AddObserver(&decomposition);
@@ -124,7 +128,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   ReplayOutput output;
   KVSIM_ASSIGN_OR_RETURN(output.results, metrics.TakeResults());
   output.run_advanced_iterations = engine->run_advanced_iterations();
-  sessions.Fill(config.workload().closed_loop_sessions(), &output.results);
+  KVSIM_RETURN_IF_ERROR(sessions.Fill(config.workload().closed_loop_sessions(), &output.results));
   *output.results.mutable_ttft_breakdown() = ToProto(decomposition.MeanParts());
   proto::RunInfo& run = *output.results.mutable_run();
   run.set_kvsim_version(kKvsimVersion);

@@ -29,6 +29,7 @@
 #include "sim/serving/clock.h"
 #include "sim/serving/request_kv.h"
 #include "sim/serving/results_sink.h"
+#include "sim/serving/session_metrics.h"
 #include "sim/serving/sorted_spill.h"
 #include "traces/trace_reader.h"
 
@@ -59,6 +60,9 @@ struct ReplayOptions {
   // Latency values per summary distribution held in memory before they spill to a temporary file (exact
   // percentiles either way; MetricsOptions::sorted_run_values); >= 1.
   int64_t summary_memory_values = SortedSpill::kDefaultRunValues;
+  // Sessions' records held in memory before they spill to a temporary file (the same results either way;
+  // SessionMetricsOptions::memory_records); >= 1. With a results_sink, the sessions go to it too.
+  int64_t session_memory_records = SessionMetricsOptions::kDefaultMemoryRecords;
   // Per-request KV configurations (Engine::SetRequestKv, sim/serving/request_kv.h); nullptr = every request
   // at the config's KV format. Not owned.
   const RequestKvAssigner* request_kv = nullptr;

@@ -4,7 +4,8 @@
 // nothing per request has to stay in memory until the run ends (MetricsCollector hands them over;
 // ResultsFileStream in sim/serving/results_writer.h writes them to the results files). Records arrive in
 // completion order, points in the order their iterations start: the order of Results.requests and
-// Results.series.
+// Results.series. After the run, each session's record arrives in session_id order (SessionMetrics): the
+// order of Results.sessions.
 //
 // Thread-safety: none; called on the engine's thread.
 #ifndef KVSIM_SIM_SERVING_RESULTS_SINK_H_
@@ -21,6 +22,8 @@ class ResultsSink {
   virtual void AddRequest(const proto::RequestResult& request) = 0;
   // A replica's sample of the time series. `point` is valid during the call only.
   virtual void AddPoint(const proto::TimeSeriesPoint& point) = 0;
+  // A session's record, after every request and point. `session` is valid during the call only.
+  virtual void AddSession(const proto::SessionResult& session) = 0;
 };
 
 }  // namespace kvsim

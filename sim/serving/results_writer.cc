@@ -56,9 +56,10 @@ constexpr char kTimeSeriesCsvHeader[] =
     "time_ns,replica,gpu_blocks_used,gpu_blocks_pinned,host_blocks_used,batch_size,batched_tokens,"
     "queued_requests,running_requests,iteration_ns\n";
 
-// Field numbers of Results.requests and Results.series (proto/results.proto).
+// Field numbers of Results.requests, Results.series and Results.sessions (proto/results.proto).
 constexpr uint32_t kRequestsField = 3;
 constexpr uint32_t kSeriesField = 4;
+constexpr uint32_t kSessionsField = 10;
 
 void AppendVarint(uint64_t value, std::string* out) {
   while (value >= 0x80) {
@@ -236,7 +237,8 @@ absl::StatusOr<std::unique_ptr<ResultsFileStream>> ResultsFileStream::Open(const
   KVSIM_RETURN_IF_ERROR(stream->OpenOutput("timeseries.csv", &stream->timeseries_csv_));
   stream->requests_pb_ = std::tmpfile();
   stream->series_pb_ = std::tmpfile();
-  if (stream->requests_pb_ == nullptr || stream->series_pb_ == nullptr) {
+  stream->sessions_pb_ = std::tmpfile();
+  if (stream->requests_pb_ == nullptr || stream->series_pb_ == nullptr || stream->sessions_pb_ == nullptr) {
     return absl::InternalError(absl::StrCat(
         out_dir,
         "/results.pb: cannot create its temporary spill file (std::tmpfile, in TMPDIR): ", std::strerror(errno)));
@@ -250,6 +252,7 @@ ResultsFileStream::~ResultsFileStream() {
   if (!finished_) RemoveAll();
   if (requests_pb_ != nullptr) std::fclose(requests_pb_);
   if (series_pb_ != nullptr) std::fclose(series_pb_);
+  if (sessions_pb_ != nullptr) std::fclose(sessions_pb_);
 }
 
 absl::Status ResultsFileStream::OpenOutput(const std::string& name, Output* output) {
@@ -283,6 +286,12 @@ void ResultsFileStream::AddPoint(const proto::TimeSeriesPoint& point) {
   Drain(series_pb_, "results.pb's temporary spill file", &series_pb_buffer_, false);
 }
 
+void ResultsFileStream::AddSession(const proto::SessionResult& session) {
+  ++streamed_sessions_;
+  AppendRepeatedMessage(kSessionsField, session, &sessions_pb_buffer_);
+  Drain(sessions_pb_, "results.pb's temporary spill file", &sessions_pb_buffer_, false);
+}
+
 void ResultsFileStream::CopySpill(std::FILE* from, Output* to) {
   if (!error_.ok()) return;
   if (std::fflush(from) != 0 || std::fseek(from, 0, SEEK_SET) != 0) {
@@ -299,10 +308,11 @@ void ResultsFileStream::CopySpill(std::FILE* from, Output* to) {
 }
 
 absl::Status ResultsFileStream::Assemble(proto::Results rest, absl::string_view timeline_json) {
-  if (rest.requests_size() > 0 || rest.series_size() > 0) {
+  if (rest.requests_size() > 0 || rest.series_size() > 0 || (streamed_sessions_ > 0 && rest.sessions_size() > 0)) {
     return absl::InvalidArgumentError("ResultsFileStream::Finish: the records were streamed; `rest` must hold none");
   }
-  // results.pb = run and summary (fields 1, 2), the records (3, 4), sessions and TTFT breakdown (10, 11).
+  // results.pb = run and summary (fields 1, 2), the records (3, 4), sessions (10: streamed, or from `rest`)
+  // and TTFT breakdown (11).
   proto::Results tail;
   tail.mutable_sessions()->Swap(rest.mutable_sessions());
   if (rest.has_ttft_breakdown()) tail.set_allocated_ttft_breakdown(rest.release_ttft_breakdown());
@@ -315,6 +325,7 @@ absl::Status ResultsFileStream::Assemble(proto::Results rest, absl::string_view 
   Drain(timeseries_csv_.file.file, timeseries_csv_.file.tmp, &timeseries_csv_.buffer, true);
   Drain(requests_pb_, "results.pb's temporary spill file", &requests_pb_buffer_, true);
   Drain(series_pb_, "results.pb's temporary spill file", &series_pb_buffer_, true);
+  Drain(sessions_pb_, "results.pb's temporary spill file", &sessions_pb_buffer_, true);
   KVSIM_RETURN_IF_ERROR(error_);
   KVSIM_RETURN_IF_ERROR(OpenOutput("results.pb", &results_pb_));
   KVSIM_RETURN_IF_ERROR(OpenOutput("summary.json", &summary_json_));
@@ -323,6 +334,7 @@ absl::Status ResultsFileStream::Assemble(proto::Results rest, absl::string_view 
   Drain(results_pb_.file.file, results_pb_.file.tmp, &results_pb_.buffer, true);
   CopySpill(requests_pb_, &results_pb_);
   CopySpill(series_pb_, &results_pb_);
+  CopySpill(sessions_pb_, &results_pb_);
   results_pb_.buffer = std::move(tail_bytes);
   Drain(results_pb_.file.file, results_pb_.file.tmp, &results_pb_.buffer, true);
   summary_json_.buffer = std::move(json);

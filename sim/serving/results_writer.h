@@ -55,9 +55,10 @@ absl::Status WriteResultsFiles(const std::string& out_dir, const proto::Results&
 
 // The files of WriteResultsFiles, written as the run goes: each request's row of requests.csv and each
 // point's row of timeseries.csv is appended to the file's temporary name (util/file.h's TempPathFor) as
-// it arrives, and its results.pb encoding to an anonymous spill file (std::tmpfile). Finish writes
-// summary.json, assembles results.pb (run and summary, the spilled records, sessions and TTFT breakdown:
-// the field order protobuf serializes in) and renames every file into place. The files are byte-identical
+// it arrives, and its results.pb encoding, like each session's, to an anonymous spill file
+// (std::tmpfile). Finish writes summary.json, assembles results.pb (run and summary, the spilled records
+// and sessions, the TTFT breakdown: the field order protobuf serializes in) and renames every file into
+// place. The files are byte-identical
 // to WriteResultsFiles of the Results holding the same records in the same order. Memory: 1 MiB buffers
 // per file, whatever the number of records; disk: the records' results.pb bytes twice until Finish.
 class ResultsFileStream final : public ResultsSink {
@@ -72,9 +73,10 @@ class ResultsFileStream final : public ResultsSink {
   // A write failure is remembered and returned by Finish.
   void AddRequest(const proto::RequestResult& request) override;
   void AddPoint(const proto::TimeSeriesPoint& point) override;
+  void AddSession(const proto::SessionResult& session) override;
 
-  // `rest` is the rest of the Results: run, summary, sessions, TTFT breakdown (InvalidArgument if it holds
-  // requests or series). Writes timeline.json too if `timeline_json` is not empty. Call once; errors name
+  // `rest` is the rest of the Results: run, summary, sessions unless they were streamed, TTFT breakdown
+  // (InvalidArgument if it holds requests or series, or sessions beside streamed ones). Writes timeline.json too if `timeline_json` is not empty. Call once; errors name
   // the file, and leave none of the files.
   absl::Status Finish(proto::Results rest, absl::string_view timeline_json);
 
@@ -102,7 +104,9 @@ class ResultsFileStream final : public ResultsSink {
   Output requests_csv_, timeseries_csv_, results_pb_, summary_json_, timeline_json_;
   std::FILE* requests_pb_ = nullptr;  // spills: each record's results.pb field, in order
   std::FILE* series_pb_ = nullptr;
-  std::string requests_pb_buffer_, series_pb_buffer_;
+  std::FILE* sessions_pb_ = nullptr;
+  std::string requests_pb_buffer_, series_pb_buffer_, sessions_pb_buffer_;
+  int64_t streamed_sessions_ = 0;
   std::string encoded_;  // scratch
   absl::Status error_;
   bool finished_ = false;

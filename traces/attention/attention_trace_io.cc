@@ -6,8 +6,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "traces/attention/crc32.h"
@@ -333,12 +335,45 @@ absl::StatusOr<std::string> AttentionTraceReader::Payload(const RecordRef& ref, 
   absl::string_view stored(data_ + ref.offset + kRecordHeaderBytes, ref.stored_bytes);
   if (Crc32(stored) != ref.crc32) return Error(record_index, ref.offset, "checksum mismatch (corrupt payload)");
   if ((ref.flags & kFlagZstd) == 0) return std::string(stored);
-  std::string raw(ref.raw_bytes, '\0');
-  const size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
-  if (ZSTD_isError(n) || n != ref.raw_bytes) {
-    return Error(record_index, ref.offset,
-                 absl::StrCat("zstd payload does not decompress to ", ref.raw_bytes, " bytes"));
+  const std::string expected = absl::StrCat("zstd payload does not decompress to ", ref.raw_bytes, " bytes");
+  const unsigned long long declared = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR || (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ref.raw_bytes)) {
+    return Error(record_index, ref.offset, absl::StrCat(expected, " (its frame declares ", declared, ")"));
   }
+  // Decompressed into a buffer that grows with what the frame actually yields (doubling, at most
+  // raw_bytes), so a record that claims a huge size over a small frame cannot make the reader allocate
+  // that size: memory stays within twice the bytes the frame really produces.
+  std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> stream(ZSTD_createDStream(), ZSTD_freeDStream);
+  if (stream == nullptr) return absl::ResourceExhaustedError(absl::StrCat(path_, ": cannot create a zstd stream"));
+  std::string raw;
+  ZSTD_inBuffer in{stored.data(), stored.size(), 0};
+  size_t produced = 0;
+  size_t capacity = static_cast<size_t>(std::min<uint64_t>(
+      ref.raw_bytes, std::max<uint64_t>(uint64_t{1} << 16, uint64_t{4} * stored.size())));
+  raw.resize(capacity);
+  for (;;) {
+    if (produced == raw.size() && capacity < ref.raw_bytes) {
+      capacity = static_cast<size_t>(std::min<uint64_t>(ref.raw_bytes, uint64_t{2} * capacity));
+      raw.resize(capacity);
+    }
+    ZSTD_outBuffer out{raw.data(), raw.size(), produced};
+    const size_t in_before = in.pos, out_before = produced;
+    const size_t left = ZSTD_decompressStream(stream.get(), &out, &in);
+    produced = out.pos;
+    if (ZSTD_isError(left)) {
+      return Error(record_index, ref.offset, absl::StrCat(expected, ": ", ZSTD_getErrorName(left)));
+    }
+    if (left == 0) break;  // the frame is complete
+    if (produced == out_before && in.pos == in_before) {  // no progress: more than raw_bytes, or cut short
+      return Error(record_index, ref.offset,
+                   absl::StrCat(expected, produced == ref.raw_bytes ? " (it holds more)" : " (the frame is cut short)"));
+    }
+  }
+  if (produced != ref.raw_bytes || in.pos != in.size) {
+    return Error(record_index, ref.offset,
+                 absl::StrCat(expected, " (", produced, ", with ", in.size - in.pos, " stored bytes left over)"));
+  }
+  raw.resize(produced);
   return raw;
 }
 

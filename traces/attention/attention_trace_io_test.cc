@@ -1,6 +1,8 @@
 #include "traces/attention/attention_trace_io.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cmath>
 #include <cstring>
@@ -160,6 +162,50 @@ TEST(AttentionTraceIoTest, DetectsCorruptPayloadByChecksum) {
   // Records: 0 HEADER, 1 SAMPLE 0, 2-5 its heads, 6 SAMPLE 1, 7-10 its heads: the last is record 10.
   EXPECT_NE(sample.status().message().find("record 10 "), std::string::npos) << sample.status();
   EXPECT_NE(sample.status().message().find("checksum"), std::string::npos) << sample.status();
+}
+
+// A record that claims a huge decompressed size over a small zstd frame (here the HEADER: 3 GiB claimed, a
+// frame without a declared content size that yields 1,000 bytes, checksum right) is refused for what the
+// frame yields, without allocating the claimed size: peak RSS grows by far less than 3 GiB.
+TEST(AttentionTraceIoTest, RefusesAClaimedSizeTheFrameDoesNotHoldWithoutAllocatingIt) {
+  const std::string valid_path = TempPath("claim_valid");
+  ASSERT_TRUE(Write(valid_path, Small(AttentionDType::kFloat32, false), 0).ok());
+  const std::string valid = *ReadFile(valid_path);
+  const std::string content(1000, 'x');
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ASSERT_NE(cctx, nullptr);
+  ASSERT_EQ(ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0)), 0u);
+  std::string frame(ZSTD_compressBound(content.size()), '\0');
+  ZSTD_outBuffer out{frame.data(), frame.size(), 0};
+  ZSTD_inBuffer in{content.data(), content.size(), 0};
+  ASSERT_EQ(ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_end), 0u);  // one call: everything flushed
+  ZSTD_freeCCtx(cctx);
+  frame.resize(out.pos);
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+
+  const uint32_t tag = 1, flags = 1;  // HEADER, zstd
+  const uint64_t stored = frame.size(), claimed = uint64_t{3} << 30;
+  const uint32_t crc = Crc32(frame);
+  std::string record(32, '\0');
+  std::memcpy(record.data(), &tag, 4);
+  std::memcpy(record.data() + 4, &flags, 4);
+  std::memcpy(record.data() + 8, &stored, 8);
+  std::memcpy(record.data() + 16, &claimed, 8);
+  std::memcpy(record.data() + 24, &crc, 4);
+  const std::string path = TempPath("claim");
+  ASSERT_TRUE(WriteFileAtomically(path, valid.substr(0, 16) + record + frame).ok());
+
+  struct rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  auto reader = AttentionTraceReader::Open(path);
+  getrusage(RUSAGE_SELF, &after);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(reader.status().message().find("record 0 at byte offset 16: zstd payload does not decompress to "
+                                           "3221225472 bytes (1000, with 0 stored bytes left over)"),
+            std::string::npos)
+      << reader.status();
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "KiB";  // far below the claimed 3 GiB
 }
 
 TEST(AttentionTraceIoTest, RefusesTrailingDataAndBadMagic) {
