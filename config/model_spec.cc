@@ -131,7 +131,7 @@ proto::CostModelKind DefaultCostModelKind(const proto::DeviceSpec& device) {
 
 absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::string_view source,
                                       absl::string_view prefix) {
-  constexpr double kMaxFloorNs = 1e9;  // 1 s: no kernel's or iteration's fixed cost is longer
+  constexpr double kMaxFloorNs = 1e9;                 // 1 s: no kernel's or iteration's fixed cost is longer
   constexpr double kMaxSwitchElementsOrBytes = 1e15;  // a size knee or protocol switch beyond any tensor
   auto field = [&](absl::string_view kind, absl::string_view name) { return absl::StrCat(prefix, ".", kind, name); };
   auto floor = [&](absl::string_view kind, absl::string_view name, double ns) {
@@ -170,10 +170,10 @@ absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::st
     const proto::ElementwiseFit& e = f.elementwise();
     KVSIM_RETURN_IF_ERROR(floor("elementwise.", "launch_ns", e.launch_ns()));
     KVSIM_RETURN_IF_ERROR(range("elementwise.", "ns_per_token_element", e.ns_per_token_element(), 0, 1e3));
-    KVSIM_RETURN_IF_ERROR(range("elementwise.", "ns_per_token_element_beyond_cache",
-                                e.ns_per_token_element_beyond_cache(), 0, 1e3));
-    KVSIM_RETURN_IF_ERROR(range("elementwise.", "cache_resident_token_elements", e.cache_resident_token_elements(),
-                                0, kMaxSwitchElementsOrBytes));
+    KVSIM_RETURN_IF_ERROR(
+        range("elementwise.", "ns_per_token_element_beyond_cache", e.ns_per_token_element_beyond_cache(), 0, 1e3));
+    KVSIM_RETURN_IF_ERROR(range("elementwise.", "cache_resident_token_elements", e.cache_resident_token_elements(), 0,
+                                kMaxSwitchElementsOrBytes));
   }
   for (int i = 0; i < f.all_reduce_size(); ++i) {
     const proto::AllReduceFit& a = f.all_reduce(i);

@@ -211,9 +211,8 @@ void SetElementwise(const std::vector<double>& v, proto::ElementwiseFit* f) {
   f->set_cache_resident_token_elements(v[3]);
 }
 std::vector<double> AllReduceValues(const proto::AllReduceFit& f) {
-  return {f.latency_ns(),        f.bus_bandwidth_bytes_per_s(), f.large_latency_ns(),
-          f.large_bus_bandwidth_bytes_per_s(), f.switch_bytes(), f.bulk_switch_bytes(),
-          f.bulk_latency_ns(),   f.bulk_bus_bandwidth_bytes_per_s()};
+  return {f.latency_ns(),   f.bus_bandwidth_bytes_per_s(), f.large_latency_ns(), f.large_bus_bandwidth_bytes_per_s(),
+          f.switch_bytes(), f.bulk_switch_bytes(),         f.bulk_latency_ns(),  f.bulk_bus_bandwidth_bytes_per_s()};
 }
 // A protocol whose time is all latency fits an unbounded bandwidth: bandwidths are held inside the
 // range ValidateFittedCostParams accepts (at 1e16 bytes/s a 1 GB message costs 0.1 us), so that the
@@ -523,8 +522,12 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                     // Knees at 1M, 4M and 16M token elements (2, 8 and 32 MB of bf16 activations, up to
                     // the 40-60 MB L2 caches of the fitted GPUs); the six ops move ~24 bytes per token
                     // element, 0.01-0.02 ns at 1-2 TB/s.
-                    {{20000, 0.01, 0.02, 1e6}, {20000, 0.01, 0.02, 4e6}, {20000, 0.01, 0.02, 16e6},
-                     {5000, 0.02, 0.04, 1e6}, {5000, 0.02, 0.04, 4e6}, {5000, 0.02, 0.04, 16e6}}};
+                    {{20000, 0.01, 0.02, 1e6},
+                     {20000, 0.01, 0.02, 4e6},
+                     {20000, 0.01, 0.02, 16e6},
+                     {5000, 0.02, 0.04, 1e6},
+                     {5000, 0.02, 0.04, 4e6},
+                     {5000, 0.02, 0.04, 16e6}}};
 
   auto run = [&](const Curve& curve, const std::vector<double>& prev) {
     KindOutcome o = FitCurve(curve, by_kind[curve.name], prev, base_name, rates, max_iterations);
@@ -555,7 +558,8 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   for (const auto& [gpus, rows] : all_reduce) {
     const int32_t g = static_cast<int32_t>(gpus);
     // Three protocols chosen by size (AllReduceFit, switch_bytes > 0); starts over a grid of switches.
-    Curve curve{absl::StrCat("all_reduce/", g), std::vector<Transform>(8, Transform::kLog),
+    Curve curve{absl::StrCat("all_reduce/", g),
+                std::vector<Transform>(8, Transform::kLog),
                 [g](const std::vector<double>& v, const FitRow& r) {
                   proto::AllReduceFit f;
                   SetAllReduce(v, &f);

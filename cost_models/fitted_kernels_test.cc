@@ -134,8 +134,8 @@ TEST(FittedKernelsTest, AllReduceProtocolsBySizeSwitchAtTheirThresholds) {
   f.set_bulk_bus_bandwidth_bytes_per_s(1e12);
   EXPECT_NEAR(FittedAllReduceSeconds(f, 1e4, 4), 20e-6 + 1.5e4 / 1e10, 1e-12);  // 21.5 us
   EXPECT_NEAR(FittedAllReduceSeconds(f, 1e6, 4), 0.5 * (170e-6 + 55e-6), 1e-12);
-  EXPECT_NEAR(FittedAllReduceSeconds(f, 3e6, 4), 40e-6 + 4.5e6 / 1e11, 1e-8);  // 3 MB: 85 us
-  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e9, 4), 10e-6 + 1.5e9 / 1e12, 1e-12);        // 1.51 ms
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 3e6, 4), 40e-6 + 4.5e6 / 1e11, 1e-8);   // 3 MB: 85 us
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e9, 4), 10e-6 + 1.5e9 / 1e12, 1e-12);  // 1.51 ms
   // Without a third protocol the second holds above the first switch.
   f.set_bulk_bus_bandwidth_bytes_per_s(0);
   EXPECT_NEAR(FittedAllReduceSeconds(f, 1e9, 4), 40e-6 + 1.5e9 / 1e11, 1e-12);
