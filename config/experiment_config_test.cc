@@ -275,6 +275,19 @@ TEST(ConfigTest, FittedParametersOutOfRangeNameTheFieldAndRange) {
   EXPECT_NE(status.message().find("device.fitted.all_reduce[3].num_gpus: 2 is given twice (also all_reduce[0])"),
             absl::string_view::npos)
       << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_all_reduce(0)->set_bulk_switch_bytes(1000); });
+  EXPECT_NE(status.message().find("device.fitted.all_reduce[0].bulk_switch_bytes: 1000 is below switch_bytes "),
+            absl::string_view::npos)
+      << status;
+  status =
+      resolve([](proto::FittedCostParams* f) { f->mutable_all_reduce(1)->set_large_bus_bandwidth_bytes_per_s(0); });
+  EXPECT_NE(status.message().find("device.fitted.all_reduce[1].switch_bytes: needs a second protocol"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_elementwise()->set_cache_resident_token_elements(-1); });
+  EXPECT_NE(status.message().find("device.fitted.elementwise.cache_resident_token_elements: must be in [0, "),
+            absl::string_view::npos)
+      << status;
   // Parameters marked unfitted are not read, so not checked.
   EXPECT_TRUE(resolve([](proto::FittedCostParams* f) {
                 f->set_unfitted(true);

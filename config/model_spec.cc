@@ -131,7 +131,8 @@ proto::CostModelKind DefaultCostModelKind(const proto::DeviceSpec& device) {
 
 absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::string_view source,
                                       absl::string_view prefix) {
-  constexpr double kMaxFloorNs = 1e9;  // 1 s: no kernel's or iteration's fixed cost is longer
+  constexpr double kMaxFloorNs = 1e9;                 // 1 s: no kernel's or iteration's fixed cost is longer
+  constexpr double kMaxSwitchElementsOrBytes = 1e15;  // a size knee or protocol switch beyond any tensor
   auto field = [&](absl::string_view kind, absl::string_view name) { return absl::StrCat(prefix, ".", kind, name); };
   auto floor = [&](absl::string_view kind, absl::string_view name, double ns) {
     return RequireRange(source, field(kind, name), ns, 0, kMaxFloorNs);
@@ -169,6 +170,10 @@ absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::st
     const proto::ElementwiseFit& e = f.elementwise();
     KVSIM_RETURN_IF_ERROR(floor("elementwise.", "launch_ns", e.launch_ns()));
     KVSIM_RETURN_IF_ERROR(range("elementwise.", "ns_per_token_element", e.ns_per_token_element(), 0, 1e3));
+    KVSIM_RETURN_IF_ERROR(
+        range("elementwise.", "ns_per_token_element_beyond_cache", e.ns_per_token_element_beyond_cache(), 0, 1e3));
+    KVSIM_RETURN_IF_ERROR(range("elementwise.", "cache_resident_token_elements", e.cache_resident_token_elements(), 0,
+                                kMaxSwitchElementsOrBytes));
   }
   for (int i = 0; i < f.all_reduce_size(); ++i) {
     const proto::AllReduceFit& a = f.all_reduce(i);
@@ -186,6 +191,19 @@ absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::st
     KVSIM_RETURN_IF_ERROR(floor(kind, "large_latency_ns", a.large_latency_ns()));
     KVSIM_RETURN_IF_ERROR(RequireZeroOrRange(source, field(kind, "large_bus_bandwidth_bytes_per_s"),
                                              a.large_bus_bandwidth_bytes_per_s(), kMinBytesPerS, kMaxBytesPerS));
+    KVSIM_RETURN_IF_ERROR(range(kind, "switch_bytes", a.switch_bytes(), 0, kMaxSwitchElementsOrBytes));
+    KVSIM_RETURN_IF_ERROR(range(kind, "bulk_switch_bytes", a.bulk_switch_bytes(), 0, kMaxSwitchElementsOrBytes));
+    KVSIM_RETURN_IF_ERROR(floor(kind, "bulk_latency_ns", a.bulk_latency_ns()));
+    KVSIM_RETURN_IF_ERROR(RequireZeroOrRange(source, field(kind, "bulk_bus_bandwidth_bytes_per_s"),
+                                             a.bulk_bus_bandwidth_bytes_per_s(), kMinBytesPerS, kMaxBytesPerS));
+    if (a.switch_bytes() > 0 && a.large_bus_bandwidth_bytes_per_s() <= 0) {
+      return FieldError(source, field(kind, "switch_bytes"),
+                        "needs a second protocol (large_bus_bandwidth_bytes_per_s > 0) to switch to");
+    }
+    if (a.bulk_bus_bandwidth_bytes_per_s() > 0 && a.bulk_switch_bytes() < a.switch_bytes()) {
+      return FieldError(source, field(kind, "bulk_switch_bytes"),
+                        absl::StrCat(a.bulk_switch_bytes(), " is below switch_bytes ", a.switch_bytes()));
+    }
   }
   return RequireRange(source, absl::StrCat(prefix, ".iteration_overhead_ns"), f.iteration_overhead_ns(), 0,
                       kMaxFloorNs);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "config/field_checks.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
 #include "cost_models/calibration_table.h"
@@ -200,20 +201,35 @@ void SetDecode(const std::vector<double>& v, proto::DecodeAttentionFit* f) {
   f->set_wave_weight(v[3]);
 }
 std::vector<double> ElementwiseValues(const proto::ElementwiseFit& f) {
-  return {f.launch_ns(), f.ns_per_token_element()};
+  return {f.launch_ns(), f.ns_per_token_element(), f.ns_per_token_element_beyond_cache(),
+          f.cache_resident_token_elements()};
 }
 void SetElementwise(const std::vector<double>& v, proto::ElementwiseFit* f) {
   f->set_launch_ns(v[0]);
   f->set_ns_per_token_element(v[1]);
+  f->set_ns_per_token_element_beyond_cache(v[2]);
+  f->set_cache_resident_token_elements(v[3]);
 }
 std::vector<double> AllReduceValues(const proto::AllReduceFit& f) {
-  return {f.latency_ns(), f.bus_bandwidth_bytes_per_s(), f.large_latency_ns(), f.large_bus_bandwidth_bytes_per_s()};
+  return {f.latency_ns(),   f.bus_bandwidth_bytes_per_s(), f.large_latency_ns(), f.large_bus_bandwidth_bytes_per_s(),
+          f.switch_bytes(), f.bulk_switch_bytes(),         f.bulk_latency_ns(),  f.bulk_bus_bandwidth_bytes_per_s()};
+}
+// A protocol whose time is all latency fits an unbounded bandwidth: bandwidths are held inside the
+// range ValidateFittedCostParams accepts (at 1e16 bytes/s a 1 GB message costs 0.1 us), so that the
+// curve the fit evaluates is the one stored.
+double BoundBandwidth(double bytes_per_s) {
+  return bytes_per_s <= 0 ? 0 : std::clamp(bytes_per_s, kMinBytesPerS, kMaxBytesPerS);
 }
 void SetAllReduce(const std::vector<double>& v, proto::AllReduceFit* f) {
   f->set_latency_ns(v[0]);
-  f->set_bus_bandwidth_bytes_per_s(v[1]);
-  f->set_large_latency_ns(v.size() > 2 ? v[2] : 0);
-  f->set_large_bus_bandwidth_bytes_per_s(v.size() > 3 ? v[3] : 0);
+  f->set_bus_bandwidth_bytes_per_s(std::clamp(v[1], kMinBytesPerS, kMaxBytesPerS));
+  f->set_large_latency_ns(v[2]);
+  f->set_large_bus_bandwidth_bytes_per_s(BoundBandwidth(v[3]));
+  // The two switches in increasing order (the fit moves them freely).
+  f->set_switch_bytes(std::min(v[4], v[5]));
+  f->set_bulk_switch_bytes(std::max(v[4], v[5]));
+  f->set_bulk_latency_ns(v[6]);
+  f->set_bulk_bus_bandwidth_bytes_per_s(BoundBandwidth(v[7]));
 }
 
 // Documented starting values, used when a kind cannot be fitted and no previous parameters exist: the
@@ -225,7 +241,7 @@ proto::FittedCostParams Defaults(const proto::DeviceSpec& device) {
   SetGemm({1, ce, me, 50, 1e-6}, p.mutable_gemm());
   SetPrefill({1, ce, 1e-6, 1, me}, p.mutable_prefill_attention());
   SetDecode({1, 1e-6, me, 1e-6}, p.mutable_decode_attention());
-  SetElementwise({1, 1e-9}, p.mutable_elementwise());
+  SetElementwise({1, 1e-9, 0, 0}, p.mutable_elementwise());
   return p;
 }
 
@@ -497,13 +513,21 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                },
                {{5000, 200, 0.5, 0.2}, {5000, 200, 0.8, 0.2}, {5000, 200, 0.5, 0.8}, {5000, 200, 0.8, 0.8}}};
   Curve elementwise{"elementwise",
-                    {Transform::kLog, Transform::kLog},
+                    {Transform::kLog, Transform::kLog, Transform::kLog, Transform::kLog},
                     [](const std::vector<double>& v, const FitRow& r) {
                       proto::ElementwiseFit f;
                       SetElementwise(v, &f);
                       return FittedElementwiseSeconds(f, r.query.query_tokens, r.query.in_features);
                     },
-                    {{20000, 1e-5}, {5000, 1e-4}}};
+                    // Knees at 1M, 4M and 16M token elements (2, 8 and 32 MB of bf16 activations, up to
+                    // the 40-60 MB L2 caches of the fitted GPUs); the six ops move ~24 bytes per token
+                    // element, 0.01-0.02 ns at 1-2 TB/s.
+                    {{20000, 0.01, 0.02, 1e6},
+                     {20000, 0.01, 0.02, 4e6},
+                     {20000, 0.01, 0.02, 16e6},
+                     {5000, 0.02, 0.04, 1e6},
+                     {5000, 0.02, 0.04, 4e6},
+                     {5000, 0.02, 0.04, 16e6}}};
 
   auto run = [&](const Curve& curve, const std::vector<double>& prev) {
     KindOutcome o = FitCurve(curve, by_kind[curve.name], prev, base_name, rates, max_iterations);
@@ -533,19 +557,21 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   // All-reduce: one curve per GPU count measured; counts fitted before but absent now are kept.
   for (const auto& [gpus, rows] : all_reduce) {
     const int32_t g = static_cast<int32_t>(gpus);
+    // Three protocols chosen by size (AllReduceFit, switch_bytes > 0); starts over a grid of switches.
     Curve curve{absl::StrCat("all_reduce/", g),
-                {Transform::kLog, Transform::kLog, Transform::kLog, Transform::kLog},
+                std::vector<Transform>(8, Transform::kLog),
                 [g](const std::vector<double>& v, const FitRow& r) {
                   proto::AllReduceFit f;
                   SetAllReduce(v, &f);
                   return FittedAllReduceSeconds(f, r.query.bytes, g);
                 },
-                // Two-protocol starts, and one-protocol ones (the second line never wins at first).
-                {{10000, 20e9, 40000, 150e9},
-                 {20000, 50e9, 60000, 250e9},
-                 {10000, 50e9, 1e9, 1e12},
-                 {30000, 200e9, 1e9, 1e12}}};
-    std::vector<double> prev = {10000, 50e9, 0, 0};
+                {}};
+    for (double switch_bytes : {128e3, 512e3, 1e6}) {
+      for (double bulk_switch_bytes : {4e6, 8e6, 16e6}) {
+        curve.starts.push_back({20000, 20e9, 30000, 100e9, switch_bytes, bulk_switch_bytes, 50000, 250e9});
+      }
+    }
+    std::vector<double> prev = {10000, 50e9, 0, 0, 0, 0, 0, 0};
     std::string prev_name = "documented starting values (10 us, 50 GB/s, one protocol)";
     for (const proto::AllReduceFit& f : previous.all_reduce()) {
       if (f.num_gpus() == g) {

@@ -53,11 +53,18 @@ TEST(CostFitTest, RecoversGemmAndAllReduceParametersFromSyntheticRows) {
           GemmRow(tokens, out, in, FittedGemmSeconds(truth, peaks, peaks.bf16_flops_per_s, 2, tokens, out, in)));
     }
   }
+  // Three protocols chosen by size, away from the fit's starting grid (AllReduceFit in proto/spec.proto).
   proto::AllReduceFit ar_truth;
-  ar_truth.set_latency_ns(25000);
-  ar_truth.set_bus_bandwidth_bytes_per_s(150e9);
+  ar_truth.set_latency_ns(15000);
+  ar_truth.set_bus_bandwidth_bytes_per_s(30e9);
+  ar_truth.set_large_latency_ns(35000);
+  ar_truth.set_large_bus_bandwidth_bytes_per_s(120e9);
+  ar_truth.set_switch_bytes(400e3);
+  ar_truth.set_bulk_switch_bytes(6e6);
+  ar_truth.set_bulk_latency_ns(20000);
+  ar_truth.set_bulk_bus_bandwidth_bytes_per_s(200e9);
   int64_t largest = 0;
-  for (int64_t bytes = 2048; bytes <= (int64_t{64} << 20); bytes = bytes * 3 / 2) {  // 26 sizes
+  for (int64_t bytes = 2048; bytes <= (int64_t{64} << 20); bytes = bytes * 11 / 10) {  // 110 sizes
     largest = bytes;
     FitRow r;
     r.kind = "all_reduce";
@@ -82,8 +89,9 @@ TEST(CostFitTest, RecoversGemmAndAllReduceParametersFromSyntheticRows) {
   ASSERT_EQ(fit->params.all_reduce_size(), 1);
   const proto::AllReduceFit& ar = fit->params.all_reduce(0);
   EXPECT_EQ(ar.num_gpus(), 4);
-  // One protocol generated the rows: whichever of the two fitted lines wins, the curve is the truth's.
-  for (double bytes : {2048.0, 65536.0, 1048576.0, 67108864.0}) {
+  EXPECT_NEAR(ar.switch_bytes(), 400e3, 400);
+  EXPECT_NEAR(ar.bulk_switch_bytes(), 6e6, 6e3);
+  for (double bytes : {2048.0, 65536.0, 400e3, 1048576.0, 6e6, 67108864.0}) {
     const double want = FittedAllReduceSeconds(ar_truth, bytes, 4);
     EXPECT_NEAR(FittedAllReduceSeconds(ar, bytes, 4), want, want * 1e-3) << bytes;
   }

@@ -10,6 +10,8 @@ namespace {
 
 constexpr double kActivationBytes = 2;  // bf16/fp16
 constexpr double kGemmTile = 128;       // output tile edge of the wave model
+// Width over ln(bytes) of an all-reduce protocol switch (AllReduceFit): a 10% size range.
+constexpr double kProtocolSwitchWidth = 0.1;
 
 // Blends the wave efficiency W into a slowdown factor: 1 / (1 - w + w W).
 double WaveSlowdown(double wave_weight, double wave_efficiency) {
@@ -74,7 +76,14 @@ double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePea
 
 double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden) {
   if (tokens <= 0) return 0;
-  return (fit.launch_ns() + fit.ns_per_token_element() * tokens * hidden) * 1e-9;
+  const double elements = tokens * hidden;
+  if (fit.ns_per_token_element_beyond_cache() <= 0) {
+    return (fit.launch_ns() + fit.ns_per_token_element() * elements) * 1e-9;
+  }
+  const double knee = std::max(0.0, fit.cache_resident_token_elements());
+  return (fit.launch_ns() + fit.ns_per_token_element() * std::min(elements, knee) +
+          fit.ns_per_token_element_beyond_cache() * std::max(0.0, elements - knee)) *
+         1e-9;
 }
 
 double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, double gpus) {
@@ -82,7 +91,20 @@ double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, doub
   const double algorithm_bytes = 2 * (gpus - 1) / gpus * bytes;
   const double small = fit.latency_ns() * 1e-9 + algorithm_bytes / fit.bus_bandwidth_bytes_per_s();
   if (fit.large_bus_bandwidth_bytes_per_s() <= 0) return small;
-  return std::min(small, fit.large_latency_ns() * 1e-9 + algorithm_bytes / fit.large_bus_bandwidth_bytes_per_s());
+  const double large = fit.large_latency_ns() * 1e-9 + algorithm_bytes / fit.large_bus_bandwidth_bytes_per_s();
+  if (fit.switch_bytes() <= 0) return std::min(small, large);
+  // Protocols chosen by size: logistic steps over ln(bytes) (AllReduceFit in proto/spec.proto).
+  auto step = [bytes](double switch_bytes) {
+    return 1 / (1 + std::exp(-(std::log(bytes) - std::log(switch_bytes)) / kProtocolSwitchWidth));
+  };
+  double above = large;
+  if (fit.bulk_bus_bandwidth_bytes_per_s() > 0 && fit.bulk_switch_bytes() > 0) {
+    const double bulk = fit.bulk_latency_ns() * 1e-9 + algorithm_bytes / fit.bulk_bus_bandwidth_bytes_per_s();
+    const double s = step(fit.bulk_switch_bytes());
+    above = (1 - s) * large + s * bulk;
+  }
+  const double s = step(fit.switch_bytes());
+  return (1 - s) * small + s * above;
 }
 
 const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& params, int32_t gpus, bool* exact) {

@@ -116,6 +116,45 @@ TEST(FittedKernelsTest, AllReduceCurveAndNearestCount) {
   EXPECT_EQ(FittedAllReduceSeconds(*two, 1e6, 1), 0);
 }
 
+TEST(FittedKernelsTest, AllReduceProtocolsBySizeSwitchAtTheirThresholds) {
+  proto::AllReduceFit f;
+  f.set_latency_ns(20000);  // protocol 1: 20 us + a B / 10 GB/s
+  f.set_bus_bandwidth_bytes_per_s(1e10);
+  f.set_large_latency_ns(40000);  // protocol 2: 40 us + a B / 100 GB/s
+  f.set_large_bus_bandwidth_bytes_per_s(1e11);
+  // switch_bytes 0: the faster of the two. 4 GPUs, a = 1.5; 100 kB: 35 us vs 41.5 us.
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e5, 4), 35e-6, 1e-15);
+  // By size: protocol 1 up to 1 MB even where protocol 2 would be faster, protocol 2 above, protocol 3
+  // (10 us + a B / 1 TB/s) above 10 MB. A factor 100 from a switch (ln 100 = 46 widths of 0.1) a line holds
+  // to 1e-20 of the gap to the next one; at a switch the two lines are averaged; at 3 MB, 11 and 12
+  // widths from the switches, the other lines weigh 1/(1 + e^11) = 1.7e-5 and 6e-6 (< 7 ns here).
+  f.set_switch_bytes(1e6);
+  f.set_bulk_switch_bytes(1e7);
+  f.set_bulk_latency_ns(10000);
+  f.set_bulk_bus_bandwidth_bytes_per_s(1e12);
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e4, 4), 20e-6 + 1.5e4 / 1e10, 1e-12);  // 21.5 us
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e6, 4), 0.5 * (170e-6 + 55e-6), 1e-12);
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 3e6, 4), 40e-6 + 4.5e6 / 1e11, 1e-8);   // 3 MB: 85 us
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e9, 4), 10e-6 + 1.5e9 / 1e12, 1e-12);  // 1.51 ms
+  // Without a third protocol the second holds above the first switch.
+  f.set_bulk_bus_bandwidth_bytes_per_s(0);
+  EXPECT_NEAR(FittedAllReduceSeconds(f, 1e9, 4), 40e-6 + 1.5e9 / 1e11, 1e-12);
+}
+
+TEST(FittedKernelsTest, ElementwiseCostPerElementRisesBeyondTheCacheKnee) {
+  proto::ElementwiseFit f;
+  f.set_launch_ns(20000);
+  f.set_ns_per_token_element(0.01);
+  // One rate: 20 us + 0.01 ns x 1000 x 4096 = 60.96 us.
+  EXPECT_NEAR(FittedElementwiseSeconds(f, 1000, 4096), 60.96e-6, 1e-15);
+  f.set_ns_per_token_element_beyond_cache(0.03);
+  f.set_cache_resident_token_elements(2048 * 4096);
+  // Below the knee the first rate alone; 4096 tokens: 20 us + 0.01 x 2048 x 4096 + 0.03 x 2048 x 4096 ns.
+  EXPECT_NEAR(FittedElementwiseSeconds(f, 1000, 4096), 60.96e-6, 1e-15);
+  EXPECT_NEAR(FittedElementwiseSeconds(f, 4096, 4096), (20000 + 0.04 * 2048 * 4096) * 1e-9, 1e-15);
+  EXPECT_EQ(FittedElementwiseSeconds(f, 0, 4096), 0);
+}
+
 TEST(FittedKernelsTest, FitRange) {
   proto::FitQuality q;
   q.add_feature_min(1);

@@ -119,12 +119,12 @@ TEST(CostModelCommandTest, ImportsVidurProfiles) {
 }
 
 TEST(CostModelCommandTest, FitsAllReduceCurvesAndWritesThePresetBlock) {
-  // 2 GPUs, single node (enough sizes for the 4-parameter curve): t = 20 us + B / 100 GB/s exactly (2 (g - 1) / g = 1),
+  // 2 GPUs, single node (enough sizes for the 8-parameter curve): t = 20 us + B / 100 GB/s exactly (2 (g - 1) / g = 1),
   // plus cross-node rows (devices_per_node 1) ten times slower that the fit must not see.
   const std::string dir = Tmp("fit_vidur");
   ASSERT_TRUE(MakeDirectories(dir).ok());
   std::string csv = "num_workers,size,collective,devices_per_node,time_stats.all_reduce.median\n";
-  for (int64_t bytes = 4096; bytes <= (int64_t{1} << 26); bytes = bytes * 3 / 2) {  // 24 sizes
+  for (int64_t bytes = 4096; bytes <= (int64_t{1} << 26); bytes = bytes * 6 / 5) {  // 54 sizes
     const double ms = (20e-6 + bytes / 100e9) * 1e3;
     absl::StrAppend(&csv, "2,", bytes, ",all_reduce,2,", absl::StrFormat("%.9f", ms), "\n");
     absl::StrAppend(&csv, "2,", bytes, ",all_reduce,1,", absl::StrFormat("%.9f", 10 * ms), "\n");
