@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -73,18 +74,10 @@ NuqRange DenseRange(const float* x, int64_t count, int64_t stride, int64_t outli
 
 namespace {
 
-// Appends the normalised dense entries of rows [0, rows) of x (rows x d), each entry's range given by
-// range(row, channel).
-template <typename RangeOf>
-void AppendSamples(const float* x, int64_t rows, int d, RangeOf range, std::vector<float>* samples) {
-  for (int64_t t = 0; t < rows; ++t) {
-    for (int c = 0; c < d; ++c) {
-      const NuqRange& r = range(t, c);
-      const float v = x[t * d + c];
-      if (std::abs(v) > r.outlier_above || !(r.half > 0)) continue;
-      samples->push_back((v - r.mid) / r.half);
-    }
-  }
+// Appends x normalised (step 3) to a codebook's samples if it is a dense entry of a non-empty range.
+void AppendSample(float x, const NuqRange& r, std::vector<float>* samples) {
+  if (std::abs(x) > r.outlier_above || !(r.half > 0)) return;
+  samples->push_back((x - r.mid) / r.half);
 }
 
 }  // namespace
@@ -113,66 +106,96 @@ absl::Status KvQuantPolicy::CheckTrace(const AttentionTraceHeader& header) const
   return inner_->CheckTrace(header);
 }
 
+bool KvQuantPolicy::CalibratedOn(absl::Span<const HeadContext> heads) const {
+  if (!calibrated_ || heads_.size() != heads.size()) return false;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const HeadContext& c = heads[h];
+    const HeadState& s = heads_[h];
+    const size_t n = c.prompt_len * c.head_dim;
+    if (s.prompt_len != c.prompt_len || s.head_dim != c.head_dim || s.rope.base != c.rope.base ||
+        s.rope.scaling != c.rope.scaling || s.rope.scaling_factor != c.rope.scaling_factor ||
+        s.source_keys.size() < n || std::memcmp(c.keys, s.source_keys.data(), n * sizeof(float)) != 0 ||
+        std::memcmp(c.values, s.source_values.data(), n * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void KvQuantPolicy::Calibrate(absl::Span<const HeadContext> heads) {
+  heads_.resize(heads.size());
+  std::vector<float> key_samples, value_samples, pre;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const HeadContext& c = heads[h];
+    HeadState& s = heads_[h];
+    const int d = c.head_dim;
+    const int64_t p = c.prompt_len;
+    s.prompt_len = p;
+    s.head_dim = d;
+    s.rope = c.rope;
+    s.seq_len = -1;  // every row is quantised again with the new calibration
+    // Steps 1-2 for keys: per-channel ranges over the prompt's pre-RoPE rows.
+    rope_.Reset(c.rope, d, c.seq_len);
+    pre.assign(c.keys, c.keys + p * d);
+    for (int64_t t = 0; t < p; ++t) rope_.Apply(t, /*inverse=*/true, &pre[t * d]);
+    const auto key_outliers = static_cast<int64_t>(std::floor(outlier_fraction_ * p));
+    s.key_ranges.resize(d);
+    for (int ch = 0; ch < d; ++ch) s.key_ranges[ch] = DenseRange(&pre[ch], p, d, key_outliers);
+    // Step 4's samples: the normalised dense prompt entries.
+    for (int64_t t = 0; t < p; ++t) {
+      for (int ch = 0; ch < d; ++ch) AppendSample(pre[t * d + ch], s.key_ranges[ch], &key_samples);
+      const NuqRange r = DenseRange(c.value(t), d, 1, ValueOutliers(d));
+      for (int ch = 0; ch < d; ++ch) AppendSample(c.value(t)[ch], r, &value_samples);
+    }
+  }
+  key_book_ = NuqCodebook::Fit(std::move(key_samples), 1 << bits_);
+  value_book_ = NuqCodebook::Fit(std::move(value_samples), 1 << bits_);
+  calibrated_ = true;
+}
+
 void KvQuantPolicy::BeginLayer(absl::Span<const HeadContext> heads, int64_t budget_tokens) {
   inner_->BeginLayer(heads, budget_tokens);
-  const size_t n = heads.size();
-  keys_.resize(n);
-  values_.resize(n);
-  key_ranges_.resize(n);
-  value_ranges_.resize(n);
-  const int levels = 1 << bits_;
-  // Steps 1-3: pre-RoPE keys, per-channel key ranges over the prompt, per-token value ranges.
-  for (size_t h = 0; h < n; ++h) {
+  if (!CalibratedOn(heads)) Calibrate(heads);
+  for (size_t h = 0; h < heads.size(); ++h) {
     const HeadContext& c = heads[h];
+    HeadState& s = heads_[h];
     const int d = c.head_dim;
+    const bool fresh = s.seq_len != c.seq_len;
+    if (fresh) {
+      s.seq_len = c.seq_len;
+      s.source_keys.resize(c.seq_len * d);
+      s.source_values.resize(c.seq_len * d);
+      s.keys.resize(c.seq_len * d);
+      s.values.resize(c.seq_len * d);
+    }
     rope_.Reset(c.rope, d, c.seq_len);
-    std::vector<float>& pre = keys_[h];
-    pre.assign(c.keys, c.keys + c.seq_len * d);
-    for (int64_t t = 0; t < c.seq_len; ++t) rope_.Apply(t, /*inverse=*/true, &pre[t * d]);
-    const auto key_outliers = static_cast<int64_t>(std::floor(outlier_fraction_ * c.prompt_len));
-    key_ranges_[h].resize(d);
-    for (int ch = 0; ch < d; ++ch) key_ranges_[h][ch] = DenseRange(&pre[ch], c.prompt_len, d, key_outliers);
-    const auto value_outliers = static_cast<int64_t>(std::floor(outlier_fraction_ * d));
-    value_ranges_[h].resize(c.seq_len);
-    for (int64_t t = 0; t < c.seq_len; ++t) value_ranges_[h][t] = DenseRange(c.value(t), d, 1, value_outliers);
-  }
-  // Step 4: the layer's codebooks from the prompt rows.
-  samples_.clear();
-  for (size_t h = 0; h < n; ++h) {
-    const std::vector<NuqRange>& ranges = key_ranges_[h];
-    AppendSamples(keys_[h].data(), heads[h].prompt_len, heads[h].head_dim,
-                  [&ranges](int64_t, int ch) -> const NuqRange& { return ranges[ch]; }, &samples_);
-  }
-  const NuqCodebook key_book = NuqCodebook::Fit(samples_, levels);
-  samples_.clear();
-  for (size_t h = 0; h < n; ++h) {
-    const std::vector<NuqRange>& ranges = value_ranges_[h];
-    AppendSamples(heads[h].values, heads[h].prompt_len, heads[h].head_dim,
-                  [&ranges](int64_t t, int) -> const NuqRange& { return ranges[t]; }, &samples_);
-  }
-  const NuqCodebook value_book = NuqCodebook::Fit(samples_, levels);
-  // Steps 5-6: every row, keys rotated forward again.
-  for (size_t h = 0; h < n; ++h) {
-    const HeadContext& c = heads[h];
-    const int d = c.head_dim;
-    rope_.Reset(c.rope, d, c.seq_len);
-    std::vector<float>& keys = keys_[h];
-    std::vector<float>& values = values_[h];
-    values.resize(c.seq_len * d);
+    const size_t row_bytes = d * sizeof(float);
     for (int64_t t = 0; t < c.seq_len; ++t) {
-      float* k = &keys[t * d];
-      for (int ch = 0; ch < d; ++ch) k[ch] = NuqDequantize(k[ch], key_ranges_[h][ch], key_book);
+      float* source_key = &s.source_keys[t * d];
+      float* source_value = &s.source_values[t * d];
+      // A row given as before keeps its quantisation (it depends on the row, its position and the calibration).
+      if (!fresh && std::memcmp(c.key(t), source_key, row_bytes) == 0 &&
+          std::memcmp(c.value(t), source_value, row_bytes) == 0) {
+        continue;
+      }
+      std::memcpy(source_key, c.key(t), row_bytes);
+      std::memcpy(source_value, c.value(t), row_bytes);
+      // Steps 1, 5, 6 for the key; 2 and 5 for the value.
+      float* k = &s.keys[t * d];
+      std::memcpy(k, c.key(t), row_bytes);
+      rope_.Apply(t, /*inverse=*/true, k);
+      for (int ch = 0; ch < d; ++ch) k[ch] = NuqDequantize(k[ch], s.key_ranges[ch], key_book_);
       rope_.Apply(t, /*inverse=*/false, k);
-      const float* v = c.value(t);
-      for (int ch = 0; ch < d; ++ch) values[t * d + ch] = NuqDequantize(v[ch], value_ranges_[h][t], value_book);
+      const NuqRange r = DenseRange(c.value(t), d, 1, ValueOutliers(d));
+      for (int ch = 0; ch < d; ++ch) s.values[t * d + ch] = NuqDequantize(c.value(t)[ch], r, value_book_);
     }
   }
 }
 
 KvOverride KvQuantPolicy::Kv(int head, int64_t position) const {
   KvOverride kv;
-  kv.keys = keys_[head].data();
-  kv.values = values_[head].data();
+  kv.keys = heads_[head].keys.data();
+  kv.values = heads_[head].values.data();
   kv.keys_exact_from = position + 1;
   kv.values_exact_from = position + 1;
   return kv;

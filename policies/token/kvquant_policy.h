@@ -31,8 +31,12 @@
 //  6. The dequantised keys are rotated forward again at their positions: the post-RoPE keys attention reads.
 // Every token is read quantised, the newest included (Kv: exact_from = position + 1; no full-precision
 // residual, unlike KIVI). The closed loop (sim/eval/llama_session.h) therefore begins its requantiser again
-// at each decode step; the calibration (steps 2-4 for keys, the codebooks for values) reads only prompt rows,
-// so it comes out the same each time and the earlier rows keep their quantised values.
+// at each decode step; the calibration (the key ranges of step 2 and the codebooks of step 4) reads only
+// prompt rows, so it comes out the same each time and the earlier rows keep their quantised values. So that
+// a step costs one row, not the whole cache, an instance keeps a copy of the rows it was last given (as much
+// memory again as its dequantised copies): the calibration is reused while the prompt rows, shapes and RoPE
+// config are identical, and a row is quantised again only when its key or value bits changed (a row's
+// quantisation depends only on the row, its position and the calibration: the same result, by construction).
 //
 // Where KVQuant differs: its codebooks are fitted offline on a calibration set by k-means weighted by Fisher
 // information (each activation's effect on the loss), and its per-channel key scaling and outlier thresholds
@@ -111,13 +115,29 @@ class KvQuantPolicy final : public TokenPolicy {
   absl::Status CheckTrace(const AttentionTraceHeader& header) const override;
 
  private:
+  // One head's calibration inputs and outputs, the rows it was last given and their quantisation.
+  struct HeadState {
+    int64_t prompt_len = 0;
+    int head_dim = 0;
+    RopeConfig rope;
+    int64_t seq_len = -1;                          // of the rows below; -1: none yet
+    std::vector<float> source_keys, source_values;  // seq_len x head_dim, as last given (keys post-RoPE)
+    std::vector<float> keys, values;                // dequantised, keys post-RoPE
+    std::vector<NuqRange> key_ranges;               // per channel (step 2)
+  };
+  // Whether the calibration in hand was computed from exactly these heads' prompt rows and shapes.
+  bool CalibratedOn(absl::Span<const HeadContext> heads) const;
+  // Steps 1-2 for the keys' ranges and step 4 on the prompt rows; every row is then quantised again.
+  void Calibrate(absl::Span<const HeadContext> heads);
+  int64_t ValueOutliers(int d) const { return static_cast<int64_t>(std::floor(outlier_fraction_ * d)); }
+
   int bits_;
   double outlier_fraction_;
   std::unique_ptr<TokenPolicy> inner_;
   RopeTable rope_;
-  std::vector<std::vector<float>> keys_, values_;  // per head: pre-RoPE keys during BeginLayer, then dequantised
-  std::vector<std::vector<NuqRange>> key_ranges_, value_ranges_;  // per head: per channel, per token
-  std::vector<float> samples_, magnitudes_;                       // scratch
+  std::vector<HeadState> heads_;
+  NuqCodebook key_book_, value_book_;
+  bool calibrated_ = false;
 };
 
 }  // namespace kvsim

@@ -383,6 +383,24 @@ TEST(KvQuantPolicyTest, DeterministicAndCalibratedOnThePromptOnly) {
   EXPECT_NE(first.keys, moved.keys);
 }
 
+TEST(KvQuantPolicyTest, AnInstanceBegunAgainFollowsANewPrompt) {
+  // One instance begun on a, then on b (same shapes, other prompt rows), then on a with other decode rows:
+  // each time as a fresh instance would quantise (the kept calibration is reused only for the same prompt).
+  RopeConfig rope;
+  const TestHead a = StructuredHead(rope, 8, 32, 40, 21), b = StructuredHead(rope, 8, 32, 40, 22);
+  TestHead a_later = a;
+  for (int64_t i = 32 * 8; i < 40 * 8; ++i) a_later.keys[i] = -a_later.keys[i];
+  auto reused = *CreateTokenPolicy("kvquant3-1pct");
+  for (const TestHead* head : std::vector<const TestHead*>{&a, &b, &a_later}) {
+    const std::vector<HeadContext> heads = {ContextWithRope(*head, rope)};
+    reused->BeginLayer(heads, 1 << 20);
+    const KvOverride kv = reused->Kv(0, head->seq_len - 1);
+    const Dequantised fresh = Quantise("kvquant3-1pct", heads);
+    EXPECT_EQ(std::vector<float>(kv.keys, kv.keys + fresh.keys.size()), fresh.keys);
+    EXPECT_EQ(std::vector<float>(kv.values, kv.values + fresh.values.size()), fresh.values);
+  }
+}
+
 TEST(KvQuantPolicyTest, EveryTokenQuantisedAndInnerKeptSet) {
   std::vector<std::vector<double>> rows(30, std::vector<double>(100, 0.0));
   TestHead head = TestHead::FromLogits(70, 70, {rows});
