@@ -13,8 +13,8 @@
 #     MODEL_DIR  default sim/eval/models/kvsim-tiny
 #     LENGTHS    context lengths of the tasks, default 384,448,512; NUM instances per (family, length),
 #                default 24 (6 families x 3 lengths x 24 = 432 prompts)
-# One thread throughout (--threads=1; the figures do not depend on the thread count): about 40 s of CPU
-# (1.5 minutes of wall time on a shared 2-core machine).
+# One thread throughout (--threads=1; the figures do not depend on the thread count): about 65 s of CPU
+# (2.5 minutes of wall time on a shared 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvsim=${1:-bazel-bin/tools/kvsim}

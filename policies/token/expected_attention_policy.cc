@@ -3,33 +3,11 @@
 #include <cmath>
 #include <limits>
 
+#include "policies/token/rope.h"
 #include "policies/token/token_policy_util.h"
 #include "util/float_gemm.h"
 
 namespace kvsim {
-namespace {
-
-double Theta(const RopeConfig& rope, int c, int d) { return std::pow(rope.base, -2.0 * c / d); }
-
-double ScaledPosition(const RopeConfig& rope, int64_t position) {
-  return rope.scaling == RopeScaling::kLinear && rope.scaling_factor > 0 ? position / rope.scaling_factor
-                                                                         : static_cast<double>(position);
-}
-
-}  // namespace
-
-void ApplyRope(const RopeConfig& rope, int64_t position, bool inverse, float* x, int d) {
-  const int half = d / 2;
-  const double t = ScaledPosition(rope, position) * (inverse ? -1 : 1);
-  for (int c = 0; c < half; ++c) {
-    const double angle = t * Theta(rope, c, d);
-    const double cs = std::cos(angle), sn = std::sin(angle);
-    const double a = x[c], b = x[c + half];
-    x[c] = static_cast<float>(a * cs - b * sn);
-    x[c + half] = static_cast<float>(b * cs + a * sn);
-  }
-}
-
 std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadContext> heads, int h) {
   const HeadContext& head = heads[h];
   const int64_t n = head.prompt_len;
@@ -41,7 +19,7 @@ std::vector<double> ExpectedAttentionPolicy::ScorePrompt(absl::Span<const HeadCo
   std::vector<double> mean_cos(half, 0.0), mean_sin(half, 0.0);
   for (int c = 0; c < half; ++c) {
     for (int64_t k = 1; k <= kFuturePositions; ++k) {
-      const double angle = ScaledPosition(head.rope, n - 1 + k) * Theta(head.rope, c, d);
+      const double angle = RopeScaledPosition(head.rope, n - 1 + k) * RopeTheta(head.rope, c, d);
       mean_cos[c] += std::cos(angle) / kFuturePositions;
       mean_sin[c] += std::sin(angle) / kFuturePositions;
     }

@@ -3,7 +3,7 @@
 // "expected_attention" (kvpress ExpectedAttentionPress, Devoto et al. 2025): scores each prompt token by
 // the attention the *future* queries are expected to give it, from statistics of the prompt queries.
 // Per query head of the group: the stored prompt queries (positions < 4 dropped) are un-rotated to
-// pre-RoPE form (inverse of the trace's RoPE: HF rotate_half pairs (c, c + d/2), theta_c =
+// pre-RoPE form (ApplyRope of policies/token/rope.h: HF rotate_half pairs (c, c + d/2), theta_c =
 // base^(-2c/d), positions divided by the factor under linear scaling; other scaling types are treated as
 // unscaled, an approximation); their mean mu and covariance S are taken; R = the RoPE rotation averaged
 // over the next 512 positions after the prompt. With the post-RoPE keys k_i:
@@ -32,9 +32,6 @@ class ExpectedAttentionPolicy final : public PromptScorePolicy {
   static constexpr int64_t kKeysPerChunk = 512;  // rows of scratch_ with few queries (see the .cc)
   RowMatrixXf scratch_;  // keys x (R S R^T), or a chunk of keys x L^T with few queries (see the .cc)
 };
-
-// Rotates x (d values, d even) by RoPE at `position` (inverse = true: by -position), in place.
-void ApplyRope(const RopeConfig& rope, int64_t position, bool inverse, float* x, int d);
 
 }  // namespace kvsim
 

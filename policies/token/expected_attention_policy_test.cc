@@ -4,29 +4,11 @@
 #include <limits>
 
 #include "gtest/gtest.h"
+#include "policies/token/rope.h"
 #include "policies/token/testing/token_policy_testing.h"
 
 namespace kvsim {
 namespace {
-
-TEST(ApplyRopeTest, RotatesHalfPairsAndInverts) {
-  RopeConfig rope;
-  rope.base = 10000;
-  // d = 2: one pair (0, 1), theta = 1 rad per position: (1, 0) at position 1 -> (cos 1, sin 1).
-  float x[2] = {1, 0};
-  ApplyRope(rope, 1, false, x, 2);
-  EXPECT_NEAR(x[0], std::cos(1.0), 1e-6);
-  EXPECT_NEAR(x[1], std::sin(1.0), 1e-6);
-  ApplyRope(rope, 1, true, x, 2);
-  EXPECT_NEAR(x[0], 1.0, 1e-6);
-  EXPECT_NEAR(x[1], 0.0, 1e-6);
-  // Linear scaling divides positions by the factor: position 2 at factor 2 = position 1 unscaled.
-  rope.scaling = RopeScaling::kLinear;
-  rope.scaling_factor = 2;
-  float y[2] = {1, 0};
-  ApplyRope(rope, 2, false, y, 2);
-  EXPECT_NEAR(y[0], std::cos(1.0), 1e-6);
-}
 
 TEST(ExpectedAttentionPolicyTest, ScoresFollowTheExpectedQuery) {
   // d = 4, base 1e12: pair (0, 2) turns 1 rad per position (averages out over the future), pair (1, 3)

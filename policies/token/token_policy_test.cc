@@ -11,7 +11,8 @@ TEST(TokenPolicyRegistryTest, KnowsEveryPolicy) {
   const std::vector<std::string> names = TokenPolicyNames();
   for (const char* name :
        {"full", "random", "knorm", "streaming_llm", "h2o", "tova", "snapkv", "pyramidkv", "quest", "kivi2", "kivi3",
-        "kivi4", "kivi8", "oracle_select", "oracle_evict", "scissorhands", "expected_attention", "rocketkv"}) {
+        "kivi4", "kivi8", "kvquant2", "kvquant3", "kvquant4", "kvquant8", "kvquant2-1pct", "kvquant3-1pct",
+        "kvquant4-1pct", "kvquant8-1pct", "oracle_select", "oracle_evict", "scissorhands", "expected_attention", "rocketkv"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
     auto policy = CreateTokenPolicy(name);
     ASSERT_TRUE(policy.ok()) << name << ": " << policy.status();

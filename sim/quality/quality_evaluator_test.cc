@@ -217,6 +217,34 @@ TEST(QualityEvaluatorTest, QuantisedOutputMatchesDirectComputation) {
   EXPECT_NEAR(p->error.mean, err_sum / 2, 1e-4 * (1 + err_sum));
 }
 
+TEST(QualityEvaluatorTest, KvQuantRunsOpenLoopAndRefusesRopeItCannotUndo) {
+  // On the trace's post-RoPE keys (un-rotated by the policy): every token kept, the output error falls
+  // with the bits.
+  QualityOptions options;
+  options.policies = {"kvquant2", "kvquant4", "kvquant8-1pct"};
+  options.budget_tokens = {1000};
+  QualityResults r = Evaluate(Synthetic(), options);
+  const QualityPoint *two = Find(r, "kvquant2", 1000), *four = Find(r, "kvquant4", 1000),
+                     *eight = Find(r, "kvquant8-1pct", 1000);
+  ASSERT_TRUE(two != nullptr && four != nullptr && eight != nullptr);
+  EXPECT_EQ(two->kind, "quantize");
+  EXPECT_EQ(two->recall.mean, 1.0);
+  EXPECT_GT(two->error.mean, four->error.mean);
+  EXPECT_GT(four->error.mean, eight->error.mean);
+  EXPECT_LT(eight->error.mean, 0.02);
+  // A trace of a llama3-scaled model: the RoPE config cannot give its rotation, so the policy is refused.
+  SyntheticTrace t = Synthetic();
+  t.header.rope.scaling = RopeScaling::kLlama3;
+  t.header.rope.scaling_factor = 8;
+  auto evaluator = QualityEvaluator::Create(t.header, options);
+  ASSERT_FALSE(evaluator.ok());
+  EXPECT_EQ(evaluator.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(evaluator.status().message().find("kvquant2 quantises keys before the rotary embedding"),
+            std::string::npos)
+      << evaluator.status();
+  EXPECT_NE(evaluator.status().message().find("'llama3'"), std::string::npos) << evaluator.status();
+}
+
 TEST(QualityEvaluatorTest, Deterministic) {
   QualityOptions options;
   options.policies = {"random", "h2o", "quest"};

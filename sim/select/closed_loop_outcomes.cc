@@ -79,8 +79,18 @@ std::vector<std::string> ClosedLoopFeatureNames() {
 absl::StatusOr<std::string> ClosedLoopPolicySpec(const proto::SelectCandidate& candidate) {
   std::string spec;
   if (candidate.has_quant()) {
-    // KVQuant runs as KIVI's grouping (see the header); KIVI as itself.
-    spec = absl::StrCat("kivi", candidate.quant().bits());
+    const proto::KvQuantSpec& q = candidate.quant();
+    if (q.method() == proto::KV_QUANT_METHOD_KVQUANT) {
+      if (q.outlier_fraction() != 0 && q.outlier_fraction() != 0.01) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("candidate '", candidate.name(), "': the closed loop's KVQuant quantiser keeps an outlier ",
+                         "share of 0 or 0.01 (kvquant<b>, kvquant<b>-1pct); got quant.outlier_fraction=",
+                         q.outlier_fraction()));
+      }
+      spec = absl::StrCat("kvquant", q.bits(), q.outlier_fraction() > 0 ? "-1pct" : "");
+    } else {
+      spec = absl::StrCat("kivi", q.bits());
+    }
   }
   if (candidate.has_token()) {
     spec = spec.empty() ? candidate.token().policy() : absl::StrCat(spec, "+", candidate.token().policy());

@@ -10,15 +10,15 @@
 // Candidate -> closed-loop policy (ClosedLoopPolicySpec):
 //   neither quant nor token        "full" (kv_dtype FP16/BF16 is not applied: the loop computes in float32)
 //   quant, KIVI, b bits            "kivi<b>"
-//   quant, KVQUANT, b bits         "kivi<b>" as well: the closed loop has no KVQuant quantiser, so KVQuant
-//                                  runs as KIVI's asymmetric min/max grouping (keys per channel over 32
-//                                  tokens, post-rotary; values per token; the last 32 tokens in full
-//                                  precision), without the dense-and-sparse outliers, which only the cost
-//                                  model charges
-//   token policy P                 "P" (with quant: "kivi<b>+P") at the budget CandidateBudgetTokens gives
+//   quant, KVQUANT, b bits         "kvquant<b>" (outlier_fraction 0) or "kvquant<b>-1pct" (0.01): KVQuant's
+//                                  quantiser (policies/token/kvquant_policy.h: pre-rotary per-channel keys,
+//                                  per-token values, a non-uniform codebook fitted on the prompt, the 1%
+//                                  largest magnitudes exact); group_size is not applied (the cost model
+//                                  charges it). Any other outlier share is refused.
+//   token policy P                 "P" (with quant: the quantiser's name + "+P") at the budget CandidateBudgetTokens gives
 //                                  for the prompt's length (ceil of a ratio), per prompt
 // Refused (FailedPrecondition naming the candidate): a token policy that cannot run closed loop
-// (CheckClosedLoopPolicy: oracle_evict).
+// (CheckClosedLoopPolicy: oracle_evict), a KVQuant outlier share other than 0 and 0.01.
 //
 // Rows: one prompt per exact-match task, prompt_id = the task's id; perplexity tasks have no `correct`
 // and are skipped (a file of perplexity tasks only is refused). Features (ClosedLoopFeatureNames):

@@ -76,7 +76,10 @@ std::vector<EvalTask>* ClosedLoopOutcomesTest::tasks_ = nullptr;
 
 TEST(ClosedLoopPolicySpecTest, MapsEachKindOfCandidate) {
   EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("fp16", "")), "full");
-  EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("kvquant-3b", "kvquant3")), "kivi3");
+  EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("kvquant-3b", "kvquant3")), "kvquant3-1pct");
+  proto::SelectCandidate dense = Candidate("kvquant-3b", "kvquant3");
+  dense.mutable_quant()->set_outlier_fraction(0);
+  EXPECT_EQ(*ClosedLoopPolicySpec(dense), "kvquant3");
   EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("k2h", "kivi2+h2o")), "kivi2+h2o");
   EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("s", "snapkv")), "snapkv");
   EXPECT_EQ(*ClosedLoopPolicySpec(Candidate("r", "rocketkv")), "rocketkv");
@@ -87,6 +90,13 @@ TEST(ClosedLoopPolicySpecTest, RefusesWhatTheClosedLoopCannotRun) {
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(spec.status().message().find("candidate 'hindsight'"), std::string::npos) << spec.status();
+  proto::SelectCandidate two_percent = Candidate("kvquant-3b-2%", "kvquant3");
+  two_percent.mutable_quant()->set_outlier_fraction(0.02);
+  spec = ClosedLoopPolicySpec(two_percent);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(spec.status().message().find("candidate 'kvquant-3b-2%'"), std::string::npos) << spec.status();
+  EXPECT_NE(spec.status().message().find("outlier_fraction=0.02"), std::string::npos) << spec.status();
 }
 
 TEST_F(ClosedLoopOutcomesTest, CorrectIsKvsimEvalsResultForTheSamePolicyAndBudget) {
@@ -104,9 +114,9 @@ TEST_F(ClosedLoopOutcomesTest, CorrectIsKvsimEvalsResultForTheSamePolicyAndBudge
   // The expectation, written out by hand: each candidate's policy and its budget in percent of the prompt
   // (0: none), and the closed loop run on each task alone.
   const std::map<std::string, std::pair<std::string, int>> expected = {{"fp16", {"full", 0}},
-                                                                       {"kvquant-4b", {"kivi4", 0}},
-                                                                       {"kvquant-3b-1%", {"kivi3", 0}},
-                                                                       {"kvquant-2b-1%", {"kivi2", 0}},
+                                                                       {"kvquant-4b", {"kvquant4", 0}},
+                                                                       {"kvquant-3b-1%", {"kvquant3-1pct", 0}},
+                                                                       {"kvquant-2b-1%", {"kvquant2-1pct", 0}},
                                                                        {"h2o-50%", {"h2o", 5000}},
                                                                        {"h2o-25%", {"h2o", 2500}},
                                                                        {"h2o-12.5%", {"h2o", 1250}},
