@@ -43,6 +43,11 @@ namespace kvsim {
 namespace {
 
 constexpr int32_t kTransit = -1;
+// found_entries_ of an uncached block.
+constexpr int32_t kNoEntry = -1;
+// How many blocks ahead the hash lookups of a walk over a request's blocks are prefetched: enough to
+// cover a memory access's latency with the work of the blocks in between.
+constexpr int64_t kLookupAhead = 8;
 
 // Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
 bool AnyBlock(BlockId) { return true; }
@@ -89,6 +94,7 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
     gpu.policy->SetDenseIds(total_blocks);
     manager->gpu_slot_ids_ = true;
+    manager->gpu_residency_ = gpu.policy->residency();
   }
   return manager;
 }
@@ -275,6 +281,10 @@ void BlockManager::PlaceIn(int32_t entry, int32_t tier, SimTime now_ns) {
 
 void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   Tier& gpu = tiers_[0];
+  if (gpu.evict_action != proto::EVICT_ACTION_DEMOTE) {
+    DropGpuVictims(blocks - (gpu.capacity_blocks - gpu.used_blocks));
+    return;
+  }
   while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
     KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
     const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
@@ -307,6 +317,50 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
       Drop(entry);
     }
   }
+}
+
+void BlockManager::DropGpuVictims(int64_t count) {
+  if (count <= 0) return;
+  Tier& gpu = tiers_[0];
+  KVSIM_CHECK(count <= gpu_evictable_) << "no evictable GPU block";
+  // Pass 1: the victims, in the policy's order (its choices do not depend on what happens to the blocks
+  // after OnRemove), each entry prefetched.
+  victims_.clear();
+  for (int64_t i = 0; i < count; ++i) {
+    const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
+    int32_t entry = -1;
+    if (gpu_slot_ids_) {
+      if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
+    } else if (auto it = index_.find(victim); it != index_.end()) {
+      entry = it->second;
+    }
+    KVSIM_CHECK(entry >= 0) << "policy " << gpu.policy->Name() << " chose an absent block";
+    gpu.policy->OnRemove(victim);
+    victims_.push_back(entry);
+    __builtin_prefetch(&entries_[entry]);
+  }
+  // Pass 2: each victim leaves the directory and the index, in the same order; the lookups of the
+  // victim kLookupAhead on are prefetched.
+  auto prefetch = [&](int32_t entry) {
+    const uint64_t hash = entries_[entry].hash;
+    index_.prefetch(hash);
+    if (directory_ != nullptr) directory_->Prefetch(hash);
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(count, kLookupAhead); ++i) prefetch(victims_[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i + kLookupAhead < count) prefetch(victims_[i + kLookupAhead]);
+    const int32_t entry = victims_[i];
+    KVSIM_CHECK(entries_[entry].refcount == 0 && entries_[entry].tier == 0)
+        << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
+    if (directory_ != nullptr) directory_->Remove(entries_[entry].hash, directory_replica_);
+    Drop(entry);
+  }
+  AddUsed(0, -count);
+  gpu.cached_blocks -= count;
+  stats_[0].cached_blocks = gpu.cached_blocks;
+  gpu_evictable_ -= count;
+  stats_[0].evicted_blocks += count;
+  stats_[0].dropped_blocks += count;
 }
 
 bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
@@ -349,15 +403,25 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
     state->potentials_known = true;
     return counts;
   }
+  // Pass 1: the entry of every block from restored_blocks on (kNoEntry if uncached), the lookups
+  // kLookupAhead blocks ahead prefetched and each found entry prefetched for pass 2. The lookups are
+  // independent of each other, so their memory latencies overlap.
+  const int64_t first_looked_up = std::min(restored_blocks, num_blocks);
   found_entries_.resize(num_blocks);
-  for (int64_t k = 0; k < num_blocks; ++k) {
-    if (k < restored_blocks) {
-      kinds_[k] = kRestore;
-      continue;
-    }
+  for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) {
+    index_.prefetch(request.block_hashes[k]);
+  }
+  for (int64_t k = first_looked_up; k < num_blocks; ++k) {
+    if (k + kLookupAhead < num_blocks) index_.prefetch(request.block_hashes[k + kLookupAhead]);
     auto it = index_.find(request.block_hashes[k]);
-    const bool present = it != index_.end();
-    if (present) found_entries_[k] = it->second;
+    found_entries_[k] = it == index_.end() ? kNoEntry : it->second;
+    if (it != index_.end()) __builtin_prefetch(&entries_[it->second]);
+  }
+  // Pass 2: the kinds, in block order.
+  std::fill(kinds_.begin(), kinds_.begin() + first_looked_up, kRestore);
+  for (int64_t k = first_looked_up; k < num_blocks; ++k) {
+    const int32_t entry = found_entries_[k];
+    const bool present = entry != kNoEntry;
     if (record_potentials && present) {
       const int64_t tokens = BlockTokensAt(request, k);
       state->segment_potential_tokens += tokens;
@@ -371,11 +435,11 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
                                     (reuse_mode_ == proto::REUSE_MODE_PREFIX && prefix_run));
     prefix_run = prefix_run && present;
     if (!usable) continue;
-    const int32_t tier = entries_[it->second].tier;
+    const int32_t tier = entries_[entry].tier;
     if (tier == 0) {
       kinds_[k] = kGpuHit;
       ++counts.gpu_hits;
-      if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
+      if (entries_[entry].refcount == 0) ++counts.unpinned_hits;
     } else {
       kinds_[k] = ShouldReload(tier, StartTokens(*state, k), RecomputeTokensAt(request, k)) ? kReload : kRecomputeLower;
       ++counts.lower;
@@ -562,11 +626,22 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));
     return;
   }
+  // The lookups of the private block kLookupAhead on are prefetched (beyond the frontier too: a hint).
+  const int64_t held = static_cast<int64_t>(state->block_entries.size());
+  auto prefetch = [&](int64_t k) {
+    if (k >= held || state->block_entries[k] != kPrivateBlock) return;
+    index_.prefetch(request.block_hashes[k]);
+    if (directory_ != nullptr) directory_->Prefetch(request.block_hashes[k]);
+  };
+  for (int64_t k = state->publish_cursor; k < std::min<int64_t>(num_blocks, state->publish_cursor + kLookupAhead); ++k) {
+    prefetch(k);
+  }
   while (state->publish_cursor < num_blocks) {
     const int64_t k = state->publish_cursor;
     const int64_t end = StartTokens(*state, k + 1);
     if (end > frontier) break;
     ++state->publish_cursor;
+    if (k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (state->block_entries[k] != kPrivateBlock) continue;
     auto [it, inserted] = index_.try_emplace(request.block_hashes[k], 0);
     if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
@@ -588,8 +663,19 @@ void BlockManager::Release(RequestState* state, SimTime now_ns) {
   // Last block first: with recency policies the prompt's head, shared most, stays longest. (Nothing to
   // unpin when every prompt block is private.)
   const int64_t shared = static_cast<int64_t>(state->block_entries.size()) - state->private_blocks;
-  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0 && shared > 0; --k) {
-    if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
+  // The entries (and, with slot ids, the policy's index slots) kLookupAhead blocks on are prefetched.
+  const std::vector<int32_t>& held_entries = state->block_entries;
+  auto prefetch = [&](int64_t k) {
+    const int32_t entry = held_entries[k];
+    if (entry == kPrivateBlock) return;
+    __builtin_prefetch(&entries_[entry]);
+    if (gpu_slot_ids_ && gpu_residency_ != nullptr) gpu_residency_->Prefetch(static_cast<BlockId>(entry));
+  };
+  const int64_t last = static_cast<int64_t>(held_entries.size()) - 1;
+  for (int64_t k = last; k >= std::max<int64_t>(0, last - kLookupAhead + 1) && shared > 0; --k) prefetch(k);
+  for (int64_t k = last; k >= 0 && shared > 0; --k) {
+    if (k - kLookupAhead >= 0) prefetch(k - kLookupAhead);
+    if (held_entries[k] != kPrivateBlock) Unpin(held_entries[k], state, k, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;
   private_blocks_ -= held;

@@ -45,6 +45,9 @@ class GpuBlockDirectory {
     return it == holders_.end() ? 0 : it->second;
   }
 
+  // Starts loading what Add, Remove or Holders of `hash` will read (a hint; changes nothing).
+  void Prefetch(uint64_t hash) const { holders_.prefetch(hash); }
+
   // Of the replicas in `candidates` (!= 0), those whose run of leading blocks of `request` on their GPU is
   // the longest (every candidate when none holds the first block).
   uint64_t LongestPrefixReplicas(const Request& request, uint64_t candidates) const;
