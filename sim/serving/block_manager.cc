@@ -257,7 +257,7 @@ int32_t BlockManager::NewEntry(uint64_t hash) {
 }
 
 void BlockManager::Drop(int32_t entry) {
-  index_.erase(entries_[entry].hash);
+  index_.Erase(entries_[entry].hash);
   entries_[entry] = Entry{0, 0, kTransit};
   free_entries_.push_back(entry);
 }
@@ -291,8 +291,8 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     int32_t entry = -1;
     if (gpu_slot_ids_) {
       if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
-    } else if (auto it = index_.find(victim); it != index_.end()) {
-      entry = it->second;
+    } else if (const int32_t* found = index_.Find(victim)) {
+      entry = *found;
     }
     KVSIM_CHECK(entry >= 0 && entries_[entry].refcount == 0 && entries_[entry].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
@@ -307,7 +307,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     entries_[entry].tier = kTransit;
     if (gpu.evict_action == proto::EVICT_ACTION_DEMOTE) {
       PlaceIn(entry, 1, now_ns);
-      if (index_.contains(hash)) {
+      if (index_.Contains(hash)) {
         ++stats_[1].demoted_in_blocks;
         stats_[1].transfer_bytes += block_bytes_;
         tiers_[1].pending_offload_bytes += block_bytes_;
@@ -331,8 +331,8 @@ void BlockManager::DropGpuVictims(int64_t count) {
     int32_t entry = -1;
     if (gpu_slot_ids_) {
       if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
-    } else if (auto it = index_.find(victim); it != index_.end()) {
-      entry = it->second;
+    } else if (const int32_t* found = index_.Find(victim)) {
+      entry = *found;
     }
     KVSIM_CHECK(entry >= 0) << "policy " << gpu.policy->Name() << " chose an absent block";
     gpu.policy->OnRemove(victim);
@@ -343,7 +343,7 @@ void BlockManager::DropGpuVictims(int64_t count) {
   // victim kLookupAhead on are prefetched.
   auto prefetch = [&](int32_t entry) {
     const uint64_t hash = entries_[entry].hash;
-    index_.prefetch(hash);
+    index_.Prefetch(hash);
     if (directory_ != nullptr) directory_->Prefetch(hash);
   };
   for (int64_t i = 0; i < std::min<int64_t>(count, kLookupAhead); ++i) prefetch(victims_[i]);
@@ -368,10 +368,10 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   while (t.capacity_blocks - t.used_blocks < blocks) {
     if (t.cached_blocks == 0) return false;
     const BlockId victim = t.policy->SelectVictim(AnyBlock);
-    auto it = index_.find(victim);
-    KVSIM_CHECK(it != index_.end() && entries_[it->second].tier == tier)
+    const int32_t* found = index_.Find(victim);
+    KVSIM_CHECK(found != nullptr && entries_[*found].tier == tier)
         << "policy " << t.policy->Name() << " chose a block not in tier " << tier;
-    const int32_t entry = it->second;
+    const int32_t entry = *found;
     t.policy->OnRemove(victim);
     AddUsed(tier, -1);
     --t.cached_blocks;
@@ -381,7 +381,7 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
     const bool demote = t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < tiers_.size();
     if (demote) {
       PlaceIn(entry, tier + 1, now_ns);
-      if (index_.contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
+      if (index_.Contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
     } else {
       ++stats_[tier].dropped_blocks;
       Drop(entry);
@@ -409,13 +409,13 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
   const int64_t first_looked_up = std::min(restored_blocks, num_blocks);
   found_entries_.resize(num_blocks);
   for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) {
-    index_.prefetch(request.block_hashes[k]);
+    index_.Prefetch(request.block_hashes[k]);
   }
   for (int64_t k = first_looked_up; k < num_blocks; ++k) {
-    if (k + kLookupAhead < num_blocks) index_.prefetch(request.block_hashes[k + kLookupAhead]);
-    auto it = index_.find(request.block_hashes[k]);
-    found_entries_[k] = it == index_.end() ? kNoEntry : it->second;
-    if (it != index_.end()) __builtin_prefetch(&entries_[it->second]);
+    if (k + kLookupAhead < num_blocks) index_.Prefetch(request.block_hashes[k + kLookupAhead]);
+    const int32_t* found = index_.Find(request.block_hashes[k]);
+    found_entries_[k] = found == nullptr ? kNoEntry : *found;
+    if (found != nullptr) __builtin_prefetch(&entries_[*found]);
   }
   // Pass 2: the kinds, in block order.
   std::fill(kinds_.begin(), kinds_.begin() + first_looked_up, kRestore);
@@ -630,7 +630,7 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   const int64_t held = static_cast<int64_t>(state->block_entries.size());
   auto prefetch = [&](int64_t k) {
     if (k >= held || state->block_entries[k] != kPrivateBlock) return;
-    index_.prefetch(request.block_hashes[k]);
+    index_.Prefetch(request.block_hashes[k]);
     if (directory_ != nullptr) directory_->Prefetch(request.block_hashes[k]);
   };
   for (int64_t k = state->publish_cursor; k < std::min<int64_t>(num_blocks, state->publish_cursor + kLookupAhead); ++k) {
@@ -643,10 +643,11 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     ++state->publish_cursor;
     if (k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (state->block_entries[k] != kPrivateBlock) continue;
-    auto [it, inserted] = index_.try_emplace(request.block_hashes[k], 0);
+    // Inserted with a placeholder entry (NewEntry does not touch index_, so `value` stays valid).
+    auto [value, inserted] = index_.FindOrInsert(request.block_hashes[k], 0);
     if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
     const int32_t entry = NewEntry(request.block_hashes[k]);
-    it->second = entry;
+    *value = entry;
     Entry& e = entries_[entry];
     e.tier = 0;
     e.refcount = 1;
@@ -716,8 +717,8 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
 int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
   int64_t blocks = 0;
   for (uint64_t hash : request.block_hashes) {
-    auto it = index_.find(hash);
-    if (it == index_.end() || entries_[it->second].tier != 0) break;
+    const int32_t* found = index_.Find(hash);
+    if (found == nullptr || entries_[*found].tier != 0) break;
     ++blocks;
   }
   return blocks;
@@ -753,17 +754,22 @@ int64_t BlockManager::TakeTransferNs(std::vector<TierTransfer>* transfers) {
 absl::Status BlockManager::CheckIdle() const {
   std::vector<int64_t> cached(tiers_.size(), 0);
   int64_t unpinned_gpu = 0;
-  for (const auto& [hash, entry] : index_) {
+  absl::Status status;  // the first bad entry's
+  index_.ForEach([&](uint64_t hash, int32_t entry) {
+    if (!status.ok()) return;
     const Entry& e = entries_[entry];
     if (e.refcount != 0) {
-      return absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
+      status = absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
+      return;
     }
     if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
-      return absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+      status = absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+      return;
     }
     ++cached[e.tier];
     if (e.tier == 0) ++unpinned_gpu;
-  }
+  });
+  KVSIM_RETURN_IF_ERROR(status);
   if (private_blocks_ != 0 || swap_blocks_ != 0) {
     return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ", swap_blocks_,
                                             " swapped blocks still held"));
@@ -777,7 +783,7 @@ absl::Status BlockManager::CheckIdle() const {
                                               tiers_[i].cached_blocks, ", found ", cached[i]));
     }
   }
-  if (entries_.size() - free_entries_.size() != index_.size()) {
+  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != index_.size()) {
     return absl::InternalError("entries and index disagree");
   }
   return absl::OkStatus();

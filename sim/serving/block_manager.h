@@ -55,13 +55,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cost_models/cost_model.h"
 #include "policies/eviction_policy.h"
 #include "proto/config.pb.h"
+#include "sim/serving/block_hash_map.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/request_state.h"
@@ -260,7 +260,7 @@ class BlockManager {
   const CostModel* const cost_model_;
   std::vector<Tier> tiers_;
   std::vector<TierStats> stats_;
-  absl::flat_hash_map<uint64_t, int32_t> index_;  // hash -> entry, for cached blocks in any tier
+  BlockHashMap<int32_t, -1> index_;  // hash -> entry, for cached blocks in any tier
   std::vector<Entry> entries_;
   std::vector<int32_t> free_entries_;
   int64_t gpu_evictable_ = 0;   // GPU entries with refcount 0
