@@ -488,7 +488,15 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
 
   // Pin the GPU hits and take reloads out of their tiers before evicting, so neither is chosen.
   state->block_entries.assign(num_blocks, kPrivateBlock);
+  // With slot ids, the policy's slot of the GPU hit kLookupAhead blocks on is prefetched (a pin of an
+  // unpinned block removes it there).
+  auto prefetch = [&](int64_t k) {
+    if (kinds_[k] == kGpuHit) gpu_residency_->Prefetch(static_cast<BlockId>(found_entries_[k]));
+  };
+  const bool prefetch_slots = gpu_slot_ids_ && gpu_residency_ != nullptr && counts.unpinned_hits > 0;
+  for (int64_t k = 0; k < std::min<int64_t>(num_blocks, kLookupAhead) && prefetch_slots; ++k) prefetch(k);
   for (int64_t k = 0; k < num_blocks && counts.gpu_hits + counts.lower > 0; ++k) {
+    if (prefetch_slots && k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
     const int32_t entry = found_entries_[k];
     if (kinds_[k] == kGpuHit) {
