@@ -23,9 +23,12 @@
 #ifndef KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
 #define KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
 
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <utility>
-#include <vector>
 
 #include "util/check.h"
 
@@ -51,7 +54,7 @@ class BlockHashMap {
   std::pair<V*, bool> FindOrInsert(uint64_t key, V value) {
     KVSIM_CHECK(value != kEmpty) << "block hash map: the empty value cannot be stored";
     if (V* found = Find(key)) return {found, false};
-    if (2 * (size_ + 1) > static_cast<int64_t>(slots_.size())) Grow();
+    if (2 * (size_ + 1) > num_slots_) Grow();
     Slot* slot = Place(key, value);
     ++size_;
     return {&slot->value, true};
@@ -84,8 +87,8 @@ class BlockHashMap {
   // fn(key, value) for every entry, in slot order.
   template <typename Fn>
   void ForEach(const Fn& fn) const {
-    for (const Slot& slot : slots_) {
-      if (slot.value != kEmpty) fn(slot.key, slot.value);
+    for (int64_t s = 0; s < num_slots_; ++s) {
+      if (slots_[s].value != kEmpty) fn(slots_[s].key, slots_[s].value);
     }
   }
 
@@ -98,6 +101,12 @@ class BlockHashMap {
     V value;
   };
   static constexpr int64_t kMinSlots = 16;
+  // Arrays of at least this many bytes are aligned to it and asked to be backed by huge pages (a hint
+  // to the kernel): the random lookups of a table larger than the TLB's reach then miss it less.
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+  struct Free {
+    void operator()(Slot* slots) const { std::free(slots); }
+  };
 
   // The first slot `key` probes: a mix of all its bits (trace hashes may be small sequential ids).
   uint64_t Home(uint64_t key) const {
@@ -105,7 +114,18 @@ class BlockHashMap {
     return (h ^ (h >> 29)) & mask_;
   }
   void Reset(int64_t num_slots) {
-    slots_.assign(static_cast<size_t>(num_slots), Slot{0, kEmpty});
+    const size_t bytes = static_cast<size_t>(num_slots) * sizeof(Slot);
+    void* memory = nullptr;
+    if (bytes >= kHugePageBytes) {
+      memory = std::aligned_alloc(kHugePageBytes, bytes);  // bytes: a power of two >= the alignment
+      if (memory != nullptr) madvise(memory, bytes, MADV_HUGEPAGE);
+    } else {
+      memory = std::malloc(bytes);
+    }
+    KVSIM_CHECK(memory != nullptr) << "block hash map: out of memory for " << num_slots << " slots";
+    slots_.reset(static_cast<Slot*>(memory));
+    num_slots_ = num_slots;
+    for (int64_t s = 0; s < num_slots; ++s) slots_[s] = Slot{0, kEmpty};
     mask_ = static_cast<uint64_t>(num_slots - 1);
   }
   // The first empty slot of `key`'s probe run, filled. REQUIRES: key absent, a slot empty.
@@ -116,15 +136,17 @@ class BlockHashMap {
     return &slots_[s];
   }
   void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    Reset(static_cast<int64_t>(old.size()) * 2);
-    for (const Slot& slot : old) {
-      if (slot.value != kEmpty) Place(slot.key, slot.value);
+    std::unique_ptr<Slot[], Free> old = std::move(slots_);
+    const int64_t old_slots = num_slots_;
+    Reset(old_slots * 2);
+    for (int64_t s = 0; s < old_slots; ++s) {
+      if (old[s].value != kEmpty) Place(old[s].key, old[s].value);
     }
   }
 
-  std::vector<Slot> slots_;  // a power of two of them
-  uint64_t mask_ = 0;        // slots_.size() - 1
+  std::unique_ptr<Slot[], Free> slots_;  // num_slots_ of them, a power of two
+  int64_t num_slots_ = 0;
+  uint64_t mask_ = 0;  // num_slots_ - 1
   int64_t size_ = 0;
 };
 
