@@ -38,6 +38,12 @@
 //   AccessInfo (no RestoreNs). Lower tiers keep the hashes.
 // - With a shared GpuBlockDirectory, a block costs one directory update when it enters the GPU cache and
 //   one when it leaves, so the router does not probe every replica's index_ per arrival.
+// - Per-block work is bound by memory latency (long prompts, tables larger than the caches): index_ is a
+//   BlockHashMap (one cache line per lookup), and every walk over a run of blocks prefetches the lookups
+//   kLookupAhead blocks ahead (ClassifyBlocks: the index, then the entries; Publish: the index and the
+//   directory; Admit's pins and Release's unpins: the entries and the policy's slots), so their misses
+//   overlap. Dropped GPU victims are taken from the policy first and then removed from the directory and
+//   the index in the same order with those lookups prefetched (DropGpuVictims).
 
 namespace kvsim {
 namespace {
