@@ -38,6 +38,15 @@ FittedCostModel::FittedCostModel(const RooflineParams& params, const proto::Devi
   gemm_format_fitted_ = bits == 16;
   for (auto& t : time_ns_) t.store(0);
   for (auto& t : extrapolated_ns_) t.store(0);
+  const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim, h = p_.hidden;
+  gemm_features_[kQkv] = {q + 2 * kv, h};
+  gemm_features_[kOutput] = {h, q};
+  gemm_features_[kGateUp] = {2 * p_.intermediate, h};
+  gemm_features_[kDown] = {h, p_.intermediate};
+  gemm_features_[kKvProjection] = {2 * kv, h};
+  gemm_features_[kLmHead] = {p_.vocab, h};
+  gemm_memo_.reset(new std::atomic<double>[kNumGemmShapes * kGemmMemoTokens]);
+  for (int64_t i = 0; i < kNumGemmShapes * kGemmMemoTokens; ++i) gemm_memo_[i].store(-1, std::memory_order_relaxed);
 }
 
 std::string FittedCostModel::Describe() const {
@@ -55,15 +64,27 @@ double FittedCostModel::Count(Kind kind, double seconds, bool inside) const {
   return seconds;
 }
 
-double FittedCostModel::Gemm(int64_t tokens, int64_t out_features, int64_t in_features) const {
+double FittedCostModel::GemmSeconds(GemmShape shape, int64_t tokens) const {
+  auto compute = [&] {
+    return FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, tokens,
+                             gemm_features_[shape][0], gemm_features_[shape][1]);
+  };
+  if (tokens >= kGemmMemoTokens) return compute();
+  std::atomic<double>& memo = gemm_memo_[shape * kGemmMemoTokens + tokens];
+  double seconds = memo.load(std::memory_order_relaxed);
+  if (seconds < 0) {
+    seconds = compute();
+    memo.store(seconds, std::memory_order_relaxed);
+  }
+  return seconds;
+}
+
+double FittedCostModel::Gemm(GemmShape shape, int64_t tokens) const {
   if (tokens <= 0) return 0;
   const double features[] = {static_cast<double>(tokens)};
   const bool inside =
       gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
-  return Count(kGemm,
-               FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, tokens,
-                                 out_features, in_features),
-               inside);
+  return Count(kGemm, GemmSeconds(shape, tokens), inside);
 }
 
 double FittedCostModel::Prefill(const SequenceWork& piece) const {
@@ -121,10 +142,9 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
   if (merge_decodes > 0) {
     attention_s += SegmentMergeSeconds(p_.rates, merge_decodes, p_.heads, p_.head_dim, max_segments);
   }
-  const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim, h = p_.hidden;
-  const double linear_s = Gemm(layer_tokens, q + 2 * kv, h) + Gemm(layer_tokens, h, q) +
-                          Gemm(layer_tokens, 2 * p_.intermediate, h) + Gemm(layer_tokens, h, p_.intermediate) +
-                          Gemm(projection_tokens, 2 * kv, h);
+  const int64_t h = p_.hidden;
+  const double linear_s = Gemm(kQkv, layer_tokens) + Gemm(kOutput, layer_tokens) + Gemm(kGateUp, layer_tokens) +
+                          Gemm(kDown, layer_tokens) + Gemm(kKvProjection, projection_tokens);
   double elementwise_s = 0;
   if (layer_tokens > 0) {
     const double features[] = {static_cast<double>(layer_tokens)};
@@ -155,8 +175,7 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
     const double features[] = {static_cast<double>(sampling)};
     const bool inside =
         gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
-    lm_head_s = FittedGemmSeconds(fit_.gemm(), peaks_, gemm_peak_flops_per_s_, p_.weight_bytes_per_element, sampling,
-                                  p_.vocab, h);
+    lm_head_s = GemmSeconds(kLmHead, sampling);
     const int64_t ns = SecondsToNs(lm_head_s);
     time_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
     predictions_.fetch_add(1, std::memory_order_relaxed);

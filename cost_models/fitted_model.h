@@ -67,7 +67,13 @@ class FittedCostModel final : public CostModel {
 
   // Seconds of one kernel, counted against `kind` (and as extrapolated when `inside` is false).
   double Count(Kind kind, double seconds, bool inside) const;
-  double Gemm(int64_t tokens, int64_t out_features, int64_t in_features) const;
+  // The GEMM shapes an iteration runs (per layer: QKV, output, gate+up, down, the KV projection of a
+  // recompute; once per iteration: the LM head).
+  enum GemmShape { kQkv = 0, kOutput, kGateUp, kDown, kKvProjection, kLmHead, kNumGemmShapes };
+  // FittedGemmSeconds of `shape` at `tokens` (> 0), memoised for tokens < kGemmMemoTokens.
+  double GemmSeconds(GemmShape shape, int64_t tokens) const;
+  // GemmSeconds counted as a per-layer GEMM (0 for tokens <= 0).
+  double Gemm(GemmShape shape, int64_t tokens) const;
   double Prefill(const SequenceWork& piece) const;
   double Decode(int64_t batch, int64_t total_context, int64_t max_context) const;
 
@@ -77,6 +83,11 @@ class FittedCostModel final : public CostModel {
   double gemm_peak_flops_per_s_ = 0;
   bool gemm_format_fitted_ = true;  // 16-bit weights (the fitted format)
   std::string device_name_;
+  std::array<std::array<int64_t, 2>, kNumGemmShapes> gemm_features_{};  // out, in features per shape
+  // GemmSeconds memo by shape x tokens; < 0 = not computed yet. Atomic, as the model is shared by
+  // threads: every thread that computes an entry stores the same value.
+  static constexpr int64_t kGemmMemoTokens = 1024;
+  mutable std::unique_ptr<std::atomic<double>[]> gemm_memo_;
   // Predicted ns (x layers, as charged) per kind, and of them outside the measured range.
   mutable std::array<std::atomic<int64_t>, kNumKinds> time_ns_{};
   mutable std::array<std::atomic<int64_t>, kNumKinds> extrapolated_ns_{};

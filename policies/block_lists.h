@@ -47,20 +47,30 @@ class BlockLists {
   // any trace's blocks must not allocate for it).
   void Reserve(int64_t num_blocks) {
     const size_t n = static_cast<size_t>(std::clamp<int64_t>(num_blocks, 0, int64_t{1} << 24));
-    slots_.reserve(n);
+    if (!identity_) slots_.reserve(n);
     if (!dense_) index_.reserve(n);
+    reserved_ = static_cast<int64_t>(n);
   }
 
   // Dense ids: every block from now on is < num_ids, and the index is an array of num_ids slots instead
-  // of a hash map (cache replay over a compiled trace). REQUIRES: before the first block is added.
+  // of a hash map (cache replay over a compiled trace). When num_ids is at most the Reserve()d blocks
+  // (the serving simulator's slot ids: as many ids as the cache holds blocks), each block's slot is the
+  // block itself: no index at all, and the slots array is no larger than the reserved one. The lists'
+  // order, and so every result, is the same either way. REQUIRES: before the first block is added.
   void UseDenseIds(int64_t num_ids) {
-    KVSIM_CHECK(slots_.empty()) << "UseDenseIds after the first block";
-    dense_index_.assign(static_cast<size_t>(num_ids), kNoSlot);
+    KVSIM_CHECK(!any_added_) << "UseDenseIds after the first block";
     dense_ = num_ids > 0;
+    identity_ = dense_ && num_ids <= reserved_;
+    if (identity_) {
+      slots_.assign(static_cast<size_t>(num_ids), Slot{});  // list -1: block in no list
+    } else {
+      dense_index_.assign(static_cast<size_t>(num_ids), kNoSlot);
+    }
   }
 
   // The slot of `block`, or kNoSlot if it is in no list.
   int32_t Find(BlockId block) const {
+    if (identity_) return slots_[block].list >= 0 ? static_cast<int32_t>(block) : kNoSlot;
     if (dense_) return dense_index_[block];
     auto it = index_.find(block);
     return it == index_.end() ? kNoSlot : it->second;
@@ -68,7 +78,9 @@ class BlockLists {
   bool Contains(BlockId block) const { return Find(block) != kNoSlot; }
   // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
   void Prefetch(BlockId block) const {
-    if (dense_) {
+    if (identity_) {
+      __builtin_prefetch(&slots_[block]);
+    } else if (dense_) {
       __builtin_prefetch(&dense_index_[block]);
     } else {
       index_.prefetch(block);
@@ -103,6 +115,10 @@ class BlockLists {
   // Removes slot `s` from its list and forgets its block.
   void Erase(int32_t s) {
     Unlink(s);
+    if (identity_) {
+      slots_[s].list = -1;
+      return;
+    }
     if (dense_) {
       dense_index_[slots_[s].block] = kNoSlot;
     } else {
@@ -129,7 +145,7 @@ class BlockLists {
 
   // Starts keeping the eligible view of `lists`. REQUIRES: before the first block is added.
   void EnableEligibility(std::initializer_list<int> lists) {
-    KVSIM_CHECK(slots_.empty()) << "EnableEligibility after the first block";
+    KVSIM_CHECK(!any_added_) << "EnableEligibility after the first block";
     tracked_.assign(heads_.size(), false);
     eligible_sets_.resize(heads_.size());
     for (int list : lists) tracked_[list] = true;
@@ -178,8 +194,12 @@ class BlockLists {
   };
 
   int32_t NewSlot(BlockId block) {
+    any_added_ = true;
     int32_t s;
-    if (!free_.empty()) {
+    if (identity_) {
+      KVSIM_CHECK(block < slots_.size() && slots_[block].list < 0) << "block " << block << " is already in a list";
+      s = static_cast<int32_t>(block);
+    } else if (!free_.empty()) {
       s = free_.back();
       free_.pop_back();
     } else {
@@ -194,7 +214,9 @@ class BlockLists {
       }
       eligible_[s] = true;
     }
-    if (dense_) {
+    if (identity_) {
+      // the slot is the block
+    } else if (dense_) {
       KVSIM_CHECK(dense_index_[block] == kNoSlot) << "block " << block << " is already in a list";
       dense_index_[block] = s;
     } else {
@@ -255,8 +277,11 @@ class BlockLists {
   std::vector<int32_t> heads_, tails_;
   std::vector<int64_t> sizes_;
   absl::flat_hash_map<BlockId, int32_t> index_;  // unused with dense ids
-  std::vector<int32_t> dense_index_;             // by dense id
+  std::vector<int32_t> dense_index_;             // by dense id; unused when identity_
   bool dense_ = false;
+  bool identity_ = false;  // dense ids that are their own slots (UseDenseIds)
+  int64_t reserved_ = 0;   // the last Reserve()'s blocks
+  bool any_added_ = false;
   // The eligible view (empty unless EnableEligibility): per slot its list-order key (larger = nearer
   // the front) and flag; per tracked list its eligible slots by key.
   std::vector<bool> tracked_;

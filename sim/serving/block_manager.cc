@@ -38,11 +38,22 @@
 //   AccessInfo (no RestoreNs). Lower tiers keep the hashes.
 // - With a shared GpuBlockDirectory, a block costs one directory update when it enters the GPU cache and
 //   one when it leaves, so the router does not probe every replica's index_ per arrival.
+// - Per-block work is bound by memory latency (long prompts, tables larger than the caches): index_ is a
+//   BlockHashMap (one cache line per lookup), and every walk over a run of blocks prefetches the lookups
+//   kLookupAhead blocks ahead (ClassifyBlocks: the index, then the entries; Publish: the index and the
+//   directory; Admit's pins and Release's unpins: the entries and the policy's slots), so their misses
+//   overlap. Dropped GPU victims are taken from the policy first and then removed from the directory and
+//   the index in the same order with those lookups prefetched (DropGpuVictims).
 
 namespace kvsim {
 namespace {
 
 constexpr int32_t kTransit = -1;
+// found_entries_ of an uncached block.
+constexpr int32_t kNoEntry = -1;
+// How many blocks ahead the hash lookups of a walk over a request's blocks are prefetched: enough to
+// cover a memory access's latency with the work of the blocks in between.
+constexpr int64_t kLookupAhead = 8;
 
 // Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
 bool AnyBlock(BlockId) { return true; }
@@ -89,6 +100,7 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
     gpu.policy->SetDenseIds(total_blocks);
     manager->gpu_slot_ids_ = true;
+    manager->gpu_residency_ = gpu.policy->residency();
   }
   return manager;
 }
@@ -251,7 +263,7 @@ int32_t BlockManager::NewEntry(uint64_t hash) {
 }
 
 void BlockManager::Drop(int32_t entry) {
-  index_.erase(entries_[entry].hash);
+  index_.Erase(entries_[entry].hash);
   entries_[entry] = Entry{0, 0, kTransit};
   free_entries_.push_back(entry);
 }
@@ -275,14 +287,18 @@ void BlockManager::PlaceIn(int32_t entry, int32_t tier, SimTime now_ns) {
 
 void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   Tier& gpu = tiers_[0];
+  if (gpu.evict_action != proto::EVICT_ACTION_DEMOTE) {
+    DropGpuVictims(blocks - (gpu.capacity_blocks - gpu.used_blocks));
+    return;
+  }
   while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
     KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
     const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
     int32_t entry = -1;
     if (gpu_slot_ids_) {
       if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
-    } else if (auto it = index_.find(victim); it != index_.end()) {
-      entry = it->second;
+    } else if (const int32_t* found = index_.Find(victim)) {
+      entry = *found;
     }
     KVSIM_CHECK(entry >= 0 && entries_[entry].refcount == 0 && entries_[entry].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
@@ -297,7 +313,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     entries_[entry].tier = kTransit;
     if (gpu.evict_action == proto::EVICT_ACTION_DEMOTE) {
       PlaceIn(entry, 1, now_ns);
-      if (index_.contains(hash)) {
+      if (index_.Contains(hash)) {
         ++stats_[1].demoted_in_blocks;
         stats_[1].transfer_bytes += block_bytes_;
         tiers_[1].pending_offload_bytes += block_bytes_;
@@ -309,15 +325,59 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   }
 }
 
+void BlockManager::DropGpuVictims(int64_t count) {
+  if (count <= 0) return;
+  Tier& gpu = tiers_[0];
+  KVSIM_CHECK(count <= gpu_evictable_) << "no evictable GPU block";
+  // Pass 1: the victims, in the policy's order (its choices do not depend on what happens to the blocks
+  // after OnRemove), each entry prefetched.
+  victims_.clear();
+  for (int64_t i = 0; i < count; ++i) {
+    const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
+    int32_t entry = -1;
+    if (gpu_slot_ids_) {
+      if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
+    } else if (const int32_t* found = index_.Find(victim)) {
+      entry = *found;
+    }
+    KVSIM_CHECK(entry >= 0) << "policy " << gpu.policy->Name() << " chose an absent block";
+    gpu.policy->OnRemove(victim);
+    victims_.push_back(entry);
+    __builtin_prefetch(&entries_[entry]);
+  }
+  // Pass 2: each victim leaves the directory and the index, in the same order; the lookups of the
+  // victim kLookupAhead on are prefetched.
+  auto prefetch = [&](int32_t entry) {
+    const uint64_t hash = entries_[entry].hash;
+    index_.Prefetch(hash);
+    if (directory_ != nullptr) directory_->Prefetch(hash);
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(count, kLookupAhead); ++i) prefetch(victims_[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i + kLookupAhead < count) prefetch(victims_[i + kLookupAhead]);
+    const int32_t entry = victims_[i];
+    KVSIM_CHECK(entries_[entry].refcount == 0 && entries_[entry].tier == 0)
+        << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
+    if (directory_ != nullptr) directory_->Remove(entries_[entry].hash, directory_replica_);
+    Drop(entry);
+  }
+  AddUsed(0, -count);
+  gpu.cached_blocks -= count;
+  stats_[0].cached_blocks = gpu.cached_blocks;
+  gpu_evictable_ -= count;
+  stats_[0].evicted_blocks += count;
+  stats_[0].dropped_blocks += count;
+}
+
 bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   Tier& t = tiers_[tier];
   while (t.capacity_blocks - t.used_blocks < blocks) {
     if (t.cached_blocks == 0) return false;
     const BlockId victim = t.policy->SelectVictim(AnyBlock);
-    auto it = index_.find(victim);
-    KVSIM_CHECK(it != index_.end() && entries_[it->second].tier == tier)
+    const int32_t* found = index_.Find(victim);
+    KVSIM_CHECK(found != nullptr && entries_[*found].tier == tier)
         << "policy " << t.policy->Name() << " chose a block not in tier " << tier;
-    const int32_t entry = it->second;
+    const int32_t entry = *found;
     t.policy->OnRemove(victim);
     AddUsed(tier, -1);
     --t.cached_blocks;
@@ -327,7 +387,7 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
     const bool demote = t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < tiers_.size();
     if (demote) {
       PlaceIn(entry, tier + 1, now_ns);
-      if (index_.contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
+      if (index_.Contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
     } else {
       ++stats_[tier].dropped_blocks;
       Drop(entry);
@@ -349,15 +409,25 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
     state->potentials_known = true;
     return counts;
   }
+  // Pass 1: the entry of every block from restored_blocks on (kNoEntry if uncached), the lookups
+  // kLookupAhead blocks ahead prefetched and each found entry prefetched for pass 2. The lookups are
+  // independent of each other, so their memory latencies overlap.
+  const int64_t first_looked_up = std::min(restored_blocks, num_blocks);
   found_entries_.resize(num_blocks);
-  for (int64_t k = 0; k < num_blocks; ++k) {
-    if (k < restored_blocks) {
-      kinds_[k] = kRestore;
-      continue;
-    }
-    auto it = index_.find(request.block_hashes[k]);
-    const bool present = it != index_.end();
-    if (present) found_entries_[k] = it->second;
+  for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) {
+    index_.Prefetch(request.block_hashes[k]);
+  }
+  for (int64_t k = first_looked_up; k < num_blocks; ++k) {
+    if (k + kLookupAhead < num_blocks) index_.Prefetch(request.block_hashes[k + kLookupAhead]);
+    const int32_t* found = index_.Find(request.block_hashes[k]);
+    found_entries_[k] = found == nullptr ? kNoEntry : *found;
+    if (found != nullptr) __builtin_prefetch(&entries_[*found]);
+  }
+  // Pass 2: the kinds, in block order.
+  std::fill(kinds_.begin(), kinds_.begin() + first_looked_up, kRestore);
+  for (int64_t k = first_looked_up; k < num_blocks; ++k) {
+    const int32_t entry = found_entries_[k];
+    const bool present = entry != kNoEntry;
     if (record_potentials && present) {
       const int64_t tokens = BlockTokensAt(request, k);
       state->segment_potential_tokens += tokens;
@@ -371,11 +441,11 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
                                     (reuse_mode_ == proto::REUSE_MODE_PREFIX && prefix_run));
     prefix_run = prefix_run && present;
     if (!usable) continue;
-    const int32_t tier = entries_[it->second].tier;
+    const int32_t tier = entries_[entry].tier;
     if (tier == 0) {
       kinds_[k] = kGpuHit;
       ++counts.gpu_hits;
-      if (entries_[it->second].refcount == 0) ++counts.unpinned_hits;
+      if (entries_[entry].refcount == 0) ++counts.unpinned_hits;
     } else {
       kinds_[k] = ShouldReload(tier, StartTokens(*state, k), RecomputeTokensAt(request, k)) ? kReload : kRecomputeLower;
       ++counts.lower;
@@ -424,7 +494,15 @@ bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
 
   // Pin the GPU hits and take reloads out of their tiers before evicting, so neither is chosen.
   state->block_entries.assign(num_blocks, kPrivateBlock);
+  // With slot ids, the policy's slot of the GPU hit kLookupAhead blocks on is prefetched (a pin of an
+  // unpinned block removes it there).
+  auto prefetch = [&](int64_t k) {
+    if (kinds_[k] == kGpuHit) gpu_residency_->Prefetch(static_cast<BlockId>(found_entries_[k]));
+  };
+  const bool prefetch_slots = gpu_slot_ids_ && gpu_residency_ != nullptr && counts.unpinned_hits > 0;
+  for (int64_t k = 0; k < std::min<int64_t>(num_blocks, kLookupAhead) && prefetch_slots; ++k) prefetch(k);
   for (int64_t k = 0; k < num_blocks && counts.gpu_hits + counts.lower > 0; ++k) {
+    if (prefetch_slots && k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (kinds_[k] != kGpuHit && kinds_[k] != kReload && kinds_[k] != kRecomputeLower) continue;
     const int32_t entry = found_entries_[k];
     if (kinds_[k] == kGpuHit) {
@@ -562,16 +640,28 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));
     return;
   }
+  // The lookups of the private block kLookupAhead on are prefetched (beyond the frontier too: a hint).
+  const int64_t held = static_cast<int64_t>(state->block_entries.size());
+  auto prefetch = [&](int64_t k) {
+    if (k >= held || state->block_entries[k] != kPrivateBlock) return;
+    index_.Prefetch(request.block_hashes[k]);
+    if (directory_ != nullptr) directory_->Prefetch(request.block_hashes[k]);
+  };
+  for (int64_t k = state->publish_cursor; k < std::min<int64_t>(num_blocks, state->publish_cursor + kLookupAhead); ++k) {
+    prefetch(k);
+  }
   while (state->publish_cursor < num_blocks) {
     const int64_t k = state->publish_cursor;
     const int64_t end = StartTokens(*state, k + 1);
     if (end > frontier) break;
     ++state->publish_cursor;
+    if (k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (state->block_entries[k] != kPrivateBlock) continue;
-    auto [it, inserted] = index_.try_emplace(request.block_hashes[k], 0);
+    // Inserted with a placeholder entry (NewEntry does not touch index_, so `value` stays valid).
+    auto [value, inserted] = index_.FindOrInsert(request.block_hashes[k], 0);
     if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
     const int32_t entry = NewEntry(request.block_hashes[k]);
-    it->second = entry;
+    *value = entry;
     Entry& e = entries_[entry];
     e.tier = 0;
     e.refcount = 1;
@@ -588,8 +678,19 @@ void BlockManager::Release(RequestState* state, SimTime now_ns) {
   // Last block first: with recency policies the prompt's head, shared most, stays longest. (Nothing to
   // unpin when every prompt block is private.)
   const int64_t shared = static_cast<int64_t>(state->block_entries.size()) - state->private_blocks;
-  for (int64_t k = static_cast<int64_t>(state->block_entries.size()) - 1; k >= 0 && shared > 0; --k) {
-    if (state->block_entries[k] != kPrivateBlock) Unpin(state->block_entries[k], state, k, now_ns);
+  // The entries (and, with slot ids, the policy's index slots) kLookupAhead blocks on are prefetched.
+  const std::vector<int32_t>& held_entries = state->block_entries;
+  auto prefetch = [&](int64_t k) {
+    const int32_t entry = held_entries[k];
+    if (entry == kPrivateBlock) return;
+    __builtin_prefetch(&entries_[entry]);
+    if (gpu_slot_ids_ && gpu_residency_ != nullptr) gpu_residency_->Prefetch(static_cast<BlockId>(entry));
+  };
+  const int64_t last = static_cast<int64_t>(held_entries.size()) - 1;
+  for (int64_t k = last; k >= std::max<int64_t>(0, last - kLookupAhead + 1) && shared > 0; --k) prefetch(k);
+  for (int64_t k = last; k >= 0 && shared > 0; --k) {
+    if (k - kLookupAhead >= 0) prefetch(k - kLookupAhead);
+    if (held_entries[k] != kPrivateBlock) Unpin(held_entries[k], state, k, now_ns);
   }
   const int64_t held = state->private_blocks + state->tail_blocks;
   private_blocks_ -= held;
@@ -630,8 +731,8 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
 int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
   int64_t blocks = 0;
   for (uint64_t hash : request.block_hashes) {
-    auto it = index_.find(hash);
-    if (it == index_.end() || entries_[it->second].tier != 0) break;
+    const int32_t* found = index_.Find(hash);
+    if (found == nullptr || entries_[*found].tier != 0) break;
     ++blocks;
   }
   return blocks;
@@ -667,17 +768,22 @@ int64_t BlockManager::TakeTransferNs(std::vector<TierTransfer>* transfers) {
 absl::Status BlockManager::CheckIdle() const {
   std::vector<int64_t> cached(tiers_.size(), 0);
   int64_t unpinned_gpu = 0;
-  for (const auto& [hash, entry] : index_) {
+  absl::Status status;  // the first bad entry's
+  index_.ForEach([&](uint64_t hash, int32_t entry) {
+    if (!status.ok()) return;
     const Entry& e = entries_[entry];
     if (e.refcount != 0) {
-      return absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
+      status = absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
+      return;
     }
     if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
-      return absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+      status = absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+      return;
     }
     ++cached[e.tier];
     if (e.tier == 0) ++unpinned_gpu;
-  }
+  });
+  KVSIM_RETURN_IF_ERROR(status);
   if (private_blocks_ != 0 || swap_blocks_ != 0) {
     return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ", swap_blocks_,
                                             " swapped blocks still held"));
@@ -691,7 +797,7 @@ absl::Status BlockManager::CheckIdle() const {
                                               tiers_[i].cached_blocks, ", found ", cached[i]));
     }
   }
-  if (entries_.size() - free_entries_.size() != index_.size()) {
+  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != index_.size()) {
     return absl::InternalError("entries and index disagree");
   }
   return absl::OkStatus();

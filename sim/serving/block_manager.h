@@ -55,13 +55,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cost_models/cost_model.h"
 #include "policies/eviction_policy.h"
 #include "proto/config.pb.h"
+#include "sim/serving/block_hash_map.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/request_state.h"
@@ -235,6 +235,9 @@ class BlockManager {
   // for uniform blocks (by index); computed for variable ones.
   int64_t RestoreNs(const RequestState* state, int64_t k);
   void MakeGpuRoom(int64_t blocks, SimTime now_ns);
+  // MakeGpuRoom when GPU victims are dropped: evicts `count` blocks (none if <= 0), the policy's victims
+  // taken first, then removed from the directory and the index with their lookups prefetched.
+  void DropGpuVictims(int64_t count);
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
@@ -257,7 +260,7 @@ class BlockManager {
   const CostModel* const cost_model_;
   std::vector<Tier> tiers_;
   std::vector<TierStats> stats_;
-  absl::flat_hash_map<uint64_t, int32_t> index_;  // hash -> entry, for cached blocks in any tier
+  BlockHashMap<int32_t, -1> index_;  // hash -> entry, for cached blocks in any tier
   std::vector<Entry> entries_;
   std::vector<int32_t> free_entries_;
   int64_t gpu_evictable_ = 0;   // GPU entries with refcount 0
@@ -265,11 +268,13 @@ class BlockManager {
   int64_t swap_blocks_ = 0;     // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
   bool gpu_slot_ids_ = false;                // see "Slot ids" above
+  const ResidencyIndex* gpu_residency_ = nullptr;  // the GPU policy's (slot ids only; may be null): prefetch
   GpuBlockDirectory* directory_ = nullptr;  // ShareGpuDirectory
   int32_t directory_replica_ = 0;
   std::vector<uint8_t> kinds_;          // scratch: BlockKind per prompt block during Admit
   std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
   std::vector<int64_t> restore_ns_;     // memo of RestoreNs by block index (-1 = not computed)
+  std::vector<int32_t> victims_;        // scratch: DropGpuVictims's entries
 };
 
 }  // namespace kvsim

@@ -10,19 +10,23 @@ GpuBlockDirectory::GpuBlockDirectory(int32_t num_replicas) : num_replicas_(num_r
 
 void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
   KVSIM_CHECK(replica >= 0 && replica < num_replicas_);
-  uint64_t& mask = holders_[hash];
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK((mask & bit) == 0) << "block " << hash << " added twice on replica " << replica;
-  mask |= bit;
+  auto [mask, inserted] = holders_.FindOrInsert(hash, bit);
+  if (inserted) return;
+  KVSIM_CHECK((*mask & bit) == 0) << "block " << hash << " added twice on replica " << replica;
+  *mask |= bit;
 }
 
 void GpuBlockDirectory::Remove(uint64_t hash, int32_t replica) {
-  auto it = holders_.find(hash);
+  uint64_t* mask = holders_.Find(hash);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK(it != holders_.end() && (it->second & bit) != 0)
+  KVSIM_CHECK(mask != nullptr && (*mask & bit) != 0)
       << "block " << hash << " removed from replica " << replica << " that does not hold it";
-  it->second &= ~bit;
-  if (it->second == 0) holders_.erase(it);
+  if (*mask == bit) {
+    holders_.Erase(hash);  // (a zero mask would read as an empty slot: erased while still stored)
+  } else {
+    *mask &= ~bit;
+  }
 }
 
 uint64_t GpuBlockDirectory::LongestPrefixReplicas(const Request& request, uint64_t candidates) const {

@@ -2,7 +2,7 @@
 //
 // GpuBlockDirectory: which replicas hold each shared-cache block on their GPU, kept by the replicas'
 // BlockManagers (a block enters when it is cached on a replica's GPU and leaves when it is evicted there)
-// and read by the cache-aware router. One hash lookup per prompt block answers for every replica at once,
+// and read by the cache-aware router. One lookup per prompt block answers for every replica at once,
 // where probing each replica's cache costs one lookup per block per replica.
 //
 // LongestPrefixReplicas(request, candidates) is the set of candidate replicas with the longest run of the
@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "absl/container/flat_hash_map.h"
+#include "sim/serving/block_hash_map.h"
 #include "traces/request.h"
 
 namespace kvsim {
@@ -41,9 +41,12 @@ class GpuBlockDirectory {
 
   // The replicas that hold `hash` on their GPU.
   uint64_t Holders(uint64_t hash) const {
-    auto it = holders_.find(hash);
-    return it == holders_.end() ? 0 : it->second;
+    const uint64_t* mask = holders_.Find(hash);
+    return mask == nullptr ? 0 : *mask;
   }
+
+  // Starts loading what Add, Remove or Holders of `hash` will read (a hint; changes nothing).
+  void Prefetch(uint64_t hash) const { holders_.Prefetch(hash); }
 
   // Of the replicas in `candidates` (!= 0), those whose run of leading blocks of `request` on their GPU is
   // the longest (every candidate when none holds the first block).
@@ -51,11 +54,11 @@ class GpuBlockDirectory {
 
   int32_t num_replicas() const { return num_replicas_; }
   // Distinct blocks held by at least one replica.
-  int64_t num_blocks() const { return static_cast<int64_t>(holders_.size()); }
+  int64_t num_blocks() const { return holders_.size(); }
 
  private:
   const int32_t num_replicas_;
-  absl::flat_hash_map<uint64_t, uint64_t> holders_;  // hash -> replicas holding it; no zero masks
+  BlockHashMap<uint64_t, 0> holders_;  // hash -> replicas holding it (never an empty set)
 };
 
 }  // namespace kvsim

@@ -1,0 +1,73 @@
+#include "policies/block_lists.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvsim {
+namespace {
+
+// Every list of `lists`, front to back, as blocks.
+std::vector<std::vector<BlockId>> Contents(const BlockLists& lists, int num_lists) {
+  std::vector<std::vector<BlockId>> out(num_lists);
+  for (int l = 0; l < num_lists; ++l) {
+    for (int32_t s = lists.Front(l); s != kNoSlot; s = lists.Next(s)) out[l].push_back(lists.Block(s));
+  }
+  return out;
+}
+
+// The three index layouts (hash map; dense ids through an index array; dense ids that are their own
+// slots, when the ids are no more than the reserved blocks) hold the same lists after the same random
+// pushes, moves and erases over two lists.
+TEST(BlockListsTest, DenseAndIdentitySlotsKeepTheSameListsAsTheHashIndex) {
+  constexpr int64_t kIds = 64;
+  BlockLists hashed(2), dense(2), identity(2);
+  hashed.Reserve(kIds);
+  dense.Reserve(kIds / 2);  // more ids than reserved blocks: an index array
+  dense.UseDenseIds(kIds);
+  identity.Reserve(kIds);
+  identity.UseDenseIds(kIds);
+  BlockLists* all[3] = {&hashed, &dense, &identity};
+  std::mt19937_64 rng(11);
+  for (int step = 0; step < 20000; ++step) {
+    const BlockId block = rng() % kIds;
+    const int list = static_cast<int>(rng() % 2);
+    const int op = static_cast<int>(rng() % 4);
+    const bool present = hashed.Contains(block);
+    for (BlockLists* lists : all) {
+      ASSERT_EQ(lists->Contains(block), present) << "step " << step;
+      if (!present) {
+        if (op % 2 == 0) {
+          lists->PushFront(list, block);
+        } else {
+          lists->PushBack(list, block);
+        }
+      } else if (op == 0) {
+        lists->Erase(lists->Find(block));
+      } else if (op == 1) {
+        lists->MoveToFront(lists->Find(block), list);
+      } else if (op == 2) {
+        lists->MoveToBack(lists->Find(block), list);
+      } else {
+        ++lists->Mark(lists->Find(block));
+      }
+    }
+    ASSERT_EQ(Contents(dense, 2), Contents(hashed, 2)) << "step " << step;
+    ASSERT_EQ(Contents(identity, 2), Contents(hashed, 2)) << "step " << step;
+    for (int l = 0; l < 2; ++l) {
+      ASSERT_EQ(identity.Size(l), hashed.Size(l));
+      auto odd = [](BlockId b) { return b % 2 == 1; };
+      const int32_t h = hashed.LastMatching(l, odd), i = identity.LastMatching(l, odd);
+      ASSERT_EQ(h == kNoSlot, i == kNoSlot);
+      if (h != kNoSlot) {
+        ASSERT_EQ(hashed.Block(h), identity.Block(i));
+        ASSERT_EQ(hashed.Mark(h), identity.Mark(i));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvsim

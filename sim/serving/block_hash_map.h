@@ -1,0 +1,155 @@
+// File: sim/serving/block_hash_map.h
+//
+// BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the serving simulator's
+// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders). Open addressing
+// with linear probing over one flat array of {key, value} slots, at most half full: a lookup usually
+// reads one cache line, which Prefetch() can request early, where a flat_hash_map reads its control bytes
+// and then its slot (two memory accesses). Erase shifts the following slots of the probe run back
+// (no tombstones), so a table whose blocks churn never has to be rebuilt; it only grows, doubling when
+// an insert would make it more than half full.
+//
+// A slot is empty iff its value is kEmpty: kEmpty is never stored, and a value must not be set to it
+// through a pointer (that would lose the key and cut its probe run: Erase the key instead). Pointers to
+// values stay valid until the next FindOrInsert or Erase. ForEach visits the entries in slot order (deterministic for the same
+// operations; not insertion order).
+//
+// Example:
+//   BlockHashMap<int32_t, -1> index;
+//   auto [value, inserted] = index.FindOrInsert(hash, 7);
+//   if (const int32_t* entry = index.Find(hash)) ...
+//   index.Erase(hash);
+//
+// Thread-safety: none; one owner.
+#ifndef KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
+#define KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+#include "util/check.h"
+
+namespace kvsim {
+
+template <typename V, V kEmpty>
+class BlockHashMap {
+ public:
+  BlockHashMap() { Reset(kMinSlots); }
+
+  // The value of `key`, or nullptr if absent.
+  V* Find(uint64_t key) {
+    for (uint64_t s = Home(key);; s = (s + 1) & mask_) {
+      Slot& slot = slots_[s];
+      if (slot.value == kEmpty) return nullptr;
+      if (slot.key == key) return &slot.value;
+    }
+  }
+  const V* Find(uint64_t key) const { return const_cast<BlockHashMap*>(this)->Find(key); }
+  bool Contains(uint64_t key) const { return Find(key) != nullptr; }
+
+  // The value of `key`, inserting `value` (!= kEmpty) first if absent; `second` says whether it did.
+  std::pair<V*, bool> FindOrInsert(uint64_t key, V value) {
+    KVSIM_CHECK(value != kEmpty) << "block hash map: the empty value cannot be stored";
+    if (V* found = Find(key)) return {found, false};
+    if (2 * (size_ + 1) > num_slots_) Grow();
+    Slot* slot = Place(key, value);
+    ++size_;
+    return {&slot->value, true};
+  }
+
+  // Removes `key`; false if it was absent.
+  bool Erase(uint64_t key) {
+    uint64_t hole = Home(key);
+    for (;; hole = (hole + 1) & mask_) {
+      if (slots_[hole].value == kEmpty) return false;
+      if (slots_[hole].key == key) break;
+    }
+    // Backward shift: an entry after the hole moves into it unless its home lies cyclically in
+    // (hole, s], where the entry is still reachable from its home without the hole.
+    for (uint64_t s = (hole + 1) & mask_; slots_[s].value != kEmpty; s = (s + 1) & mask_) {
+      const uint64_t home = Home(slots_[s].key);
+      const bool stays = hole < s ? (home > hole && home <= s) : (home > hole || home <= s);
+      if (stays) continue;
+      slots_[hole] = slots_[s];
+      hole = s;
+    }
+    slots_[hole].value = kEmpty;
+    --size_;
+    return true;
+  }
+
+  // Starts loading the slot a lookup of `key` reads first (a hint; changes nothing).
+  void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
+
+  // fn(key, value) for every entry, in slot order.
+  template <typename Fn>
+  void ForEach(const Fn& fn) const {
+    for (int64_t s = 0; s < num_slots_; ++s) {
+      if (slots_[s].value != kEmpty) fn(slots_[s].key, slots_[s].value);
+    }
+  }
+
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    V value;
+  };
+  static constexpr int64_t kMinSlots = 16;
+  // Arrays of at least this many bytes are aligned to it and asked to be backed by huge pages (a hint
+  // to the kernel): the random lookups of a table larger than the TLB's reach then miss it less.
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+  struct Free {
+    void operator()(Slot* slots) const { std::free(slots); }
+  };
+
+  // The first slot `key` probes: a mix of all its bits (trace hashes may be small sequential ids).
+  uint64_t Home(uint64_t key) const {
+    uint64_t h = (key ^ (key >> 31)) * 0xbf58476d1ce4e5b9ULL;
+    return (h ^ (h >> 29)) & mask_;
+  }
+  void Reset(int64_t num_slots) {
+    const size_t bytes = static_cast<size_t>(num_slots) * sizeof(Slot);
+    void* memory = nullptr;
+    if (bytes >= kHugePageBytes) {
+      memory = std::aligned_alloc(kHugePageBytes, bytes);  // bytes: a power of two >= the alignment
+      if (memory != nullptr) madvise(memory, bytes, MADV_HUGEPAGE);
+    } else {
+      memory = std::malloc(bytes);
+    }
+    KVSIM_CHECK(memory != nullptr) << "block hash map: out of memory for " << num_slots << " slots";
+    slots_.reset(static_cast<Slot*>(memory));
+    num_slots_ = num_slots;
+    for (int64_t s = 0; s < num_slots; ++s) slots_[s] = Slot{0, kEmpty};
+    mask_ = static_cast<uint64_t>(num_slots - 1);
+  }
+  // The first empty slot of `key`'s probe run, filled. REQUIRES: key absent, a slot empty.
+  Slot* Place(uint64_t key, V value) {
+    uint64_t s = Home(key);
+    while (slots_[s].value != kEmpty) s = (s + 1) & mask_;
+    slots_[s] = Slot{key, value};
+    return &slots_[s];
+  }
+  void Grow() {
+    std::unique_ptr<Slot[], Free> old = std::move(slots_);
+    const int64_t old_slots = num_slots_;
+    Reset(old_slots * 2);
+    for (int64_t s = 0; s < old_slots; ++s) {
+      if (old[s].value != kEmpty) Place(old[s].key, old[s].value);
+    }
+  }
+
+  std::unique_ptr<Slot[], Free> slots_;  // num_slots_ of them, a power of two
+  int64_t num_slots_ = 0;
+  uint64_t mask_ = 0;  // num_slots_ - 1
+  int64_t size_ = 0;
+};
+
+}  // namespace kvsim
+
+#endif  // KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
