@@ -294,12 +294,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
   while (gpu.capacity_blocks - gpu.used_blocks < blocks) {
     KVSIM_CHECK(gpu_evictable_ > 0) << "no evictable GPU block";
     const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
-    int32_t entry = -1;
-    if (gpu_slot_ids_) {
-      if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
-    } else if (const int32_t* found = index_.Find(victim)) {
-      entry = *found;
-    }
+    const int32_t entry = VictimEntry(victim);
     KVSIM_CHECK(entry >= 0 && entries_[entry].refcount == 0 && entries_[entry].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
     const uint64_t hash = entries_[entry].hash;
@@ -311,18 +306,19 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     --gpu_evictable_;
     ++stats_[0].evicted_blocks;
     entries_[entry].tier = kTransit;
-    if (gpu.evict_action == proto::EVICT_ACTION_DEMOTE) {
-      PlaceIn(entry, 1, now_ns);
-      if (index_.Contains(hash)) {
-        ++stats_[1].demoted_in_blocks;
-        stats_[1].transfer_bytes += block_bytes_;
-        tiers_[1].pending_offload_bytes += block_bytes_;
-      }
-    } else {
-      ++stats_[0].dropped_blocks;
-      Drop(entry);
+    PlaceIn(entry, 1, now_ns);  // demoted (dropping victims is DropGpuVictims)
+    if (index_.Contains(hash)) {
+      ++stats_[1].demoted_in_blocks;
+      stats_[1].transfer_bytes += block_bytes_;
+      tiers_[1].pending_offload_bytes += block_bytes_;
     }
   }
+}
+
+int32_t BlockManager::VictimEntry(BlockId victim) const {
+  if (gpu_slot_ids_) return victim < entries_.size() ? static_cast<int32_t>(victim) : -1;
+  const int32_t* found = index_.Find(victim);
+  return found != nullptr ? *found : -1;
 }
 
 void BlockManager::DropGpuVictims(int64_t count) {
@@ -334,12 +330,7 @@ void BlockManager::DropGpuVictims(int64_t count) {
   victims_.clear();
   for (int64_t i = 0; i < count; ++i) {
     const BlockId victim = gpu.policy->SelectVictim(AnyBlock);
-    int32_t entry = -1;
-    if (gpu_slot_ids_) {
-      if (victim < entries_.size()) entry = static_cast<int32_t>(victim);
-    } else if (const int32_t* found = index_.Find(victim)) {
-      entry = *found;
-    }
+    const int32_t entry = VictimEntry(victim);
     KVSIM_CHECK(entry >= 0) << "policy " << gpu.policy->Name() << " chose an absent block";
     gpu.policy->OnRemove(victim);
     victims_.push_back(entry);

@@ -238,6 +238,8 @@ class BlockManager {
   // MakeGpuRoom when GPU victims are dropped: evicts `count` blocks (none if <= 0), the policy's victims
   // taken first, then removed from the directory and the index with their lookups prefetched.
   void DropGpuVictims(int64_t count);
+  // The entry of the GPU policy's victim `victim` (its slot id, or through the index); -1 if absent.
+  int32_t VictimEntry(BlockId victim) const;
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
