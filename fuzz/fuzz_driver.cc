@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzzer.h"
@@ -345,6 +346,16 @@ int Main(int argc, char** argv) {
     if (spec.seeds.empty()) Refuse(spec.name + ": no seeds given");
   }
   if (mooncake_seed.empty()) Refuse("--mooncake_seed is required (the JSONL the made seeds are converted from)");
+  // The targets given are exactly the harness's (fuzz/BUILD's _TARGETS against FuzzTargetNames), in any
+  // order: a target added to the harness without seeds here, or a name it does not know, is refused.
+  std::vector<std::string> given, known = FuzzTargetNames();
+  for (const TargetSpec& spec : specs) given.push_back(spec.name);
+  std::sort(given.begin(), given.end());
+  std::sort(known.begin(), known.end());
+  if (given != known) {
+    Refuse("the targets given (" + absl::StrJoin(given, ", ") + ") are not the harness's (" +
+           absl::StrJoin(known, ", ") + "): fuzz/BUILD's _TARGETS must list each target of FuzzTargetNames once");
+  }
 
   const char* tmp = std::getenv("TEST_TMPDIR");
   const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");

@@ -27,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "config/experiment_config.h"
 #include "cost_models/calibration_table.h"
@@ -54,6 +56,7 @@
 #include "traces/generators/workload_generator.h"
 #include "traces/request.h"
 #include "traces/trace_convert.h"
+#include "traces/trace_format.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_stats.h"
 #include "util/text_proto.h"
@@ -294,6 +297,16 @@ void LoadReplayTrace(const std::string& file) {
 
 }  // namespace
 
+std::vector<std::string> FuzzTargetNames() {
+  std::vector<std::string> names;
+  for (const TraceFormat* format : TraceFormats()) names.push_back("trace:" + format->name);
+  std::sort(names.begin(), names.end());
+  for (const char* name : {"config", "engine", "workload", "kvat", "calibration", "vidur", "outcomes"}) {
+    names.push_back(name);
+  }
+  return names;
+}
+
 void InitFuzzTarget(const std::string& name, const std::string& tmp_dir, const std::string& replay_trace_file) {
   if (target == nullptr) target = new std::string;
   if (path == nullptr) path = new std::string;
@@ -330,8 +343,7 @@ void FuzzOneInput(const uint8_t* data, size_t size) {
   } else if (t == "outcomes") {
     FuzzOutcomes(data, size);
   } else {
-    Fail("the fuzz target must be trace:FORMAT, config, engine, workload, kvat, calibration, vidur or outcomes, got '" +
-         t + "'");
+    Fail("the fuzz target must be one of " + absl::StrJoin(FuzzTargetNames(), ", ") + ", got '" + t + "'");
   }
 }
 
@@ -345,6 +357,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     const size_t space = spec.find(' ');
     if (space == std::string::npos) kvsim::Fail("KVSIM_FUZZ_MAKE_SEEDS must be \"DIR MOONCAKE_JSONL\"");
     kvsim::MakeFuzzSeeds(spec.substr(0, space), spec.substr(space + 1));
+    std::exit(0);
+  }
+  if (std::getenv("KVSIM_FUZZ_LIST_TARGETS") != nullptr) {  // the campaign's default target list
+    for (const std::string& name : kvsim::FuzzTargetNames()) std::printf("%s\n", name.c_str());
     std::exit(0);
   }
   const char* name = std::getenv("KVSIM_FUZZ_TARGET");

@@ -1,18 +1,24 @@
 // The fuzz targets of fuzz/fuzzer.cc as functions, for the two drivers that run them: libFuzzer (the
 // coverage-guided campaign, built by clang: fuzz/build_fuzzer.sh, tools/fuzz_campaign.sh) through
 // LLVMFuzzerInitialize and LLVMFuzzerTestOneInput, and the test suite's deterministic driver
-// (fuzz/fuzz_driver.cc, built by Bazel under ASan and UBSan). The targets are listed in fuzzer.cc.
+// (fuzz/fuzz_driver.cc, built by Bazel under ASan and UBSan). FuzzTargetNames lists the targets; both
+// drivers take that list (the suite's refuses a target list that differs from it, the campaign asks the
+// built fuzzer for it: KVSIM_FUZZ_LIST_TARGETS).
 #ifndef KVSIM_FUZZ_FUZZER_H_
 #define KVSIM_FUZZ_FUZZER_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvsim {
 
-// Makes `name` the target of FuzzOneInput (trace:FORMAT, config, engine, workload, kvat, calibration,
-// vidur or outcomes). Readers that take a path read inputs written to a file under `tmp_dir`. The engine
+// Every target, in a fixed order: trace:FORMAT for each registered trace format (by name), then config,
+// engine, workload, kvat, calibration, vidur, outcomes.
+std::vector<std::string> FuzzTargetNames();
+
+// Makes `name` (one of FuzzTargetNames) the target of FuzzOneInput. Readers that take a path read inputs written to a file under `tmp_dir`. The engine
 // target replays the first requests of `replay_trace_file` (read once, at the first engine selection).
 // May be called again to switch targets. Aborts on an unknown target at the first input.
 void InitFuzzTarget(const std::string& name, const std::string& tmp_dir, const std::string& replay_trace_file);

@@ -6,7 +6,8 @@
 # OUTDIR/TARGET/. Exit status 1 if any target found something or the build failed; 0 with a SKIP line where
 # clang++ or its fuzzer runtime (Debian packages clang, libclang-rt-14-dev) is missing.
 #
-# Usage: run_fuzzers.sh SECONDS OUTDIR TARGET...   (targets: fuzz/fuzzer.cc's list)
+# Usage: run_fuzzers.sh SECONDS OUTDIR [TARGET...]   (none: every target the built fuzzer lists,
+# fuzz/fuzzer.h's FuzzTargetNames)
 # Run from the workspace root or a test's runfiles. Environment: KVSIM_FUZZER_LIST, the source listing of
 # //fuzz:fuzzer_sources (fuzz/sources.bzl); KVSIM_FUZZ_GEN_DIR, where generated files live (default .;
 # bazel-bin outside runfiles); FUZZ_OPT and FUZZ_BUILD_JOBS as fuzz/build_fuzzer.sh; KVSIM_FUZZER_BINARY, a
@@ -88,8 +89,14 @@ dict_for() {
   esac
 }
 
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(KVSIM_FUZZ_LIST_TARGETS=1 "$fuzzer") && [ ${#targets[@]} -gt 0 ] ||
+    { echo "FAIL: the fuzzer does not list its targets"; exit 1; }
+fi
+
 failures=0
-for t in "$@"; do
+for t in "${targets[@]}"; do
   dir="$out/${t/:/_}"
   mkdir -p "$dir/corpus"
   seed_corpus "$t" "$dir/corpus"

@@ -5,7 +5,8 @@
 # from the bundled seeds.
 # Prints per target the executions, the coverage reached (libFuzzer's cov: edges and ft: features) and
 # the crashes; findings, logs and the grown corpora stay under OUTDIR/TARGET/. Exit status 1 on a finding.
-# Usage: tools/fuzz_campaign.sh SECONDS_PER_TARGET OUTDIR [TARGET...]   (default: every target)
+# Usage: tools/fuzz_campaign.sh SECONDS_PER_TARGET OUTDIR [TARGET...]   (default: every target of the
+# harness, fuzz/fuzzer.h's FuzzTargetNames)
 # Needs clang and libclang-rt-14-dev (tools/install_deps.sh); builds the source listings with Bazel.
 set -eu
 if [ $# -lt 2 ]; then
@@ -19,13 +20,8 @@ case "$seconds" in '' | *[!0-9]*) echo "SECONDS_PER_TARGET must be a positive in
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$(dirname "$0")/.."
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  targets=(trace:mooncake trace:bailian trace:hashed trace:chunk_hash trace:azure trace:burstgpt trace:vidur
-           trace:jsonl trace:native config engine workload kvat calibration vidur outcomes)
-fi
 bazel build --jobs=2 //fuzz:fuzzer_sources
 bin="$(bazel info bazel-bin 2>/dev/null)"
 export KVSIM_FUZZ_GEN_DIR="$bin"
 export KVSIM_FUZZER_LIST="$bin/fuzz/fuzzer_sources.list"
-exec bash fuzz/run_fuzzers.sh "$seconds" "$out" "${targets[@]}"
+exec bash fuzz/run_fuzzers.sh "$seconds" "$out" "$@"  # no TARGET: every target the fuzzer lists
