@@ -27,6 +27,9 @@ void RequestIdCheck::Add(int64_t line, uint64_t request_id, int64_t parent_id) {
 }
 
 void RequestIdCheck::Push(Entry entry) {
+  // Reserved once (pages are touched only as entries arrive): growing by doubling would hold the old
+  // and the new buffer at once, 1.5x the bound.
+  if (entries_.capacity() == 0) entries_.reserve(static_cast<size_t>(memory_entries_));
   entries_.push_back(entry);
   if (static_cast<int64_t>(entries_.size()) >= memory_entries_) SpillRun();
 }
