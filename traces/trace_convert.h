@@ -1,8 +1,10 @@
 // File: traces/trace_convert.h
 //
 // ConvertTrace: streams every record of one trace (any readable format) into a new trace file (native
-// or kvsim JSONL). This is `kvsim import`. Memory stays flat (one reader frame or line, one writer
-// frame); the output appears only if the whole conversion succeeds (the writers write atomically).
+// or kvsim JSONL). This is `kvsim import`. Memory stays flat in the trace's length: one reader frame, or
+// a text importer's reorder window of lines (plus, for kvsim JSONL, its request-id check's bounded buffer,
+// traces/text/request_id_check.h), and one writer frame; the output appears only if the whole conversion
+// succeeds (the writers write atomically).
 //
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(ConvertSummary summary,

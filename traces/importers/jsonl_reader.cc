@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "traces/request.h"
 #include "traces/text/import_reader.h"
 #include "traces/text/jsonl_source.h"
+#include "traces/text/request_id_check.h"
 #include "traces/text/text_detect.h"
 #include "traces/trace_format.h"
 #include "util/status_macros.h"
@@ -43,9 +43,9 @@ class KvsimJsonlSource final : public JsonlSource {
 
   bool has_request_ids() const override { return true; }
   bool times_are_relative() const override { return true; }
-  std::vector<std::string> warnings() const override {
-    if (orphans_ == 0) return {};
-    return {absl::StrCat(path(), ": ", orphans_, " requests name a parent_id not seen earlier in the trace")};
+  std::vector<std::string> warnings() const override {  // known once the file has ended
+    if (ids_.orphans() == 0) return {};
+    return {absl::StrCat(path(), ": ", ids_.orphans(), " requests name a parent_id not seen earlier in the trace")};
   }
 
  protected:
@@ -123,11 +123,7 @@ class KvsimJsonlSource final : public JsonlSource {
     if (r->block_tokens == 0 && !r->block_hashes.empty()) {
       return absl::InvalidArgumentError("block_hashes: given with block_tokens 0");
     }
-    if (!seen_ids_.insert(r->request_id).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("request_id: expected an id not used before, got ", r->request_id, " again"));
-    }
-    if (r->parent_id >= 0 && !seen_ids_.contains(static_cast<uint64_t>(r->parent_id))) ++orphans_;
+    ids_.Add(line_number(), r->request_id, r->parent_id);  // repeats and orphans: found in AtEnd
     if (!r->block_token_counts.empty()) {  // variable blocks: one count per id, summing to the prompt
       KVSIM_RETURN_IF_ERROR(CheckBlockTokenCounts(*r));
     } else if (!r->block_hashes.empty()) {  // one id per block of the prompt, the last one partial
@@ -166,9 +162,10 @@ class KvsimJsonlSource final : public JsonlSource {
     return absl::OkStatus();
   }
 
+  absl::Status AtEnd() override { return ids_.Finish(path()); }
+
   int32_t block_tokens_;
-  absl::flat_hash_set<uint64_t> seen_ids_;  // request ids so far (each must be new)
-  int64_t orphans_ = 0;                     // requests whose parent_id was not seen before them
+  RequestIdCheck ids_;  // every request id must be new; counts parents not seen before their child
 };
 
 // Reads the header line: {"kvsim_trace": 1, "source_format": ..., "block_tokens": N}.

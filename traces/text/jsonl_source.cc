@@ -33,6 +33,7 @@ bool JsonlSource::Next(Request* request) {
     do {
       if (!lines_->Next(&line)) {
         status_ = lines_->status();
+        if (status_.ok()) status_ = AtEnd();
         return false;
       }
     } while (IsBlankLine(line));

@@ -52,7 +52,13 @@ class JsonlSource : public RecordSource {
   // Returns InvalidArgument "<field>: <expected>, got <value>" (JsonlSource adds "<path>:<line>: ").
   virtual absl::Status ParseObject(simdjson::dom::object object, Request* request) = 0;
 
+  // Called once, when the file ends after the last record; an error it returns becomes status() (with
+  // its own "<path>:<line>: " prefix). For checks that need the whole file, such as repeated ids.
+  virtual absl::Status AtEnd() { return absl::OkStatus(); }
+
   const std::string& path() const { return lines_->path(); }
+  // The line of the record being parsed (1-based).
+  int64_t line_number() const { return lines_->line_number(); }
 
   // Makes Next() pass over the first non-blank line without parsing it (a header the opener read).
   void SkipHeaderLine() { skip_header_ = true; }
