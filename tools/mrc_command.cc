@@ -21,10 +21,11 @@
 
 ABSL_FLAG(bool, prefix, false, "mrc: also the prefix-hit curve (leading hits of each request); exact only");
 ABSL_FLAG(double, sample_rate, 1.0,
-          "mrc: SHARDS spatial sampling rate in [1e-6, 1] for the one-pass LRU curve; 1 = exact");
+          "mrc: SHARDS spatial sampling rate in [1e-6, 1] for the one-pass LRU curve; 1 = exact. Unset: exact "
+          "when the curve fits --memory_limit, else the largest rate that fits (chosen from a distinct-block count)");
 ABSL_FLAG(double, hot_share, 0.001,
-          "mrc with --sample_rate < 1: blocks with at least this share of all accesses are tracked exactly "
-          "beside the sample (a pre-pass finds them); 0 = plain SHARDS");
+          "mrc, sampled (--sample_rate < 1 or a chosen rate): blocks with at least this share of all accesses are "
+          "tracked exactly beside the sample (a pre-pass finds them); 0 = plain SHARDS");
 ABSL_FLAG(std::string, sizes, "",
           "mrc: cache sizes as --capacity takes them (blocks with ranges LO:HI:xF or LO:HI:+S, bytes such as "
           "40GiB, or 10% of the trace's distinct blocks); empty = every size where the LRU curve changes (LRU "
@@ -83,22 +84,28 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
   if (!one_pass && options.sample_rate != 1.0) {
     return absl::InvalidArgumentError("--sample_rate applies to the one-pass LRU curve only");
   }
-  const bool sampled = options.sample_rate < 1;
-  Table table = CurveTable(options.prefix, sampled);
   options.hot_share = absl::GetFlag(FLAGS_hot_share);
   if (!(options.hot_share >= 0 && options.hot_share < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--hot_share=", options.hot_share, ": must be in [0, 1)"));
   }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t memory_limit, MemoryLimitFromFlag());
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceFromFlags());
+  reader.reset();  // a bad path fails before any pass
   // Progress on a terminal only (util/progress.h).
   Progress progress("mrc", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
   replay.progress = progress.Callback();
+  Table table = CurveTable(options.prefix, /*sampled=*/false);
   if (one_pass) {
-    if (sampled && options.hot_share > 0) {  // a pre-pass finds the hot blocks; then the trace again
-      KVSIM_ASSIGN_OR_RETURN(options.hot_blocks, FindHotBlocks(reader.get(), replay, options.hot_share));
-      KVSIM_ASSIGN_OR_RETURN(reader, OpenTraceFromFlags());
+    // Within --memory_limit: the rate is chosen unless given (sim/cache/mrc.h, ComputeLruMrcWithinLimit).
+    MrcMemoryPlan plan;
+    KVSIM_ASSIGN_OR_RETURN(LruMrc mrc,
+                           ComputeLruMrcWithinLimit(OpenTraceFromFlags, replay, options,
+                                                    /*choose_rate=*/!FlagGiven("sample_rate"), memory_limit, &plan));
+    if (!absl::GetFlag(FLAGS_quiet) && (plan.sample_rate < 1 || FlagGiven("memory_limit"))) {
+      std::cerr << "kvsim mrc: " << DescribeMrcMemoryPlan(plan) << "\n";
     }
-    KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay, options));
+    const bool sampled = mrc.sample_rate() < 1;
+    table = CurveTable(options.prefix, sampled);
     const bool any_access = mrc.sampled_accesses() > 0 || mrc.num_hot_blocks() > 0;
     if (sizes.empty()) {
       for (const MrcPoint& p : mrc.StepPoints()) AddPoint("lru", p, any_access, options.prefix, sampled, &table);
@@ -110,8 +117,6 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
     for (const auto& policy : policies) {
       for (int64_t size : sizes) specs.push_back({policy, size});
     }
-    reader.reset();
-    KVSIM_ASSIGN_OR_RETURN(const int64_t memory_limit, MemoryLimitFromFlag());
     CacheBatchPlan plan;
     KVSIM_ASSIGN_OR_RETURN(
         std::vector<CacheRunResult> results,
@@ -154,7 +159,10 @@ KVSIM_REGISTER_COMMAND(
                  "--sizes the CSV has a row at every size where the curve changes (the curve is a step function),\n"
                  "with --sizes a row per listed size. --prefix adds the prefix-hit curve. --sample_rate=R < 1 uses\n"
                  "SHARDS spatial sampling (blocks whose hash falls below R; distances scaled by 1/R) for very long\n"
-                 "traces; blocks with at least --hot_share of all accesses (found by a pre-pass) are tracked exactly\n"
+                 "traces. Its memory is about 100-240 bytes per tracked block and stays within --memory_limit: without\n"
+                 "--sample_rate the curve is exact when it fits, else a count of the distinct blocks picks the largest\n"
+                 "rate that fits (said on stderr); a given rate, or --prefix, that would exceed the limit is refused.\n"
+                 "Blocks with at least --hot_share of all accesses (found by a pre-pass) are tracked exactly\n"
                  "beside the sample, and an error_bound column gives each point's estimated 3-sigma error\n"
                  "(sim/cache/mrc.h). Other policies: one cache replay per size and policy, on --threads threads; "
                  "results do not\n"

@@ -58,6 +58,11 @@ int64_t DistinctCounter::Count() const {
   return static_cast<int64_t>(std::llround(estimate));
 }
 
+int64_t DistinctCounter::UpperCount() const {
+  if (exact()) return Count();
+  return static_cast<int64_t>(std::ceil(static_cast<double>(Count()) * (1 + 3 * kRelativeStandardError)));
+}
+
 int QuantileSketch::BucketOf(int64_t value) {
   if (value <= 0) return 0;
   // Bucket i >= 1 holds (g^(i-2), g^(i-1)]: 1 + ceil(log_g value).

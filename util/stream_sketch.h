@@ -51,6 +51,8 @@ class DistinctCounter {
   void Add(uint64_t value);
   // The count: exact while exact(), else the HyperLogLog estimate (rounded).
   int64_t Count() const;
+  // An upper value for the count: exact while exact(), else three standard errors above the estimate.
+  int64_t UpperCount() const;
   bool exact() const { return registers_.empty(); }
 
  private:

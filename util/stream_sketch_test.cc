@@ -38,6 +38,19 @@ TEST(DistinctCounterTest, EstimateWithinItsErrorBound) {
   }
 }
 
+// UpperCount: the count itself while exact, three standard errors above the estimate after, and then above
+// the true count (the estimate above is within 4 standard errors, so this is checked at the larger counts).
+TEST(DistinctCounterTest, UpperCount) {
+  DistinctCounter small(/*exact_limit=*/1000);
+  for (uint64_t v = 0; v < 500; ++v) small.Add(v);
+  EXPECT_EQ(small.UpperCount(), 500);
+  DistinctCounter large(/*exact_limit=*/1000);
+  for (uint64_t v = 0; v < 300000; ++v) large.Add(v);
+  ASSERT_FALSE(large.exact());
+  EXPECT_NEAR(static_cast<double>(large.UpperCount()), large.Count() * 1.0243, 1.0);
+  EXPECT_GE(large.UpperCount(), 300000);
+}
+
 TEST(QuantileSketchTest, ExactWhileFewDistinctValues) {
   QuantileSketch sketch(/*exact_limit=*/100);
   std::vector<int64_t> values;

@@ -23,12 +23,6 @@
 namespace kvsim {
 namespace {
 
-// Three standard errors above the HyperLogLog estimate: an upper value for the distinct blocks.
-int64_t HighDistinct(const DistinctCounter& counter) {
-  if (counter.exact()) return counter.Count();
-  return static_cast<int64_t>(std::ceil(counter.Count() * (1 + 3 * DistinctCounter::kRelativeStandardError)));
-}
-
 absl::StatusOr<int64_t> CountDistinctBlocks(TraceReader* reader, const CacheReplayOptions& options) {
   DistinctCounter counter;
   Request request;
@@ -39,7 +33,7 @@ absl::StatusOr<int64_t> CountDistinctBlocks(TraceReader* reader, const CacheRepl
     for (BlockId block : request.block_hashes) counter.Add(block);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
-  return HighDistinct(counter);
+  return counter.UpperCount();
 }
 
 void EstimateAll(const std::vector<CacheRunSpec>& specs, CacheBatchPlan* plan) {

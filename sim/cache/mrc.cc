@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "util/mix64.h"
 #include "util/status_macros.h"
+#include "util/stream_sketch.h"
 
 // Data and invariants of MrcBuilder (true between Access calls):
 // - Every tracked block has one LastTimeTable entry holding its latest time t, and exactly those times
@@ -38,6 +42,9 @@ namespace {
 constexpr uint64_t kSampleModulus = uint64_t{1} << 24;
 // Accesses ahead whose table line is prefetched (covers a memory latency at a few hundred cycles each).
 constexpr int64_t kPrefetchDistance = 8;
+// Initial sizes of the block table (slots) and of the marker range (times).
+constexpr int64_t kInitialTableSlots = int64_t{1} << 12;
+constexpr int64_t kInitialTimeCapacity = int64_t{1} << 16;
 
 void Accumulate(std::vector<int64_t>* histogram, size_t size) {
   for (size_t i = 1; i < histogram->size(); ++i) (*histogram)[i] += (*histogram)[i - 1];
@@ -56,14 +63,15 @@ class LastTimeTable {
     int64_t accesses;  // sampled accesses of the block so far (for the error bound's sum of squares)
   };
 
-  LastTimeTable() { Reset(1 << 12); }
+  LastTimeTable() { Reset(kInitialTableSlots); }
 
   void Prefetch(BlockId block) const { __builtin_prefetch(&entries_[Home(block)]); }
 
   // The slot of `block`, inserting it with time -1 (the caller sets the time) if new; `inserted` says
-  // which. May grow the table first: then `moved(slot)` runs for every live entry at its new slot.
-  template <typename Moved>
-  int64_t FindOrInsert(BlockId block, bool* inserted, const Moved& moved) {
+  // which. May grow the table first: then `moved(slot)` runs for every live entry at its new slot. A growth
+  // happens only if `may_grow(new_slots)` allows it; else -1 and nothing changes.
+  template <typename Moved, typename MayGrow>
+  int64_t FindOrInsert(BlockId block, bool* inserted, const Moved& moved, const MayGrow& may_grow) {
     for (int64_t s = Home(block);; s = (s + 1) & mask_) {
       Entry& e = entries_[s];
       if (e.time < 0) break;
@@ -72,7 +80,10 @@ class LastTimeTable {
         return s;
       }
     }
-    if (2 * (size_ + 1) > static_cast<int64_t>(entries_.size())) Grow(moved);  // load <= 1/2
+    if (2 * (size_ + 1) > num_slots()) {  // load <= 1/2
+      if (!may_grow(2 * num_slots())) return -1;
+      Grow(moved);
+    }
     int64_t s = Home(block);
     while (entries_[s].time >= 0) s = (s + 1) & mask_;
     entries_[s] = Entry{block, -1, 0};
@@ -83,6 +94,7 @@ class LastTimeTable {
 
   Entry& at(int64_t slot) { return entries_[slot]; }
   int64_t size() const { return size_; }
+  int64_t num_slots() const { return static_cast<int64_t>(entries_.size()); }
 
  private:
   int64_t Home(BlockId block) const {
@@ -111,17 +123,41 @@ class LastTimeTable {
   int64_t size_ = 0;
 };
 
+namespace {
+
+// Bytes of the builder's arrays: the block table and, per time of the marker range, owner_ (4), hits_ (8),
+// bits_ (1/8) and tree_ (4/64); prefix_hits_ (8) with the prefix curve; hot_hits_, hot_bits_ and hot_tree_
+// with hot blocks.
+int64_t ArrayBytes(int64_t table_slots, int64_t time_capacity, bool prefix, bool hot) {
+  const double per_time = sizeof(uint32_t) + sizeof(int64_t) + 1.0 / 8 + sizeof(int32_t) / 64.0 +
+                          (prefix ? sizeof(int64_t) : 0) +
+                          (hot ? sizeof(int64_t) + 1.0 / 8 + sizeof(int32_t) / 64.0 : 0);
+  return table_slots * static_cast<int64_t>(sizeof(LastTimeTable::Entry)) +
+         static_cast<int64_t>(std::ceil(per_time * static_cast<double>(time_capacity)));
+}
+
+}  // namespace
+
 // Builds an LruMrc access by access (see the header comment for the method).
 class MrcBuilder {
  public:
-  MrcBuilder(double sample_rate, bool prefix, const std::vector<BlockId>& hot_blocks) {
+  // `max_array_bytes` > 0: no growth takes ArrayBytes (old and new arrays together while it runs) past it;
+  // the builder stops instead (over_budget()).
+  MrcBuilder(double sample_rate, bool prefix, const std::vector<BlockId>& hot_blocks, int64_t max_array_bytes = 0)
+      : max_array_bytes_(max_array_bytes) {
     mrc_.sample_rate_ = sample_rate;
     mrc_.has_prefix_ = prefix;
     threshold_ = static_cast<uint64_t>(std::llround(sample_rate * kSampleModulus));
     if (sample_rate < 1) hot_.insert(hot_blocks.begin(), hot_blocks.end());  // exact anyway at rate 1
     mrc_.num_hot_blocks_ = static_cast<int64_t>(hot_.size());
-    Rebuild(1 << 16);
+    Rebuild(kInitialTimeCapacity);
   }
+
+  // True once a growth was refused: the builder ignores further accesses and its curve is not valid.
+  bool over_budget() const { return over_budget_; }
+  int64_t tracked_blocks() const { return last_.size(); }
+  // The arrays' bytes that the refused growth would have needed.
+  int64_t refused_bytes() const { return refused_bytes_; }
 
   void BeginRequest() {
     request_max_ = 0;
@@ -132,6 +168,7 @@ class MrcBuilder {
   void Prefetch(BlockId block) const { last_.Prefetch(block); }
 
   void Access(BlockId block, int32_t tokens) {
+    if (over_budget_) return;
     ++mrc_.total_accesses_;
     mrc_.total_tokens_ += tokens;
     const bool hot = !hot_.empty() && hot_.contains(block);
@@ -144,10 +181,14 @@ class MrcBuilder {
       mrc_.tokens_ += tokens;
     }
     if (reference_tokens_ < 0) reference_tokens_ = tokens;
-    if (next_time_ == capacity_) Compact();
+    if (next_time_ == capacity_ && !Compact()) return;
     bool inserted = false;
-    const int64_t slot = last_.FindOrInsert(block, &inserted,
-                                            [this](int64_t s) { owner_[last_.at(s).time] = static_cast<uint32_t>(s); });
+    const int64_t slot = last_.FindOrInsert(
+        block, &inserted, [this](int64_t s) { owner_[last_.at(s).time] = static_cast<uint32_t>(s); },
+        [this](int64_t new_slots) {
+          return MayGrowTo(ArrayBytes(last_.num_slots() + new_slots, capacity_, WithPrefix(), WithHot()));
+        });
+    if (slot < 0) return;
     LastTimeTable::Entry& entry = last_.at(slot);
     int64_t& time = entry.time;
     int64_t distance = 0;  // 0 = cold miss (infinite distance)
@@ -202,6 +243,7 @@ class MrcBuilder {
     Split(hits_, hit_token_deficit_, &mrc_.hits_, &mrc_.hit_tokens_, size);
     if (!hot_.empty()) Split(hot_hits_, hot_token_deficit_, &mrc_.hot_hits_, &mrc_.hot_hit_tokens_, size);
     Split(prefix_hits_, prefix_token_deficit_, &mrc_.prefix_hits_, &mrc_.prefix_hit_tokens_, size);
+    mrc_.tracked_blocks_ = last_.size();
     return std::move(mrc_);
   }
 
@@ -225,10 +267,28 @@ class MrcBuilder {
     return sum;
   }
 
+  bool WithPrefix() const { return mrc_.has_prefix_; }
+  bool WithHot() const { return !hot_.empty(); }
+  // Whether a growth whose arrays total `bytes` is allowed; if not, the builder stops.
+  bool MayGrowTo(int64_t bytes) {
+    if (max_array_bytes_ <= 0 || bytes <= max_array_bytes_) return true;
+    over_budget_ = true;
+    refused_bytes_ = bytes;
+    return false;
+  }
+
   // Renumbers the live markers 0..D-1 (in time order) in a range of at least 4D times. The live times
   // are the set bits in increasing order and owner_ names each one's table slot, so no sort is needed;
-  // new time i <= old time t, so owner_ is rewritten in place.
-  void Compact() {
+  // new time i <= old time t, so owner_ is rewritten in place. False (nothing changed) if the range would
+  // have to grow past the budget.
+  bool Compact() {
+    int64_t capacity = capacity_;
+    // At least 4 times the live markers: the next compaction is >= 3 x D accesses away.
+    while (capacity < 4 * markers_) capacity *= 2;
+    if (capacity > capacity_ &&
+        !MayGrowTo(ArrayBytes(last_.num_slots(), capacity_ + capacity, WithPrefix(), WithHot()))) {
+      return false;
+    }
     int64_t i = 0;
     for (int64_t w = 0; w < num_words_; ++w) {
       for (uint64_t word = bits_[w]; word != 0; word &= word - 1) {
@@ -238,10 +298,7 @@ class MrcBuilder {
         owner_[i++] = slot;
       }
     }
-    const int64_t live = i;
-    int64_t capacity = capacity_;
-    // At least 4 times the live markers: the next compaction is >= 3 x D accesses away.
-    while (capacity < 4 * live) capacity *= 2;
+    const int64_t live = i;  // == markers_
     Rebuild(capacity);
     for (int64_t t = 0; t < live; ++t) bits_[t >> 6] |= uint64_t{1} << (t & 63);
     BuildTree(bits_, &tree_);
@@ -252,6 +309,7 @@ class MrcBuilder {
       BuildTree(hot_bits_, &hot_tree_);
     }
     next_time_ = live;
+    return true;
   }
 
   void BuildTree(const std::vector<uint64_t>& bits, std::vector<int32_t>* tree) const {
@@ -299,6 +357,9 @@ class MrcBuilder {
   }
 
   LruMrc mrc_;
+  int64_t max_array_bytes_ = 0;  // 0 = no budget
+  bool over_budget_ = false;
+  int64_t refused_bytes_ = 0;
   // Accesses by distance (index = distance; sized with the time range, which bounds every distance).
   std::vector<int64_t> hits_, prefix_hits_, hot_hits_;
   absl::flat_hash_map<int64_t, int64_t> hit_token_deficit_, prefix_token_deficit_, hot_token_deficit_;
@@ -410,26 +471,39 @@ absl::Status ValidateMrcOptions(const MrcOptions& options) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
-  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
-  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks);
-  const int64_t num_accesses = static_cast<int64_t>(trace.blocks.size());
-  for (int64_t r = 0; r < trace.num_requests(); ++r) {
-    builder.BeginRequest();
-    for (int64_t i = trace.request_begin[r]; i < trace.request_begin[r + 1]; ++i) {
-      if (i + kPrefetchDistance < num_accesses) builder.Prefetch(trace.blocks[i + kPrefetchDistance]);
-      builder.Access(trace.blocks[i], trace.tokens[i]);
-    }
+// The builder's array budget for a pass limit (0 = none). InvalidArgument below what the first arrays need.
+absl::StatusOr<int64_t> ArrayBudget(const MrcOptions& options) {
+  if (options.memory_limit_bytes <= 0) return 0;
+  const int64_t budget = options.memory_limit_bytes - kPassOverheadBytes;
+  const int64_t initial =
+      ArrayBytes(kInitialTableSlots, kInitialTimeCapacity, options.prefix, !options.hot_blocks.empty());
+  if (budget < initial) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory limit ", FormatBytes(static_cast<double>(options.memory_limit_bytes)),
+                     " is below the one-pass LRU curve's minimum of ",
+                     FormatBytes(static_cast<double>(kPassOverheadBytes + initial)), "; raise --memory_limit"));
   }
-  return builder.Finish();
+  return budget;
 }
 
-absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options) {
+absl::Status OverBudgetError(const MrcBuilder& builder, const MrcOptions& options, int64_t num_requests) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the one-pass LRU curve at sample rate ", options.sample_rate, " tracks ", builder.tracked_blocks(),
+                   " blocks after ", num_requests, " requests and would need ",
+                   FormatBytes(static_cast<double>(kPassOverheadBytes + builder.refused_bytes())),
+                   " to grow, over the memory limit ", FormatBytes(static_cast<double>(options.memory_limit_bytes)),
+                   " (--memory_limit)"));
+}
+
+// The curve over `reader`. *stopped_tracked (may be null) tells a stop by the guard from other errors: the
+// blocks tracked when it stopped, else -1.
+absl::StatusOr<LruMrc> StreamLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options,
+                                    int64_t* stopped_tracked) {
+  if (stopped_tracked != nullptr) *stopped_tracked = -1;
   KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
-  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks);
+  KVSIM_ASSIGN_OR_RETURN(const int64_t budget, ArrayBudget(options));
+  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks, budget);
   Request request;
   std::vector<int32_t> tokens;
   int64_t num_requests = 0;
@@ -443,20 +517,25 @@ absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptio
       if (k + kPrefetchDistance < blocks.size()) builder.Prefetch(blocks[k + kPrefetchDistance]);
       builder.Access(blocks[k], tokens[k]);
     }
+    if (builder.over_budget()) {
+      if (stopped_tracked != nullptr) *stopped_tracked = builder.tracked_blocks();
+      return OverBudgetError(builder, options, num_requests);
+    }
     replay.ReportProgress(num_requests, replay.max_requests);
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   return builder.Finish();
 }
 
-absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const CacheReplayOptions& replay,
-                                                   double hot_share) {
+// One pass: the distinct blocks into `distinct` (may be null) and, with hot_share > 0, the hot blocks into
+// `hot` (Misra-Gries with k counters: each count is at most N / (k + 1) below the block's true count).
+absl::Status ScanTrace(TraceReader* reader, const CacheReplayOptions& replay, double hot_share,
+                       DistinctCounter* distinct, std::vector<BlockId>* hot) {
   KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
-  if (!(hot_share > 0 && hot_share < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("hot share must be in (0, 1), got ", hot_share));
+  if (!(hot_share >= 0 && hot_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot share must be in [0, 1), got ", hot_share));
   }
-  // Misra-Gries with k counters: each count is at most N / (k + 1) below the block's true count.
-  const size_t k = static_cast<size_t>(std::ceil(2 / hot_share));
+  const size_t k = hot_share > 0 ? static_cast<size_t>(std::ceil(2 / hot_share)) : 0;
   absl::flat_hash_map<BlockId, int64_t> counts;
   counts.reserve(k + 1);
   int64_t total = 0;
@@ -467,6 +546,8 @@ absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const Ca
     replay.ReportProgress(num_requests, replay.max_requests);
     KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(replay, &request));
     for (BlockId block : request.block_hashes) {
+      if (distinct != nullptr) distinct->Add(block);
+      if (k == 0) continue;
       ++total;
       auto it = counts.find(block);
       if (it != counts.end()) {
@@ -486,12 +567,201 @@ absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const Ca
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
   // Every block with share >= hot_share has a count >= hot_share x N - N / (k + 1) > hot_share x N / 2.
-  std::vector<BlockId> hot;
+  hot->clear();
   for (const auto& [block, count] : counts) {
-    if (static_cast<double>(count) >= hot_share * static_cast<double>(total) / 2) hot.push_back(block);
+    if (static_cast<double>(count) >= hot_share * static_cast<double>(total) / 2) hot->push_back(block);
   }
-  std::sort(hot.begin(), hot.end());
+  std::sort(hot->begin(), hot->end());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options) {
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t budget, ArrayBudget(options));
+  MrcBuilder builder(options.sample_rate, options.prefix, options.hot_blocks, budget);
+  const int64_t num_accesses = static_cast<int64_t>(trace.blocks.size());
+  for (int64_t r = 0; r < trace.num_requests(); ++r) {
+    builder.BeginRequest();
+    for (int64_t i = trace.request_begin[r]; i < trace.request_begin[r + 1]; ++i) {
+      if (i + kPrefetchDistance < num_accesses) builder.Prefetch(trace.blocks[i + kPrefetchDistance]);
+      builder.Access(trace.blocks[i], trace.tokens[i]);
+    }
+    if (builder.over_budget()) return OverBudgetError(builder, options, r + 1);
+  }
+  return builder.Finish();
+}
+
+absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options) {
+  return StreamLruMrc(reader, replay, options, nullptr);
+}
+
+absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const CacheReplayOptions& replay,
+                                                   double hot_share) {
+  if (!(hot_share > 0 && hot_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot share must be in (0, 1), got ", hot_share));
+  }
+  std::vector<BlockId> hot;
+  KVSIM_RETURN_IF_ERROR(ScanTrace(reader, replay, hot_share, nullptr, &hot));
   return hot;
+}
+
+int64_t EstimateLruMrcBytes(int64_t tracked_blocks, bool prefix, bool hot_blocks) {
+  const int64_t n = std::max<int64_t>(0, tracked_blocks);
+  // The table grows while 2 x size > slots; the marker range to at least 4 x the live markers (<= n).
+  int64_t slots = kInitialTableSlots;
+  while (slots < 2 * n) slots *= 2;
+  int64_t capacity = kInitialTimeCapacity;
+  while (capacity < 4 * n) capacity *= 2;
+  int64_t peak = ArrayBytes(slots, capacity, prefix, hot_blocks);
+  // The last growth of each holds the old (half-size) array beside the new one.
+  if (slots > kInitialTableSlots) peak = std::max(peak, ArrayBytes(slots + slots / 2, capacity, prefix, hot_blocks));
+  if (capacity > kInitialTimeCapacity) {
+    peak = std::max(peak, ArrayBytes(slots, capacity + capacity / 2, prefix, hot_blocks));
+  }
+  // Finish: the cumulative histograms (accesses and tokens, <= n + 1 distances each) beside the arrays.
+  const int64_t histograms = 1 + (prefix ? 1 : 0) + (hot_blocks ? 1 : 0);
+  peak = std::max(peak, ArrayBytes(slots, capacity, prefix, hot_blocks) +
+                            histograms * 2 * static_cast<int64_t>(sizeof(int64_t)) * (n + 1));
+  return kPassOverheadBytes + peak;
+}
+
+int64_t MaxLruMrcTrackedBlocks(int64_t memory_limit_bytes, bool prefix, bool hot_blocks) {
+  if (EstimateLruMrcBytes(0, prefix, hot_blocks) > memory_limit_bytes) return 0;
+  // The estimate is non-decreasing in the blocks and above 24 bytes per block: bisect in [0, limit / 24].
+  int64_t low = 0;                             // fits
+  int64_t high = memory_limit_bytes / 24 + 1;  // does not
+  while (high - low > 1) {
+    const int64_t mid = low + (high - low) / 2;
+    if (EstimateLruMrcBytes(mid, prefix, hot_blocks) <= memory_limit_bytes) {
+      low = mid;
+    } else {
+      high = mid;
+    }
+  }
+  return low;
+}
+
+int64_t ExpectedLruMrcTrackedBlocks(int64_t distinct_blocks, int64_t num_hot_blocks, double sample_rate) {
+  if (sample_rate >= 1) return distinct_blocks;
+  const double sampled = sample_rate * static_cast<double>(std::max<int64_t>(0, distinct_blocks - num_hot_blocks));
+  return num_hot_blocks + static_cast<int64_t>(std::ceil(sampled + 3 * std::sqrt(sampled)));
+}
+
+absl::StatusOr<double> ChooseLruMrcSampleRate(int64_t distinct_blocks, int64_t num_hot_blocks,
+                                              int64_t memory_limit_bytes) {
+  const bool hot = num_hot_blocks > 0;
+  const int64_t max_blocks = MaxLruMrcTrackedBlocks(memory_limit_bytes, /*prefix=*/false, hot);
+  if (distinct_blocks <= max_blocks) return 1.0;
+  // The largest multiple of 2^-24 whose expected tracked blocks fit (the expectation grows with the rate).
+  const double modulus = static_cast<double>(kSampleModulus);
+  const double cold = static_cast<double>(std::max<int64_t>(1, distinct_blocks - num_hot_blocks));
+  const double room = static_cast<double>(max_blocks - num_hot_blocks) - 3 * std::sqrt(static_cast<double>(max_blocks));
+  int64_t units = room > 0 ? static_cast<int64_t>(std::floor(room / cold * modulus)) : 0;
+  units = std::min<int64_t>(units, static_cast<int64_t>(kSampleModulus) - 1);
+  while (units > 0 && ExpectedLruMrcTrackedBlocks(distinct_blocks, num_hot_blocks, units / modulus) > max_blocks)
+    --units;
+  const double rate = units / modulus;
+  if (rate < 1e-6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory limit ", FormatBytes(static_cast<double>(memory_limit_bytes)), " holds ", max_blocks,
+                     " tracked blocks, too few for the one-pass LRU curve of about ", distinct_blocks,
+                     " distinct blocks even at sample rate 1e-6; raise --memory_limit"));
+  }
+  return rate;
+}
+
+absl::StatusOr<LruMrc> ComputeLruMrcWithinLimit(const TraceReopener& open, const CacheReplayOptions& replay,
+                                                const MrcOptions& options, bool choose_rate, int64_t memory_limit_bytes,
+                                                MrcMemoryPlan* plan_out) {
+  KVSIM_RETURN_IF_ERROR(ValidateReplayOptions(replay));
+  MrcMemoryPlan local_plan;
+  MrcMemoryPlan& plan = plan_out != nullptr ? *plan_out : local_plan;
+  plan = MrcMemoryPlan();
+  plan.memory_limit_bytes = memory_limit_bytes > 0 ? memory_limit_bytes : DefaultMemoryLimitBytes();
+  MrcOptions run = options;
+  run.memory_limit_bytes = plan.memory_limit_bytes;
+  run.hot_blocks.clear();
+  if (choose_rate || options.prefix) run.sample_rate = 1;
+  KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(run));
+  // The counting pass: distinct blocks (upper value) and, for a sampled curve, the hot blocks.
+  auto count = [&](bool want_hot) -> absl::Status {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, open());
+    DistinctCounter distinct;
+    std::vector<BlockId> hot;
+    ++plan.num_passes;
+    KVSIM_RETURN_IF_ERROR(ScanTrace(reader.get(), replay, want_hot ? options.hot_share : 0, &distinct, &hot));
+    plan.distinct_blocks = distinct.UpperCount();
+    run.hot_blocks = std::move(hot);
+    plan.num_hot_blocks = static_cast<int64_t>(run.hot_blocks.size());
+    return absl::OkStatus();
+  };
+  auto curve = [&](int64_t* stopped) -> absl::StatusOr<LruMrc> {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, open());
+    ++plan.num_passes;
+    plan.sample_rate = run.sample_rate;
+    return StreamLruMrc(reader.get(), replay, run, stopped);
+  };
+  if (run.sample_rate < 1) {  // the caller's rate: checked against the limit before the curve's pass
+    KVSIM_RETURN_IF_ERROR(count(/*want_hot=*/options.hot_share > 0));
+    plan.tracked_blocks = ExpectedLruMrcTrackedBlocks(plan.distinct_blocks, plan.num_hot_blocks, run.sample_rate);
+    plan.estimated_bytes = EstimateLruMrcBytes(plan.tracked_blocks, false, plan.num_hot_blocks > 0);
+    if (plan.estimated_bytes > plan.memory_limit_bytes) {
+      const absl::StatusOr<double> fits =
+          ChooseLruMrcSampleRate(plan.distinct_blocks, plan.num_hot_blocks, plan.memory_limit_bytes);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--sample_rate=", run.sample_rate, " would track about ", plan.tracked_blocks, " of about ",
+          plan.distinct_blocks, " distinct blocks, ", FormatBytes(static_cast<double>(plan.estimated_bytes)),
+          " estimated, over the memory limit ", FormatBytes(static_cast<double>(plan.memory_limit_bytes)),
+          fits.ok() ? absl::StrCat("; use --sample_rate=", absl::StrFormat("%.9g", *fits),
+                                   " or less, or raise --memory_limit")
+                    : "; raise --memory_limit"));
+    }
+    return curve(nullptr);
+  }
+  int64_t stopped_tracked = -1;
+  absl::StatusOr<LruMrc> exact = curve(&stopped_tracked);
+  if (stopped_tracked < 0) {
+    if (exact.ok()) {
+      plan.tracked_blocks = exact->tracked_blocks();
+      plan.estimated_bytes = EstimateLruMrcBytes(plan.tracked_blocks, options.prefix, false);
+    }
+    return exact;
+  }
+  plan.exact_over_limit = true;
+  const bool may_sample = choose_rate && !options.prefix;
+  KVSIM_RETURN_IF_ERROR(count(/*want_hot=*/may_sample && options.hot_share > 0));
+  // The stopped pass saw more blocks than the limit holds: a lower bound if the count came out low.
+  plan.distinct_blocks = std::max(plan.distinct_blocks, stopped_tracked + 1);
+  if (!may_sample) {
+    const int64_t need = EstimateLruMrcBytes(plan.distinct_blocks, options.prefix, false);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the exact one-pass LRU curve", options.prefix ? " (--prefix)" : "", " of about ", plan.distinct_blocks,
+        " distinct blocks needs about ", FormatBytes(static_cast<double>(need)), ", over the memory limit ",
+        FormatBytes(static_cast<double>(plan.memory_limit_bytes)), "; raise --memory_limit to at least ", need,
+        options.prefix ? "" : ", or leave --sample_rate unset to sample within the limit"));
+  }
+  KVSIM_ASSIGN_OR_RETURN(run.sample_rate,
+                         ChooseLruMrcSampleRate(plan.distinct_blocks, plan.num_hot_blocks, plan.memory_limit_bytes));
+  plan.tracked_blocks = ExpectedLruMrcTrackedBlocks(plan.distinct_blocks, plan.num_hot_blocks, run.sample_rate);
+  plan.estimated_bytes = EstimateLruMrcBytes(plan.tracked_blocks, false, plan.num_hot_blocks > 0);
+  return curve(nullptr);
+}
+
+std::string DescribeMrcMemoryPlan(const MrcMemoryPlan& plan) {
+  const double per_block = plan.tracked_blocks > 0 ? static_cast<double>(plan.estimated_bytes - kPassOverheadBytes) /
+                                                         static_cast<double>(plan.tracked_blocks)
+                                                   : 0;
+  const std::string tracked =
+      absl::StrCat(plan.tracked_blocks, " blocks tracked at ", absl::StrFormat("%.0f", per_block), " bytes each, ",
+                   FormatBytes(static_cast<double>(plan.estimated_bytes)), " estimated with the reader");
+  const std::string limit = absl::StrCat("memory limit ", FormatBytes(static_cast<double>(plan.memory_limit_bytes)));
+  if (plan.sample_rate >= 1) return absl::StrCat("exact curve: ", tracked, " (", limit, ")");
+  return absl::StrCat("sample rate ", absl::StrFormat("%.9g", plan.sample_rate),
+                      plan.exact_over_limit ? " chosen: the exact curve would exceed the " : " within the ", limit,
+                      "; about ", plan.distinct_blocks, " distinct blocks (", plan.num_hot_blocks,
+                      " hot ones tracked exactly), ", tracked, " (", plan.num_passes, " passes over the trace)");
 }
 
 }  // namespace kvsim

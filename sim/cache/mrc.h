@@ -40,6 +40,17 @@
 //              change over 3 standard deviations of a distance that a scaled count of C R sampled
 //              blocks gives.
 //
+// Memory (EstimateLruMrcBytes): the builder's arrays are per tracked block (a table slot of 24 bytes at load
+// 1/4..1/2) and per time of the marker range (4 x to 8 x the tracked blocks; 12.2 bytes each: bitmap, tree,
+// owner and histogram; +8 with the prefix curve, +8.2 with hot blocks). Both grow by doubling, and a growth
+// holds the old and the new array a moment, so the peak is about 100 to 240 bytes per tracked block
+// (147 measured at 13.9M), plus kPassOverheadBytes for the reader. A builder given
+// MrcOptions::memory_limit_bytes refuses any growth that would take its arrays past the limit: ResourceExhausted,
+// not a process killed for memory. ComputeLruMrcWithinLimit uses that to keep the whole pass within the limit,
+// choosing the SHARDS rate from a distinct-block count (util/stream_sketch.h's DistinctCounter) when the exact
+// curve does not fit. The tracked blocks at rate R are about hot + R (distinct - hot), so memory is flat in
+// trace length at a fixed limit: a longer trace gets a lower rate (and a larger error bound), not more memory.
+//
 // Example:
 //   KVSIM_ASSIGN_OR_RETURN(LruMrc mrc, ComputeLruMrc(reader.get(), replay_options, {}));
 //   mrc.HitRatio(4096);   // equals RunCacheReplays(lru @ 4096).HitRatio() exactly when R = 1
@@ -49,9 +60,11 @@
 #define KVSIM_SIM_CACHE_MRC_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/cache/cache_simulator.h"
 #include "traces/trace_reader.h"
 
@@ -65,6 +78,9 @@ struct MrcOptions {
   // For callers that find the hot blocks (kvsim mrc): the access share above which a block is hot,
   // in [0, 1); 0 = none. Not used by ComputeLruMrc itself.
   double hot_share = 0;
+  // Run-time guard: ResourceExhausted as soon as the tracked blocks' arrays would grow past this many bytes
+  // (kPassOverheadBytes included); 0 = none.
+  int64_t memory_limit_bytes = 0;
 };
 
 // One point of a curve.
@@ -93,6 +109,7 @@ class LruMrc {
   double sample_rate() const { return sample_rate_; }
   int64_t num_hot_blocks() const { return num_hot_blocks_; }
   int64_t sampled_accesses() const { return accesses_; }
+  int64_t tracked_blocks() const { return tracked_blocks_; }  // distinct blocks the pass tracked
   bool has_prefix() const { return has_prefix_; }
 
  private:
@@ -109,6 +126,7 @@ class LruMrc {
   int64_t hot_accesses_ = 0;
   int64_t hot_tokens_ = 0;
   int64_t num_hot_blocks_ = 0;
+  int64_t tracked_blocks_ = 0;
   int64_t sampled_square_sum_ = 0;  // sum over sampled blocks of their accesses squared
   // Cumulative histograms by unscaled distance d (index d, 1-based; index 0 = 0).
   std::vector<int64_t> hits_, hit_tokens_, prefix_hits_, prefix_hit_tokens_;
@@ -116,7 +134,7 @@ class LruMrc {
 };
 
 // Streams `reader` once. InvalidArgument for a rate outside (0, 1], prefix with sampling, or the
-// reader's / replay options' errors.
+// reader's / replay options' errors; ResourceExhausted when options.memory_limit_bytes stops it.
 absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptions& replay, const MrcOptions& options);
 
 // The blocks whose share of all block accesses is `hot_share` or more (every one of them, and maybe some
@@ -125,6 +143,51 @@ absl::StatusOr<LruMrc> ComputeLruMrc(TraceReader* reader, const CacheReplayOptio
 // O(1 / hot_share), not O(distinct blocks). InvalidArgument for a share outside (0, 1).
 absl::StatusOr<std::vector<BlockId>> FindHotBlocks(TraceReader* reader, const CacheReplayOptions& replay,
                                                    double hot_share);
+
+// Estimated peak bytes of a one-pass LRU curve that tracks `tracked_blocks` blocks (see the header
+// comment), kPassOverheadBytes included; an upper value of what the run-time guard checks.
+int64_t EstimateLruMrcBytes(int64_t tracked_blocks, bool prefix, bool hot_blocks);
+
+// The most blocks whose EstimateLruMrcBytes is within `memory_limit_bytes` (0 if none fits).
+int64_t MaxLruMrcTrackedBlocks(int64_t memory_limit_bytes, bool prefix, bool hot_blocks);
+
+// Expected tracked blocks at SHARDS rate `sample_rate` with `num_hot_blocks` of `distinct_blocks` tracked
+// on every access, with three binomial standard deviations of margin: hot + R (distinct - hot) + 3 sqrt(that).
+int64_t ExpectedLruMrcTrackedBlocks(int64_t distinct_blocks, int64_t num_hot_blocks, double sample_rate);
+
+// The largest rate R <= 1, a multiple of 2^-24 (the sampling test's resolution, so it is exactly the
+// rate a run at --sample_rate=R uses), whose ExpectedLruMrcTrackedBlocks fits MaxLruMrcTrackedBlocks.
+// InvalidArgument when even the smallest rate (1e-6) does not fit, naming the limit.
+absl::StatusOr<double> ChooseLruMrcSampleRate(int64_t distinct_blocks, int64_t num_hot_blocks,
+                                              int64_t memory_limit_bytes);
+
+// What ComputeLruMrcWithinLimit decided (for a line on stderr and tests).
+struct MrcMemoryPlan {
+  int64_t memory_limit_bytes = 0;
+  double sample_rate = 1;         // of the curve returned
+  bool exact_over_limit = false;  // an exact pass was stopped by the guard
+  int64_t distinct_blocks = -1;   // upper estimate from a counting pass; -1 = not counted
+  int64_t num_hot_blocks = 0;
+  int64_t tracked_blocks = 0;   // expected (sampled) or counted (exact)
+  int64_t estimated_bytes = 0;  // EstimateLruMrcBytes(tracked_blocks)
+  int64_t num_passes = 0;       // over the trace, counting and stopped ones included
+};
+
+// The one-pass LRU curve within `memory_limit_bytes` (0 = DefaultMemoryLimitBytes()); `open` reopens the
+// trace at its start for each pass. With `choose_rate` (and no prefix) options.sample_rate is ignored: an
+// exact pass runs under the guard; if it stops, a second pass counts the distinct blocks (and finds the hot
+// ones, options.hot_share) and a third runs at ChooseLruMrcSampleRate's rate. Without it the rate is the
+// caller's: below 1 the counting pass comes first and InvalidArgument (before the curve's pass) says when
+// its estimate exceeds the limit, with the rate that would fit; an exact pass (rate 1 or prefix) that the
+// guard stops is refused with the memory it would need (from a counting pass) and the flag to raise.
+absl::StatusOr<LruMrc> ComputeLruMrcWithinLimit(const TraceReopener& open, const CacheReplayOptions& replay,
+                                                const MrcOptions& options, bool choose_rate, int64_t memory_limit_bytes,
+                                                MrcMemoryPlan* plan = nullptr);
+
+// E.g. "exact (1.2M distinct blocks tracked, 180.0 MiB estimated, memory limit 64.00 GiB)" or "sample rate
+// 0.0241 chosen: the exact curve needs more than the memory limit 2.00 GiB; 13.9M distinct blocks estimated,
+// 335K tracked at about 110 bytes each, 36.8 MiB estimated".
+std::string DescribeMrcMemoryPlan(const MrcMemoryPlan& plan);
 
 // The same over a trace held in memory (benchmarks; options validated as above).
 absl::StatusOr<LruMrc> ComputeLruMrcOnTrace(const CompiledTrace& trace, const MrcOptions& options);

@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <set>
+#include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "traces/trace_io.h"
@@ -283,6 +288,210 @@ TEST(MrcTest, FindHotBlocksAndHotShareErrors) {
   VectorTraceReader empty({}, {});
   EXPECT_FALSE(FindHotBlocks(&empty, {}, 0).ok());
   EXPECT_FALSE(FindHotBlocks(&empty, {}, 1).ok());
+}
+
+// Memory. A limit of 64 MiB (the pass overhead) plus 3,969,024 bytes holds 32,768 tracked blocks: by hand,
+// at 20,000 (and up to 32,768) blocks the table has 65,536 slots of 24 bytes, the marker range 131,072
+// times of 12.1875 bytes (owner 4, histogram 8, bitmap 1/8, tree 4/64); the peak is the range's last growth,
+// 65,536 x 24 + 196,608 x 12.1875 = 3,969,024 (the table's, 98,304 x 24 + 131,072 x 12.1875, is 3,956,736).
+// One block more doubles the table.
+constexpr int64_t kSmallLimit = (int64_t{64} << 20) + 3969024;
+
+TEST(MrcMemoryTest, EstimateAndMaxTrackedBlocksByHand) {
+  EXPECT_EQ(EstimateLruMrcBytes(20000, false, false), kSmallLimit);
+  EXPECT_EQ(EstimateLruMrcBytes(32768, false, false), kSmallLimit);
+  EXPECT_GT(EstimateLruMrcBytes(32769, false, false), kSmallLimit);
+  EXPECT_EQ(MaxLruMrcTrackedBlocks(kSmallLimit, false, false), 32768);
+  EXPECT_EQ(MaxLruMrcTrackedBlocks(kSmallLimit - 1, false, false), 16384);
+  // Prefix adds 8 bytes per time: 131,072 x 8 more at the same sizes.
+  EXPECT_EQ(EstimateLruMrcBytes(20000, true, false), kSmallLimit + 196608 * 8);
+  EXPECT_EQ(MaxLruMrcTrackedBlocks(1000, false, false), 0);
+}
+
+TEST(MrcMemoryTest, ChosenRateByHand) {
+  // 32,768 blocks fit; 100,000 distinct, none hot: R = (32,768 - 3 sqrt(32,768)) / 100,000, down to a
+  // multiple of 2^-24 (5,406,434 / 2^24 = 0.32224...).
+  auto rate = ChooseLruMrcSampleRate(100000, 0, kSmallLimit);
+  ASSERT_TRUE(rate.ok()) << rate.status();
+  EXPECT_EQ(*rate, 5406434.0 / 16777216.0);
+  EXPECT_LE(ExpectedLruMrcTrackedBlocks(100000, 0, *rate), 32768);
+  EXPECT_EQ(*ChooseLruMrcSampleRate(32768, 0, kSmallLimit), 1.0);  // fits: exact
+  // Far too many blocks for the limit even at 1e-6.
+  auto refused = ChooseLruMrcSampleRate(int64_t{1} << 40, 0, kSmallLimit);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--memory_limit"), std::string::npos) << refused.status();
+}
+
+// About 60,000 distinct blocks (random ids from a universe of 60,000), each request led by one system block.
+std::vector<Request> ManyBlocks() {
+  std::mt19937_64 rng(29);
+  std::vector<uint64_t> universe;
+  for (int i = 0; i < 60000; ++i) universe.push_back(rng());
+  std::vector<Request> requests;
+  for (uint64_t i = 0; i < 40000; ++i) {
+    std::vector<uint64_t> hashes = {77};
+    for (int k = 0; k < 7; ++k) hashes.push_back(universe[rng() % universe.size()]);
+    requests.push_back(Req(i, hashes));
+  }
+  return requests;
+}
+
+int64_t CountDistinct(const std::vector<Request>& requests) {
+  std::set<uint64_t> blocks;
+  for (const Request& r : requests) blocks.insert(r.block_hashes.begin(), r.block_hashes.end());
+  return static_cast<int64_t>(blocks.size());
+}
+
+// An opener over `requests` that counts its passes.
+TraceReopener Opener(const std::vector<Request>* requests, int* opens) {
+  return [requests, opens]() -> absl::StatusOr<std::unique_ptr<TraceReader>> {
+    ++*opens;
+    return std::unique_ptr<TraceReader>(new VectorTraceReader(*requests, {}));
+  };
+}
+
+void ExpectSameCurve(const LruMrc& a, const LruMrc& b) {
+  ASSERT_EQ(a.sample_rate(), b.sample_rate());
+  const std::vector<MrcPoint> pa = a.StepPoints(), pb = b.StepPoints();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].capacity_blocks, pb[i].capacity_blocks);
+    EXPECT_EQ(pa[i].hit_ratio, pb[i].hit_ratio);
+    EXPECT_EQ(pa[i].token_hit_ratio, pb[i].token_hit_ratio);
+    EXPECT_EQ(pa[i].error_bound, pb[i].error_bound);
+  }
+}
+
+// A limit too small for the exact curve: the exact pass stops, a count chooses the rate (the hand formula
+// with the true distinct count), and the curve equals a fixed-rate run at that rate exactly.
+TEST(MrcMemoryTest, SmallLimitChoosesTheRateAndMatchesTheFixedRateRun) {
+  const std::vector<Request> requests = ManyBlocks();
+  const int64_t distinct = CountDistinct(requests);
+  ASSERT_GT(distinct, 50000);
+  int opens = 0;
+  MrcOptions options;  // hot_share 0: plain SHARDS
+  MrcMemoryPlan plan;
+  auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, /*choose_rate=*/true, kSmallLimit, &plan);
+  ASSERT_TRUE(mrc.ok()) << mrc.status();
+  EXPECT_TRUE(plan.exact_over_limit);
+  EXPECT_EQ(plan.distinct_blocks, distinct);  // exact below the counter's exact limit
+  const double expected_rate =
+      std::floor((32768 - 3 * std::sqrt(32768.0)) / static_cast<double>(distinct) * 16777216.0) / 16777216.0;
+  EXPECT_EQ(plan.sample_rate, expected_rate);
+  EXPECT_EQ(mrc->sample_rate(), expected_rate);
+  EXPECT_EQ(plan.num_passes, 3);
+  EXPECT_EQ(opens, 3);
+  EXPECT_LE(mrc->tracked_blocks(), 32768);
+  MrcOptions fixed;
+  fixed.sample_rate = expected_rate;
+  VectorTraceReader reader(requests, {});
+  auto direct = ComputeLruMrc(&reader, {}, fixed);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  ExpectSameCurve(*mrc, *direct);
+  EXPECT_GT(mrc->ErrorBound(10000), 0);
+  EXPECT_NE(DescribeMrcMemoryPlan(plan).find("sample rate"), std::string::npos);
+}
+
+// With hot blocks: the chosen run tracks them exactly and equals the fixed-rate run with FindHotBlocks' set.
+TEST(MrcMemoryTest, ChosenRateWithHotBlocks) {
+  const std::vector<Request> requests = ManyBlocks();
+  int opens = 0;
+  MrcOptions options;
+  options.hot_share = 0.01;
+  MrcMemoryPlan plan;
+  auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, true, kSmallLimit, &plan);
+  ASSERT_TRUE(mrc.ok()) << mrc.status();
+  ASSERT_LT(plan.sample_rate, 1);
+  EXPECT_EQ(plan.num_hot_blocks, 1);  // block 77, an eighth of the accesses
+  MrcOptions fixed;
+  fixed.sample_rate = plan.sample_rate;
+  VectorTraceReader scan(requests, {});
+  auto hot = FindHotBlocks(&scan, {}, 0.01);
+  ASSERT_TRUE(hot.ok());
+  fixed.hot_blocks = *hot;
+  VectorTraceReader reader(requests, {});
+  auto direct = ComputeLruMrc(&reader, {}, fixed);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  ExpectSameCurve(*mrc, *direct);
+}
+
+TEST(MrcMemoryTest, LimitThatFitsGivesTheExactCurveInOnePass) {
+  const std::vector<Request> requests = ManyBlocks();
+  int opens = 0;
+  MrcOptions options;
+  options.prefix = true;
+  MrcMemoryPlan plan;
+  auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, true, int64_t{1} << 30, &plan);
+  ASSERT_TRUE(mrc.ok()) << mrc.status();
+  EXPECT_EQ(opens, 1);
+  EXPECT_EQ(plan.sample_rate, 1);
+  EXPECT_FALSE(plan.exact_over_limit);
+  EXPECT_EQ(plan.tracked_blocks, CountDistinct(requests));
+  VectorTraceReader reader(requests, {});
+  auto direct = ComputeLruMrc(&reader, {}, options);
+  ASSERT_TRUE(direct.ok());
+  ExpectSameCurve(*mrc, *direct);
+  for (int64_t c : {1000, 20000, 60000}) EXPECT_EQ(mrc->At(c).prefix_hit_ratio, direct->At(c).prefix_hit_ratio);
+}
+
+TEST(MrcMemoryTest, RefusesAGivenRateOrExactCurveOverTheLimit) {
+  const std::vector<Request> requests = ManyBlocks();
+  {  // a given rate: refused after the counting pass, before the curve's, with the rate that fits
+    int opens = 0;
+    MrcOptions options;
+    options.sample_rate = 0.9;
+    auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, false, kSmallLimit);
+    EXPECT_EQ(mrc.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(opens, 1);
+    const std::string fits =
+        absl::StrFormat("--sample_rate=%.9g or less", *ChooseLruMrcSampleRate(CountDistinct(requests), 0, kSmallLimit));
+    EXPECT_NE(mrc.status().message().find(fits), std::string::npos) << mrc.status() << " / " << fits;
+  }
+  {  // a given rate that fits runs at that rate
+    int opens = 0;
+    MrcOptions options;
+    options.sample_rate = 0.25;
+    auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, false, kSmallLimit);
+    ASSERT_TRUE(mrc.ok()) << mrc.status();
+    EXPECT_EQ(mrc->sample_rate(), 0.25);
+  }
+  for (bool prefix : {false, true}) {  // exact (given rate 1, or prefix even when the rate is to be chosen)
+    int opens = 0;
+    MrcOptions options;
+    options.prefix = prefix;
+    auto mrc = ComputeLruMrcWithinLimit(Opener(&requests, &opens), {}, options, /*choose_rate=*/prefix, kSmallLimit);
+    EXPECT_EQ(mrc.status().code(), absl::StatusCode::kInvalidArgument) << prefix;
+    const std::string need = absl::StrCat("at least ", EstimateLruMrcBytes(CountDistinct(requests), prefix, false));
+    EXPECT_NE(mrc.status().message().find(need), std::string::npos) << mrc.status();
+    EXPECT_NE(mrc.status().message().find("--memory_limit"), std::string::npos);
+    EXPECT_EQ(opens, 2);  // the stopped pass and the count
+  }
+}
+
+// The run-time guard: an exact pass over more blocks than the limit holds stops with ResourceExhausted
+// (streamed and in memory), and a limit below the first arrays is refused up front.
+TEST(MrcMemoryTest, GuardStopsAPassThatWouldGrowPastTheLimit) {
+  const std::vector<Request> requests = ManyBlocks();
+  MrcOptions options;
+  options.memory_limit_bytes = kSmallLimit;
+  VectorTraceReader reader(requests, {});
+  auto mrc = ComputeLruMrc(&reader, {}, options);
+  EXPECT_EQ(mrc.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(mrc.status().message().find("tracks 32768 blocks"), std::string::npos) << mrc.status();
+  VectorTraceReader compile_reader(requests, {});
+  auto trace = CompileTrace(&compile_reader, {});
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(ComputeLruMrcOnTrace(*trace, options).status().code(), absl::StatusCode::kResourceExhausted);
+  options.memory_limit_bytes = int64_t{1} << 20;
+  VectorTraceReader reader2(requests, {});
+  EXPECT_EQ(ComputeLruMrc(&reader2, {}, options).status().code(), absl::StatusCode::kInvalidArgument);
+  // The same limit with a small trace: no stop, the exact curve.
+  options.memory_limit_bytes = kSmallLimit;
+  std::vector<Request> few(requests.begin(), requests.begin() + 100);
+  VectorTraceReader reader3(few, {});
+  auto small = ComputeLruMrc(&reader3, {}, options);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->tracked_blocks(), CountDistinct(few));
 }
 
 }  // namespace
