@@ -6,7 +6,9 @@
 #   import   JSONL -> native
 #   inspect  the native trace
 #   cache    lru and s3fifo at 16,384 and 131,072 blocks (4 points, one pass)
-#   mrc      the one-pass LRU curve at 6 sizes; mrc-sieve: sieve at the same 6 sizes (cache replays)
+#   mrc      the one-pass LRU curve at 6 sizes within --memory_limit=$MRC_MEMORY_LIMIT (default 1GiB: a fixed
+#            limit, so a longer trace gets a lower sampling rate, not more memory); mrc-sieve: sieve at the
+#            same 6 sizes (cache replays)
 #   replay   the serving simulation, default config
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
 # at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
@@ -52,12 +54,13 @@ for n in "${sizes[@]}"; do
       import) measure "$kvsim" import "$jsonl" "$native" ;;
       inspect) measure "$kvsim" inspect "$native" ;;
       cache) measure "$kvsim" cache --trace="$native" --policy=lru,s3fifo --capacity=16384,131072 --quiet ;;
-      mrc) measure "$kvsim" mrc --trace="$native" --sizes=1024:1048576:x4 --quiet ;;
+      mrc) measure "$kvsim" mrc --trace="$native" --sizes=1024:1048576:x4 --memory_limit="${MRC_MEMORY_LIMIT:-1GiB}" ;;
       mrc-sieve) measure "$kvsim" mrc --trace="$native" --policy=sieve --sizes=1024:1048576:x4 --quiet ;;
       replay) measure "$kvsim" replay --trace="$native" --out="$work/replay_$n" ;;
     esac
     peak[$c,$n]=$rss_kib
     printf '%-10s %9d requests  peak RSS %9.1f MiB  wall %7.1f s\n' "$c" "$n" "$(awk -v k="$rss_kib" 'BEGIN { print k / 1024 }')" "$secs"
+    [ "$c" != mrc ] || grep "^kvsim mrc:" "$work/stderr.txt" | sed 's/^/  /' || true
   done
   if [ "$n" = "${sizes[0]}" ] && [[ " ${commands[*]} " == *" inspect "* ]]; then
     "$kvsim" inspect "$native" | grep -E "^(requests|block references|distinct blocks|approximate)" | sed 's/^/  /'
