@@ -310,10 +310,10 @@ TEST(MrcMemoryTest, EstimateAndMaxTrackedBlocksByHand) {
 
 TEST(MrcMemoryTest, ChosenRateByHand) {
   // 32,768 blocks fit; 100,000 distinct, none hot: R = (32,768 - 3 sqrt(32,768)) / 100,000, down to a
-  // multiple of 2^-24 (5,406,434 / 2^24 = 0.32224...).
+  // multiple of 2^-24: 32,224.94 / 100,000 x 2^24 = 5,406,448.1, so 5,406,448 / 2^24.
   auto rate = ChooseLruMrcSampleRate(100000, 0, kSmallLimit);
   ASSERT_TRUE(rate.ok()) << rate.status();
-  EXPECT_EQ(*rate, 5406434.0 / 16777216.0);
+  EXPECT_EQ(*rate, 5406448.0 / 16777216.0);
   EXPECT_LE(ExpectedLruMrcTrackedBlocks(100000, 0, *rate), 32768);
   EXPECT_EQ(*ChooseLruMrcSampleRate(32768, 0, kSmallLimit), 1.0);  // fits: exact
   // Far too many blocks for the limit even at 1e-6.
