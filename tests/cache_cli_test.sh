@@ -173,8 +173,8 @@ has "4 points in 4 passes over the trace" err
 cmp -s "$tmp/mrc_one.json" "$tmp/out" || fail "mrc JSON differs with one point per pass"
 
 # The one-pass LRU curve within --memory_limit: 64.9 MiB (the 64 MiB pass overhead and 2,048 tracked blocks)
-# is too small for the exact curve, so a rate is chosen (said on stderr), and the curve is that of a run
-# given the same rate; a given rate or an exact curve (--sample_rate=1, --prefix) over the limit is refused.
+# is too small for the exact curve, so a rate is chosen (said on stderr, all its digits), and the curve is that
+# of a run given the same rate; a given rate or an exact curve (--sample_rate=1, --prefix) over the limit is refused.
 expect 0 "$kvsim" mrc --trace="$trace" --sizes=1000,4000 --memory_limit=64.9MiB
 grep -q "error_bound" "$tmp/out" || fail "chosen rate: no error_bound column: $(cat "$tmp/out")"
 cp "$tmp/out" "$tmp/mrc_chosen.csv"
@@ -184,7 +184,7 @@ expect 0 "$kvsim" mrc --trace="$trace" --sizes=1000,4000 --sample_rate="$rate"
 cmp -s "$tmp/mrc_chosen.csv" "$tmp/out" || fail "chosen rate $rate differs from --sample_rate=$rate"
 expect 2 "$kvsim" mrc --trace="$trace" --sample_rate=1 --memory_limit=64.9MiB
 grep -q "raise --memory_limit to at least" "$tmp/err" || fail "exact over the limit: $(cat "$tmp/err")"
-expect 2 "$kvsim" mrc --trace="$trace" --prefix --memory_limit=64.9MiB
+expect 2 "$kvsim" mrc --trace="$trace" --prefix --memory_limit=65.5MiB  # its minimum is 65.4 MiB
 grep -q "(--prefix).*raise --memory_limit" "$tmp/err" || fail "prefix over the limit: $(cat "$tmp/err")"
 expect 2 "$kvsim" mrc --trace="$trace" --sample_rate=0.9 --memory_limit=64.9MiB
 grep -q "sample_rate=0.9 would track.*or less" "$tmp/err" || fail "rate over the limit: $(cat "$tmp/err")"

@@ -680,10 +680,11 @@ absl::StatusOr<LruMrc> ComputeLruMrcWithinLimit(const TraceReopener& open, const
   MrcMemoryPlan& plan = plan_out != nullptr ? *plan_out : local_plan;
   plan = MrcMemoryPlan();
   plan.memory_limit_bytes = memory_limit_bytes > 0 ? memory_limit_bytes : DefaultMemoryLimitBytes();
+  if (!choose_rate) KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(options));  // the caller's rate, as given
   MrcOptions run = options;
   run.memory_limit_bytes = plan.memory_limit_bytes;
   run.hot_blocks.clear();
-  if (choose_rate || options.prefix) run.sample_rate = 1;
+  if (choose_rate) run.sample_rate = 1;
   KVSIM_RETURN_IF_ERROR(ValidateMrcOptions(run));
   // The counting pass: distinct blocks (upper value) and, for a sampled curve, the hot blocks.
   auto count = [&](bool want_hot) -> absl::Status {
@@ -714,7 +715,7 @@ absl::StatusOr<LruMrc> ComputeLruMrcWithinLimit(const TraceReopener& open, const
           "--sample_rate=", run.sample_rate, " would track about ", plan.tracked_blocks, " of about ",
           plan.distinct_blocks, " distinct blocks, ", FormatBytes(static_cast<double>(plan.estimated_bytes)),
           " estimated, over the memory limit ", FormatBytes(static_cast<double>(plan.memory_limit_bytes)),
-          fits.ok() ? absl::StrCat("; use --sample_rate=", absl::StrFormat("%.9g", *fits),
+          fits.ok() ? absl::StrCat("; use --sample_rate=", absl::StrFormat("%.17g", *fits),
                                    " or less, or raise --memory_limit")
                     : "; raise --memory_limit"));
     }
@@ -758,7 +759,7 @@ std::string DescribeMrcMemoryPlan(const MrcMemoryPlan& plan) {
                    FormatBytes(static_cast<double>(plan.estimated_bytes)), " estimated with the reader");
   const std::string limit = absl::StrCat("memory limit ", FormatBytes(static_cast<double>(plan.memory_limit_bytes)));
   if (plan.sample_rate >= 1) return absl::StrCat("exact curve: ", tracked, " (", limit, ")");
-  return absl::StrCat("sample rate ", absl::StrFormat("%.9g", plan.sample_rate),
+  return absl::StrCat("sample rate ", absl::StrFormat("%.17g", plan.sample_rate),
                       plan.exact_over_limit ? " chosen: the exact curve would exceed the " : " within the ", limit,
                       "; about ", plan.distinct_blocks, " distinct blocks (", plan.num_hot_blocks,
                       " hot ones tracked exactly), ", tracked, " (", plan.num_passes, " passes over the trace)");

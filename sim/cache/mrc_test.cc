@@ -444,7 +444,7 @@ TEST(MrcMemoryTest, RefusesAGivenRateOrExactCurveOverTheLimit) {
     EXPECT_EQ(mrc.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(opens, 1);
     const std::string fits =
-        absl::StrFormat("--sample_rate=%.9g or less", *ChooseLruMrcSampleRate(CountDistinct(requests), 0, kSmallLimit));
+        absl::StrFormat("--sample_rate=%.17g or less", *ChooseLruMrcSampleRate(CountDistinct(requests), 0, kSmallLimit));
     EXPECT_NE(mrc.status().message().find(fits), std::string::npos) << mrc.status() << " / " << fits;
   }
   {  // a given rate that fits runs at that rate
