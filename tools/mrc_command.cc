@@ -101,7 +101,7 @@ absl::Status RunMrc(const std::vector<std::string>& args, std::ostream& out) {
     KVSIM_ASSIGN_OR_RETURN(LruMrc mrc,
                            ComputeLruMrcWithinLimit(OpenTraceFromFlags, replay, options,
                                                     /*choose_rate=*/!FlagGiven("sample_rate"), memory_limit, &plan));
-    if (!absl::GetFlag(FLAGS_quiet) && (plan.sample_rate < 1 || FlagGiven("memory_limit"))) {
+    if (!absl::GetFlag(FLAGS_quiet) && (plan.exact_over_limit || FlagGiven("memory_limit"))) {  // chosen, or asked
       std::cerr << "kvsim mrc: " << DescribeMrcMemoryPlan(plan) << "\n";
     }
     const bool sampled = mrc.sample_rate() < 1;
