@@ -43,8 +43,8 @@
 // Memory (EstimateLruMrcBytes): the builder's arrays are per tracked block (a table slot of 24 bytes at load
 // 1/4..1/2) and per time of the marker range (4 x to 8 x the tracked blocks; 12.2 bytes each: bitmap, tree,
 // owner and histogram; +8 with the prefix curve, +8.2 with hot blocks). Both grow by doubling, and a growth
-// holds the old and the new array a moment, so the peak is about 100 to 240 bytes per tracked block
-// (147 measured at 13.9M), plus kPassOverheadBytes for the reader. A builder given
+// holds the old and the new array a moment, so the peak is about 100 to 240 bytes per tracked block (147
+// measured at 13.9M; more with the prefix curve or hot blocks), plus kPassOverheadBytes for the reader. A builder given
 // MrcOptions::memory_limit_bytes refuses any growth that would take its arrays past the limit: ResourceExhausted,
 // not a process killed for memory. ComputeLruMrcWithinLimit uses that to keep the whole pass within the limit,
 // choosing the SHARDS rate from a distinct-block count (util/stream_sketch.h's DistinctCounter) when the exact
