@@ -5,8 +5,9 @@
 // requests decoding together on small GPUs, so runs meet block boundaries (with and without room),
 // evictions, preemptions, completions and arrivals (open and closed loop); each case also checks that
 // runs were taken. A third replay of each, with runs, streams its files as the run goes
-// (ResultsFileStream) with latency values spilled every 7 values and session records every 3: the same
-// files again.
+// (ResultsFileStream) with latency values spilled every 7 values and session records every 3, and
+// collects the vLLM JSON as requests finish (VllmMetricsCollector, its values spilled every 5, with and
+// without warm-up): the same files again.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -170,8 +171,17 @@ struct Output {
 
 const char* const kFiles[] = {"results.pb", "summary.json", "requests.csv", "timeseries.csv", "timeline.json"};
 
-// Replays and writes the files into `dir`: from the Results in memory, or, if `stream`, as the run goes
-// with small spill bounds (then without the vLLM JSON, which needs every request in memory).
+// The vLLM JSON's options: the defaults, and percentiles with warm-up by count and by time.
+std::vector<VllmMetricsOptions> VllmOptions() {
+  VllmMetricsOptions warm;
+  warm.percentiles = {50, 90, 99.9};
+  warm.warmup_requests = 17;
+  warm.warmup_s = 0.5;
+  return {VllmMetricsOptions{}, warm};
+}
+
+// Replays and writes the files into `dir`, and the vLLM JSONs: from the Results in memory, or, if `stream`,
+// as the run goes with small spill bounds.
 Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool advance, const std::string& dir,
               bool stream = false) {
   Output out;
@@ -183,7 +193,16 @@ Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool a
   options.timeseries_interval_ns = 50 * kNsPerMs;
   options.advance_decode_runs = advance;
   std::unique_ptr<ResultsFileStream> files;
+  std::vector<std::unique_ptr<VllmMetricsCollector>> vllm;
   if (stream) {
+    for (const VllmMetricsOptions& vllm_options : VllmOptions()) {
+      absl::StatusOr<std::unique_ptr<VllmMetricsCollector>> collector =
+          VllmMetricsCollector::Create(config.slo(), vllm_options, /*memory_values=*/5);
+      EXPECT_TRUE(collector.ok()) << collector.status();
+      if (!collector.ok()) return out;
+      vllm.push_back(std::move(*collector));
+      options.observers.push_back(vllm.back().get());
+    }
     absl::StatusOr<std::unique_ptr<ResultsFileStream>> opened = ResultsFileStream::Open(dir);
     EXPECT_TRUE(opened.ok()) << opened.status();
     if (!opened.ok()) return out;
@@ -205,10 +224,13 @@ Output Replay(const proto::ExperimentConfig& config, TraceReader* reader, bool a
     EXPECT_TRUE(contents.ok()) << contents.status();
     out.files.push_back(contents.ok() ? *contents : "");
   }
-  if (stream) return out;
-  absl::StatusOr<Json> vllm = VllmBenchmarkJson(replay->results, config.slo(), VllmMetricsOptions{});
-  EXPECT_TRUE(vllm.ok()) << vllm.status();
-  out.files.push_back(vllm.ok() ? vllm->dump() : "");
+  const std::vector<VllmMetricsOptions> vllm_options = VllmOptions();
+  for (size_t i = 0; i < vllm_options.size(); ++i) {
+    absl::StatusOr<Json> json =
+        stream ? vllm[i]->Finish() : VllmBenchmarkJson(replay->results, config.slo(), vllm_options[i]);
+    EXPECT_TRUE(json.ok()) << json.status();
+    out.files.push_back(json.ok() ? json->dump() : "");
+  }
   return out;
 }
 
@@ -223,16 +245,17 @@ void ExpectSameOutputs(const std::string& name, const proto::ExperimentConfig& c
   const Output runs = Replay(config, run_reader.get(), true, dir + "_runs");
   ASSERT_EQ(stepped.files.size(), runs.files.size());
   for (size_t i = 0; i < runs.files.size(); ++i) {
-    const std::string file = i < std::size(kFiles) ? kFiles[i] : "vllm.json";
+    const std::string file = i < std::size(kFiles) ? kFiles[i] : absl::StrCat("vllm", i - std::size(kFiles), ".json");
     EXPECT_FALSE(runs.files[i].empty()) << file;
     EXPECT_TRUE(runs.files[i] == stepped.files[i]) << file << " differs (" << runs.files[i].size() << " against "
                                                    << stepped.files[i].size() << " bytes)";
   }
   std::unique_ptr<TraceReader> stream_reader = make_reader();
   const Output streamed = Replay(config, stream_reader.get(), true, dir + "_streamed", /*stream=*/true);
-  ASSERT_EQ(streamed.files.size(), std::size(kFiles));
+  ASSERT_EQ(streamed.files.size(), stepped.files.size());
   for (size_t i = 0; i < streamed.files.size(); ++i) {
-    EXPECT_TRUE(streamed.files[i] == stepped.files[i]) << kFiles[i] << " streamed differs ("
+    const std::string file = i < std::size(kFiles) ? kFiles[i] : absl::StrCat("vllm", i - std::size(kFiles), ".json");
+    EXPECT_TRUE(streamed.files[i] == stepped.files[i]) << file << " streamed differs ("
                                                        << streamed.files[i].size() << " against "
                                                        << stepped.files[i].size() << " bytes)";
   }

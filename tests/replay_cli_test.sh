@@ -49,9 +49,8 @@ ls "$tmp/out" | grep -q '\.tmp\.' && fail "temporary files left in the output di
 for f in results.pb summary.json requests.csv timeseries.csv; do
   cmp -s "$tmp/out/$f" "$tmp/again/$f" || fail "$f differs between two runs"
 done
-# The files streamed as requests finish equal those written from the whole results in memory (the path
-# --vllm_json takes, as it needs every request at the end; its results.pb also holds every token gap, so
-# it differs; tests/replay_trace_test.cc compares results.pb of both paths).
+# --vllm_json changes no other file but results.pb, which then also holds every token gap
+# (tests/replay_trace_test.cc compares results.pb written as the run goes and from the results in memory).
 "$kvsim" replay --trace="$trace" --out="$tmp/in_memory" --vllm_json="$tmp/in_memory.json" >/dev/null 2>&1 ||
   fail "replay --vllm_json --out failed"
 for f in summary.json requests.csv timeseries.csv; do

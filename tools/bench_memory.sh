@@ -10,9 +10,11 @@
 #            limit, so a longer trace gets a lower sampling rate, not more memory); mrc-sieve: sieve at the
 #            same 6 sizes (cache replays)
 #   replay   the serving simulation, default config
+#   replay-closed  the same with workload.closed_loop_sessions (each turn issued when the previous finishes)
+#   replay-vllm    replay with --vllm_json too (the vLLM benchmark_serving metrics)
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
 # at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
-# those commands (gen always runs: the others read its trace, which gen then writes as native directly
+# those commands (the default set leaves out replay-closed and replay-vllm; name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
 # when import is not among them). Usage:
 #   tools/bench_memory.sh [KVSIM] [WORKDIR] [N1 N2 ...]      (default N: 1000000 5000000)
 set -euo pipefail
@@ -57,6 +59,11 @@ for n in "${sizes[@]}"; do
       mrc) measure "$kvsim" mrc --trace="$native" --sizes=1024:1048576:x4 --memory_limit="${MRC_MEMORY_LIMIT:-1GiB}" ;;
       mrc-sieve) measure "$kvsim" mrc --trace="$native" --policy=sieve --sizes=1024:1048576:x4 --quiet ;;
       replay) measure "$kvsim" replay --trace="$native" --out="$work/replay_$n" ;;
+      replay-closed)
+        printf 'workload { closed_loop_sessions: true }\n' > "$work/closed_loop.textproto"
+        measure "$kvsim" replay --config="$work/closed_loop.textproto" --trace="$native" --out="$work/replay_closed_$n" ;;
+      replay-vllm)
+        measure "$kvsim" replay --trace="$native" --out="$work/replay_vllm_$n" --vllm_json="$work/vllm_$n.json" ;;
     esac
     peak[$c,$n]=$rss_kib
     printf '%-10s %9d requests  peak RSS %9.1f MiB  wall %7.1f s\n' "$c" "$n" "$(awk -v k="$rss_kib" 'BEGIN { print k / 1024 }')" "$secs"

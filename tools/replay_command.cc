@@ -137,6 +137,12 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
   const std::string vllm_json = absl::GetFlag(FLAGS_vllm_json);
   KVSIM_ASSIGN_OR_RETURN(VllmMetricsOptions vllm_options, VllmOptionsFromFlags());
   options.record_token_gaps = !vllm_json.empty();  // the ITL median, std and percentiles need every gap
+  // The vLLM metrics are collected as requests finish (their values spill like the summary's).
+  std::unique_ptr<VllmMetricsCollector> vllm;
+  if (!vllm_json.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(vllm, VllmMetricsCollector::Create(config.slo(), vllm_options));
+    options.observers.push_back(vllm.get());
+  }
 
   if (!kv_configs.empty() && !kv_config.empty()) {
     return absl::InvalidArgumentError("--kv_configs and --kv_config exclude each other: give one");
@@ -157,12 +163,15 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, CreateCostModel(config));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(trace, trace_options));
-  // The results files are written as requests finish, unless --vllm_json needs every request (and its
-  // token gaps) in memory at the end.
+  // The results files are written as requests finish; without --out the records are not kept (the
+  // summary table and --json need the summary only).
   std::unique_ptr<ResultsFileStream> stream;
-  if (!out_dir.empty() && vllm_json.empty()) {
+  DiscardResults discard;
+  if (!out_dir.empty()) {
     KVSIM_ASSIGN_OR_RETURN(stream, ResultsFileStream::Open(out_dir));
     options.results_sink = stream.get();
+  } else {
+    options.results_sink = &discard;
   }
   // Progress on a terminal only (util/progress.h).
   Progress progress("replay", 0, "req", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
@@ -182,11 +191,9 @@ absl::Status RunReplayCommand(const std::vector<std::string>& args, std::ostream
     *output.results.mutable_run() = rest.run();
     *output.results.mutable_summary() = rest.summary();
     KVSIM_RETURN_IF_ERROR(stream->Finish(std::move(rest), output.timeline_json));
-  } else if (!out_dir.empty()) {
-    KVSIM_RETURN_IF_ERROR(WriteResultsFiles(out_dir, output.results, output.timeline_json));
   }
-  if (!vllm_json.empty()) {
-    KVSIM_ASSIGN_OR_RETURN(Json metrics, VllmBenchmarkJson(output.results, config.slo(), vllm_options));
+  if (vllm != nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(Json metrics, vllm->Finish());
     KVSIM_RETURN_IF_ERROR(WriteFileAtomically(vllm_json, DumpJson(metrics)));
   }
   if (absl::GetFlag(FLAGS_json)) {
@@ -218,12 +225,13 @@ KVSIM_REGISTER_COMMAND(
                    "Prints a summary table (or --json). With --out writes results.pb, summary.json, requests.csv\n"
                    "and timeseries.csv, and with --timeline also timeline.json (open it in ui.perfetto.dev;\n"
                    "--timeline_window=START:END keeps only that span of simulated seconds). The files are written\n"
-                   "as requests finish: memory does not grow with the number of requests (one record per session\n"
-                   "does); summary percentiles stay exact (beyond 2^20 requests their values spill to TMPDIR).\n"
+                   "as requests finish: memory does not grow with the number of requests but for closed-loop\n"
+                   "sessions (about 28 bytes per request; the requests themselves spill to TMPDIR); summary\n"
+                   "percentiles stay exact (beyond 2^20 requests their values spill to TMPDIR).\n"
                    "--vllm_json=FILE writes TTFT/TPOT/ITL/E2E mean, median, std and --percentiles, throughputs and\n"
                    "goodput (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms) under vLLM benchmark_serving's key names,\n"
-                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h); it holds every\n"
-                   "request and its token gaps in memory until the end.\n"
+                   "leaving out --warmup_requests / --warmup_s (sim/serving/vllm_metrics.h), computed as requests\n"
+                   "finish: exact, in bounded memory (beyond 2^20 values, per metric, they spill to TMPDIR).\n"
                    "Per-request KV configurations: --kv_configs=FILE (CSV of request_id or prompt_id and config,\n"
                    "e.g. kvsim select's selections.csv) or --kv_config=NAME (all requests), naming candidates of\n"
                    "--configs (default: fp16 plus the ten KVQuant, H2O and RocketKV ones). Each request's KV\n"

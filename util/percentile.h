@@ -37,15 +37,31 @@ T NearestRank(const std::vector<T>& sorted, double fraction) {
   return sorted[NearestRankIndex(sorted.size(), fraction)];
 }
 
+// Where numpy's linear `fraction` quantile of `n` sorted values lies: between the 0-based indices lo and
+// hi, at `weight` of the way (for readers that see the values as a stream). REQUIRES: n >= 1,
+// 0 <= fraction <= 1.
+struct LinearRank {
+  size_t lo = 0, hi = 0;
+  double weight = 0;
+  // The quantile, given the values at lo and hi.
+  double Interpolate(double lo_value, double hi_value) const { return lo_value + (hi_value - lo_value) * weight; }
+};
+inline LinearRank LinearPercentileRank(size_t n, double fraction) {
+  KVSIM_CHECK(n >= 1) << "percentile of no values";
+  KVSIM_CHECK(fraction >= 0 && fraction <= 1) << "percentile fraction " << fraction;
+  const double rank = fraction * static_cast<double>(n - 1);
+  LinearRank r;
+  r.lo = static_cast<size_t>(std::floor(rank));
+  r.hi = std::min(r.lo + 1, n - 1);
+  r.weight = rank - static_cast<double>(r.lo);
+  return r;
+}
+
 // numpy.percentile(sorted, 100 * fraction) with its default linear interpolation.
 // REQUIRES: `sorted` is non-empty and sorted ascending; 0 <= fraction <= 1.
 inline double LinearPercentile(const std::vector<double>& sorted, double fraction) {
-  KVSIM_CHECK(!sorted.empty()) << "percentile of no values";
-  KVSIM_CHECK(fraction >= 0 && fraction <= 1) << "percentile fraction " << fraction;
-  const double rank = fraction * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+  const LinearRank r = LinearPercentileRank(sorted.size(), fraction);
+  return r.Interpolate(sorted[r.lo], sorted[r.hi]);
 }
 
 }  // namespace kvsim

@@ -81,11 +81,11 @@ absl::Status Engine::Run(TraceReader* reader) {
     const Event event = queue_.PopNext();
     switch (event.type) {
       case EventType::kArrival:
-        HandleArrival(event);
+        KVSIM_RETURN_IF_ERROR(HandleArrival(event));
         if (!closed_loop_) {
           KVSIM_RETURN_IF_ERROR(ReadNextArrival(reader));
         } else if (static_cast<int32_t>(event.payload) == root_slot_) {
-          IssueNextRoot();
+          KVSIM_RETURN_IF_ERROR(IssueNextRoot());
         }
         break;
       case EventType::kIterationEnd:
@@ -178,7 +178,8 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
   const double scale = config_.workload().time_scale();
   RequestState scratch;
   SimTime last_ns = 0;
-  while ((max_requests <= 0 || static_cast<int64_t>(session_requests_.size()) < max_requests) &&
+  std::vector<SessionLink> links;  // what the chains need of each request; the rest is spilled
+  while ((max_requests <= 0 || static_cast<int64_t>(links.size()) < max_requests) &&
          reader->Next(&scratch.request)) {
     KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &scratch));
     KVSIM_RETURN_IF_ERROR(AssignRequestKv(&scratch));
@@ -189,26 +190,31 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
                                                      last_ns));
     }
     last_ns = arrival_ns;
-    session_requests_.push_back(scratch.request);
-    session_unique_.push_back(scratch.unique_blocks ? 1 : 0);
-    session_kv_.push_back(scratch.kv);
+    links.push_back(SessionLinkOf(scratch.request));
+    session_offsets_.push_back(session_spill_.Append(scratch.request, scratch.unique_blocks, scratch.kv));
     scratch.request.Clear();
     scratch.unique_blocks = false;
     scratch.kv = RequestKv();
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
-  requests_read_ = static_cast<int64_t>(session_requests_.size());
-  KVSIM_ASSIGN_OR_RETURN(chains_, BuildSessionChains(session_requests_, reader->info().path));
-  IssueNextRoot();
-  return absl::OkStatus();
+  requests_read_ = static_cast<int64_t>(links.size());
+  KVSIM_ASSIGN_OR_RETURN(chains_, BuildSessionChains(links, reader->info().path));
+  return IssueNextRoot();
 }
 
-int32_t Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
+absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
   const int32_t slot = pool_.Allocate();
   RequestState& state = pool_.at(slot);
-  state.request = session_requests_[index];
-  state.unique_blocks = session_unique_[index] != 0;  // fresh hashes, assigned when the trace was checked
-  state.kv = session_kv_[index];
+  bool unique_blocks = false;  // fresh hashes, assigned when the trace was checked
+  if (absl::Status read = session_spill_.Read(session_offsets_[index], &state.request, &unique_blocks, &state.kv);
+      !read.ok()) {
+    pool_.Free(slot);
+    return read;
+  }
+  state.unique_blocks = unique_blocks;
+  if (issue_ns < 0) {  // a root: at its trace time
+    issue_ns = static_cast<SimTime>(std::llround(state.request.arrival_ns * config_.workload().time_scale()));
+  }
   state.arrival_ns = issue_ns;
   if (slot >= static_cast<int32_t>(slot_index_.size())) slot_index_.resize(slot + 1, -1);
   slot_index_[slot] = index;
@@ -216,25 +222,27 @@ int32_t Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
   return slot;
 }
 
-void Engine::IssueNextRoot() {
+absl::Status Engine::IssueNextRoot() {
   root_slot_ = -1;
-  if (next_root_ >= chains_.roots.size()) return;
+  if (next_root_ >= chains_.roots.size()) return absl::OkStatus();
   const int32_t index = chains_.roots[next_root_++];
-  const double scale = config_.workload().time_scale();
-  root_slot_ =
-      IssueSessionRequest(index, static_cast<SimTime>(std::llround(session_requests_[index].arrival_ns * scale)));
+  KVSIM_ASSIGN_OR_RETURN(root_slot_, IssueSessionRequest(index, /*issue_ns=*/-1));
+  return absl::OkStatus();
 }
 
-void Engine::SessionRequestEnded(int32_t slot, SimTime now_ns) {
+absl::Status Engine::SessionRequestEnded(int32_t slot, SimTime now_ns) {
   const int32_t index = slot_index_[slot];
   slot_index_[slot] = -1;
   const double scale = config_.workload().time_scale();
-  for (int32_t next : chains_.successors[index]) {
-    IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(chains_.think_ns[next] * scale)));
+  for (int32_t next : chains_.successors(index)) {
+    KVSIM_RETURN_IF_ERROR(
+        IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(chains_.think_ns[next] * scale)))
+            .status());
   }
+  return absl::OkStatus();
 }
 
-void Engine::HandleArrival(const Event& event) {
+absl::Status Engine::HandleArrival(const Event& event) {
   const int32_t slot = static_cast<int32_t>(event.payload);
   RequestState& state = pool_.at(slot);
   const int32_t replica = router_->Route(state.request);
@@ -243,12 +251,13 @@ void Engine::HandleArrival(const Event& event) {
   if (blocks_[replica]->BlocksToComplete(state) > blocks_[replica]->gpu_capacity_blocks()) {
     state.rejected = true;
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(event.time_ns, state);
-    if (closed_loop_) SessionRequestEnded(slot, event.time_ns);
+    absl::Status ended = closed_loop_ ? SessionRequestEnded(slot, event.time_ns) : absl::OkStatus();
     pool_.Free(slot);
-    return;
+    return ended;
   }
   schedulers_[replica]->Enqueue(slot);
   RequestSchedule(replica, event.time_ns);
+  return absl::OkStatus();
 }
 
 void Engine::RequestSchedule(int32_t replica, SimTime now_ns) {
@@ -305,8 +314,9 @@ absl::Status Engine::EndIteration(int32_t replica, SimTime now_ns) {
   schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
   for (int32_t slot : finished_) {
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(now_ns, pool_.at(slot));
-    if (closed_loop_) SessionRequestEnded(slot, now_ns);
+    absl::Status ended = closed_loop_ ? SessionRequestEnded(slot, now_ns) : absl::OkStatus();
     pool_.Free(slot);
+    KVSIM_RETURN_IF_ERROR(ended);
   }
   busy_[replica] = 0;
   if (queue_.empty() || queue_.next_time_ns() > now_ns) return StartIteration(replica, now_ns);

@@ -14,7 +14,10 @@
 // trace's block size. A request whose prompt and output can never fit on one GPU is rejected (reported,
 // not run). At the end every replica's BlockManager must be idle (no leaked block).
 //
-// Closed loop (config.workload.closed_loop_sessions): the whole trace is read and checked first; roots
+// Closed loop (config.workload.closed_loop_sessions): the whole trace is read and checked first (the
+// requests written to a temporary file, sim/serving/request_spill.h, and read back as they are issued;
+// what stays in memory is about 28 bytes per request: its offset there and its chain, and about 40 more
+// while the chains are built, sim/serving/session_chains.h); roots
 // (sim/serving/session_chains.h) arrive at their trace times, streamed one ahead as in open loop, and
 // each other request arrives when its predecessor finishes (or is rejected) plus its think time, both
 // scaled by workload.time_scale. RequestState::arrival_ns is then the issue time.
@@ -42,6 +45,7 @@
 #include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/observer.h"
 #include "sim/serving/request_kv.h"
+#include "sim/serving/request_spill.h"
 #include "sim/serving/request_state.h"
 #include "sim/serving/router.h"
 #include "sim/serving/scheduler.h"
@@ -92,14 +96,16 @@ class Engine {
   absl::Status CheckRequest(const TraceReader& reader, RequestState* state) const;
   // Sets state->kv from request_kv_ (if any) and regroups the request's blocks for it.
   absl::Status AssignRequestKv(RequestState* state) const;
-  void HandleArrival(const Event& event);
-  // Closed loop: reads and checks the whole trace, builds the chains, issues the first root.
+  absl::Status HandleArrival(const Event& event);
+  // Closed loop: reads and checks the whole trace into session_spill_, builds the chains, issues the
+  // first root.
   absl::Status LoadSessions(TraceReader* reader);
-  // Closed loop: request `index` arrives at `issue_ns`; returns its slot.
-  int32_t IssueSessionRequest(int32_t index, SimTime issue_ns);
-  void IssueNextRoot();
+  // Closed loop: request `index` arrives at `issue_ns` (< 0: a root, at its trace time); returns its slot.
+  // Errors: the spill file's.
+  absl::StatusOr<int32_t> IssueSessionRequest(int32_t index, SimTime issue_ns);
+  absl::Status IssueNextRoot();
   // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
-  void SessionRequestEnded(int32_t slot, SimTime now_ns);
+  absl::Status SessionRequestEnded(int32_t slot, SimTime now_ns);
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
   // Applies the replica's iteration and starts its next one: at once when no other event is due at
   // `now_ns` (the schedule event would be the next one popped), else through a schedule event.
@@ -123,9 +129,10 @@ class Engine {
   const RequestKvAssigner* request_kv_ = nullptr;
   int64_t requests_read_ = 0;
   const bool closed_loop_;
-  std::vector<Request> session_requests_;  // closed loop: the whole trace, checked
-  std::vector<uint8_t> session_unique_;    // closed loop: per request, RequestState::unique_blocks
-  std::vector<RequestKv> session_kv_;      // closed loop: per request, RequestState::kv
+  // Closed loop: the whole trace, checked, each request with its RequestState::unique_blocks and kv, on
+  // disk; per request its offset there.
+  RequestSpill session_spill_;
+  std::vector<int64_t> session_offsets_;
   SessionChains chains_;
   size_t next_root_ = 0;
   int32_t root_slot_ = -1;           // the root arrival scheduled one ahead

@@ -97,7 +97,7 @@ void MetricsCollector::OnRequestFinished(SimTime now_ns, const RequestState& s) 
   } else {
     request_.Clear();
   }
-  FillRequest(s, request);
+  FillRequestResult(s, options_.record_token_gaps, request);
   if (options_.sink != nullptr) options_.sink->AddRequest(request_);
   if (s.rejected) {
     ++rejected_;
@@ -154,7 +154,7 @@ void MetricsCollector::OnRunEnd(SimTime end_ns, const std::vector<const BlockMan
   }
 }
 
-void MetricsCollector::FillRequest(const RequestState& s, proto::RequestResult* r) const {
+void FillRequestResult(const RequestState& s, bool record_token_gaps, proto::RequestResult* r) {
   const bool finished = !s.rejected;
   r->set_request_id(s.request.request_id);
   r->set_replica(s.replica);
@@ -169,7 +169,7 @@ void MetricsCollector::FillRequest(const RequestState& s, proto::RequestResult* 
   r->set_ttft_ns(s.first_token_ns - s.arrival_ns);
   r->set_e2e_ns(s.finish_ns - s.arrival_ns);
   if (s.generated_tokens > 1) r->set_tpot_ns((s.last_token_ns - s.first_token_ns) / (s.generated_tokens - 1));
-  if (options_.record_token_gaps) r->mutable_token_gaps_ns()->Add(s.token_gaps_ns.begin(), s.token_gaps_ns.end());
+  if (record_token_gaps) r->mutable_token_gaps_ns()->Add(s.token_gaps_ns.begin(), s.token_gaps_ns.end());
   r->set_prefix_reused_tokens(s.prefix_potential_tokens);
   r->set_prefix_reused_blocks(s.prefix_potential_blocks);
   r->set_segment_reused_tokens(s.segment_potential_tokens);

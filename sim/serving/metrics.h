@@ -64,6 +64,10 @@ proto::Distribution Distribute(std::vector<double>* values);
 // temporary file failed (SortedSpill::Visit).
 absl::StatusOr<proto::Distribution> DistributeSpill(SortedSpill* spill);
 
+// The record of a finished (or rejected) request, as Results.requests holds it; with `record_token_gaps`
+// its token_gaps_ns too. Overwrites the fields it sets, not the others (Clear `result` first to reuse one).
+void FillRequestResult(const RequestState& state, bool record_token_gaps, proto::RequestResult* result);
+
 struct MetricsOptions {
   proto::SloConfig slo;  // the objectives a good request meets (goodput)
   // Fill each finished request's RequestResult.token_gaps_ns (its inter-token latencies).
@@ -89,8 +93,6 @@ class MetricsCollector final : public EngineObserver {
   absl::StatusOr<proto::Results> TakeResults();
 
  private:
-  void FillRequest(const RequestState& state, proto::RequestResult* result) const;
-
   const int64_t interval_ns_;
   const MetricsOptions options_;
   proto::Results results_;        // requests and series (without a sink)

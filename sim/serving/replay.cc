@@ -123,6 +123,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
     progress = std::make_unique<ProgressObserver>(options.progress, config.workload().max_requests());
     engine->AddObserver(progress.get());
   }
+  for (EngineObserver* observer : options.observers) engine->AddObserver(observer);
   KVSIM_RETURN_IF_ERROR(engine->Run(reader));
 
   ReplayOutput output;

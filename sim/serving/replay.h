@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +28,7 @@
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
 #include "sim/serving/clock.h"
+#include "sim/serving/observer.h"
 #include "sim/serving/request_kv.h"
 #include "sim/serving/results_sink.h"
 #include "sim/serving/session_metrics.h"
@@ -63,6 +65,9 @@ struct ReplayOptions {
   // Sessions' records held in memory before they spill to a temporary file (the same results either way;
   // SessionMetricsOptions::memory_records); >= 1. With a results_sink, the sessions go to it too.
   int64_t session_memory_records = SessionMetricsOptions::kDefaultMemoryRecords;
+  // More observers of the engine (e.g. VllmMetricsCollector, sim/serving/vllm_metrics.h), called after the
+  // built-in ones, in this order. Not owned.
+  std::vector<EngineObserver*> observers;
   // Per-request KV configurations (Engine::SetRequestKv, sim/serving/request_kv.h); nullptr = every request
   // at the config's KV format. Not owned.
   const RequestKvAssigner* request_kv = nullptr;

@@ -26,6 +26,14 @@ class ResultsSink {
   virtual void AddSession(const proto::SessionResult& session) = 0;
 };
 
+// A sink that keeps nothing: for runs that need the summary only (`kvsim replay` without --out).
+class DiscardResults final : public ResultsSink {
+ public:
+  void AddRequest(const proto::RequestResult&) override {}
+  void AddPoint(const proto::TimeSeriesPoint&) override {}
+  void AddSession(const proto::SessionResult&) override {}
+};
+
 }  // namespace kvsim
 
 #endif  // KVSIM_SIM_SERVING_RESULTS_SINK_H_

@@ -55,8 +55,11 @@ absl::Status SortedSpill::Visit(const std::function<void(double)>& visit) {
     int64_t file_end = 0;
   };
   std::vector<Source> sources(runs_.size() + 1);
+  // Many runs (a long trace's token gaps): smaller reads, so the buffers stay within kMergeValues.
+  const int64_t read_values =
+      std::max(kMinReadValues, std::min(kReadValues, kMergeValues / static_cast<int64_t>(runs_.size())));
   const auto refill = [&](Source& s) -> bool {
-    s.buffer.resize(static_cast<size_t>(std::min(kReadValues, s.file_end - s.file_next)));
+    s.buffer.resize(static_cast<size_t>(std::min(read_values, s.file_end - s.file_next)));
     s.next = 0;
     if (s.buffer.empty()) return true;
     if (std::fseek(file_, static_cast<long>(s.file_next * sizeof(double)), SEEK_SET) != 0 ||

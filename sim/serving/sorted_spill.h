@@ -7,8 +7,10 @@
 // (a k-way merge through a heap), calling the visitor with every value in ascending order. Equal values are
 // indistinguishable, so the sequence is exactly that of std::sort over all the values.
 //
-// Memory: run_values x 8 bytes while adding; while visiting, that plus kReadValues x 8 bytes (64 KiB) per
-// spilled run (one run per run_values values added). Disk: 8 bytes per spilled value.
+// Memory: run_values x 8 bytes while adding; while visiting, that plus read buffers of kReadValues x 8
+// bytes (64 KiB) per spilled run (one run per run_values values added) up to kMergeValues x 8 bytes
+// (8 MiB) in all, the buffers shrinking (to kMinReadValues) as runs add up, plus about 80 bytes per run.
+// Disk: 8 bytes per spilled value.
 //
 // Example:
 //   SortedSpill latencies(/*run_values=*/1 << 20);
@@ -32,6 +34,9 @@ class SortedSpill {
  public:
   // Values read back per spilled run at a time during Visit.
   static constexpr int64_t kReadValues = 8192;
+  // Values of all the runs' read buffers together, and the least one buffer holds.
+  static constexpr int64_t kMergeValues = int64_t{1} << 20;
+  static constexpr int64_t kMinReadValues = 256;
   // Default in-memory run: 2^20 values (8 MiB).
   static constexpr int64_t kDefaultRunValues = int64_t{1} << 20;
 

@@ -62,5 +62,23 @@ TEST(SortedSpillTest, LongRunsAndRepeatedVisits) {
   EXPECT_EQ(Visited(&spill), reference);
 }
 
+// More runs than kMergeValues / kReadValues: each is read in smaller pieces (the buffers together stay
+// within kMergeValues), several pieces per run, the sequence unchanged.
+TEST(SortedSpillTest, ManyRunsReadInSmallerPieces) {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int64_t runs = 2 * SortedSpill::kMergeValues / SortedSpill::kReadValues;  // 256
+  const int64_t run = 3 * (SortedSpill::kMergeValues / runs) + 7;                // > 3 pieces each
+  SortedSpill spill(run);
+  std::vector<double> reference;
+  for (int64_t i = 0; i < runs * run + 11; ++i) {
+    reference.push_back(u(rng));
+    spill.Add(reference.back());
+  }
+  std::sort(reference.begin(), reference.end());
+  EXPECT_EQ(spill.spilled_runs(), runs);
+  EXPECT_EQ(Visited(&spill), reference);
+}
+
 }  // namespace
 }  // namespace kvsim
