@@ -151,7 +151,8 @@ class BlockManager {
   void Publish(RequestState* state, SimTime now_ns);
 
   // Drops the request's hold on its blocks (finish, or recompute preemption): cached blocks stay resident
-  // and become evictable when unpinned; private blocks are freed.
+  // and become evictable when unpinned; private blocks are freed. A request with a session id leaves the
+  // entries it held as its session's hint for the next Admit of that session (a speed-up only).
   void Release(RequestState* state, SimTime now_ns);
 
   // Tells the GPU policy the request is done (EvictionPolicy::OnRequestEnd; TTL pinning uses it).
