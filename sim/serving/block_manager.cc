@@ -27,6 +27,10 @@
 // - The admission test is O(1) (free + gpu_evictable_ - unpinned hits), before anything is touched.
 // - SelectVictim's predicate accepts every block (AnyBlock): pinned blocks are not in the GPU policy, so
 //   no scan skips them. Slots are reused from free_entries_: no allocation per block once warm.
+// - Session hints: a request of a session is classified at the entries its session's previous request
+//   held here (kept at Release), each checked against its block's hash; only the blocks without a valid
+//   hint are looked up in index_. A multi-turn prompt repeats the previous turn's, so most of its blocks
+//   cost one read of their entry (which pass 2 reads anyway) instead of a lookup in the larger index_.
 // - Admit does one hash lookup per prompt block (found_entries_ keeps the slot for the second pass);
 //   kinds_ and found_entries_ are scratch reused across calls. unique_blocks requests skip the lookups.
 // - RestoreNs is memoised per block index, so the cost model is asked once per position. Grow's common
@@ -54,6 +58,8 @@ constexpr int32_t kNoEntry = -1;
 // How many blocks ahead the hash lookups of a walk over a request's blocks are prefetched: enough to
 // cover a memory access's latency with the work of the blocks in between.
 constexpr int64_t kLookupAhead = 8;
+// Session hints kept at least (blocks in all), whatever the GPU's capacity.
+constexpr int64_t kMinHintBlocks = int64_t{1} << 16;
 
 // Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
 bool AnyBlock(BlockId) { return true; }
@@ -114,6 +120,7 @@ BlockManager::BlockManager(const BlockManagerOptions& options, const CostModel* 
   tiers_.resize(1 + options.lower_tiers.size());
   stats_.resize(tiers_.size());
   tiers_[0].capacity_blocks = options.gpu_capacity_blocks;
+  max_hint_blocks_ = std::max<int64_t>(kMinHintBlocks, 2 * options.gpu_capacity_blocks);
   tiers_[0].evict_action = options.lower_tiers.empty() ? proto::EVICT_ACTION_DROP : options.gpu_evict_action;
   stats_[0].name = "gpu";
   for (size_t i = 0; i < options.lower_tiers.size(); ++i) {
@@ -400,17 +407,41 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
     state->potentials_known = true;
     return counts;
   }
-  // Pass 1: the entry of every block from restored_blocks on (kNoEntry if uncached), the lookups
-  // kLookupAhead blocks ahead prefetched and each found entry prefetched for pass 2. The lookups are
-  // independent of each other, so their memory latencies overlap.
+  // Pass 1: the entry of every block from restored_blocks on (kNoEntry if uncached). A block the
+  // session's previous request held here is checked at the entry it held (its hint): if that entry
+  // still holds the block, it is the one index_ maps the block to (a live entry is its hash's only one),
+  // and the lookup is saved. The rest are looked up. Either read is prefetched kLookupAhead blocks
+  // ahead, and each looked-up entry for pass 2; the reads are independent, so their latencies overlap.
   const int64_t first_looked_up = std::min(restored_blocks, num_blocks);
   found_entries_.resize(num_blocks);
-  for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) {
-    index_.Prefetch(request.block_hashes[k]);
+  const int32_t* hint = nullptr;
+  int64_t hinted = 0;  // blocks [0, hinted) have a hint
+  if (request.session_id >= 0) {
+    auto it = session_hints_.find(request.session_id);
+    if (it != session_hints_.end()) {
+      hint = it->second.data();
+      hinted = std::min<int64_t>(num_blocks, static_cast<int64_t>(it->second.size()));
+    }
   }
+  auto prefetch = [&](int64_t k) {
+    if (k < hinted && hint[k] != kPrivateBlock) {
+      __builtin_prefetch(&entries_[hint[k]]);
+    } else {
+      index_.Prefetch(request.block_hashes[k]);
+    }
+  };
+  for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) prefetch(k);
   for (int64_t k = first_looked_up; k < num_blocks; ++k) {
-    if (k + kLookupAhead < num_blocks) index_.Prefetch(request.block_hashes[k + kLookupAhead]);
-    const int32_t* found = index_.Find(request.block_hashes[k]);
+    if (k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
+    const uint64_t hash = request.block_hashes[k];
+    if (k < hinted && hint[k] != kPrivateBlock) {
+      const Entry& e = entries_[hint[k]];
+      if (e.hash == hash && e.tier != kTransit) {  // free entries are kTransit
+        found_entries_[k] = hint[k];
+        continue;
+      }
+    }
+    const int32_t* found = index_.Find(hash);
     found_entries_[k] = found == nullptr ? kNoEntry : *found;
     if (found != nullptr) __builtin_prefetch(&entries_[*found]);
   }
@@ -686,10 +717,28 @@ void BlockManager::Release(RequestState* state, SimTime now_ns) {
   const int64_t held = state->private_blocks + state->tail_blocks;
   private_blocks_ -= held;
   AddUsed(0, -held);
+  if (state->request.session_id >= 0 && !state->unique_blocks && shared > 0) RememberHint(*state);
   state->block_entries.clear();
   state->private_blocks = 0;
   state->tail_blocks = 0;
   state->publish_cursor = 0;
+}
+
+void BlockManager::RememberHint(const RequestState& state) {
+  const int64_t length = static_cast<int64_t>(state.block_entries.size());
+  std::vector<int32_t>& hint = session_hints_[state.request.session_id];
+  hint_blocks_ -= static_cast<int64_t>(hint.size());
+  if (hint_blocks_ + length > max_hint_blocks_) {  // forget them all (the map's memory stays bounded)
+    session_hints_.clear();
+    hint_blocks_ = 0;
+    if (length > max_hint_blocks_) return;
+    std::vector<int32_t>& fresh = session_hints_[state.request.session_id];
+    fresh.assign(state.block_entries.begin(), state.block_entries.end());
+    hint_blocks_ = length;
+    return;
+  }
+  hint.assign(state.block_entries.begin(), state.block_entries.end());
+  hint_blocks_ += length;
 }
 
 void BlockManager::EndRequest(const RequestState& state, SimTime now_ns) {

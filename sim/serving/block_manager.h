@@ -55,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -150,7 +151,8 @@ class BlockManager {
   void Publish(RequestState* state, SimTime now_ns);
 
   // Drops the request's hold on its blocks (finish, or recompute preemption): cached blocks stay resident
-  // and become evictable when unpinned; private blocks are freed.
+  // and become evictable when unpinned; private blocks are freed. A request with a session id leaves the
+  // entries it held as its session's hint for the next Admit of that session (a speed-up only).
   void Release(RequestState* state, SimTime now_ns);
 
   // Tells the GPU policy the request is done (EvictionPolicy::OnRequestEnd; TTL pinning uses it).
@@ -244,6 +246,8 @@ class BlockManager {
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
   int32_t NewEntry(uint64_t hash);
+  // Keeps the entries `state` holds (Release, before they are cleared) as its session's hint.
+  void RememberHint(const RequestState& state);
   struct BlockCounts {
     int64_t gpu_hits = 0;       // kGpuHit blocks
     int64_t unpinned_hits = 0;  // of them, with refcount 0 before the admission
@@ -277,6 +281,13 @@ class BlockManager {
   std::vector<int32_t> found_entries_;  // scratch: entry of each cached prompt block (Admit; else unset)
   std::vector<int64_t> restore_ns_;     // memo of RestoreNs by block index (-1 = not computed)
   std::vector<int32_t> victims_;        // scratch: DropGpuVictims's entries
+  // Session hints: per session id, the entries its last request held here when released, by block index
+  // (kPrivateBlock for a block it held privately). A hint only saves a lookup: ClassifyBlocks uses it
+  // for a block only if that entry still holds that block. Bounded: all are forgotten when their total
+  // length would pass max_hint_blocks_.
+  absl::flat_hash_map<int64_t, std::vector<int32_t>> session_hints_;
+  int64_t hint_blocks_ = 0;      // total length of session_hints_'s vectors
+  int64_t max_hint_blocks_ = 0;  // set from the GPU capacity
 };
 
 }  // namespace kvsim

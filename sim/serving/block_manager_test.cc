@@ -300,6 +300,116 @@ TEST_F(BlockManagerTest, RequestEndCarriesTheSumOfItsToolCalls) {
   EXPECT_EQ(end.tool_duration_ns, 5'000'000'000);
 }
 
+// A session's next request is classified at the entries its previous one held (its hint) only where
+// those entries still hold its blocks: here the first turn's blocks were evicted and their entries
+// reused by other blocks before the second turn, which must reuse nothing.
+TEST_F(BlockManagerTest, StaleSessionHintIsNotReused) {
+  Make(Options(2));
+  RequestState turn1 = MakeState(1, 32, {1, 2});
+  turn1.request.session_id = 7;
+  RunToCompletion(&turn1, 0);
+  RequestState other = MakeState(2, 32, {3, 4});  // evicts blocks 1 and 2, takes their entries
+  RunToCompletion(&other, 1);
+  RequestState turn2 = MakeState(3, 32, {1, 2});
+  turn2.request.session_id = 7;
+  ASSERT_TRUE(blocks_->Admit(&turn2, 2));
+  EXPECT_EQ(turn2.reused_blocks, 0);
+  EXPECT_EQ(turn2.prefix_potential_blocks, 0);
+  blocks_->Release(&turn2, 3);
+  // A hint that still holds: the second turn reuses what the first left.
+  RequestState turn3 = MakeState(4, 32, {3, 4});
+  turn3.request.session_id = 8;
+  RunToCompletion(&turn3, 4);  // both hits; the hint of session 8 is entries of blocks 3, 4
+  RequestState turn4 = MakeState(5, 32, {3, 4});
+  turn4.request.session_id = 8;
+  ASSERT_TRUE(blocks_->Admit(&turn4, 5));
+  EXPECT_EQ(turn4.reused_blocks, 2);
+  blocks_->Release(&turn4, 6);
+  EXPECT_TRUE(blocks_->CheckIdle().ok());
+}
+
+// Session hints change no result: two managers run the same random multi-turn sessions (turns that
+// extend the previous prompt, conversations that start over with new blocks, evictions, a host tier),
+// one with the requests' session ids (classified through hints) and one without (every block looked up),
+// and agree on every admission's reuse and potentials and every tier count.
+TEST(BlockManagerHintsTest, SameResultsAsLookups) {
+  for (bool host : {false, true}) {
+    FakeCostModel cost(FakeCosts{.fixed_ns = 1000, .ns_per_new_token = 10, .ns_per_byte = 1});
+    BlockManagerOptions options = Options(24);
+    if (host) {
+      options.lower_tiers = {Host(16, 50)};
+      options.gpu_evict_action = proto::EVICT_ACTION_DEMOTE;
+    }
+    options.policy.set_name("lru");
+    std::unique_ptr<BlockManager> managers[2];
+    for (auto& m : managers) {
+      auto made = BlockManager::Create(options, &cost);
+      ASSERT_TRUE(made.ok()) << made.status();
+      m = std::move(*made);
+    }
+    std::mt19937_64 rng(11);
+    std::vector<RequestState> flight[2];
+    std::vector<int64_t> turn_blocks(6, 0), epoch(6, 0);
+    SimTime now_ns = 0;
+    int64_t admitted = 0, reused = 0;
+    for (int step = 0; step < 4000; ++step) {
+      now_ns += 10;
+      if (flight[0].size() < 3 && rng() % 2 == 0) {
+        const uint64_t session = rng() % 6;
+        if (rng() % 8 == 0 || turn_blocks[session] >= 12) {  // starts over
+          ++epoch[session];
+          turn_blocks[session] = 0;
+        }
+        turn_blocks[session] += 1 + static_cast<int64_t>(rng() % 3);
+        std::vector<uint64_t> blocks;
+        for (int64_t k = 0; k < turn_blocks[session]; ++k) blocks.push_back(session * 100000 + epoch[session] * 100 + k);
+        const int64_t tokens = 16 * turn_blocks[session] - static_cast<int64_t>(rng() % 16);
+        bool ok[2];
+        for (int m = 0; m < 2; ++m) {
+          RequestState state = MakeState(step, tokens, blocks);
+          state.request.session_id = m == 0 ? static_cast<int64_t>(session) : -1;
+          ok[m] = managers[m]->Admit(&state, now_ns);
+          if (ok[m]) flight[m].push_back(std::move(state));
+        }
+        ASSERT_EQ(ok[0], ok[1]) << "step " << step;
+        if (ok[0]) {
+          ++admitted;
+          const RequestState& a = flight[0].back();
+          const RequestState& b = flight[1].back();
+          reused += a.reused_blocks;
+          ASSERT_EQ(a.reused_tokens, b.reused_tokens) << "step " << step;
+          ASSERT_EQ(a.reloaded_tokens, b.reloaded_tokens) << "step " << step;
+          ASSERT_EQ(a.prefix_potential_tokens, b.prefix_potential_tokens) << "step " << step;
+          ASSERT_EQ(a.segment_potential_tokens, b.segment_potential_tokens) << "step " << step;
+        }
+      } else if (!flight[0].empty()) {
+        const size_t i = rng() % flight[0].size();
+        const int64_t chunk = 1 + static_cast<int64_t>(rng() % 40);
+        for (int m = 0; m < 2; ++m) {
+          RequestState& state = flight[m][i];
+          state.AdvanceCompute(std::min(chunk, state.remaining_compute_tokens()));
+          managers[m]->Publish(&state, now_ns);
+          if (state.remaining_compute_tokens() == 0) {
+            managers[m]->Release(&state, now_ns);
+            flight[m].erase(flight[m].begin() + i);
+          }
+        }
+      }
+      for (size_t t = 0; t < managers[0]->tier_stats().size(); ++t) {
+        const TierStats& a = managers[0]->tier_stats()[t];
+        const TierStats& b = managers[1]->tier_stats()[t];
+        ASSERT_EQ(a.cached_blocks, b.cached_blocks) << "step " << step << " tier " << t;
+        ASSERT_EQ(a.evicted_blocks, b.evicted_blocks) << "step " << step << " tier " << t;
+        ASSERT_EQ(a.reloaded_blocks, b.reloaded_blocks) << "step " << step << " tier " << t;
+      }
+    }
+    // The run exercised hints that hold and hints gone stale.
+    EXPECT_GT(admitted, 500);
+    EXPECT_GT(reused, 1000);
+    EXPECT_GT(managers[0]->tier_stats()[0].evicted_blocks, 500);
+  }
+}
+
 // Slot ids (the GPU policy numbering blocks by entry slot, with no AccessInfo) choose the same victims as
 // the blocks' hashes: two managers, one each way, run the same random requests (shared prefixes, up to
 // three in flight, chunked prefills), with and without a host tier, and agree on every admission's reuse,
