@@ -13,7 +13,17 @@
 // violation (checked). Ties between equal next uses (only blocks never used again tie) break towards the
 // block accessed most recently (the larger access clock): deterministic, and the same whatever ids the
 // cache gives the blocks (hashes, or cache replay's dense ids).
-// O(log n) per operation (a B-tree ordered by next use).
+// Resident blocks are kept in two IndexBitTrees over access clocks: those used again by their next use
+// (the next uses of the resident blocks are distinct access indices: each access is of one block), those
+// never used again by the clock of the access that told so (also distinct). The victim is the never-again
+// block of the largest clock, else the block of the largest next use; an array from access index to the
+// block accessed there names it. O(log_64 n) per operation (4 levels up to 16.7M accesses).
+// REQUIRES (checked): clock and next_access_clock are indices of one access stream, as cache replay's:
+// two resident blocks never share a next use, nor two never-again blocks a clock.
+//
+// Memory, for a stream of n accesses and d distinct blocks: with dense ids 8 bytes per id and 4 per
+// access index (the index-to-block array) plus 2 bits per access index (the trees); with hashes a hash
+// map entry per resident block and 8 bytes per access index.
 //
 // Example:
 //   info.next_access_clock = 10; belady.OnInsert(1, info);
@@ -24,13 +34,12 @@
 #ifndef KVSIM_POLICIES_BELADY_POLICY_H_
 #define KVSIM_POLICIES_BELADY_POLICY_H_
 
-#include <tuple>
-#include <utility>
+#include <cstdint>
 #include <vector>
 
-#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
+#include "util/index_bit_tree.h"
 
 namespace kvsim {
 
@@ -41,9 +50,9 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
   void OnAccess(BlockId block, const AccessInfo& info) override;
   void OnRemove(BlockId block) override;
   const ResidencyIndex* residency() const override { return this; }
-  void SetDenseIds(int64_t num_ids) override { dense_.assign(static_cast<size_t>(num_ids), Key{kAbsent, 0}); }
+  void SetDenseIds(int64_t num_ids) override { dense_.assign(static_cast<size_t>(num_ids), kAbsent); }
   bool IsResident(BlockId block) const override {
-    return dense_.empty() ? keys_.contains(block) : dense_[block].next_use != kAbsent;
+    return dense_.empty() ? keys_.contains(block) : dense_[block] != kAbsent;
   }
   void Prefetch(BlockId block) const override {
     if (!dense_.empty()) __builtin_prefetch(&dense_[block]);
@@ -54,15 +63,25 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
  private:
   absl::optional<BlockId> ChooseVictim(VictimFilter evictable) override;
   void SetNextUse(BlockId block, const AccessInfo& info);
+  // Takes `key` (a Key encoding) out of its tree.
+  void EraseKey(int64_t key);
+  // Records that the access at `index` is of `block`.
+  void SetBlockAt(int64_t index, BlockId block);
+  BlockId BlockAt(int64_t index) const {
+    return dense_.empty() ? block_at_hash_[index] : BlockId{block_at_dense_[index]};
+  }
 
+  // A resident block's key: its next use (>= 0) in next_uses_, or -2 - clock in never_again_; kAbsent:
+  // not resident (dense_).
   static constexpr int64_t kAbsent = -1;
-  struct Key {
-    int64_t next_use;  // kAbsent = not resident (dense_)
-    int64_t clock;     // of the access that set next_use
-  };
-  absl::btree_set<std::tuple<int64_t, int64_t, BlockId>> order_;  // (next use, clock, block)
-  absl::flat_hash_map<BlockId, Key> keys_;                        // resident blocks, unless ids are dense
-  std::vector<Key> dense_;                                        // by dense id, if dense
+  static int64_t NeverKey(int64_t clock) { return -2 - clock; }
+
+  IndexBitTree next_uses_;    // next uses of the resident blocks used again
+  IndexBitTree never_again_;  // clocks of the resident blocks never used again
+  std::vector<uint32_t> block_at_dense_;           // access index -> dense id, if dense
+  std::vector<BlockId> block_at_hash_;             // access index -> block, unless ids are dense
+  absl::flat_hash_map<BlockId, int64_t> keys_;     // resident blocks' keys, unless ids are dense
+  std::vector<int64_t> dense_;                     // keys by dense id, if dense
 };
 
 }  // namespace kvsim

@@ -1,7 +1,8 @@
 // File: policies/block_lists.h
 //
 // BlockLists: doubly-linked lists of blocks threaded through one array of slots (index links, no
-// allocation per operation), with a flat hash map from BlockId to slot. The building block of the
+// allocation per operation), with a flat hash map from BlockId to slot (with dense ids, the slots indexed
+// by id, no map: UseDenseIds). The building block of the
 // queue-based policies (LRU, FIFO, CLOCK, SIEVE, 2Q, S3-FIFO, ARC): every operation is O(1).
 //
 // A block is in at most one of the `num_lists` lists. Each list has a front (most recent insert when
@@ -47,31 +48,30 @@ class BlockLists {
   // any trace's blocks must not allocate for it).
   void Reserve(int64_t num_blocks) {
     const size_t n = static_cast<size_t>(std::clamp<int64_t>(num_blocks, 0, int64_t{1} << 24));
-    if (!identity_) slots_.reserve(n);
-    if (!dense_) index_.reserve(n);
-    reserved_ = static_cast<int64_t>(n);
+    if (!identity_) {
+      slots_.reserve(n);
+      index_.reserve(n);
+    }
   }
 
-  // Dense ids: every block from now on is < num_ids, and the index is an array of num_ids slots instead
-  // of a hash map (cache replay over a compiled trace). When num_ids is at most the Reserve()d blocks
-  // (the serving simulator's slot ids: as many ids as the cache holds blocks), each block's slot is the
-  // block itself: no index at all, and the slots array is no larger than the reserved one. The lists'
-  // order, and so every result, is the same either way. REQUIRES: before the first block is added.
+  // Dense ids: every block from now on is < num_ids, and each block's slot is the block itself: the
+  // slots are an array of num_ids entries indexed by id, with no index in front of them (cache replay
+  // over a compiled trace; the serving simulator's slot ids, as many as the cache holds blocks). A hit
+  // then reads one entry, which Prefetch() loads ahead, and a prompt's blocks, numbered in order of first
+  // use, have neighbouring entries. Memory: sizeof(Slot) = 24 bytes per id, whatever the capacity. The
+  // lists' order, and so every result, is the same as with hashes. REQUIRES: before the first block.
   void UseDenseIds(int64_t num_ids) {
     KVSIM_CHECK(!any_added_) << "UseDenseIds after the first block";
-    dense_ = num_ids > 0;
-    identity_ = dense_ && num_ids <= reserved_;
+    identity_ = num_ids > 0;
     if (identity_) {
       slots_.assign(static_cast<size_t>(num_ids), Slot{});  // list -1: block in no list
-    } else {
-      dense_index_.assign(static_cast<size_t>(num_ids), kNoSlot);
+      index_ = {};
     }
   }
 
   // The slot of `block`, or kNoSlot if it is in no list.
   int32_t Find(BlockId block) const {
     if (identity_) return slots_[block].list >= 0 ? static_cast<int32_t>(block) : kNoSlot;
-    if (dense_) return dense_index_[block];
     auto it = index_.find(block);
     return it == index_.end() ? kNoSlot : it->second;
   }
@@ -80,8 +80,6 @@ class BlockLists {
   void Prefetch(BlockId block) const {
     if (identity_) {
       __builtin_prefetch(&slots_[block]);
-    } else if (dense_) {
-      __builtin_prefetch(&dense_index_[block]);
     } else {
       index_.prefetch(block);
     }
@@ -102,6 +100,7 @@ class BlockLists {
   // Moves slot `s` to the front of `list` (its own list by default), keeping its mark.
   void MoveToFront(int32_t s) { MoveToFront(s, slots_[s].list); }
   void MoveToFront(int32_t s, int list) {
+    if (heads_[list] == s) return;  // at the front of `list` already (an LRU hit on the latest block)
     Unlink(s);
     LinkFront(list, s);
   }
@@ -119,11 +118,7 @@ class BlockLists {
       slots_[s].list = -1;
       return;
     }
-    if (dense_) {
-      dense_index_[slots_[s].block] = kNoSlot;
-    } else {
-      index_.erase(slots_[s].block);
-    }
+    index_.erase(slots_[s].block);
     free_.push_back(s);
   }
 
@@ -216,9 +211,6 @@ class BlockLists {
     }
     if (identity_) {
       // the slot is the block
-    } else if (dense_) {
-      KVSIM_CHECK(dense_index_[block] == kNoSlot) << "block " << block << " is already in a list";
-      dense_index_[block] = s;
     } else {
       bool inserted = index_.emplace(block, s).second;
       KVSIM_CHECK(inserted) << "block " << block << " is already in a list";
@@ -277,10 +269,7 @@ class BlockLists {
   std::vector<int32_t> heads_, tails_;
   std::vector<int64_t> sizes_;
   absl::flat_hash_map<BlockId, int32_t> index_;  // unused with dense ids
-  std::vector<int32_t> dense_index_;             // by dense id; unused when identity_
-  bool dense_ = false;
-  bool identity_ = false;  // dense ids that are their own slots (UseDenseIds)
-  int64_t reserved_ = 0;   // the last Reserve()'s blocks
+  bool identity_ = false;                        // dense ids, their own slots (UseDenseIds)
   bool any_added_ = false;
   // The eligible view (empty unless EnableEligibility): per slot its list-order key (larger = nearer
   // the front) and flag; per tracked list its eligible slots by key.

@@ -18,14 +18,13 @@ std::vector<std::vector<BlockId>> Contents(const BlockLists& lists, int num_list
   return out;
 }
 
-// The three index layouts (hash map; dense ids through an index array; dense ids that are their own
-// slots, when the ids are no more than the reserved blocks) hold the same lists after the same random
-// pushes, moves and erases over two lists.
+// The two index layouts (hash map; dense ids that are their own slots, with fewer or more ids than the
+// reserved blocks) hold the same lists after the same random pushes, moves and erases over two lists.
 TEST(BlockListsTest, DenseAndIdentitySlotsKeepTheSameListsAsTheHashIndex) {
   constexpr int64_t kIds = 64;
   BlockLists hashed(2), dense(2), identity(2);
   hashed.Reserve(kIds);
-  dense.Reserve(kIds / 2);  // more ids than reserved blocks: an index array
+  dense.Reserve(kIds / 2);  // more ids than reserved blocks
   dense.UseDenseIds(kIds);
   identity.Reserve(kIds);
   identity.UseDenseIds(kIds);
