@@ -39,7 +39,7 @@ absl::StatusOr<int64_t> CountDistinctBlocks(TraceReader* reader, const CacheRepl
 void EstimateAll(const std::vector<CacheRunSpec>& specs, CacheBatchPlan* plan) {
   plan->point_bytes.clear();
   for (const CacheRunSpec& spec : specs) {
-    plan->point_bytes.push_back(EstimatePointBytes(spec, plan->distinct_blocks, plan->compiled));
+    plan->point_bytes.push_back(EstimatePointBytes(spec, plan->distinct_blocks, plan->compiled, plan->num_accesses));
   }
 }
 
@@ -84,11 +84,12 @@ double IdsPerCapacity(const proto::EvictionPolicyConfig& policy) {
   return 1.0;
 }
 
-int64_t EstimatePointBytes(const CacheRunSpec& spec, int64_t distinct_blocks, bool compiled) {
+int64_t EstimatePointBytes(const CacheRunSpec& spec, int64_t distinct_blocks, bool compiled, int64_t num_accesses) {
   double ids = std::ceil(static_cast<double>(spec.capacity_blocks) * IdsPerCapacity(spec.policy));
   if (distinct_blocks >= 0) ids = std::min(ids, static_cast<double>(distinct_blocks));
   double bytes = kPointOverheadBytes + ids * static_cast<double>(BytesPerTrackedId(spec.policy));
   if (compiled && distinct_blocks > 0) bytes += static_cast<double>(distinct_blocks) * kDenseBytesPerId;
+  if (compiled && PolicyNeedsOracle(spec.policy)) bytes += static_cast<double>(num_accesses) * kOracleBytesPerAccess;
   return static_cast<int64_t>(std::min(bytes, 9e18));
 }
 
@@ -152,6 +153,7 @@ absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysInBatches(const Trace
     KVSIM_ASSIGN_OR_RETURN(CompiledTrace trace, CompileTrace(reader.get(), options));
     reader.reset();
     plan.distinct_blocks = static_cast<int64_t>(trace.distinct_blocks.size());
+    plan.num_accesses = trace.num_accesses();
     plan.shared_bytes +=
         trace.num_accesses() * kCompiledBytesPerAccess + plan.distinct_blocks * static_cast<int64_t>(sizeof(BlockId));
     EstimateAll(specs, &plan);

@@ -9,6 +9,7 @@
 // The estimate of one point (an estimate of its peak resident bytes, not a bound):
 //   kPointOverheadBytes + ids x BytesPerTrackedId(policy)                      streaming (hashed ids)
 //   kPointOverheadBytes + ids x BytesPerTrackedId(policy) + distinct x kDenseBytesPerId   compiled trace
+//     + accesses x kOracleBytesPerAccess                                                    Belady
 // with ids = min(ceil(capacity x IdsPerCapacity(policy)), distinct blocks): the ids the policy tracks
 // at most, resident ones and the ghosts some keep (ARC, 2Q: 2 c; S3-FIFO: 1.9 c by default). The distinct
 // blocks are counted only when the capacities alone do not fit (a pass with a HyperLogLog counter,
@@ -43,6 +44,9 @@ inline constexpr int64_t kPointOverheadBytes = 4096;
 inline constexpr int64_t kPassOverheadBytes = int64_t{64} << 20;
 inline constexpr int64_t kDenseBytesPerId = 24;
 inline constexpr int64_t kCompiledBytesPerAccess = 40;
+// Belady's arrays over access indices (policies/belady_policy.h): 4 bytes to name the block of each index
+// and 2 bits in its trees, both grown by doubling (up to twice that).
+inline constexpr int64_t kOracleBytesPerAccess = 9;
 
 // Bytes per id the policy tracks (its list slot and its share of the index, with the growth slack of
 // vectors and hash tables), wrappers included (+leaf_first: its B-tree of eligible blocks; +ttl: pins).
@@ -52,8 +56,9 @@ int64_t BytesPerTrackedId(const proto::EvictionPolicyConfig& policy);
 double IdsPerCapacity(const proto::EvictionPolicyConfig& policy);
 
 // Estimated peak bytes of one point. distinct_blocks < 0: unknown (the capacity alone bounds the ids).
-// `compiled`: the point runs over a compiled trace with dense ids.
-int64_t EstimatePointBytes(const CacheRunSpec& spec, int64_t distinct_blocks, bool compiled);
+// `compiled`: the point runs over a compiled trace with dense ids, of `num_accesses` accesses (counted for
+// the oracle policy only).
+int64_t EstimatePointBytes(const CacheRunSpec& spec, int64_t distinct_blocks, bool compiled, int64_t num_accesses = 0);
 
 // Half of the machine's physical memory (sysconf); 4 GiB if it cannot be read.
 int64_t DefaultMemoryLimitBytes();
@@ -68,6 +73,7 @@ struct CacheBatchPlan {
   std::vector<int64_t> point_bytes;          // EstimatePointBytes of each spec
   int64_t shared_bytes = 0;                  // pass overhead plus the compiled trace, if any
   int64_t distinct_blocks = -1;              // estimate, if counted; -1 = not needed
+  int64_t num_accesses = 0;                  // of the compiled trace, if any
   bool compiled = false;                     // the points ran over a compiled trace
 };
 

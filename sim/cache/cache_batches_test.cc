@@ -30,6 +30,9 @@ TEST(CacheBatchesTest, EstimatesByHand) {
   EXPECT_EQ(EstimatePointBytes(Spec("lru+ttl", 10), -1, false), 4096 + 10 * (80 + 64));
   // Compiled: the dense arrays cost every distinct block.
   EXPECT_EQ(EstimatePointBytes(Spec("belady", 10), 100, true), 4096 + 10 * 128 + 100 * 24);
+  // Belady's arrays over the access indices: 9 bytes per access of the compiled trace.
+  EXPECT_EQ(EstimatePointBytes(Spec("belady", 10), 100, true, 1000), 4096 + 10 * 128 + 100 * 24 + 1000 * 9);
+  EXPECT_EQ(EstimatePointBytes(Spec("lru", 10), 100, true, 1000), 4096 + 10 * 80 + 100 * 24);
 }
 
 TEST(CacheBatchesTest, PlanGroupsInOrderAndRefusesWhatCannotFit) {
