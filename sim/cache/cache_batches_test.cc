@@ -59,7 +59,8 @@ TEST(CacheBatchesTest, PlanGroupsInOrderAndRefusesWhatCannotFit) {
 }
 
 // Batched runs give the results of one run over every point, for a limit that puts each point in its own
-// pass (the trace reopened each time), streaming and over a compiled trace (with Belady).
+// pass (the trace reopened each time) when the points are of one size, streaming and over a compiled trace
+// (with Belady, whose points are the largest).
 TEST(CacheBatchesTest, OnePointPerBatchEqualsOneRun) {
   for (const std::vector<std::string>& policies :
        {std::vector<std::string>{"lru", "fifo", "sieve", "clock"}, std::vector<std::string>{"belady", "lru"}}) {
@@ -88,7 +89,16 @@ TEST(CacheBatchesTest, OnePointPerBatchEqualsOneRun) {
     auto batched =
         RunCacheReplaysInBatches(open, specs, options, {.memory_limit_bytes = plan.shared_bytes + largest}, &plan);
     ASSERT_TRUE(batched.ok()) << batched.status();
-    EXPECT_EQ(plan.batches.size(), specs.size()) << DescribeCacheBatchPlan(plan, plan.shared_bytes + largest);
+    if (!plan.compiled) {
+      EXPECT_EQ(plan.batches.size(), specs.size()) << DescribeCacheBatchPlan(plan, plan.shared_bytes + largest);
+    } else {
+      // Belady's points (the largest: its arrays over the access indices) each fill a pass; the smaller
+      // LRU points may share one.
+      for (const std::vector<size_t>& batch : plan.batches) {
+        if (specs[batch[0]].policy.name() == "belady") EXPECT_EQ(batch.size(), 1u);
+      }
+      EXPECT_GE(plan.batches.size(), 4u) << DescribeCacheBatchPlan(plan, plan.shared_bytes + largest);
+    }
     // Streaming: one pass per batch and one to count the distinct blocks; compiled: one read in all.
     EXPECT_EQ(opens, plan.compiled ? 1 : static_cast<int>(specs.size()) + 1);
     ASSERT_EQ(batched->size(), specs.size());
