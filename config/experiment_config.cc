@@ -151,8 +151,8 @@ namespace {
 absl::Status ApplyStackPreset(absl::string_view source, proto::ExperimentConfig* config) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig merged, LoadStackPreset(config->stack_preset()));
   if (!merged.stack_preset().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": stack_preset '", config->stack_preset(),
-                                                   "' sets stack_preset itself; a stack preset cannot nest"));
+    return FieldError(source, "stack_preset",
+                      absl::StrCat("'", config->stack_preset(), "' sets stack_preset itself; a stack preset cannot nest"));
   }
   if (!config->eviction().name().empty()) merged.clear_eviction();
   if (config->cache().lower_tiers_size() > 0) merged.mutable_cache()->clear_lower_tiers();
@@ -198,7 +198,8 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   }
   KVSIM_RETURN_IF_ERROR(
       RequireRange(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns(), 0, kMaxDurationNs));
-  // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query.
+  // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query
+  // ("SOURCE: field FIELD: ...", as FieldError).
   if (absl::Status kv = ResolveKvFormat(config.model(), *cost).status(); !kv.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", kv.message()));
   }
