@@ -25,6 +25,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -246,23 +247,34 @@ py::list Cache(const std::string& trace, const std::vector<std::string>& policie
 }
 
 // LRU's miss-ratio curve in one pass: numpy arrays over the step points, plus the ratios at `sizes`.
-py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, double sample_rate, bool prefix,
-             int32_t block_tokens, const std::string& trace_format) {
+// Within `memory_limit` bytes (0 = DefaultMemoryLimitBytes(), half the physical memory), through
+// ComputeLruMrcWithinLimit as `kvsim mrc --memory_limit` runs it: with `sample_rate` None the curve is exact
+// where it fits and sampled at a chosen rate where it does not; a given rate is refused when it does not fit.
+py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, std::optional<double> sample_rate,
+             bool prefix, int32_t block_tokens, const std::string& trace_format, int64_t memory_limit,
+             double hot_share) {
+  if (memory_limit < 0) {
+    throw py::value_error(absl::StrCat("memory_limit: expected bytes >= 0 (0 = half the physical memory), got ",
+                                       memory_limit));
+  }
+  if (!(hot_share >= 0 && hot_share < 1)) {
+    throw py::value_error(absl::StrCat("hot_share: must be in [0, 1), got ", hot_share));
+  }
   absl::StatusOr<LruMrc> curve;
+  MrcMemoryPlan plan;
   {
     py::gil_scoped_release release;
-    curve = [&]() -> absl::StatusOr<LruMrc> {
-      TraceOptions options;
-      options.format = trace_format;
-      absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(trace, options);
-      if (!reader.ok()) return reader.status();
-      CacheReplayOptions replay;
-      replay.block_tokens = block_tokens;
-      MrcOptions mrc;
-      mrc.sample_rate = sample_rate;
-      mrc.prefix = prefix;
-      return ComputeLruMrc(reader->get(), replay, mrc);
-    }();
+    TraceOptions options;
+    options.format = trace_format;
+    const TraceReopener open = [&]() { return OpenTrace(trace, options); };
+    CacheReplayOptions replay;
+    replay.block_tokens = block_tokens;
+    MrcOptions mrc;
+    mrc.sample_rate = sample_rate.value_or(1.0);
+    mrc.prefix = prefix;
+    mrc.hot_share = hot_share;
+    curve = ComputeLruMrcWithinLimit(open, replay, mrc, /*choose_rate=*/!sample_rate.has_value(), memory_limit,
+                                     &plan);
   }
   const LruMrc lru = OrThrow(std::move(curve));
   auto columns = [](const std::vector<MrcPoint>& points) {
@@ -291,6 +303,8 @@ py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, double
   out["steps"] = columns(lru.StepPoints());
   out["at"] = columns(at);
   out["sampled_accesses"] = lru.sampled_accesses();
+  out["sample_rate"] = lru.sample_rate();
+  out["memory_plan"] = DescribeMrcMemoryPlan(plan);
   return out;
 }
 
@@ -446,9 +460,12 @@ PYBIND11_MODULE(kvsim, m) {
   m.def("cache", &kvsim::Cache, py::arg("trace"), py::arg("policies"), py::arg("capacities_blocks"),
         py::arg("block_tokens") = 16, py::arg("trace_format") = "",
         "Cache replay: one dict of statistics per (policy, capacity).");
-  m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{}, py::arg("sample_rate") = 1.0,
-        py::arg("prefix") = false, py::arg("block_tokens") = 16, py::arg("trace_format") = "",
-        "LRU miss-ratio curve: {'steps': columns at every size where it changes, 'at': columns at `sizes`}.");
+  m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{},
+        py::arg("sample_rate") = py::none(), py::arg("prefix") = false, py::arg("block_tokens") = 16,
+        py::arg("trace_format") = "", py::arg("memory_limit") = 0, py::arg("hot_share") = kvsim::kDefaultMrcHotShare,
+        "LRU miss-ratio curve: {'steps': columns at every size where it changes, 'at': columns at `sizes`, "
+        "'sample_rate', 'memory_plan'}, within `memory_limit` bytes (0 = half the physical memory) as "
+        "`kvsim mrc --memory_limit`: sample_rate None = exact where it fits, else a chosen rate.");
   m.def("sweep", &kvsim::Sweep, py::arg("trace"), py::arg("grid"), py::arg("config") = py::none(),
         py::arg("mode") = "cache", py::arg("out") = "", py::arg("threads") = 0, py::arg("trace_format") = "",
         "kvsim sweep over one shard: {'results': {column: numpy array}, 'results_csv', 'results_json', "
