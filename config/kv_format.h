@@ -57,8 +57,7 @@ double KvBytesPerToken(const proto::ModelSpec& model, const KvFormat& kv);
 double KvBytesPerTokenPerLayer(int64_t kv_heads, int64_t head_dim, const KvFormat& kv);
 
 // The KV format of a resolved model and cost-model config (model.kv_dtype, overridden by
-// cost_model.kv_quant_bits). InvalidArgument "field FIELD: WHAT" (config/field_checks.h's FieldError form,
-// for a caller to prefix with "SOURCE: ") for unsupported bits or group sizes.
+// cost_model.kv_quant_bits). InvalidArgument naming the field for unsupported bits or group sizes.
 absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model, const proto::CostModelConfig& cost);
 
 }  // namespace kvsim
