@@ -36,6 +36,7 @@
 #include "cost_models/cost_model.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/config.pb.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
 #include "sim/quality/quality_evaluator.h"
@@ -206,8 +207,15 @@ py::object Replay(const std::string& trace, const py::object& config, const std:
   return out;
 }
 
+// Cache replays of every (policy, capacity), in passes within `memory_limit` bytes (0 = half the physical
+// memory) as `kvsim cache --memory_limit` runs them (RunCacheReplaysInBatches).
 py::list Cache(const std::string& trace, const std::vector<std::string>& policies,
-               const std::vector<int64_t>& capacities_blocks, int32_t block_tokens, const std::string& trace_format) {
+               const std::vector<int64_t>& capacities_blocks, int32_t block_tokens, const std::string& trace_format,
+               int64_t memory_limit) {
+  if (memory_limit < 0) {
+    throw py::value_error(absl::StrCat("memory_limit: expected bytes >= 0 (0 = half the physical memory), got ",
+                                       memory_limit));
+  }
   std::vector<CacheRunSpec> specs;
   for (const std::string& policy : policies) {
     for (int64_t capacity : capacities_blocks) {
@@ -220,15 +228,12 @@ py::list Cache(const std::string& trace, const std::vector<std::string>& policie
   absl::StatusOr<std::vector<CacheRunResult>> results;
   {
     py::gil_scoped_release release;
-    results = [&]() -> absl::StatusOr<std::vector<CacheRunResult>> {
-      TraceOptions options;
-      options.format = trace_format;
-      absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(trace, options);
-      if (!reader.ok()) return reader.status();
-      CacheReplayOptions replay;
-      replay.block_tokens = block_tokens;
-      return RunCacheReplays(reader->get(), specs, replay);
-    }();
+    TraceOptions options;
+    options.format = trace_format;
+    const TraceReopener open = [&]() { return OpenTrace(trace, options); };
+    CacheReplayOptions replay;
+    replay.block_tokens = block_tokens;
+    results = RunCacheReplaysInBatches(open, specs, replay, {.memory_limit_bytes = memory_limit});
   }
   py::list out;
   for (const CacheRunResult& r : OrThrow(std::move(results))) {
@@ -458,8 +463,9 @@ PYBIND11_MODULE(kvsim, m) {
         "Serving replay; returns {'summary': dict, 'summary_json': str, 'requests': {column: numpy array}, "
         "'requests_csv': str, 'timeseries': {column: numpy array}, 'timeseries_csv': str}.");
   m.def("cache", &kvsim::Cache, py::arg("trace"), py::arg("policies"), py::arg("capacities_blocks"),
-        py::arg("block_tokens") = 16, py::arg("trace_format") = "",
-        "Cache replay: one dict of statistics per (policy, capacity).");
+        py::arg("block_tokens") = 16, py::arg("trace_format") = "", py::arg("memory_limit") = 0,
+        "Cache replay: one dict of statistics per (policy, capacity), in passes within `memory_limit` bytes "
+        "(0 = half the physical memory) as `kvsim cache --memory_limit`.");
   m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{},
         py::arg("sample_rate") = py::none(), py::arg("prefix") = false, py::arg("block_tokens") = 16,
         py::arg("trace_format") = "", py::arg("memory_limit") = 0, py::arg("hot_share") = kvsim::kDefaultMrcHotShare,

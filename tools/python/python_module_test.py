@@ -124,6 +124,26 @@ class ReplayTest(unittest.TestCase):
             kvsim.read_trace(os.path.join(self.dir, "missing.jsonl"))
         self.assertIn("missing.jsonl", str(raised.exception))
 
+    def test_cache_memory_limit_is_the_command_lines(self):
+        # 70 MB holds the trace pass and one or two of these points: several passes (the command line says
+        # how many), with the statistics of one pass; 60 MB holds none, refused as the command line does.
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        args = ["--trace=" + trace, "--policy=lru,s3fifo", "--capacity_blocks=8192,16384"]
+        one_pass = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384])
+        passes = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=70000000)
+        done = self.cli("cache", *args, "--memory_limit=70000000", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("4 points in 3 passes", done.stderr)
+        self.assertEqual(passes, one_pass)
+        for mine, theirs in zip(passes, json.loads(done.stdout)):
+            self.assertEqual(mine["hits"], theirs["hits"])
+        done = self.cli("cache", *args, "--memory_limit=60000000")
+        self.assertEqual(done.returncode, 2)
+        with self.assertRaises(ValueError) as raised:
+            kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=60000000)
+        self.assertIn("--memory_limit", str(raised.exception))
+        self.assertIn(str(raised.exception), done.stderr)
+
     def test_mrc_memory_limit_is_the_command_lines(self):
         # A limit under the exact curve's needs: the module and `kvsim mrc --memory_limit` choose the same
         # rate (one function) and give the same ratios; a rate that is given and does not fit is refused with
