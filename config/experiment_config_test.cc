@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
 #include "gtest/gtest.h"
@@ -357,6 +358,12 @@ TEST(ConfigTest, UnknownPresetIsNotFound) {
   proto::ExperimentConfig raw;
   raw.set_model_preset("llama-9");
   EXPECT_EQ(ResolveExperimentConfig(raw, "x").status().code(), absl::StatusCode::kNotFound);
+  // Named with the line of the field that names it, its code kept.
+  const std::string path = WriteTemp("preset.textproto", "name: \"x\"\n  device_preset: \"h900\"\n");
+  const absl::Status status = LoadExperimentConfig(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(status.message(), path + ":2:3: field device_preset: unknown device preset 'h900';"))
+      << status;
 }
 
 TEST(ConfigTest, TiersGetDefaultsAndDemoteChain) {
