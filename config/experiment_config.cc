@@ -146,13 +146,21 @@ absl::StatusOr<int64_t> GpuCapacityTokens(const proto::ExperimentConfig& config)
 
 namespace {
 
+// A preset's refusal (NotFound for an unknown name, or the preset file's own error) in FieldError's form for
+// the field that names the preset, its code kept, so that it is named with the line that sets the field.
+absl::Status PresetError(absl::string_view source, absl::string_view field, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(source, ": field ", field, ": ", status.message()));
+}
+
 // The stack preset under `config`: the preset's fields, then every field `config` sets over them (a set
 // eviction name or tier list replaces the preset's whole message or list).
 absl::Status ApplyStackPreset(absl::string_view source, proto::ExperimentConfig* config) {
-  KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig merged, LoadStackPreset(config->stack_preset()));
+  absl::StatusOr<proto::ExperimentConfig> preset = LoadStackPreset(config->stack_preset());
+  if (!preset.ok()) return PresetError(source, "stack_preset", preset.status());
+  proto::ExperimentConfig merged = *std::move(preset);
   if (!merged.stack_preset().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": stack_preset '", config->stack_preset(),
-                                                   "' sets stack_preset itself; a stack preset cannot nest"));
+    return FieldError(source, "stack_preset",
+                      absl::StrCat("'", config->stack_preset(), "' sets stack_preset itself; a stack preset cannot nest"));
   }
   if (!config->eviction().name().empty()) merged.clear_eviction();
   if (config->cache().lower_tiers_size() > 0) merged.mutable_cache()->clear_lower_tiers();
@@ -168,7 +176,9 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   if (!config.stack_preset().empty()) KVSIM_RETURN_IF_ERROR(ApplyStackPreset(source, &config));
   KVSIM_RETURN_IF_ERROR(CheckDefinedEnums(config, source));
   const std::string model_preset = config.model_preset().empty() ? kDefaultModelPreset : config.model_preset();
-  KVSIM_ASSIGN_OR_RETURN(proto::ModelSpec model, LoadModelPreset(model_preset));
+  absl::StatusOr<proto::ModelSpec> model_or = LoadModelPreset(model_preset);
+  if (!model_or.ok()) return PresetError(source, "model_preset", model_or.status());
+  proto::ModelSpec model = *std::move(model_or);
   model.MergeFrom(config.model());
   FillModelDefaults(&model);
   KVSIM_RETURN_IF_ERROR(ValidateModelSpec(model, source));
@@ -176,7 +186,9 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   *config.mutable_model() = model;
 
   const std::string device_preset = config.device_preset().empty() ? kDefaultDevicePreset : config.device_preset();
-  KVSIM_ASSIGN_OR_RETURN(proto::DeviceSpec device, LoadDevicePreset(device_preset));
+  absl::StatusOr<proto::DeviceSpec> device_or = LoadDevicePreset(device_preset);
+  if (!device_or.ok()) return PresetError(source, "device_preset", device_or.status());
+  proto::DeviceSpec device = *std::move(device_or);
   // A config's fitted cost-model parameters replace the preset's whole (merging would append their
   // repeated fields, and a resolved config would not reload unchanged).
   if (config.device().has_fitted()) device.clear_fitted();
@@ -198,7 +210,8 @@ absl::StatusOr<proto::ExperimentConfig> ResolveExperimentConfig(proto::Experimen
   }
   KVSIM_RETURN_IF_ERROR(
       RequireRange(source, "cost_model.iteration_overhead_ns", cost->iteration_overhead_ns(), 0, kMaxDurationNs));
-  // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query.
+  // The KV format sizes the cache: an undescribable one is refused here, not at the first capacity query
+  // ("SOURCE: field FIELD: ...", as FieldError).
   if (absl::Status kv = ResolveKvFormat(config.model(), *cost).status(); !kv.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", kv.message()));
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
 #include "gtest/gtest.h"
@@ -172,6 +173,17 @@ TEST(ConfigTest, ImpossibleValuesNameTheFileAndField) {
                                                          "  gpu_memory_utilization: 1.5\n}\n");
   EXPECT_EQ(LoadExperimentConfig(lines).status().message(),
             lines + ":4:3: field cache.gpu_memory_utilization: must be in (0, 1], got 1.5");
+  // The KV format's refusals too (checked by config/kv_format.cc, which knows no file).
+  const std::string bits = WriteTemp("bits.textproto", "name: \"x\"\ncost_model {\n    kv_quant_bits: 5\n}\n");
+  EXPECT_EQ(LoadExperimentConfig(bits).status().message(),
+            bits + ":3:5: field cost_model.kv_quant_bits: must be 0, 2, 3, 4, 8 or 16, got 5");
+  const std::string group =
+      WriteTemp("group.textproto", "cost_model { kv_quant_bits: 4\n  kv_quant_group_size: -2 }\n");
+  EXPECT_EQ(LoadExperimentConfig(group).status().message(),
+            group + ":2:3: field cost_model.kv_quant_group_size: must be >= 0, got -2");
+  const std::string scale = WriteTemp("scale.textproto", "cost_model { kv_scale_bytes_per_group: -1 }\n");
+  EXPECT_EQ(LoadExperimentConfig(scale).status().message(),
+            scale + ":1:14: field cost_model.kv_scale_bytes_per_group: must be >= 0, got -1");
   const std::string unset = WriteTemp("unset.textproto", "cache { lower_tiers { kind: TIER_KIND_HOST } }\n");
   EXPECT_EQ(LoadExperimentConfig(unset).status().message(),
             unset + ": field cache.lower_tiers[0].capacity_bytes: must be > 0, got 0");
@@ -346,6 +358,12 @@ TEST(ConfigTest, UnknownPresetIsNotFound) {
   proto::ExperimentConfig raw;
   raw.set_model_preset("llama-9");
   EXPECT_EQ(ResolveExperimentConfig(raw, "x").status().code(), absl::StatusCode::kNotFound);
+  // Named with the line of the field that names it, its code kept.
+  const std::string path = WriteTemp("preset.textproto", "name: \"x\"\n  device_preset: \"h900\"\n");
+  const absl::Status status = LoadExperimentConfig(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(status.message(), path + ":2:3: field device_preset: unknown device preset 'h900';"))
+      << status;
 }
 
 TEST(ConfigTest, TiersGetDefaultsAndDemoteChain) {

@@ -16,7 +16,9 @@ absl::Status FieldError(absl::string_view source, absl::string_view field, absl:
 }
 
 absl::Status WithFieldPositionFromFile(absl::Status status, const google::protobuf::Message& prototype) {
-  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  if (status.code() != absl::StatusCode::kInvalidArgument && status.code() != absl::StatusCode::kNotFound) {
+    return status;
+  }
   constexpr absl::string_view kFieldMark = ": field ";  // FieldError's "SOURCE: field PATH: WHAT"
   const absl::string_view message = status.message();
   const size_t source_end = message.find(kFieldMark);
@@ -32,7 +34,7 @@ absl::Status WithFieldPositionFromFile(absl::Status status, const google::protob
   const std::string position = FieldPositionInText(view, prototype, path_and_what.substr(0, path_end));
   if (position.empty()) return status;
   absl::Status positioned =
-      absl::InvalidArgumentError(absl::StrCat(source, ":", position, kFieldMark, path_and_what));
+      absl::Status(status.code(), absl::StrCat(source, ":", position, kFieldMark, path_and_what));
   status.ForEachPayload(
       [&positioned](absl::string_view url, const absl::Cord& payload) { positioned.SetPayload(url, payload); });
   return positioned;

@@ -24,7 +24,7 @@ namespace kvsim {
 absl::Status FieldError(absl::string_view source, absl::string_view field, absl::string_view what);
 
 // `status` with the position at which its source file sets the field it names: a FieldError
-// ("SOURCE: field PATH: ...") whose SOURCE is a text-proto file of `prototype`'s type (read again, at most
+// ("SOURCE: field PATH: ...", or a NotFound in that form: an unknown preset) whose SOURCE is a text-proto file of `prototype`'s type (read again, at most
 // 16 MiB) that sets PATH (util/text_proto.h's FieldPositionInText) becomes "SOURCE:LINE:COLUMN: field
 // PATH: ...". For refusals raised after the file was parsed: LoadExperimentConfig's checks, and the serving
 // checks of `kvsim config` and `kvsim replay`. Any other status, a SOURCE that cannot be read or does not

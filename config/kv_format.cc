@@ -49,7 +49,7 @@ absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model, const pr
       break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("cost_model.kv_quant_bits: must be 0, 2, 3, 4, 8 or 16, got ", quant_bits));
+          absl::StrCat("field cost_model.kv_quant_bits: must be 0, 2, 3, 4, 8 or 16, got ", quant_bits));
   }
   if (quant_bits == 0) {
     switch (model.kv_dtype()) {
@@ -73,19 +73,23 @@ absl::StatusOr<KvFormat> ResolveKvFormat(const proto::ModelSpec& model, const pr
         kv.is_integer = true;
         break;
       default:
-        return absl::InvalidArgumentError("model.kv_dtype: must be a known DType");
+        return absl::InvalidArgumentError("field model.kv_dtype: must be a known DType");
     }
   }
-  if (cost.kv_quant_group_size() < 0 || cost.kv_scale_bytes_per_group() < 0) {
+  if (cost.kv_quant_group_size() < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cost_model.kv_quant_group_size and kv_scale_bytes_per_group must be >= 0, got ",
-                     cost.kv_quant_group_size(), " and ", cost.kv_scale_bytes_per_group()));
+        absl::StrCat("field cost_model.kv_quant_group_size: must be >= 0, got ", cost.kv_quant_group_size()));
+  }
+  if (cost.kv_scale_bytes_per_group() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("field cost_model.kv_scale_bytes_per_group: must be >= 0, got ",
+                                                   cost.kv_scale_bytes_per_group()));
   }
   if (kv.is_integer || (kv.is_fp8 && cost.kv_quant_group_size() > 0)) {
     kv.group_size = cost.kv_quant_group_size() > 0 ? cost.kv_quant_group_size() : model.head_dim();
     kv.scale_bytes_per_group = cost.kv_scale_bytes_per_group() > 0 ? cost.kv_scale_bytes_per_group() : 4;
     if (kv.group_size <= 0) {
-      return absl::InvalidArgumentError("cost_model.kv_quant_group_size: model.head_dim is not set");
+      return absl::InvalidArgumentError(
+          "field cost_model.kv_quant_group_size: 0 (the head dimension) needs model.head_dim, which is not set");
     }
   }
   return kv;

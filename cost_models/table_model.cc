@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::FromTable(const 
 absl::StatusOr<std::unique_ptr<TableCostModel>> TableCostModel::Create(const proto::ExperimentConfig& config) {
   const std::string& path = config.cost_model().table_path();
   if (path.empty()) {
-    return absl::InvalidArgumentError("cost_model.table_path: required for the table cost model");
+    return absl::InvalidArgumentError("field cost_model.table_path: required for the table cost model");
   }
   KVSIM_ASSIGN_OR_RETURN(proto::CalibrationTable table, ReadCalibrationTable(path));
   return FromTable(config, table, path);

@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicyFromConfig(
 absl::StatusOr<std::unique_ptr<EvictionPolicy>> CreateServingEvictionPolicy(const proto::EvictionPolicyConfig& config) {
   if (PolicyNeedsOracle(config)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "eviction.name: '", config.name(), "' needs each block's next access, which only cache replay knows ",
+        "field eviction.name: '", config.name(), "' needs each block's next access, which only cache replay knows ",
         "(kvsim cache, kvsim mrc, kvsim sweep --mode=cache); the serving replay cannot run it"));
   }
   return CreateEvictionPolicyFromConfig(config);

@@ -44,8 +44,9 @@ refused_config() {
 # An impossible value: names the field and where the file sets it.
 refused_config impossible 'model { num_kv_heads: 3 }' ":1:9: field model.num_kv_heads: 3 does not divide"
 # What replay would refuse, config refuses: the eviction policy and the cost model are built too.
-refused_config policy 'eviction { name: "bogus" }' ": unknown eviction policy 'bogus'"
-refused_config bits 'cost_model { kv_quant_bits: 5 }' ": cost_model.kv_quant_bits"
+refused_config policy 'eviction { name: "bogus" }' ":1:1: field eviction: unknown eviction policy 'bogus'"
+refused_config bits 'cost_model { kv_quant_bits: 5 }' ":1:14: field cost_model.kv_quant_bits: must be 0, 2, 3"
+refused_config stack 'stack_preset: "nope"' ":1:1: field stack_preset: unknown stack preset 'nope'"
 printf 'cluster { router: 17 }\n' >"$tmp/router.textproto"  # an undefined enum number: refused where it is read
 expect 2 "$kvsim" config --config="$tmp/router.textproto"
 has "router.textproto:1:11: field cluster.router: 17 is not a value of RouterKind" err

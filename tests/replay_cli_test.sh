@@ -71,12 +71,12 @@ printf 'scheduler { preemption: PREEMPTION_MODE_SWAP }\n' > "$tmp/swap.textproto
 grep -q "needs a host tier" "$tmp/stderr" || fail "swap message: $(cat "$tmp/stderr")"
 
 # Belady needs the future accesses, which only cache replay knows: the serving replay and `kvsim config`
-# refuse it the same way (exit 2, naming the field), instead of failing a check mid-run.
+# refuse it the same way (exit 2, naming the field and its line), instead of failing a check mid-run.
 printf 'eviction { name: "belady" }\n' > "$tmp/belady.textproto"
 for cmd in "replay --trace=$trace" config; do
   "$kvsim" $cmd --config="$tmp/belady.textproto" >/dev/null 2>"$tmp/belady_err"
   [ $? -eq 2 ] || fail "$cmd with belady should exit 2: $(cat "$tmp/belady_err")"
-  grep -q "eviction.name: 'belady' needs each block's next access" "$tmp/belady_err" || \
+  grep -q "belady.textproto:1:12: field eviction.name: 'belady' needs each block's next access" "$tmp/belady_err" || \
     fail "$cmd belady message: $(cat "$tmp/belady_err")"
 done
 

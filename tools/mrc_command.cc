@@ -23,7 +23,7 @@ ABSL_FLAG(bool, prefix, false, "mrc: also the prefix-hit curve (leading hits of 
 ABSL_FLAG(double, sample_rate, 1.0,
           "mrc: SHARDS spatial sampling rate in [1e-6, 1] for the one-pass LRU curve; 1 = exact. Unset: exact "
           "when the curve fits --memory_limit, else the largest rate that fits (chosen from a distinct-block count)");
-ABSL_FLAG(double, hot_share, 0.001,
+ABSL_FLAG(double, hot_share, kvsim::kDefaultMrcHotShare,
           "mrc, sampled (--sample_rate < 1 or a chosen rate): blocks with at least this share of all accesses are "
           "tracked exactly beside the sample (a pre-pass finds them); 0 = plain SHARDS");
 ABSL_FLAG(std::string, sizes, "",

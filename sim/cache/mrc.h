@@ -70,6 +70,9 @@
 
 namespace kvsim {
 
+// The default MrcOptions::hot_share of `kvsim mrc --hot_share` and the Python module's mrc.
+inline constexpr double kDefaultMrcHotShare = 0.001;
+
 struct MrcOptions {
   double sample_rate = 1.0;  // SHARDS rate R in [1e-6, 1]; 1 = exact
   bool prefix = false;       // also the prefix-hit curve (exact only)

@@ -178,8 +178,7 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
   const double scale = config_.workload().time_scale();
   RequestState scratch;
   SimTime last_ns = 0;
-  std::vector<SessionLink> links;  // what the chains need of each request; the rest is spilled
-  while ((max_requests <= 0 || static_cast<int64_t>(links.size()) < max_requests) &&
+  while ((max_requests <= 0 || chains_.size() < max_requests) &&
          reader->Next(&scratch.request)) {
     KVSIM_RETURN_IF_ERROR(CheckRequest(*reader, &scratch));
     KVSIM_RETURN_IF_ERROR(AssignRequestKv(&scratch));
@@ -190,23 +189,25 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
                                                      last_ns));
     }
     last_ns = arrival_ns;
-    links.push_back(SessionLinkOf(scratch.request));
-    session_offsets_.push_back(session_spill_.Append(scratch.request, scratch.unique_blocks, scratch.kv));
+    // What the chains need of the request; the rest is spilled.
+    chains_.Add(SessionLinkOf(scratch.request),
+                session_spill_.Append(scratch.request, scratch.unique_blocks, scratch.kv));
     scratch.request.Clear();
     scratch.unique_blocks = false;
     scratch.kv = RequestKv();
   }
   KVSIM_RETURN_IF_ERROR(reader->status());
-  requests_read_ = static_cast<int64_t>(links.size());
-  KVSIM_ASSIGN_OR_RETURN(chains_, BuildSessionChains(links, reader->info().path));
+  requests_read_ = chains_.size();
+  KVSIM_RETURN_IF_ERROR(chains_.Build(reader->info().path));
   return IssueNextRoot();
 }
 
 absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
+  KVSIM_ASSIGN_OR_RETURN(const SessionChainRecord chain, chains_.Get(index));
   const int32_t slot = pool_.Allocate();
   RequestState& state = pool_.at(slot);
   bool unique_blocks = false;  // fresh hashes, assigned when the trace was checked
-  if (absl::Status read = session_spill_.Read(session_offsets_[index], &state.request, &unique_blocks, &state.kv);
+  if (absl::Status read = session_spill_.Read(chain.spill_offset, &state.request, &unique_blocks, &state.kv);
       !read.ok()) {
     pool_.Free(slot);
     return read;
@@ -224,8 +225,8 @@ absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, SimTime issue
 
 absl::Status Engine::IssueNextRoot() {
   root_slot_ = -1;
-  if (next_root_ >= chains_.roots.size()) return absl::OkStatus();
-  const int32_t index = chains_.roots[next_root_++];
+  if (next_root_ >= chains_.num_roots()) return absl::OkStatus();
+  KVSIM_ASSIGN_OR_RETURN(const int32_t index, chains_.root(next_root_++));
   KVSIM_ASSIGN_OR_RETURN(root_slot_, IssueSessionRequest(index, /*issue_ns=*/-1));
   return absl::OkStatus();
 }
@@ -234,10 +235,11 @@ absl::Status Engine::SessionRequestEnded(int32_t slot, SimTime now_ns) {
   const int32_t index = slot_index_[slot];
   slot_index_[slot] = -1;
   const double scale = config_.workload().time_scale();
-  for (int32_t next : chains_.successors(index)) {
+  KVSIM_RETURN_IF_ERROR(chains_.Successors(index, &successors_));
+  for (int32_t next : successors_) {
+    KVSIM_ASSIGN_OR_RETURN(const SessionChainRecord record, chains_.Get(next));
     KVSIM_RETURN_IF_ERROR(
-        IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(chains_.think_ns[next] * scale)))
-            .status());
+        IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(record.think_ns * scale))).status());
   }
   return absl::OkStatus();
 }

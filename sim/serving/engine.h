@@ -130,11 +130,11 @@ class Engine {
   int64_t requests_read_ = 0;
   const bool closed_loop_;
   // Closed loop: the whole trace, checked, each request with its RequestState::unique_blocks and kv, on
-  // disk; per request its offset there.
+  // disk; the chains (on disk too) know each request's offset there.
   RequestSpill session_spill_;
-  std::vector<int64_t> session_offsets_;
   SessionChains chains_;
-  size_t next_root_ = 0;
+  std::vector<int32_t> successors_;  // scratch of SessionRequestEnded
+  int32_t next_root_ = 0;
   int32_t root_slot_ = -1;           // the root arrival scheduled one ahead
   std::vector<int32_t> slot_index_;  // closed loop: slot -> index in session_requests_
   SimTime last_arrival_ns_ = 0;

@@ -5,8 +5,10 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "config/experiment_config.h"
+#include "config/field_checks.h"
 #include "policies/policy_factory.h"
 #include "sim/serving/engine.h"
 #include "sim/serving/metrics.h"
@@ -54,7 +56,12 @@ absl::Status Prefixed(absl::string_view source, const absl::Status& status) {
 // CheckServingConfig without the cost model: RunReplay is handed one already built.
 absl::Status CheckServingConfigExceptCostModel(const proto::ExperimentConfig& config, absl::string_view source) {
   const auto prefixed = [source](const absl::Status& status) { return Prefixed(source, status); };
-  if (absl::Status s = CreateServingEvictionPolicy(config.eviction()).status(); !s.ok()) return prefixed(s);
+  // A policy's refusal names its field ("field eviction.name: ..."), or is about the eviction block as a
+  // whole; either way in FieldError's form, so that `kvsim config` and `kvsim replay` give its line.
+  if (absl::Status s = CreateServingEvictionPolicy(config.eviction()).status(); !s.ok()) {
+    if (absl::StartsWith(s.message(), "field ")) return prefixed(s);
+    return FieldError(source, "eviction", s.message());
+  }
   if (config.scheduler().preemption() == proto::PREEMPTION_MODE_SWAP && config.cache().lower_tiers().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": field scheduler.preemption: PREEMPTION_MODE_SWAP needs a host tier in cache.lower_tiers"));

@@ -25,6 +25,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "cost_models/cost_model.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/config.pb.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/cache/cache_simulator.h"
 #include "sim/cache/mrc.h"
 #include "sim/quality/quality_evaluator.h"
@@ -205,8 +207,15 @@ py::object Replay(const std::string& trace, const py::object& config, const std:
   return out;
 }
 
+// Cache replays of every (policy, capacity), in passes within `memory_limit` bytes (0 = half the physical
+// memory) as `kvsim cache --memory_limit` runs them (RunCacheReplaysInBatches).
 py::list Cache(const std::string& trace, const std::vector<std::string>& policies,
-               const std::vector<int64_t>& capacities_blocks, int32_t block_tokens, const std::string& trace_format) {
+               const std::vector<int64_t>& capacities_blocks, int32_t block_tokens, const std::string& trace_format,
+               int64_t memory_limit) {
+  if (memory_limit < 0) {
+    throw py::value_error(absl::StrCat("memory_limit: expected bytes >= 0 (0 = half the physical memory), got ",
+                                       memory_limit));
+  }
   std::vector<CacheRunSpec> specs;
   for (const std::string& policy : policies) {
     for (int64_t capacity : capacities_blocks) {
@@ -219,15 +228,12 @@ py::list Cache(const std::string& trace, const std::vector<std::string>& policie
   absl::StatusOr<std::vector<CacheRunResult>> results;
   {
     py::gil_scoped_release release;
-    results = [&]() -> absl::StatusOr<std::vector<CacheRunResult>> {
-      TraceOptions options;
-      options.format = trace_format;
-      absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(trace, options);
-      if (!reader.ok()) return reader.status();
-      CacheReplayOptions replay;
-      replay.block_tokens = block_tokens;
-      return RunCacheReplays(reader->get(), specs, replay);
-    }();
+    TraceOptions options;
+    options.format = trace_format;
+    const TraceReopener open = [&]() { return OpenTrace(trace, options); };
+    CacheReplayOptions replay;
+    replay.block_tokens = block_tokens;
+    results = RunCacheReplaysInBatches(open, specs, replay, {.memory_limit_bytes = memory_limit});
   }
   py::list out;
   for (const CacheRunResult& r : OrThrow(std::move(results))) {
@@ -246,23 +252,34 @@ py::list Cache(const std::string& trace, const std::vector<std::string>& policie
 }
 
 // LRU's miss-ratio curve in one pass: numpy arrays over the step points, plus the ratios at `sizes`.
-py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, double sample_rate, bool prefix,
-             int32_t block_tokens, const std::string& trace_format) {
+// Within `memory_limit` bytes (0 = DefaultMemoryLimitBytes(), half the physical memory), through
+// ComputeLruMrcWithinLimit as `kvsim mrc --memory_limit` runs it: with `sample_rate` None the curve is exact
+// where it fits and sampled at a chosen rate where it does not; a given rate is refused when it does not fit.
+py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, std::optional<double> sample_rate,
+             bool prefix, int32_t block_tokens, const std::string& trace_format, int64_t memory_limit,
+             double hot_share) {
+  if (memory_limit < 0) {
+    throw py::value_error(absl::StrCat("memory_limit: expected bytes >= 0 (0 = half the physical memory), got ",
+                                       memory_limit));
+  }
+  if (!(hot_share >= 0 && hot_share < 1)) {
+    throw py::value_error(absl::StrCat("hot_share: must be in [0, 1), got ", hot_share));
+  }
   absl::StatusOr<LruMrc> curve;
+  MrcMemoryPlan plan;
   {
     py::gil_scoped_release release;
-    curve = [&]() -> absl::StatusOr<LruMrc> {
-      TraceOptions options;
-      options.format = trace_format;
-      absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTrace(trace, options);
-      if (!reader.ok()) return reader.status();
-      CacheReplayOptions replay;
-      replay.block_tokens = block_tokens;
-      MrcOptions mrc;
-      mrc.sample_rate = sample_rate;
-      mrc.prefix = prefix;
-      return ComputeLruMrc(reader->get(), replay, mrc);
-    }();
+    TraceOptions options;
+    options.format = trace_format;
+    const TraceReopener open = [&]() { return OpenTrace(trace, options); };
+    CacheReplayOptions replay;
+    replay.block_tokens = block_tokens;
+    MrcOptions mrc;
+    mrc.sample_rate = sample_rate.value_or(1.0);
+    mrc.prefix = prefix;
+    mrc.hot_share = hot_share;
+    curve = ComputeLruMrcWithinLimit(open, replay, mrc, /*choose_rate=*/!sample_rate.has_value(), memory_limit,
+                                     &plan);
   }
   const LruMrc lru = OrThrow(std::move(curve));
   auto columns = [](const std::vector<MrcPoint>& points) {
@@ -291,6 +308,8 @@ py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, double
   out["steps"] = columns(lru.StepPoints());
   out["at"] = columns(at);
   out["sampled_accesses"] = lru.sampled_accesses();
+  out["sample_rate"] = lru.sample_rate();
+  out["memory_plan"] = DescribeMrcMemoryPlan(plan);
   return out;
 }
 
@@ -444,11 +463,15 @@ PYBIND11_MODULE(kvsim, m) {
         "Serving replay; returns {'summary': dict, 'summary_json': str, 'requests': {column: numpy array}, "
         "'requests_csv': str, 'timeseries': {column: numpy array}, 'timeseries_csv': str}.");
   m.def("cache", &kvsim::Cache, py::arg("trace"), py::arg("policies"), py::arg("capacities_blocks"),
-        py::arg("block_tokens") = 16, py::arg("trace_format") = "",
-        "Cache replay: one dict of statistics per (policy, capacity).");
-  m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{}, py::arg("sample_rate") = 1.0,
-        py::arg("prefix") = false, py::arg("block_tokens") = 16, py::arg("trace_format") = "",
-        "LRU miss-ratio curve: {'steps': columns at every size where it changes, 'at': columns at `sizes`}.");
+        py::arg("block_tokens") = 16, py::arg("trace_format") = "", py::arg("memory_limit") = 0,
+        "Cache replay: one dict of statistics per (policy, capacity), in passes within `memory_limit` bytes "
+        "(0 = half the physical memory) as `kvsim cache --memory_limit`.");
+  m.def("mrc", &kvsim::Mrc, py::arg("trace"), py::arg("sizes") = std::vector<int64_t>{},
+        py::arg("sample_rate") = py::none(), py::arg("prefix") = false, py::arg("block_tokens") = 16,
+        py::arg("trace_format") = "", py::arg("memory_limit") = 0, py::arg("hot_share") = kvsim::kDefaultMrcHotShare,
+        "LRU miss-ratio curve: {'steps': columns at every size where it changes, 'at': columns at `sizes`, "
+        "'sample_rate', 'memory_plan'}, within `memory_limit` bytes (0 = half the physical memory) as "
+        "`kvsim mrc --memory_limit`: sample_rate None = exact where it fits, else a chosen rate.");
   m.def("sweep", &kvsim::Sweep, py::arg("trace"), py::arg("grid"), py::arg("config") = py::none(),
         py::arg("mode") = "cache", py::arg("out") = "", py::arg("threads") = 0, py::arg("trace_format") = "",
         "kvsim sweep over one shard: {'results': {column: numpy array}, 'results_csv', 'results_json', "

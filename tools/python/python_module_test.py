@@ -23,6 +23,8 @@ except ImportError as error:
 
 CLI = os.environ.get("KVSIM_CLI", "bazel-bin/tools/kvsim")
 TRACE = "traces/data/azure_code_2023.csv"
+# Under what the exact LRU curve of mooncake_synthetic.jsonl needs, over what a sampled one needs.
+MRC_SMALL_LIMIT = 69000000
 CONFIG = "workload { max_requests: 300 }\nslo { ttft_ms: 2000 tpot_ms: 100 }\n"
 
 
@@ -121,6 +123,52 @@ class ReplayTest(unittest.TestCase):
         with self.assertRaises(ValueError) as raised:
             kvsim.read_trace(os.path.join(self.dir, "missing.jsonl"))
         self.assertIn("missing.jsonl", str(raised.exception))
+
+    def test_cache_memory_limit_is_the_command_lines(self):
+        # 70 MB holds the trace pass and one or two of these points: several passes (the command line says
+        # how many), with the statistics of one pass; 60 MB holds none, refused as the command line does.
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        args = ["--trace=" + trace, "--policy=lru,s3fifo", "--capacity_blocks=8192,16384"]
+        one_pass = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384])
+        passes = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=70000000)
+        done = self.cli("cache", *args, "--memory_limit=70000000", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("4 points in 3 passes", done.stderr)
+        self.assertEqual(passes, one_pass)
+        for mine, theirs in zip(passes, json.loads(done.stdout)):
+            self.assertEqual(mine["hits"], theirs["hits"])
+        done = self.cli("cache", *args, "--memory_limit=60000000")
+        self.assertEqual(done.returncode, 2)
+        with self.assertRaises(ValueError) as raised:
+            kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=60000000)
+        self.assertIn("--memory_limit", str(raised.exception))
+        self.assertIn(str(raised.exception), done.stderr)
+
+    def test_mrc_memory_limit_is_the_command_lines(self):
+        # A limit under the exact curve's needs: the module and `kvsim mrc --memory_limit` choose the same
+        # rate (one function) and give the same ratios; a rate that is given and does not fit is refused with
+        # the same message.
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        limit = MRC_SMALL_LIMIT
+        curve = kvsim.mrc(trace, sizes=[8192], memory_limit=limit)
+        done = self.cli("mrc", "--trace=" + trace, "--sizes=8192", "--memory_limit=%d" % limit, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertLess(curve["sample_rate"], 1)
+        self.assertIn("kvsim mrc: " + curve["memory_plan"], done.stderr)
+        row = json.loads(done.stdout)[0]
+        self.assertEqual(curve["at"]["hit_ratio"][0], row["hit_ratio"])
+        exact = kvsim.mrc(trace, sizes=[8192])  # the default limit, half the physical memory: exact
+        self.assertEqual(exact["sample_rate"], 1)
+        self.assertNotEqual(exact["at"]["hit_ratio"][0], curve["at"]["hit_ratio"][0])
+        done = self.cli("mrc", "--trace=" + trace, "--sample_rate=1", "--memory_limit=%d" % limit)
+        self.assertEqual(done.returncode, 2)
+        with self.assertRaises(ValueError) as raised:
+            kvsim.mrc(trace, sample_rate=1.0, memory_limit=limit)
+        self.assertIn("--memory_limit", str(raised.exception))
+        self.assertIn(str(raised.exception), done.stderr)
+        with self.assertRaises(ValueError):
+            kvsim.mrc(trace, memory_limit=-1)
+
 
 @unittest.skipUnless(HAVE_MODULE, WHY)
 class SweepAndQualityTest(unittest.TestCase):
