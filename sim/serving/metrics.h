@@ -36,7 +36,7 @@
 #include "proto/results.pb.h"
 #include "sim/serving/observer.h"
 #include "sim/serving/results_sink.h"
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 
 namespace kvsim {
 

@@ -32,7 +32,7 @@
 #include "sim/serving/request_kv.h"
 #include "sim/serving/results_sink.h"
 #include "sim/serving/session_metrics.h"
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 #include "traces/trace_reader.h"
 
 namespace kvsim {

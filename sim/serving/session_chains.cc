@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/serving/metrics.h"
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 

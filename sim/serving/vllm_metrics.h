@@ -22,7 +22,7 @@
 //
 // VllmMetricsCollector computes the same JSON as a run goes, in bounded memory: an EngineObserver that
 // sees each arrival and each finished request and keeps no record. Its TTFT, TPOT, E2E and ITL values go
-// to SortedSpills (sim/serving/sorted_spill.h: `memory_values` held per metric, then spilled to a
+// to SortedSpills (util/sorted_spill.h: `memory_values` held per metric, then spilled to a
 // temporary file), read back in ascending order for the exact mean, std and percentiles. A finished
 // request is held (as its RequestResult) only while it is not yet known whether it is among the first
 // `warmup_requests` by arrival: until the arrivals have passed the one of that rank (until then it also
@@ -54,7 +54,7 @@
 #include "proto/config.pb.h"
 #include "proto/results.pb.h"
 #include "sim/serving/observer.h"
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 #include "util/json_text.h"
 
 namespace kvsim {

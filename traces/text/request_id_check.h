@@ -3,19 +3,19 @@
 // RequestIdCheck: checks, in memory that does not grow with the trace, that every request id of a text
 // trace is new and counts the requests whose parent_id names no request on an earlier (or the same) line.
 // A set of the ids seen so far would grow with the trace (about 20-30 bytes per request); instead each
-// record adds one entry (id, line) and, if it has a parent, one entry (parent_id, line). Up to
-// `memory_entries` entries are held; when that many are held they are sorted and written as one run to an
-// anonymous temporary file (std::tmpfile: removed by the system when closed, on any path). Finish() merges
-// the runs and what is held (a k-way merge by id, then line) and walks each id's entries in line order,
-// which decides exactly what the set would have: an id's second definition is a repeat, a parent entry
-// before any definition of its id is an orphan.
+// record adds one entry (id, line) and, if it has a parent, one entry (parent_id, line), to a
+// SortedRecordSpill (util/sorted_spill.h: up to `memory_entries` entries held, then sorted and written as
+// one run to an anonymous temporary file, removed by the system when closed, on any path). Finish() visits
+// the entries merged in order (by id, then line) and walks each id's entries in line order, which decides
+// exactly what the set would have: an id's second definition is a repeat, a parent entry before any
+// definition of its id is an orphan.
 //
 // So a repeated id is found when the trace ends, not at its line: Finish() names the earliest line that
 // repeats an id, which is the line the set would have stopped at.
 //
-// Memory: memory_entries x 16 bytes while adding (default 4 MiB); in Finish at most kMergeEntries x 16
-// bytes of read buffers in all (each run reads max(1, kMergeEntries / runs) entries at a time), plus about
-// 64 bytes per run (one run per memory_entries entries added). Disk: 16 bytes per spilled entry.
+// Memory: memory_entries x 16 bytes while adding (default 4 MiB); in Finish, the spill's read buffers
+// (at most SortedRecordSpill::kMergeValues entries in all) plus about 80 bytes per run (one run per
+// memory_entries entries added). Disk: 16 bytes per spilled entry.
 //
 // Example:
 //   RequestIdCheck ids;
@@ -28,11 +28,10 @@
 #define KVSIM_TRACES_TEXT_REQUEST_ID_CHECK_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
+#include "util/sorted_spill.h"
 
 namespace kvsim {
 
@@ -40,12 +39,9 @@ class RequestIdCheck {
  public:
   // Default entries held before a spill: 2^18 (4 MiB).
   static constexpr int64_t kDefaultMemoryEntries = int64_t{1} << 18;
-  // Entries of read buffer Finish shares among the spilled runs: 2^18 (4 MiB).
-  static constexpr int64_t kMergeEntries = int64_t{1} << 18;
 
   // REQUIRES: memory_entries >= 1.
-  explicit RequestIdCheck(int64_t memory_entries = kDefaultMemoryEntries);
-  ~RequestIdCheck();
+  explicit RequestIdCheck(int64_t memory_entries = kDefaultMemoryEntries) : entries_(memory_entries) {}
   RequestIdCheck(const RequestIdCheck&) = delete;
   RequestIdCheck& operator=(const RequestIdCheck&) = delete;
 
@@ -61,8 +57,8 @@ class RequestIdCheck {
   // Requests whose parent_id no earlier or same line defines; valid after Finish.
   int64_t orphans() const { return orphans_; }
   // Entries held in memory now (at most memory_entries), and runs spilled so far.
-  int64_t held_entries() const { return static_cast<int64_t>(entries_.size()); }
-  int64_t spilled_runs() const { return static_cast<int64_t>(runs_.size()); }
+  int64_t held_entries() const { return entries_.held(); }
+  int64_t spilled_runs() const { return entries_.spilled_runs(); }
 
  private:
   // Sorted by (id, line_kind): an id's entries in line order, a definition before a parent reference on
@@ -72,19 +68,8 @@ class RequestIdCheck {
     uint64_t line_kind;  // line * 2, + 1 for a parent reference
     bool operator<(const Entry& o) const { return id != o.id ? id < o.id : line_kind < o.line_kind; }
   };
-  struct Run {
-    int64_t offset;  // in entries, in file_
-    int64_t count;
-  };
-  void Push(Entry entry);
-  void SpillRun();
 
-  const int64_t memory_entries_;
-  std::vector<Entry> entries_;  // not yet spilled
-  std::vector<Run> runs_;
-  std::FILE* file_ = nullptr;
-  int64_t file_entries_ = 0;
-  bool failed_ = false;
+  SortedRecordSpill<Entry> entries_;
   int64_t orphans_ = 0;
 };
 

@@ -1,4 +1,4 @@
-#include "sim/serving/sorted_spill.h"
+#include "util/sorted_spill.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -78,6 +78,35 @@ TEST(SortedSpillTest, ManyRunsReadInSmallerPieces) {
   std::sort(reference.begin(), reference.end());
   EXPECT_EQ(spill.spilled_runs(), runs);
   EXPECT_EQ(Visited(&spill), reference);
+}
+
+// Records: a struct ordered by (key, index), many equal keys, visited in std::sort's order for every run
+// size; held() never passes the run.
+struct KeyIndex {
+  int32_t key;
+  int32_t index;
+  bool operator<(const KeyIndex& o) const { return key != o.key ? key < o.key : index < o.index; }
+  bool operator==(const KeyIndex& o) const { return key == o.key && index == o.index; }
+};
+
+TEST(SortedRecordSpillTest, VisitsRecordsInOrderForEveryRunSize) {
+  std::mt19937_64 rng(5);
+  std::vector<KeyIndex> records;
+  for (int32_t i = 0; i < 5000; ++i) records.push_back(KeyIndex{static_cast<int32_t>(rng() % 40) - 20, i});
+  std::vector<KeyIndex> reference = records;
+  std::sort(reference.begin(), reference.end());
+  for (int64_t run : {int64_t{1}, int64_t{3}, int64_t{64}, int64_t{4999}, int64_t{1} << 20}) {
+    SortedRecordSpill<KeyIndex> spill(run);
+    int64_t most_held = 0;
+    for (const KeyIndex& r : records) {
+      spill.Add(r);
+      most_held = std::max(most_held, spill.held());
+    }
+    EXPECT_LT(most_held, std::max<int64_t>(run, 2)) << run;
+    std::vector<KeyIndex> visited;
+    ASSERT_TRUE(spill.Visit([&visited](const KeyIndex& r) { visited.push_back(r); }).ok());
+    EXPECT_EQ(visited, reference) << "run " << run;
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// File: sim/serving/sorted_spill.h
+// File: util/sorted_spill.h
 //
 // SortedRecordSpill<T>: a multiset of fixed-size records, added one at a time, later read back in
 // ascending order (T's operator<), in bounded memory. Up to `run_values` records are held in memory; when
@@ -22,8 +22,8 @@
 //   KVSIM_RETURN_IF_ERROR(latencies.Visit([&](double v) { ... ascending ... }));
 //
 // Thread-safety: none.
-#ifndef KVSIM_SIM_SERVING_SORTED_SPILL_H_
-#define KVSIM_SIM_SERVING_SORTED_SPILL_H_
+#ifndef KVSIM_UTIL_SORTED_SPILL_H_
+#define KVSIM_UTIL_SORTED_SPILL_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -64,12 +64,17 @@ class SortedRecordSpill {
 
   // Adds a record. A failure to spill is remembered and returned by Visit.
   void Add(const T& value) {
+    // Reserved once (pages are touched only as records arrive): growing by doubling would hold the old
+    // and the new buffer at once, 1.5x the bound.
+    if (values_.capacity() == 0) values_.reserve(static_cast<size_t>(run_values_));
     values_.push_back(value);
     ++size_;
     if (static_cast<int64_t>(values_.size()) >= run_values_) SpillRun();
   }
   // Records added so far.
   int64_t size() const { return size_; }
+  // Records held in memory now (at most run_values).
+  int64_t held() const { return static_cast<int64_t>(values_.size()); }
   // Runs written to the temporary file so far.
   int64_t spilled_runs() const { return static_cast<int64_t>(runs_.size()); }
 
@@ -179,4 +184,4 @@ absl::Status SortedRecordSpill<T>::Visit(const std::function<void(const T&)>& vi
 
 }  // namespace kvsim
 
-#endif  // KVSIM_SIM_SERVING_SORTED_SPILL_H_
+#endif  // KVSIM_UTIL_SORTED_SPILL_H_
