@@ -8,25 +8,55 @@ GpuBlockDirectory::GpuBlockDirectory(int32_t num_replicas) : num_replicas_(num_r
   KVSIM_CHECK(num_replicas >= 1 && num_replicas <= kMaxReplicas) << "directory of " << num_replicas << " replicas";
 }
 
-void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
-  KVSIM_CHECK(replica >= 0 && replica < num_replicas_);
+bool GpuBlockDirectory::Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu) {
+  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && entry >= 0);
   const uint64_t bit = uint64_t{1} << replica;
-  auto [mask, inserted] = holders_.FindOrInsert(hash, bit);
-  if (inserted) return;
-  KVSIM_CHECK((*mask & bit) == 0) << "block " << hash << " added twice on replica " << replica;
-  *mask |= bit;
+  const uint64_t gpu = on_gpu ? bit : 0;
+  auto [slot, inserted] = slots_.FindOrInsert(hash, Slot{gpu, bit, replica, entry});
+  if (inserted) return true;
+  KVSIM_CHECK((slot->registered & bit) == 0) << "block " << hash << " registered twice by replica " << replica;
+  slot->registered |= bit;
+  slot->gpu |= gpu;
+  if (slot->owner >= 0) return false;
+  slot->owner = replica;
+  slot->owner_entry = entry;
+  return true;
+}
+
+GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_t replica) {
+  Slot* slot = slots_.Find(hash);
+  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && slot != nullptr && (slot->registered >> replica & 1) != 0)
+      << "block " << hash << " not registered by replica " << replica;
+  return slot;
+}
+
+bool GpuBlockDirectory::Unregister(uint64_t hash, int32_t replica) {
+  Slot* slot = RegisteredSlot(hash, replica);
+  const uint64_t bit = uint64_t{1} << replica;
+  KVSIM_CHECK((slot->gpu & bit) == 0) << "block " << hash << " unregistered while on replica " << replica << "'s GPU";
+  const bool owned = slot->owner == replica;
+  if (slot->registered == bit) {
+    slots_.Erase(hash);  // (a zero `registered` would read as an empty slot: erased while still stored)
+    return owned;
+  }
+  slot->registered &= ~bit;
+  if (owned) slot->owner = -1;
+  return owned;
+}
+
+void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
+  Slot* slot = RegisteredSlot(hash, replica);
+  const uint64_t bit = uint64_t{1} << replica;
+  KVSIM_CHECK((slot->gpu & bit) == 0) << "block " << hash << " added twice on replica " << replica;
+  slot->gpu |= bit;
 }
 
 void GpuBlockDirectory::Remove(uint64_t hash, int32_t replica) {
-  uint64_t* mask = holders_.Find(hash);
+  Slot* slot = slots_.Find(hash);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK(mask != nullptr && (*mask & bit) != 0)
+  KVSIM_CHECK(slot != nullptr && (slot->gpu & bit) != 0)
       << "block " << hash << " removed from replica " << replica << " that does not hold it";
-  if (*mask == bit) {
-    holders_.Erase(hash);  // (a zero mask would read as an empty slot: erased while still stored)
-  } else {
-    *mask &= ~bit;
-  }
+  slot->gpu &= ~bit;
 }
 
 uint64_t GpuBlockDirectory::LongestPrefixReplicas(const Request& request, uint64_t candidates) const {
