@@ -1,7 +1,7 @@
 // File: sim/serving/block_hash_map.h
 //
 // BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the serving simulator's
-// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders). Open addressing
+// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry). Open addressing
 // with linear probing over one flat array of {key, value} slots, at most half full: a lookup usually
 // reads one cache line, which Prefetch() can request early, where a flat_hash_map reads its control bytes
 // and then its slot (two memory accesses). Erase shifts the following slots of the probe run back
