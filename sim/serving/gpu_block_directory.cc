@@ -9,23 +9,22 @@ GpuBlockDirectory::GpuBlockDirectory(int32_t num_replicas) : num_replicas_(num_r
 }
 
 bool GpuBlockDirectory::Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu) {
-  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && entry >= 0);
+  KVSIM_CHECK(replica >= 0 && replica < num_replicas_);
+  KVSIM_CHECK(entry >= 0 && entry < kMaxEntries) << "directory: entry " << entry << " out of range";
   const uint64_t bit = uint64_t{1} << replica;
   const uint64_t gpu = on_gpu ? bit : 0;
-  auto [slot, inserted] = slots_.FindOrInsert(hash, Slot{gpu, bit, replica, entry});
+  auto [slot, inserted] = slots_.FindOrInsert(hash, Slot{gpu | bit << 16 | Slot::Owner(replica, entry)});
   if (inserted) return true;
-  KVSIM_CHECK((slot->registered & bit) == 0) << "block " << hash << " registered twice by replica " << replica;
-  slot->registered |= bit;
-  slot->gpu |= gpu;
-  if (slot->owner >= 0) return false;
-  slot->owner = replica;
-  slot->owner_entry = entry;
+  KVSIM_CHECK((slot->registered() & bit) == 0) << "block " << hash << " registered twice by replica " << replica;
+  slot->word |= bit << 16 | gpu;
+  if (slot->owner() >= 0) return false;
+  slot->word |= Slot::Owner(replica, entry);
   return true;
 }
 
 GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_t replica) {
   Slot* slot = slots_.Find(hash);
-  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && slot != nullptr && (slot->registered >> replica & 1) != 0)
+  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && slot != nullptr && (slot->registered() >> replica & 1) != 0)
       << "block " << hash << " not registered by replica " << replica;
   return slot;
 }
@@ -33,30 +32,30 @@ GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_
 bool GpuBlockDirectory::Unregister(uint64_t hash, int32_t replica) {
   Slot* slot = RegisteredSlot(hash, replica);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK((slot->gpu & bit) == 0) << "block " << hash << " unregistered while on replica " << replica << "'s GPU";
-  const bool owned = slot->owner == replica;
-  if (slot->registered == bit) {
-    slots_.Erase(hash);  // (a zero `registered` would read as an empty slot: erased while still stored)
+  KVSIM_CHECK((slot->gpu() & bit) == 0) << "block " << hash << " unregistered while on replica " << replica << "'s GPU";
+  const bool owned = slot->owner() == replica;
+  if (slot->registered() == bit) {
+    slots_.Erase(hash);  // (an empty `registered` would read as an empty slot: erased while still stored)
     return owned;
   }
-  slot->registered &= ~bit;
-  if (owned) slot->owner = -1;
+  slot->word &= ~(bit << 16);
+  if (owned) slot->word &= 0xffffffffu;  // no owner: the owner and entry bits cleared
   return owned;
 }
 
 void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
   Slot* slot = RegisteredSlot(hash, replica);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK((slot->gpu & bit) == 0) << "block " << hash << " added twice on replica " << replica;
-  slot->gpu |= bit;
+  KVSIM_CHECK((slot->gpu() & bit) == 0) << "block " << hash << " added twice on replica " << replica;
+  slot->word |= bit;
 }
 
 void GpuBlockDirectory::Remove(uint64_t hash, int32_t replica) {
   Slot* slot = slots_.Find(hash);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK(slot != nullptr && (slot->gpu & bit) != 0)
+  KVSIM_CHECK(slot != nullptr && (slot->gpu() & bit) != 0)
       << "block " << hash << " removed from replica " << replica << " that does not hold it";
-  slot->gpu &= ~bit;
+  slot->word &= ~bit;
 }
 
 uint64_t GpuBlockDirectory::LongestPrefixReplicas(const Request& request, uint64_t candidates) const {

@@ -11,6 +11,8 @@
 // looking it up then read and write one slot of one table, where a per-replica index beside a holders
 // map costs two lookups per block (each a cache miss on large tables). A replica that registers a block
 // another replica owns keeps its entry in its own map (Register returns false); Entry() says which.
+// A slot's value is one 64-bit word (both replica sets, the owner and its entry), so a slot is 16 bytes
+// and the table half the size it would be with full-width fields: at most 16 replicas.
 //
 // LongestPrefixReplicas(request, candidates) is the set of candidate replicas with the longest run of the
 // request's leading blocks on their GPU: the set Router's CACHE_AWARE rule picks from (then by load and
@@ -36,7 +38,9 @@ namespace kvsim {
 class GpuBlockDirectory {
  public:
   // Replicas are numbered 0..num_replicas-1; a set of replicas is a bit mask (bit r = replica r).
-  static constexpr int32_t kMaxReplicas = 64;
+  static constexpr int32_t kMaxReplicas = 16;
+  // Entries are below this (27 bits of the slot's word).
+  static constexpr int64_t kMaxEntries = int64_t{1} << 27;
   // Entry(): the replica has no entry for the block; it has one in its own map (another replica owns it).
   static constexpr int32_t kNoEntry = -1;
   static constexpr int32_t kElsewhere = -2;
@@ -44,7 +48,7 @@ class GpuBlockDirectory {
   // REQUIRES: 1 <= num_replicas <= kMaxReplicas.
   explicit GpuBlockDirectory(int32_t num_replicas);
 
-  // `replica` now has entry `entry` (>= 0) for block `hash`, on its GPU if `on_gpu` (as Add would say).
+  // `replica` now has entry `entry` (0 <= entry < kMaxEntries) for block `hash`, on its GPU if `on_gpu` (as Add would say).
   // True if the replica owns the block (the entry is kept here); false if another replica owns it (the
   // caller keeps the entry). REQUIRES: the replica had no entry for it.
   bool Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu);
@@ -54,15 +58,14 @@ class GpuBlockDirectory {
   // `replica`'s entry for `hash` if it owns the block; kNoEntry if it has none; kElsewhere if it keeps it.
   int32_t Entry(uint64_t hash, int32_t replica) const {
     const Slot* slot = slots_.Find(hash);
-    const uint64_t bit = uint64_t{1} << replica;
-    if (slot == nullptr || (slot->registered & bit) == 0) return kNoEntry;
-    return slot->owner == replica ? slot->owner_entry : kElsewhere;
+    if (slot == nullptr || (slot->registered() >> replica & 1) == 0) return kNoEntry;
+    return slot->owner() == replica ? slot->owner_entry() : kElsewhere;
   }
   // fn(hash, entry) for every block `replica` owns, in slot order.
   template <typename Fn>
   void ForEachOwned(int32_t replica, const Fn& fn) const {
     slots_.ForEach([&](uint64_t hash, const Slot& slot) {
-      if (slot.owner == replica) fn(hash, slot.owner_entry);
+      if (slot.owner() == replica) fn(hash, slot.owner_entry());
     });
   }
 
@@ -74,7 +77,7 @@ class GpuBlockDirectory {
   // The replicas that hold `hash` on their GPU.
   uint64_t Holders(uint64_t hash) const {
     const Slot* slot = slots_.Find(hash);
-    return slot == nullptr ? 0 : slot->gpu;
+    return slot == nullptr ? 0 : slot->gpu();
   }
 
   // Starts loading what any call about `hash` will read (a hint; changes nothing).
@@ -89,15 +92,22 @@ class GpuBlockDirectory {
   int64_t num_blocks() const { return slots_.size(); }
 
  private:
+  // One word: bits 0-15 the replicas holding the block on their GPU (a subset of the next), bits 16-31
+  // the replicas with an entry for it (0 only in an empty table slot), bits 32-36 the owner + 1 (0: none;
+  // its owner unregistered while others remain), bits 37-63 the owner's entry.
   struct Slot {
-    uint64_t gpu;         // replicas holding the block on their GPU (a subset of `registered`)
-    uint64_t registered;  // replicas with an entry for it; 0 only in an empty table slot
-    int32_t owner;        // the replica whose entry owner_entry is, or -1 (it unregistered; others remain)
-    int32_t owner_entry;
+    uint64_t word;
+    uint64_t gpu() const { return word & 0xffff; }
+    uint64_t registered() const { return word >> 16 & 0xffff; }
+    int32_t owner() const { return static_cast<int32_t>(word >> 32 & 31) - 1; }
+    int32_t owner_entry() const { return static_cast<int32_t>(word >> 37); }
+    static uint64_t Owner(int32_t replica, int32_t entry) {
+      return static_cast<uint64_t>(replica + 1) << 32 | static_cast<uint64_t>(entry) << 37;
+    }
   };
   struct EmptySlot {
-    static constexpr Slot Value() { return Slot{0, 0, -1, -1}; }
-    static constexpr bool IsEmpty(const Slot& slot) { return slot.registered == 0; }
+    static constexpr Slot Value() { return Slot{0}; }
+    static constexpr bool IsEmpty(const Slot& slot) { return (slot.word >> 16 & 0xffff) == 0; }
   };
   // The slot of `hash`, registered by `replica`; CHECKs that it is.
   Slot* RegisteredSlot(uint64_t hash, int32_t replica);
