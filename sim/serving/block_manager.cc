@@ -106,6 +106,7 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   }
   // Entries are made only by Publish, when every entry is in a tier: at most total_blocks are alive, and
   // the slab reuses freed slots, so every slot is < total_blocks.
+  manager->max_entries_ = total_blocks;
   Tier& gpu = manager->tiers_[0];
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
     gpu.policy->SetDenseIds(total_blocks);
@@ -803,7 +804,8 @@ int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
 }
 
 void BlockManager::ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica) {
-  KVSIM_CHECK(index_.empty() && directory != nullptr && replica >= 0 && replica < directory->num_replicas());
+  KVSIM_CHECK(index_.empty() && directory != nullptr && replica >= 0 && replica < directory->num_replicas() &&
+              max_entries_ <= GpuBlockDirectory::kMaxEntries);
   directory_ = directory;
   directory_replica_ = replica;
 }

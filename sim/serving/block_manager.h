@@ -170,7 +170,7 @@ class BlockManager {
   // `directory` as `replica`'s (cache-aware routing over all replicas at once), and every cached block's
   // entry is registered there (the directory keeps the entries of the blocks this replica owns: one
   // table for both). Not owned; must outlive this. REQUIRES: before the first Admit; replica <
-  // directory->num_replicas().
+  // directory->num_replicas(); max_entries() <= GpuBlockDirectory::kMaxEntries.
   void ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica);
 
   // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters. With
@@ -181,6 +181,8 @@ class BlockManager {
   absl::Status CheckIdle() const;
 
   int64_t gpu_capacity_blocks() const { return tiers_[0].capacity_blocks; }
+  // The most cached blocks that can exist at once, all tiers together: every entry is below it.
+  int64_t max_entries() const { return max_entries_; }
   int64_t gpu_used_blocks() const { return tiers_[0].used_blocks; }
   int64_t gpu_pinned_blocks() const { return tiers_[0].used_blocks - gpu_evictable_; }
   int64_t host_used_blocks() const { return tiers_.size() > 1 ? tiers_[1].used_blocks : 0; }
@@ -281,6 +283,7 @@ class BlockManager {
   int64_t private_blocks_ = 0;  // GPU blocks held privately by requests (prompt and generated)
   int64_t swap_blocks_ = 0;     // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
+  int64_t max_entries_ = 0;  // all tiers' capacities
   bool gpu_slot_ids_ = false;                // see "Slot ids" above
   const ResidencyIndex* gpu_residency_ = nullptr;  // the GPU policy's (slot ids only; may be null): prefetch
   GpuBlockDirectory* directory_ = nullptr;  // ShareGpuDirectory

@@ -48,9 +48,9 @@ class GpuBlockDirectory {
   // REQUIRES: 1 <= num_replicas <= kMaxReplicas.
   explicit GpuBlockDirectory(int32_t num_replicas);
 
-  // `replica` now has entry `entry` (0 <= entry < kMaxEntries) for block `hash`, on its GPU if `on_gpu` (as Add would say).
-  // True if the replica owns the block (the entry is kept here); false if another replica owns it (the
-  // caller keeps the entry). REQUIRES: the replica had no entry for it.
+  // `replica` now has entry `entry` (0 <= entry < kMaxEntries) for block `hash`, on its GPU if `on_gpu`
+  // (as Add would say). True if the replica owns the block (the entry is kept here); false if another
+  // replica owns it (the caller keeps the entry). REQUIRES: the replica had no entry for it.
   bool Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu);
   // `replica`'s entry for `hash` is gone. True if it was the owner's (the block then has no owner until
   // the next Register); false if the caller kept it. REQUIRES: registered, not on the replica's GPU.
