@@ -1,7 +1,7 @@
 // File: sim/serving/block_hash_map.h
 //
 // BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the serving simulator's
-// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders). Open addressing
+// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry). Open addressing
 // with linear probing over one flat array of {key, value} slots, at most half full: a lookup usually
 // reads one cache line, which Prefetch() can request early, where a flat_hash_map reads its control bytes
 // and then its slot (two memory accesses). Erase shifts the following slots of the probe run back
@@ -9,7 +9,9 @@
 // an insert would make it more than half full.
 //
 // A slot is empty iff its value is kEmpty: kEmpty is never stored, and a value must not be set to it
-// through a pointer (that would lose the key and cut its probe run: Erase the key instead). Pointers to
+// through a pointer (that would lose the key and cut its probe run: Erase the key instead). For a value
+// that is a struct, BasicBlockHashMap<V, Empty> takes the empty value and its test from `Empty`
+// (static V Value(); static bool IsEmpty(const V&)); BlockHashMap<V, kEmpty> is the scalar case. Pointers to
 // values stay valid until the next FindOrInsert or Erase. ForEach visits the entries in slot order (deterministic for the same
 // operations; not insertion order).
 //
@@ -34,25 +36,32 @@
 
 namespace kvsim {
 
+// The empty value of a scalar map: kEmpty.
 template <typename V, V kEmpty>
-class BlockHashMap {
+struct ScalarEmpty {
+  static constexpr V Value() { return kEmpty; }
+  static constexpr bool IsEmpty(const V& value) { return value == kEmpty; }
+};
+
+template <typename V, typename Empty>
+class BasicBlockHashMap {
  public:
-  BlockHashMap() { Reset(kMinSlots); }
+  BasicBlockHashMap() { Reset(kMinSlots); }
 
   // The value of `key`, or nullptr if absent.
   V* Find(uint64_t key) {
     for (uint64_t s = Home(key);; s = (s + 1) & mask_) {
       Slot& slot = slots_[s];
-      if (slot.value == kEmpty) return nullptr;
+      if (Empty::IsEmpty(slot.value)) return nullptr;
       if (slot.key == key) return &slot.value;
     }
   }
-  const V* Find(uint64_t key) const { return const_cast<BlockHashMap*>(this)->Find(key); }
+  const V* Find(uint64_t key) const { return const_cast<BasicBlockHashMap*>(this)->Find(key); }
   bool Contains(uint64_t key) const { return Find(key) != nullptr; }
 
-  // The value of `key`, inserting `value` (!= kEmpty) first if absent; `second` says whether it did.
+  // The value of `key`, inserting `value` (not empty) first if absent; `second` says whether it did.
   std::pair<V*, bool> FindOrInsert(uint64_t key, V value) {
-    KVSIM_CHECK(value != kEmpty) << "block hash map: the empty value cannot be stored";
+    KVSIM_CHECK(!Empty::IsEmpty(value)) << "block hash map: the empty value cannot be stored";
     if (V* found = Find(key)) return {found, false};
     if (2 * (size_ + 1) > num_slots_) Grow();
     Slot* slot = Place(key, value);
@@ -64,19 +73,19 @@ class BlockHashMap {
   bool Erase(uint64_t key) {
     uint64_t hole = Home(key);
     for (;; hole = (hole + 1) & mask_) {
-      if (slots_[hole].value == kEmpty) return false;
+      if (Empty::IsEmpty(slots_[hole].value)) return false;
       if (slots_[hole].key == key) break;
     }
     // Backward shift: an entry after the hole moves into it unless its home lies cyclically in
     // (hole, s], where the entry is still reachable from its home without the hole.
-    for (uint64_t s = (hole + 1) & mask_; slots_[s].value != kEmpty; s = (s + 1) & mask_) {
+    for (uint64_t s = (hole + 1) & mask_; !Empty::IsEmpty(slots_[s].value); s = (s + 1) & mask_) {
       const uint64_t home = Home(slots_[s].key);
       const bool stays = hole < s ? (home > hole && home <= s) : (home > hole || home <= s);
       if (stays) continue;
       slots_[hole] = slots_[s];
       hole = s;
     }
-    slots_[hole].value = kEmpty;
+    slots_[hole].value = Empty::Value();
     --size_;
     return true;
   }
@@ -88,7 +97,7 @@ class BlockHashMap {
   template <typename Fn>
   void ForEach(const Fn& fn) const {
     for (int64_t s = 0; s < num_slots_; ++s) {
-      if (slots_[s].value != kEmpty) fn(slots_[s].key, slots_[s].value);
+      if (!Empty::IsEmpty(slots_[s].value)) fn(slots_[s].key, slots_[s].value);
     }
   }
 
@@ -125,13 +134,13 @@ class BlockHashMap {
     KVSIM_CHECK(memory != nullptr) << "block hash map: out of memory for " << num_slots << " slots";
     slots_.reset(static_cast<Slot*>(memory));
     num_slots_ = num_slots;
-    for (int64_t s = 0; s < num_slots; ++s) slots_[s] = Slot{0, kEmpty};
+    for (int64_t s = 0; s < num_slots; ++s) slots_[s] = Slot{0, Empty::Value()};
     mask_ = static_cast<uint64_t>(num_slots - 1);
   }
   // The first empty slot of `key`'s probe run, filled. REQUIRES: key absent, a slot empty.
   Slot* Place(uint64_t key, V value) {
     uint64_t s = Home(key);
-    while (slots_[s].value != kEmpty) s = (s + 1) & mask_;
+    while (!Empty::IsEmpty(slots_[s].value)) s = (s + 1) & mask_;
     slots_[s] = Slot{key, value};
     return &slots_[s];
   }
@@ -140,7 +149,7 @@ class BlockHashMap {
     const int64_t old_slots = num_slots_;
     Reset(old_slots * 2);
     for (int64_t s = 0; s < old_slots; ++s) {
-      if (old[s].value != kEmpty) Place(old[s].key, old[s].value);
+      if (!Empty::IsEmpty(old[s].value)) Place(old[s].key, old[s].value);
     }
   }
 
@@ -149,6 +158,9 @@ class BlockHashMap {
   uint64_t mask_ = 0;  // num_slots_ - 1
   int64_t size_ = 0;
 };
+
+template <typename V, V kEmpty>
+using BlockHashMap = BasicBlockHashMap<V, ScalarEmpty<V, kEmpty>>;
 
 }  // namespace kvsim
 

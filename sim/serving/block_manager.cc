@@ -12,8 +12,10 @@
 #include "util/status_macros.h"
 
 // Data and invariants (true between calls):
-// - entries_ is a slab of Entry; index_ maps the hash of every cached block, in any tier, to its slot, and
-//   every other slot is on free_entries_ (entries_.size() - free_entries_.size() == index_.size()). An
+// - entries_ is a slab of Entry; the hash of every cached block, in any tier, maps to its slot, and every
+//   other slot is on free_entries_. The map is index_, or with a shared GpuBlockDirectory the directory
+//   for the blocks this replica owns there (the first to register a block) and index_ for the rest
+//   (FindEntry). An
 //   entry's tier is kTransit only inside one call, while it moves between tiers.
 // - GPU: used_blocks == cached_blocks + private_blocks_; gpu_evictable_ counts the GPU entries with
 //   refcount 0, and exactly those are in the GPU policy. First lower tier: used_blocks == cached_blocks +
@@ -40,8 +42,10 @@
 // - Slot ids (policies that AcceptsSlotIds): the GPU policy indexes an array by entry slot, so the pin and
 //   unpin of every reused block and each victim cost no hash lookup there or here, and an unpin builds no
 //   AccessInfo (no RestoreNs). Lower tiers keep the hashes.
-// - With a shared GpuBlockDirectory, a block costs one directory update when it enters the GPU cache and
-//   one when it leaves, so the router does not probe every replica's index_ per arrival.
+// - With a shared GpuBlockDirectory, the router does not probe every replica's index per arrival, and the
+//   directory is the index of the blocks this replica owns there (most blocks live on one replica): a
+//   block's publish, eviction and lookups read one slot of one table, where an index beside the
+//   directory would cost two cache misses per block.
 // - Per-block work is bound by memory latency (long prompts, tables larger than the caches): index_ is a
 //   BlockHashMap (one cache line per lookup), and every walk over a run of blocks prefetches the lookups
 //   kLookupAhead blocks ahead (ClassifyBlocks: the index, then the entries; Publish: the index and the
@@ -102,6 +106,7 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   }
   // Entries are made only by Publish, when every entry is in a tier: at most total_blocks are alive, and
   // the slab reuses freed slots, so every slot is < total_blocks.
+  manager->max_entries_ = total_blocks;
   Tier& gpu = manager->tiers_[0];
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
     gpu.policy->SetDenseIds(total_blocks);
@@ -269,8 +274,26 @@ int32_t BlockManager::NewEntry(uint64_t hash) {
   return index;
 }
 
+int32_t BlockManager::FindEntry(uint64_t hash) const {
+  if (directory_ != nullptr) {
+    const int32_t owned = directory_->Entry(hash, directory_replica_);
+    if (owned != GpuBlockDirectory::kElsewhere) return owned;  // kNoEntry is kNoEntry here too
+  }
+  const int32_t* found = index_.Find(hash);
+  return found != nullptr ? *found : kNoEntry;
+}
+
+void BlockManager::PrefetchEntry(uint64_t hash) const {
+  if (directory_ != nullptr) {
+    directory_->Prefetch(hash);
+  } else {
+    index_.Prefetch(hash);
+  }
+}
+
 void BlockManager::Drop(int32_t entry) {
-  index_.Erase(entries_[entry].hash);
+  const uint64_t hash = entries_[entry].hash;
+  if (directory_ == nullptr || !directory_->Unregister(hash, directory_replica_)) index_.Erase(hash);
   entries_[entry] = Entry{0, 0, kTransit};
   free_entries_.push_back(entry);
 }
@@ -314,7 +337,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
     ++stats_[0].evicted_blocks;
     entries_[entry].tier = kTransit;
     PlaceIn(entry, 1, now_ns);  // demoted (dropping victims is DropGpuVictims)
-    if (index_.Contains(hash)) {
+    if (FindEntry(hash) != kNoEntry) {
       ++stats_[1].demoted_in_blocks;
       stats_[1].transfer_bytes += block_bytes_;
       tiers_[1].pending_offload_bytes += block_bytes_;
@@ -324,8 +347,7 @@ void BlockManager::MakeGpuRoom(int64_t blocks, SimTime now_ns) {
 
 int32_t BlockManager::VictimEntry(BlockId victim) const {
   if (gpu_slot_ids_) return victim < entries_.size() ? static_cast<int32_t>(victim) : -1;
-  const int32_t* found = index_.Find(victim);
-  return found != nullptr ? *found : -1;
+  return FindEntry(victim);
 }
 
 void BlockManager::DropGpuVictims(int64_t count) {
@@ -347,8 +369,7 @@ void BlockManager::DropGpuVictims(int64_t count) {
   // victim kLookupAhead on are prefetched.
   auto prefetch = [&](int32_t entry) {
     const uint64_t hash = entries_[entry].hash;
-    index_.Prefetch(hash);
-    if (directory_ != nullptr) directory_->Prefetch(hash);
+    PrefetchEntry(hash);
   };
   for (int64_t i = 0; i < std::min<int64_t>(count, kLookupAhead); ++i) prefetch(victims_[i]);
   for (int64_t i = 0; i < count; ++i) {
@@ -372,10 +393,9 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
   while (t.capacity_blocks - t.used_blocks < blocks) {
     if (t.cached_blocks == 0) return false;
     const BlockId victim = t.policy->SelectVictim(AnyBlock);
-    const int32_t* found = index_.Find(victim);
-    KVSIM_CHECK(found != nullptr && entries_[*found].tier == tier)
+    const int32_t entry = FindEntry(victim);
+    KVSIM_CHECK(entry != kNoEntry && entries_[entry].tier == tier)
         << "policy " << t.policy->Name() << " chose a block not in tier " << tier;
-    const int32_t entry = *found;
     t.policy->OnRemove(victim);
     AddUsed(tier, -1);
     --t.cached_blocks;
@@ -385,7 +405,7 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
     const bool demote = t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < tiers_.size();
     if (demote) {
       PlaceIn(entry, tier + 1, now_ns);
-      if (index_.Contains(victim)) ++stats_[tier + 1].demoted_in_blocks;
+      if (FindEntry(victim) != kNoEntry) ++stats_[tier + 1].demoted_in_blocks;
     } else {
       ++stats_[tier].dropped_blocks;
       Drop(entry);
@@ -427,7 +447,7 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
     if (k < hinted && hint[k] != kPrivateBlock) {
       __builtin_prefetch(&entries_[hint[k]]);
     } else {
-      index_.Prefetch(request.block_hashes[k]);
+      PrefetchEntry(request.block_hashes[k]);
     }
   };
   for (int64_t k = first_looked_up; k < std::min(num_blocks, first_looked_up + kLookupAhead); ++k) prefetch(k);
@@ -441,9 +461,8 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
         continue;
       }
     }
-    const int32_t* found = index_.Find(hash);
-    found_entries_[k] = found == nullptr ? kNoEntry : *found;
-    if (found != nullptr) __builtin_prefetch(&entries_[*found]);
+    found_entries_[k] = FindEntry(hash);
+    if (found_entries_[k] != kNoEntry) __builtin_prefetch(&entries_[found_entries_[k]]);
   }
   // Pass 2: the kinds, in block order.
   std::fill(kinds_.begin(), kinds_.begin() + first_looked_up, kRestore);
@@ -666,8 +685,7 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   const int64_t held = static_cast<int64_t>(state->block_entries.size());
   auto prefetch = [&](int64_t k) {
     if (k >= held || state->block_entries[k] != kPrivateBlock) return;
-    index_.Prefetch(request.block_hashes[k]);
-    if (directory_ != nullptr) directory_->Prefetch(request.block_hashes[k]);
+    PrefetchEntry(request.block_hashes[k]);
   };
   for (int64_t k = state->publish_cursor; k < std::min<int64_t>(num_blocks, state->publish_cursor + kLookupAhead); ++k) {
     prefetch(k);
@@ -679,15 +697,22 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
     ++state->publish_cursor;
     if (k + kLookupAhead < num_blocks) prefetch(k + kLookupAhead);
     if (state->block_entries[k] != kPrivateBlock) continue;
-    // Inserted with a placeholder entry (NewEntry does not touch index_, so `value` stays valid).
-    auto [value, inserted] = index_.FindOrInsert(request.block_hashes[k], 0);
-    if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
-    const int32_t entry = NewEntry(request.block_hashes[k]);
-    *value = entry;
+    const uint64_t hash = request.block_hashes[k];
+    int32_t entry;
+    if (directory_ == nullptr) {
+      // Inserted with a placeholder entry (NewEntry does not touch index_, so `value` stays valid).
+      auto [value, inserted] = index_.FindOrInsert(hash, 0);
+      if (!inserted) continue;  // cached meanwhile by another request: this copy stays private
+      entry = NewEntry(hash);
+      *value = entry;
+    } else {
+      if (FindEntry(hash) != kNoEntry) continue;  // cached meanwhile: this copy stays private
+      entry = NewEntry(hash);
+      if (!directory_->Register(hash, directory_replica_, entry, /*on_gpu=*/true)) index_.FindOrInsert(hash, entry);
+    }
     Entry& e = entries_[entry];
     e.tier = 0;
     e.refcount = 1;
-    if (directory_ != nullptr) directory_->Add(e.hash, directory_replica_);
     ++tiers_[0].cached_blocks;
     stats_[0].cached_blocks = tiers_[0].cached_blocks;
     --state->private_blocks;
@@ -771,15 +796,16 @@ bool BlockManager::SwapOut(RequestState* state, SimTime now_ns) {
 int64_t BlockManager::GpuPrefixBlocks(const Request& request) const {
   int64_t blocks = 0;
   for (uint64_t hash : request.block_hashes) {
-    const int32_t* found = index_.Find(hash);
-    if (found == nullptr || entries_[*found].tier != 0) break;
+    const int32_t entry = FindEntry(hash);
+    if (entry == kNoEntry || entries_[entry].tier != 0) break;
     ++blocks;
   }
   return blocks;
 }
 
 void BlockManager::ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica) {
-  KVSIM_CHECK(index_.empty() && directory != nullptr && replica >= 0 && replica < directory->num_replicas());
+  KVSIM_CHECK(index_.empty() && directory != nullptr && replica >= 0 && replica < directory->num_replicas() &&
+              max_entries_ <= GpuBlockDirectory::kMaxEntries);
   directory_ = directory;
   directory_replica_ = replica;
 }
@@ -809,7 +835,9 @@ absl::Status BlockManager::CheckIdle() const {
   std::vector<int64_t> cached(tiers_.size(), 0);
   int64_t unpinned_gpu = 0;
   absl::Status status;  // the first bad entry's
-  index_.ForEach([&](uint64_t hash, int32_t entry) {
+  int64_t indexed = 0;  // entries in index_ and, with a directory, those it keeps
+  auto check = [&](uint64_t hash, int32_t entry) {
+    ++indexed;
     if (!status.ok()) return;
     const Entry& e = entries_[entry];
     if (e.refcount != 0) {
@@ -822,7 +850,9 @@ absl::Status BlockManager::CheckIdle() const {
     }
     ++cached[e.tier];
     if (e.tier == 0) ++unpinned_gpu;
-  });
+  };
+  index_.ForEach(check);
+  if (directory_ != nullptr) directory_->ForEachOwned(directory_replica_, check);
   KVSIM_RETURN_IF_ERROR(status);
   if (private_blocks_ != 0 || swap_blocks_ != 0) {
     return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ", swap_blocks_,
@@ -837,7 +867,7 @@ absl::Status BlockManager::CheckIdle() const {
                                               tiers_[i].cached_blocks, ", found ", cached[i]));
     }
   }
-  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != index_.size()) {
+  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != indexed) {
     return absl::InternalError("entries and index disagree");
   }
   return absl::OkStatus();

@@ -167,8 +167,10 @@ class BlockManager {
   int64_t GpuPrefixBlocks(const Request& request) const;
 
   // From now on, every block that enters or leaves this replica's GPU cache is added to or removed from
-  // `directory` as `replica`'s (cache-aware routing over all replicas at once). Not owned; must outlive
-  // this. REQUIRES: before the first Admit; replica < directory->num_replicas().
+  // `directory` as `replica`'s (cache-aware routing over all replicas at once), and every cached block's
+  // entry is registered there (the directory keeps the entries of the blocks this replica owns: one
+  // table for both). Not owned; must outlive this. REQUIRES: before the first Admit; replica <
+  // directory->num_replicas(); max_entries() <= GpuBlockDirectory::kMaxEntries.
   void ShareGpuDirectory(GpuBlockDirectory* directory, int32_t replica);
 
   // Transfer time of the bytes moved since the last call, summed over tiers; resets the counters. With
@@ -179,6 +181,8 @@ class BlockManager {
   absl::Status CheckIdle() const;
 
   int64_t gpu_capacity_blocks() const { return tiers_[0].capacity_blocks; }
+  // The most cached blocks that can exist at once, all tiers together: every entry is below it.
+  int64_t max_entries() const { return max_entries_; }
   int64_t gpu_used_blocks() const { return tiers_[0].used_blocks; }
   int64_t gpu_pinned_blocks() const { return tiers_[0].used_blocks - gpu_evictable_; }
   int64_t host_used_blocks() const { return tiers_.size() > 1 ? tiers_[1].used_blocks : 0; }
@@ -246,6 +250,11 @@ class BlockManager {
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
   void Drop(int32_t entry);
   int32_t NewEntry(uint64_t hash);
+  // The entry of cached block `hash` (any tier), or -1: from the directory if this replica owns the
+  // block there, else from index_.
+  int32_t FindEntry(uint64_t hash) const;
+  // Starts loading what FindEntry(hash) reads first (a hint).
+  void PrefetchEntry(uint64_t hash) const;
   // Keeps the entries `state` holds (Release, before they are cleared) as its session's hint.
   void RememberHint(const RequestState& state);
   struct BlockCounts {
@@ -266,13 +275,15 @@ class BlockManager {
   const CostModel* const cost_model_;
   std::vector<Tier> tiers_;
   std::vector<TierStats> stats_;
-  BlockHashMap<int32_t, -1> index_;  // hash -> entry, for cached blocks in any tier
+  // hash -> entry, for cached blocks in any tier (with a directory: those another replica owns there).
+  BlockHashMap<int32_t, -1> index_;
   std::vector<Entry> entries_;
   std::vector<int32_t> free_entries_;
   int64_t gpu_evictable_ = 0;   // GPU entries with refcount 0
   int64_t private_blocks_ = 0;  // GPU blocks held privately by requests (prompt and generated)
   int64_t swap_blocks_ = 0;     // first lower tier blocks held by swapped-out requests
   int64_t access_clock_ = 0;
+  int64_t max_entries_ = 0;  // all tiers' capacities
   bool gpu_slot_ids_ = false;                // see "Slot ids" above
   const ResidencyIndex* gpu_residency_ = nullptr;  // the GPU policy's (slot ids only; may be null): prefetch
   GpuBlockDirectory* directory_ = nullptr;  // ShareGpuDirectory

@@ -22,14 +22,21 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const proto::ExperimentCo
   if (num_replicas <= 0) return absl::InvalidArgumentError("cluster.num_replicas must be > 0");
   std::unique_ptr<Engine> engine(new Engine(config, cost_model, block_tokens));
   KVSIM_ASSIGN_OR_RETURN(BlockManagerOptions options, BlockManagerOptionsFromConfig(config, block_tokens));
-  // Cache-aware routing over several replicas reads one directory of their GPU blocks.
+  std::vector<std::unique_ptr<BlockManager>> block_managers;
+  for (int32_t r = 0; r < num_replicas; ++r) {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> blocks, BlockManager::Create(options, cost_model));
+    block_managers.push_back(std::move(blocks));
+  }
+  // Cache-aware routing over several replicas reads one directory of their GPU blocks (beyond its limits
+  // the router probes each replica's cache: the same choices).
   if (config.cluster().router() == proto::ROUTER_KIND_CACHE_AWARE && num_replicas > 1 &&
-      num_replicas <= GpuBlockDirectory::kMaxReplicas) {
+      num_replicas <= GpuBlockDirectory::kMaxReplicas &&
+      block_managers[0]->max_entries() <= GpuBlockDirectory::kMaxEntries) {
     engine->directory_ = std::make_unique<GpuBlockDirectory>(num_replicas);
   }
   std::vector<const Scheduler*> replicas;
   for (int32_t r = 0; r < num_replicas; ++r) {
-    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> blocks, BlockManager::Create(options, cost_model));
+    std::unique_ptr<BlockManager>& blocks = block_managers[r];
     if (engine->directory_ != nullptr) blocks->ShareGpuDirectory(engine->directory_.get(), r);
     engine->schedulers_.push_back(std::make_unique<Scheduler>(
         config.scheduler(), config.cost_model().overlap_transfers(), cost_model, blocks.get(), &engine->pool_, r,

@@ -117,7 +117,7 @@ class Engine {
   const int32_t block_tokens_;
   EventQueue queue_;
   RequestPool pool_;
-  std::unique_ptr<GpuBlockDirectory> directory_;  // cache-aware routing over 2..64 replicas; else null
+  std::unique_ptr<GpuBlockDirectory> directory_;  // cache-aware routing over 2..16 replicas; else null
   std::vector<std::unique_ptr<BlockManager>> blocks_;
   std::vector<std::unique_ptr<Scheduler>> schedulers_;
   std::unique_ptr<Router> router_;

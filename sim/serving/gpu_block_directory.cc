@@ -8,25 +8,54 @@ GpuBlockDirectory::GpuBlockDirectory(int32_t num_replicas) : num_replicas_(num_r
   KVSIM_CHECK(num_replicas >= 1 && num_replicas <= kMaxReplicas) << "directory of " << num_replicas << " replicas";
 }
 
-void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
+bool GpuBlockDirectory::Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu) {
   KVSIM_CHECK(replica >= 0 && replica < num_replicas_);
+  KVSIM_CHECK(entry >= 0 && entry < kMaxEntries) << "directory: entry " << entry << " out of range";
   const uint64_t bit = uint64_t{1} << replica;
-  auto [mask, inserted] = holders_.FindOrInsert(hash, bit);
-  if (inserted) return;
-  KVSIM_CHECK((*mask & bit) == 0) << "block " << hash << " added twice on replica " << replica;
-  *mask |= bit;
+  const uint64_t gpu = on_gpu ? bit : 0;
+  auto [slot, inserted] = slots_.FindOrInsert(hash, Slot{gpu | bit << 16 | Slot::Owner(replica, entry)});
+  if (inserted) return true;
+  KVSIM_CHECK((slot->registered() & bit) == 0) << "block " << hash << " registered twice by replica " << replica;
+  slot->word |= bit << 16 | gpu;
+  if (slot->owner() >= 0) return false;
+  slot->word |= Slot::Owner(replica, entry);
+  return true;
+}
+
+GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_t replica) {
+  Slot* slot = slots_.Find(hash);
+  KVSIM_CHECK(replica >= 0 && replica < num_replicas_ && slot != nullptr && (slot->registered() >> replica & 1) != 0)
+      << "block " << hash << " not registered by replica " << replica;
+  return slot;
+}
+
+bool GpuBlockDirectory::Unregister(uint64_t hash, int32_t replica) {
+  Slot* slot = RegisteredSlot(hash, replica);
+  const uint64_t bit = uint64_t{1} << replica;
+  KVSIM_CHECK((slot->gpu() & bit) == 0) << "block " << hash << " unregistered while on replica " << replica << "'s GPU";
+  const bool owned = slot->owner() == replica;
+  if (slot->registered() == bit) {
+    slots_.Erase(hash);  // (an empty `registered` would read as an empty slot: erased while still stored)
+    return owned;
+  }
+  slot->word &= ~(bit << 16);
+  if (owned) slot->word &= 0xffffffffu;  // no owner: the owner and entry bits cleared
+  return owned;
+}
+
+void GpuBlockDirectory::Add(uint64_t hash, int32_t replica) {
+  Slot* slot = RegisteredSlot(hash, replica);
+  const uint64_t bit = uint64_t{1} << replica;
+  KVSIM_CHECK((slot->gpu() & bit) == 0) << "block " << hash << " added twice on replica " << replica;
+  slot->word |= bit;
 }
 
 void GpuBlockDirectory::Remove(uint64_t hash, int32_t replica) {
-  uint64_t* mask = holders_.Find(hash);
+  Slot* slot = slots_.Find(hash);
   const uint64_t bit = uint64_t{1} << replica;
-  KVSIM_CHECK(mask != nullptr && (*mask & bit) != 0)
+  KVSIM_CHECK(slot != nullptr && (slot->gpu() & bit) != 0)
       << "block " << hash << " removed from replica " << replica << " that does not hold it";
-  if (*mask == bit) {
-    holders_.Erase(hash);  // (a zero mask would read as an empty slot: erased while still stored)
-  } else {
-    *mask &= ~bit;
-  }
+  slot->word &= ~bit;
 }
 
 uint64_t GpuBlockDirectory::LongestPrefixReplicas(const Request& request, uint64_t candidates) const {
