@@ -148,12 +148,13 @@ absl::StatusOr<CsvTable> TableFromJsonRows(const Json& rows, const std::string& 
   return t;
 }
 
-absl::StatusOr<ResultSet> LoadReplayFolder(const std::string& dir, ResultSet set) {
+absl::StatusOr<ResultSet> LoadReplayFolder(const std::string& dir, ReplayDetail detail, ResultSet set) {
   set.kind = ResultKind::kReplay;
   KVSIM_ASSIGN_OR_RETURN(set.json, ReadJsonFile(dir + "/summary.json"));
   if (!set.json.is_object() || !set.json.contains("summary")) {
     return absl::InvalidArgumentError(absl::StrCat(dir, "/summary.json: expected an object with \"summary\""));
   }
+  if (detail == ReplayDetail::kSummaryOnly) return set;
   if (IsFile(dir + "/requests.csv")) {
     KVSIM_RETURN_IF_ERROR(ReadRequests(dir + "/requests.csv", &set.latencies));
     set.has_requests = true;
@@ -288,12 +289,12 @@ const char* ResultKindName(ResultKind kind) {
   return "?";
 }
 
-absl::StatusOr<ResultSet> LoadResultSet(const std::string& path) {
+absl::StatusOr<ResultSet> LoadResultSet(const std::string& path, ReplayDetail detail) {
   ResultSet set;
   set.path = path;
   set.label = BaseName(path);
   if (IsDir(path)) {
-    if (IsFile(path + "/summary.json")) return LoadReplayFolder(path, std::move(set));
+    if (IsFile(path + "/summary.json")) return LoadReplayFolder(path, detail, std::move(set));
     if (IsFile(path + "/cache.csv")) return LoadCsvFile(path + "/cache.csv", std::move(set));
     if (IsFile(path + "/results.csv") && IsDir(path + "/points")) {
       return LoadCsvFile(path + "/results.csv", std::move(set));

@@ -84,9 +84,13 @@ struct ResultSet {
   std::string svg;                      // svg
 };
 
+// What of a replay folder to read: everything, or summary.json alone (what `compare` needs; requests.csv
+// and timeseries.csv grow with the trace, about 100 and 80 bytes per request, and are then not read).
+enum class ReplayDetail { kAll, kSummaryOnly };
+
 // Loads the result set at `path` (a folder or a file, see above). InvalidArgument naming the path when
 // it is none of the kinds, or a file in it is malformed; NotFound when it does not exist.
-absl::StatusOr<ResultSet> LoadResultSet(const std::string& path);
+absl::StatusOr<ResultSet> LoadResultSet(const std::string& path, ReplayDetail detail = ReplayDetail::kAll);
 
 }  // namespace kvsim
 

@@ -57,6 +57,24 @@ TEST(LoadResultSetTest, BadCellNamesFileAndLine) {
       << set.status();
 }
 
+// Summary only (what compare reads): the per-request and time-series files are not opened, so a bad
+// cell in them is not seen and nothing of them is held.
+TEST(LoadResultSetTest, SummaryOnlyLeavesRequestsAndSeriesUnread) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/summary_only";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/summary.json") << R"({"summary": {"num_requests": 2}})";
+  std::ofstream(dir + "/requests.csv") << "finished,ttft_ns,e2e_ns\n1,5,6\n1,x,6\n";
+  std::ofstream(dir + "/timeseries.csv") << "time_s,replica\n0,0\n";
+  auto set = LoadResultSet(dir, ReplayDetail::kSummaryOnly);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->kind, ResultKind::kReplay);
+  EXPECT_EQ(JsonNumberAt(set->json, "summary.num_requests"), 2);
+  EXPECT_FALSE(set->has_requests);
+  EXPECT_TRUE(set->latencies.ttft_ms.empty());
+  EXPECT_TRUE(set->series.header.empty());
+  EXPECT_FALSE(LoadResultSet(dir).ok());  // the whole folder: the bad cell is refused
+}
+
 TEST(LoadResultSetTest, KindsByContent) {
   auto mrc = LoadResultSet(WriteTemp("m.csv", "policy,capacity_blocks,hit_ratio,token_hit_ratio\nlru,10,0.5,0.5\n"));
   ASSERT_TRUE(mrc.ok()) << mrc.status();
