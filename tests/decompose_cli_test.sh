@@ -2,7 +2,7 @@
 # kvsim decompose: on two replays of one trace (prefix reuse vs none), the parts' differences sum to the
 # difference of the mean TTFTs that each run's summary.json reports (within 1%), each side's mean TTFT and
 # request count are its summary's, the mean recomputed tokens are requests.csv's, a run against itself is all
-# zeros, CSV and JSON agree; bad input exits 2 naming the file.
+# zeros, CSV and JSON agree; bad input (garbage, a file cut short, a device) exits 2 naming the file.
 set -u
 kvsim="$1"
 trace="$2"
@@ -69,4 +69,11 @@ has "$tmp/missing: No such file" err
 printf 'not a proto\377\377' >"$tmp/garbage.pb"
 expect 2 "$kvsim" decompose "$tmp/none" "$tmp/garbage.pb"
 has "garbage.pb: not a results.pb" err
+# results.pb is streamed field by field (its requests skipped): a file cut short is refused, not half read;
+# a device is refused before reading.
+head -c $(( $(stat -c %s "$tmp/prefix/results.pb") - 7 )) "$tmp/prefix/results.pb" >"$tmp/cut.pb"
+expect 2 "$kvsim" decompose "$tmp/none" "$tmp/cut.pb"
+has "cut.pb: not a results.pb" err
+expect 2 "$kvsim" decompose "$tmp/none" /dev/zero
+has "/dev/zero: not a regular file" err
 finish

@@ -12,6 +12,7 @@
 #   replay   the serving simulation, default config
 #   replay-closed  the same with workload.closed_loop_sessions (each turn issued when the previous finishes)
 #   replay-vllm    replay with --vllm_json too (the vLLM benchmark_serving metrics)
+#   compare, decompose, report   on the replay's --out folder (against itself)
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
 # at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
 # those commands (the default set leaves out replay-closed and replay-vllm; name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
@@ -62,6 +63,14 @@ for n in "${sizes[@]}"; do
       replay-closed)
         printf 'workload { closed_loop_sessions: true }\n' > "$work/closed_loop.textproto"
         measure "$kvsim" replay --config="$work/closed_loop.textproto" --trace="$native" --out="$work/replay_closed_$n" ;;
+      compare | decompose | report)
+        # They read a replay's folder (the replay step's, else one run here first, not measured).
+        [ -d "$work/replay_$n" ] || "$kvsim" replay --trace="$native" --out="$work/replay_$n" > /dev/null 2>&1
+        case $c in
+          compare) measure "$kvsim" compare "$work/replay_$n" "$work/replay_$n" ;;
+          decompose) measure "$kvsim" decompose "$work/replay_$n" "$work/replay_$n" ;;
+          report) measure "$kvsim" report "$work/replay_$n" --out="$work/report_$n.html" ;;
+        esac ;;
       replay-vllm)
         measure "$kvsim" replay --trace="$native" --out="$work/replay_vllm_$n" --vllm_json="$work/vllm_$n.json" ;;
     esac

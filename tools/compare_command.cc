@@ -27,7 +27,8 @@ constexpr int kRegressionExitCode = 3;
 absl::StatusOr<std::vector<ResultSet>> LoadSide(const std::string& list) {
   std::vector<ResultSet> sets;
   for (absl::string_view path : absl::StrSplit(list, ',', absl::SkipEmpty())) {
-    KVSIM_ASSIGN_OR_RETURN(ResultSet set, LoadResultSet(std::string(path)));
+    // The per-request and time-series files are not compared: only summary.json is read.
+    KVSIM_ASSIGN_OR_RETURN(ResultSet set, LoadResultSet(std::string(path), ReplayDetail::kSummaryOnly));
     sets.push_back(std::move(set));
   }
   return sets;

@@ -2,12 +2,17 @@
 // sim/serving/ttft_decomposition.h (queueing, reload, prefill linear, prefill attention, co-batched
 // compute, chunk wait), read from the results each `kvsim replay --out` wrote.
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "proto/results.pb.h"
@@ -21,15 +26,47 @@
 namespace kvsim {
 namespace {
 
-// A replay's results: `path` is a folder holding results.pb or the file itself.
+// A replay's results: `path` is a folder holding results.pb or the file itself. The file is streamed and
+// only its ttft_breakdown (field 11 of kvsim.proto.Results) parsed: the per-request records and the time
+// series (fields 3, 4, 10: about 130 bytes per request) are skipped, so memory does not grow with the
+// replay's length.
 absl::StatusOr<proto::TtftBreakdown> LoadBreakdown(const std::string& path) {
   const std::string file = std::filesystem::is_directory(path) ? path + "/results.pb" : path;
-  KVSIM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file));
-  proto::Results results;
-  if (!results.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": not a results.pb (proto kvsim.proto.Results) as `kvsim replay --out` writes"));
+  int64_t size_bytes = 0;
+  KVSIM_ASSIGN_OR_RETURN(std::FILE* stream, OpenRegularFile(file, &size_bytes));
+  const absl::Status not_results =
+      absl::InvalidArgumentError(absl::StrCat(file, ": not a results.pb (proto kvsim.proto.Results) as `kvsim replay --out` writes"));
+  proto::Results results;  // only ttft_breakdown is set
+  bool parsed = true;
+  {
+    google::protobuf::io::FileInputStream raw(fileno(stream));
+    constexpr int kTtftBreakdownField = proto::Results::kTtftBreakdownFieldNumber;
+    using google::protobuf::internal::WireFormatLite;
+    while (parsed) {
+      // A coded stream per top-level field: one stream stops at 2 GiB, a long replay's file does not.
+      // (Its destructor hands what it read ahead back to `raw`.)
+      google::protobuf::io::CodedInputStream input(&raw);
+      const uint32_t tag = input.ReadTag();
+      if (tag == 0) {
+        parsed = input.ConsumedEntireMessage();  // the end of the file, not a zero tag
+        break;
+      }
+      if (WireFormatLite::GetTagFieldNumber(tag) == kTtftBreakdownField &&
+          WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        uint32_t length = 0;
+        parsed = input.ReadVarint32(&length) && length <= static_cast<uint32_t>(INT32_MAX);
+        if (!parsed) break;
+        const auto limit = input.PushLimit(static_cast<int>(length));
+        parsed = results.mutable_ttft_breakdown()->MergeFromCodedStream(&input) && input.ConsumedEntireMessage();
+        input.PopLimit(limit);
+      } else {
+        parsed = WireFormatLite::SkipField(&input, tag);
+      }
+    }
+    parsed = parsed && raw.GetErrno() == 0;
   }
+  std::fclose(stream);
+  if (!parsed) return not_results;
   if (!results.has_ttft_breakdown()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": has no ttft_breakdown (written by an older kvsim); rerun `kvsim replay --out`"));

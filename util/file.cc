@@ -160,7 +160,7 @@ void ForgetTempPath(const std::string& tmp) {
 
 bool ConsumeUtf8ByteOrderMark(absl::string_view* text) { return absl::ConsumePrefix(text, "\xEF\xBB\xBF"); }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
+absl::StatusOr<std::FILE*> OpenRegularFile(const std::string& path, int64_t* size_bytes) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   struct stat info;
@@ -169,20 +169,27 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes)
     std::fclose(file);
     return ErrnoToStatus(error, absl::StrCat("cannot read ", path));
   }
-  const auto too_large = [&]() {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot read ", path, ": larger than the limit of ", max_bytes, " bytes"));
-  };
   if (!S_ISREG(info.st_mode)) {
     std::fclose(file);
     return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": not a regular file"));
   }
-  if (info.st_size > max_bytes) {
+  *size_bytes = static_cast<int64_t>(info.st_size);
+  return file;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
+  int64_t size_bytes = 0;
+  KVSIM_ASSIGN_OR_RETURN(FILE* file, OpenRegularFile(path, &size_bytes));
+  const auto too_large = [&]() {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", path, ": larger than the limit of ", max_bytes, " bytes"));
+  };
+  if (size_bytes > max_bytes) {
     std::fclose(file);
     return too_large();
   }
   std::string contents;
-  contents.reserve(static_cast<size_t>(info.st_size));
+  contents.reserve(static_cast<size_t>(size_bytes));
   char buffer[1 << 16];
   size_t n;
   while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {

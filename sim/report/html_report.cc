@@ -22,7 +22,6 @@ namespace kvsim {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr int kMaxCurvePoints = 400;
 
 class Page {
  public:
@@ -41,19 +40,9 @@ class Page {
   std::vector<std::string> ids_;
 };
 
-// The empirical CDF of `values` as at most kMaxCurvePoints points (x sorted, y = fraction <= x).
-PlotSeries Cdf(const std::string& name, std::vector<double> values, int style) {
-  PlotSeries s{.name = name, .style = style};
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  if (n == 0) return s;
-  const size_t k = std::min<size_t>(n, kMaxCurvePoints);
-  for (size_t i = 0; i < k; ++i) {
-    const size_t idx = k == 1 ? n - 1 : static_cast<size_t>(std::llround(static_cast<double>(i) * (n - 1) / (k - 1)));
-    s.x.push_back(values[idx]);
-    s.y.push_back(static_cast<double>(idx + 1) / n);
-  }
-  return s;
+// A latency's CDF points (result_set.h) as a curve.
+PlotSeries Cdf(const std::string& name, const LatencyCdf& cdf, int style) {
+  return PlotSeries{.name = name, .x = cdf.x, .y = cdf.y, .style = style};
 }
 
 // Whether values spanning [lo, hi] read better on a log axis.
@@ -108,14 +97,14 @@ void ServingSummaryTable(const std::vector<const ResultSet*>& sets, Page* page) 
 
 // A CDF plot over the result sets; `pick` gives each set's values, or nullptr when it has none.
 void CdfPlot(const std::string& id, const std::string& title, const std::string& metric,
-             const std::vector<const ResultSet*>& sets, const std::vector<double>* (*pick)(const ResultSet&),
+             const std::vector<const ResultSet*>& sets, const LatencyCdf* (*pick)(const ResultSet&),
              const std::string& missing_note, Page* page) {
   std::vector<PlotSeries> series;
   int missing = 0;
   for (size_t i = 0; i < sets.size(); ++i) {
-    const std::vector<double>* v = pick(*sets[i]);
-    if (v == nullptr || v->empty()) ++missing;
-    series.push_back(Cdf(sets[i]->label, v ? *v : std::vector<double>(), static_cast<int>(i)));
+    const LatencyCdf* v = pick(*sets[i]);
+    if (v == nullptr || v->count == 0) ++missing;
+    series.push_back(Cdf(sets[i]->label, v ? *v : LatencyCdf(), static_cast<int>(i)));
   }
   LinePlotSpec spec;
   spec.id = id;
@@ -130,73 +119,28 @@ void CdfPlot(const std::string& id, const std::string& title, const std::string&
   page->Plot(id, RenderLinePlot(spec, series));
 }
 
-// Replica time series summed at each sample time.
-struct TimeSeries {
-  std::vector<double> time_s, occupancy, queued, batch;
-};
-
-// Replicas sample at their own iteration times: each replica's last sample in every interval of
-// run.timeseries_interval_ns (100 ms when absent) counts for that interval and, while the replica is idle
-// (no samples), for the following ones; the interval's value is the sum over replicas.
-TimeSeries SumOverReplicas(const ResultSet& s) {
-  TimeSeries out;
-  const CsvTable& t = s.series;
-  const int time = t.Column("time_ns"), replica = t.Column("replica"), used = t.Column("gpu_blocks_used"),
-            queued = t.Column("queued_requests"), batch = t.Column("batch_size");
-  if (time < 0) return out;
-  const double capacity = JsonNumberAt(s.json, "summary.gpu_capacity_blocks").value_or(kNaN);
-  const double replicas = JsonNumberAt(s.json, "run.num_replicas").value_or(1);
-  double interval_ns = JsonNumberAt(s.json, "run.timeseries_interval_ns").value_or(1e8);
-  if (!(interval_ns > 0)) interval_ns = 1e8;
-  std::map<int64_t, std::map<double, std::array<double, 3>>> by_interval;  // interval -> replica -> last
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double ns = t.Number(r, time);
-    if (std::isnan(ns)) continue;
-    by_interval[static_cast<int64_t>(std::floor(ns / interval_ns))][replica >= 0 ? t.Number(r, replica) : 0] = {
-        used >= 0 ? t.Number(r, used) : kNaN, queued >= 0 ? t.Number(r, queued) : kNaN,
-        batch >= 0 ? t.Number(r, batch) : kNaN};
-  }
-  // A replica with no sample in an interval (idle) keeps its last values.
-  std::map<double, std::array<double, 3>> last;
-  const size_t stride = std::max<size_t>(1, by_interval.size() / 1500);
-  size_t i = 0;
-  for (const auto& [interval, per_replica] : by_interval) {
-    for (const auto& [r, v] : per_replica) last[r] = v;
-    if (i++ % stride != 0) continue;
-    std::array<double, 3> sum = {0, 0, 0};
-    for (const auto& [r, v] : last) {
-      for (int k = 0; k < 3; ++k) sum[k] += v[k];
-    }
-    out.time_s.push_back(interval * interval_ns / 1e9);
-    out.occupancy.push_back(capacity > 0 ? sum[0] / (capacity * std::max(1.0, replicas)) : kNaN);
-    out.queued.push_back(sum[1]);
-    out.batch.push_back(sum[2]);
-  }
-  return out;
-}
-
 void TimePlots(const std::vector<const ResultSet*>& sets, Page* page) {
-  std::vector<TimeSeries> ts;
-  for (const ResultSet* s : sets) ts.push_back(SumOverReplicas(*s));
+  std::vector<const ReplicaSums*> ts;
+  for (const ResultSet* s : sets) ts.push_back(&s->series);
   struct Panel {
     const char* id;
     const char* title;
     const char* y_label;
-    std::vector<double> TimeSeries::*field;
+    std::vector<double> ReplicaSums::*field;
     bool fraction;
   };
   const Panel panels[] = {
       {"gpu-occupancy", "GPU KV occupancy over time", "GPU KV blocks used / capacity (fraction)",
-       &TimeSeries::occupancy, true},
-      {"queue-length", "Queue length over time", "queued requests (all replicas)", &TimeSeries::queued, false},
-      {"batch-size", "Batch size over time", "sequences per iteration (all replicas)", &TimeSeries::batch, false},
+       &ReplicaSums::occupancy, true},
+      {"queue-length", "Queue length over time", "queued requests (all replicas)", &ReplicaSums::queued, false},
+      {"batch-size", "Batch size over time", "sequences per iteration (all replicas)", &ReplicaSums::batch, false},
   };
   for (const Panel& p : panels) {
     std::vector<PlotSeries> series;
     bool missing = false;
     for (size_t i = 0; i < sets.size(); ++i) {
-      series.push_back({.name = sets[i]->label, .x = ts[i].time_s, .y = ts[i].*p.field, .style = static_cast<int>(i)});
-      missing = missing || ts[i].time_s.empty();
+      series.push_back({.name = sets[i]->label, .x = ts[i]->time_s, .y = ts[i]->*p.field, .style = static_cast<int>(i)});
+      missing = missing || ts[i]->time_s.empty();
     }
     LinePlotSpec spec;
     spec.id = p.id;
@@ -216,17 +160,17 @@ void ServingSection(const std::vector<const ResultSet*>& sets, Page* page) {
   const std::string no_requests = "a result set without requests.csv has no curve";
   CdfPlot(
       "ttft-cdf", "Time to first token (TTFT)", "TTFT", sets,
-      [](const ResultSet& s) { return s.has_requests ? &s.latencies.ttft_ms : nullptr; }, no_requests, page);
+      [](const ResultSet& s) { return s.has_requests ? &s.latencies.ttft : nullptr; }, no_requests, page);
   CdfPlot(
       "tpot-cdf", "Time per output token (TPOT, requests with 2+ output tokens)", "TPOT", sets,
-      [](const ResultSet& s) { return s.has_requests ? &s.latencies.tpot_ms : nullptr; }, no_requests, page);
+      [](const ResultSet& s) { return s.has_requests ? &s.latencies.tpot : nullptr; }, no_requests, page);
   CdfPlot(
       "itl-cdf", "Inter-token latency (ITL)", "ITL", sets,
-      [](const ResultSet& s) { return s.has_requests ? &s.latencies.itl_ms : nullptr; },
+      [](const ResultSet& s) { return s.has_requests ? &s.latencies.itl : nullptr; },
       "no inter-token latencies in these results (requests.csv has no itl_ns column)", page);
   CdfPlot(
       "e2e-cdf", "End-to-end latency", "end-to-end latency", sets,
-      [](const ResultSet& s) { return s.has_requests ? &s.latencies.e2e_ms : nullptr; }, no_requests, page);
+      [](const ResultSet& s) { return s.has_requests ? &s.latencies.e2e : nullptr; }, no_requests, page);
 
   BarChartSpec bars;
   bars.id = "throughput";

@@ -1,7 +1,11 @@
 #include "sim/report/result_set.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -13,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "traces/text/csv_reader.h"
 #include "util/file.h"
+#include "util/sorted_spill.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -44,7 +49,29 @@ double ParseNumber(absl::string_view text) {
   return v;
 }
 
-// Reads the finished requests' latencies from requests.csv, streaming (it can hold millions of rows).
+// The CDF points of the values in `spill` (see LatencyCdf).
+absl::StatusOr<LatencyCdf> CdfOf(SortedSpill* spill) {
+  LatencyCdf cdf;
+  const int64_t n = spill->size();
+  cdf.count = n;
+  if (n == 0) return cdf;
+  const int64_t k = std::min<int64_t>(n, kMaxCdfPoints);
+  const auto rank = [&](int64_t i) {
+    return k == 1 ? n - 1 : static_cast<int64_t>(std::llround(static_cast<double>(i) * (n - 1) / (k - 1)));
+  };
+  int64_t next = 0, position = 0;
+  KVSIM_RETURN_IF_ERROR(spill->Visit([&](double v) {
+    for (; next < k && rank(next) == position; ++next) {
+      cdf.x.push_back(v);
+      cdf.y.push_back(static_cast<double>(position + 1) / static_cast<double>(n));
+    }
+    ++position;
+  }));
+  return cdf;
+}
+
+// Reads the finished requests' latencies from requests.csv, streaming (it can hold millions of rows):
+// each metric's values go through a SortedSpill into its CDF points.
 absl::Status ReadRequests(const std::string& path, RequestLatencies* out) {
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   const int finished = csv->Column("finished"), ttft = csv->Column("ttft_ns"), tpot = csv->Column("tpot_ns"),
@@ -62,26 +89,101 @@ absl::Status ReadRequests(const std::string& path, RequestLatencies* out) {
     }
     return absl::OkStatus();
   };
+  SortedSpill ttft_ms, tpot_ms, e2e_ms, itl_ms;
   while (csv->Next(&f)) {
     double done, v;
     KVSIM_RETURN_IF_ERROR(number(finished, &done));
     if (done != 1) continue;
     KVSIM_RETURN_IF_ERROR(number(ttft, &v));
-    if (!std::isnan(v)) out->ttft_ms.push_back(v / 1e6);
+    if (!std::isnan(v)) ttft_ms.Add(v / 1e6);
     KVSIM_RETURN_IF_ERROR(number(e2e, &v));
-    if (!std::isnan(v)) out->e2e_ms.push_back(v / 1e6);
+    if (!std::isnan(v)) e2e_ms.Add(v / 1e6);
     if (tpot >= 0) {
       double tokens = 2;
       if (output >= 0) KVSIM_RETURN_IF_ERROR(number(output, &tokens));
       KVSIM_RETURN_IF_ERROR(number(tpot, &v));
-      if (!std::isnan(v) && tokens >= 2) out->tpot_ms.push_back(v / 1e6);
+      if (!std::isnan(v) && tokens >= 2) tpot_ms.Add(v / 1e6);
     }
     if (itl >= 0) {
       KVSIM_RETURN_IF_ERROR(number(itl, &v));
-      if (!std::isnan(v)) out->itl_ms.push_back(v / 1e6);
+      if (!std::isnan(v)) itl_ms.Add(v / 1e6);
     }
   }
-  return csv->status();
+  KVSIM_RETURN_IF_ERROR(csv->status());
+  KVSIM_ASSIGN_OR_RETURN(out->ttft, CdfOf(&ttft_ms));
+  KVSIM_ASSIGN_OR_RETURN(out->tpot, CdfOf(&tpot_ms));
+  KVSIM_ASSIGN_OR_RETURN(out->e2e, CdfOf(&e2e_ms));
+  KVSIM_ASSIGN_OR_RETURN(out->itl, CdfOf(&itl_ms));
+  return absl::OkStatus();
+}
+
+// Reads timeseries.csv into its sums over replicas (see ReplicaSums): a first pass counts the intervals
+// with samples (so every k-th can be kept, k = count / 1500), a second sums them. Rows must come in time
+// order (as replay writes them); a decrease is refused with its line.
+absl::Status ReadSeries(const std::string& path, const Json& summary, ReplicaSums* out) {
+  const double capacity = JsonNumberAt(summary, "summary.gpu_capacity_blocks").value_or(std::nan(""));
+  const double replicas = JsonNumberAt(summary, "run.num_replicas").value_or(1);
+  double interval_ns = JsonNumberAt(summary, "run.timeseries_interval_ns").value_or(1e8);
+  if (!(interval_ns > 0)) interval_ns = 1e8;
+  // Calls visit(interval, replica, values) for each row with a time, in file order.
+  using Values = std::array<double, 3>;  // gpu_blocks_used, queued_requests, batch_size
+  const auto pass = [&](const std::function<void(int64_t, double, const Values&)>& visit) -> absl::Status {
+    KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
+    const int time = csv->Column("time_ns"), replica = csv->Column("replica"), used = csv->Column("gpu_blocks_used"),
+              queued = csv->Column("queued_requests"), batch = csv->Column("batch_size");
+    if (time < 0) return absl::OkStatus();
+    const auto cell = [](const std::vector<absl::string_view>& f, int column) {
+      return column >= 0 && column < static_cast<int>(f.size()) ? ParseNumber(f[column]) : std::nan("");
+    };
+    std::vector<absl::string_view> f;
+    double last_ns = -std::numeric_limits<double>::infinity();
+    while (csv->Next(&f)) {
+      const double ns = cell(f, time);
+      if (std::isnan(ns)) continue;
+      if (ns < last_ns) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", csv->line_number(), ": time_ns ", f[time],
+                                                       " before the previous row's; expected rows in time order"));
+      }
+      last_ns = ns;
+      visit(static_cast<int64_t>(std::floor(ns / interval_ns)), replica >= 0 ? cell(f, replica) : 0,
+            Values{cell(f, used), cell(f, queued), cell(f, batch)});
+    }
+    return csv->status();
+  };
+  int64_t intervals = 0;
+  bool any = false;
+  int64_t current = 0;
+  KVSIM_RETURN_IF_ERROR(pass([&](int64_t interval, double, const Values&) {
+    if (!any || interval != current) ++intervals;
+    any = true;
+    current = interval;
+  }));
+  if (intervals == 0) return absl::OkStatus();
+  const int64_t stride = std::max<int64_t>(1, intervals / 1500);
+  std::map<double, Values> last, in_interval;  // replica -> last values; this interval's samples
+  int64_t i = 0;
+  const auto close_interval = [&](int64_t interval) {
+    for (const auto& [r, v] : in_interval) last[r] = v;  // a replica with no sample (idle) keeps its last
+    in_interval.clear();
+    if (i++ % stride != 0) return;
+    Values sum = {0, 0, 0};
+    for (const auto& [r, v] : last) {
+      for (int k = 0; k < 3; ++k) sum[k] += v[k];
+    }
+    out->time_s.push_back(static_cast<double>(interval) * interval_ns / 1e9);
+    out->occupancy.push_back(capacity > 0 ? sum[0] / (capacity * std::max(1.0, replicas)) : std::nan(""));
+    out->queued.push_back(sum[1]);
+    out->batch.push_back(sum[2]);
+  };
+  any = false;
+  KVSIM_RETURN_IF_ERROR(pass([&](int64_t interval, double replica, const Values& v) {
+    if (any && interval != current) close_interval(current);
+    any = true;
+    current = interval;
+    in_interval[replica] = v;
+  }));
+  close_interval(current);
+  return absl::OkStatus();
 }
 
 // The capacity curve of a cache.csv or an mrc CSV.
@@ -148,18 +250,19 @@ absl::StatusOr<CsvTable> TableFromJsonRows(const Json& rows, const std::string& 
   return t;
 }
 
-absl::StatusOr<ResultSet> LoadReplayFolder(const std::string& dir, ResultSet set) {
+absl::StatusOr<ResultSet> LoadReplayFolder(const std::string& dir, ReplayDetail detail, ResultSet set) {
   set.kind = ResultKind::kReplay;
   KVSIM_ASSIGN_OR_RETURN(set.json, ReadJsonFile(dir + "/summary.json"));
   if (!set.json.is_object() || !set.json.contains("summary")) {
     return absl::InvalidArgumentError(absl::StrCat(dir, "/summary.json: expected an object with \"summary\""));
   }
+  if (detail == ReplayDetail::kSummaryOnly) return set;
   if (IsFile(dir + "/requests.csv")) {
     KVSIM_RETURN_IF_ERROR(ReadRequests(dir + "/requests.csv", &set.latencies));
     set.has_requests = true;
   }
   if (IsFile(dir + "/timeseries.csv")) {
-    KVSIM_ASSIGN_OR_RETURN(set.series, ReadCsvTable(dir + "/timeseries.csv"));
+    KVSIM_RETURN_IF_ERROR(ReadSeries(dir + "/timeseries.csv", set.json, &set.series));
   }
   return set;
 }
@@ -288,12 +391,12 @@ const char* ResultKindName(ResultKind kind) {
   return "?";
 }
 
-absl::StatusOr<ResultSet> LoadResultSet(const std::string& path) {
+absl::StatusOr<ResultSet> LoadResultSet(const std::string& path, ReplayDetail detail) {
   ResultSet set;
   set.path = path;
   set.label = BaseName(path);
   if (IsDir(path)) {
-    if (IsFile(path + "/summary.json")) return LoadReplayFolder(path, std::move(set));
+    if (IsFile(path + "/summary.json")) return LoadReplayFolder(path, detail, std::move(set));
     if (IsFile(path + "/cache.csv")) return LoadCsvFile(path + "/cache.csv", std::move(set));
     if (IsFile(path + "/results.csv") && IsDir(path + "/points")) {
       return LoadCsvFile(path + "/results.csv", std::move(set));

@@ -56,12 +56,34 @@ std::optional<double> JsonNumberAt(const Json& object, absl::string_view key);
 enum class ResultKind { kReplay, kCache, kMrc, kSweep, kQuality, kEval, kSvg };
 const char* ResultKindName(ResultKind kind);
 
-// Per-request latencies of a replay (finished requests only), in ms.
+// Points of an empirical CDF drawn per curve.
+inline constexpr int kMaxCdfPoints = 400;
+
+// The empirical CDF of a latency over a replay's finished requests, in ms: `count` values; at most
+// kMaxCdfPoints points, x ascending (the values of ranks round(i * (count - 1) / (points - 1))), y the
+// fraction of values at or below the rank. Computed as requests.csv is read, through a SortedSpill, so a
+// long replay's values are not held.
+struct LatencyCdf {
+  int64_t count = 0;
+  std::vector<double> x, y;
+};
+
+// Per-request latencies of a replay (finished requests only).
 struct RequestLatencies {
-  std::vector<double> ttft_ms;
-  std::vector<double> tpot_ms;  // requests with at least 2 output tokens
-  std::vector<double> e2e_ms;
-  std::vector<double> itl_ms;  // inter-token latencies where the results hold them (an `itl_ns` column)
+  LatencyCdf ttft;
+  LatencyCdf tpot;  // requests with at least 2 output tokens
+  LatencyCdf e2e;
+  LatencyCdf itl;  // inter-token latencies where the results hold them (an `itl_ns` column)
+};
+
+// A replay's time series summed over replicas: replicas sample at their own iteration times; each
+// replica's last sample in every interval of run.timeseries_interval_ns (100 ms when absent) counts for
+// that interval and, while the replica is idle (no samples), for the following ones; the interval's value
+// is the sum over replicas. At most about 1,500 intervals are kept (every k-th of the intervals with
+// samples). Read from timeseries.csv in two streaming passes (its rows in time order, as replay writes
+// them).
+struct ReplicaSums {
+  std::vector<double> time_s, occupancy, queued, batch;
 };
 
 // One point of a capacity curve: hit ratio of `policy` at `capacity_blocks`.
@@ -78,15 +100,19 @@ struct ResultSet {
   Json json;                   // replay: summary.json; quality, eval: results.json
   RequestLatencies latencies;  // replay with requests.csv
   bool has_requests = false;
-  CsvTable series;                      // replay: timeseries.csv (empty header when absent)
+  ReplicaSums series;                   // replay: from timeseries.csv (empty when absent)
   CsvTable table;                       // sweep: its rows
   std::vector<CapacityPoint> capacity;  // cache, mrc, and the cache points of a sweep
   std::string svg;                      // svg
 };
 
+// What of a replay folder to read: everything, or summary.json alone (what `compare` needs: requests.csv
+// and timeseries.csv are then not read). Either way memory does not grow with the replay's length.
+enum class ReplayDetail { kAll, kSummaryOnly };
+
 // Loads the result set at `path` (a folder or a file, see above). InvalidArgument naming the path when
 // it is none of the kinds, or a file in it is malformed; NotFound when it does not exist.
-absl::StatusOr<ResultSet> LoadResultSet(const std::string& path);
+absl::StatusOr<ResultSet> LoadResultSet(const std::string& path, ReplayDetail detail = ReplayDetail::kAll);
 
 }  // namespace kvsim
 

@@ -1,6 +1,9 @@
 #include "sim/report/result_set.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 #include <fstream>
 #include <string>
 
@@ -41,9 +44,14 @@ TEST(LoadResultSetTest, ReplayFolderReadsFinishedRequests) {
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->kind, ResultKind::kReplay);
   EXPECT_EQ(set->label, "replay");
-  EXPECT_EQ(set->latencies.ttft_ms, (std::vector<double>{2, 1}));
-  EXPECT_EQ(set->latencies.tpot_ms, (std::vector<double>{0.5}));
-  EXPECT_EQ(set->latencies.e2e_ms, (std::vector<double>{4, 1}));
+  // CDFs: values ascending, y = fraction at or below.
+  EXPECT_EQ(set->latencies.ttft.count, 2);
+  EXPECT_EQ(set->latencies.ttft.x, (std::vector<double>{1, 2}));
+  EXPECT_EQ(set->latencies.ttft.y, (std::vector<double>{0.5, 1}));
+  EXPECT_EQ(set->latencies.tpot.x, (std::vector<double>{0.5}));
+  EXPECT_EQ(set->latencies.tpot.y, (std::vector<double>{1}));
+  EXPECT_EQ(set->latencies.e2e.x, (std::vector<double>{1, 4}));
+  EXPECT_EQ(set->latencies.itl.count, 0);
 }
 
 TEST(LoadResultSetTest, BadCellNamesFileAndLine) {
@@ -55,6 +63,87 @@ TEST(LoadResultSetTest, BadCellNamesFileAndLine) {
   ASSERT_EQ(set.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(set.status().message().find("requests.csv:3: ttft_ns: expected a number, got 'x'"), std::string::npos)
       << set.status();
+}
+
+// Summary only (what compare reads): the per-request and time-series files are not opened, so a bad
+// cell in them is not seen and nothing of them is held.
+TEST(LoadResultSetTest, SummaryOnlyLeavesRequestsAndSeriesUnread) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/summary_only";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/summary.json") << R"({"summary": {"num_requests": 2}})";
+  std::ofstream(dir + "/requests.csv") << "finished,ttft_ns,e2e_ns\n1,5,6\n1,x,6\n";
+  std::ofstream(dir + "/timeseries.csv") << "time_s,replica\n0,0\n";
+  auto set = LoadResultSet(dir, ReplayDetail::kSummaryOnly);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->kind, ResultKind::kReplay);
+  EXPECT_EQ(JsonNumberAt(set->json, "summary.num_requests"), 2);
+  EXPECT_FALSE(set->has_requests);
+  EXPECT_EQ(set->latencies.ttft.count, 0);
+  EXPECT_TRUE(set->series.time_s.empty());
+  EXPECT_FALSE(LoadResultSet(dir).ok());  // the whole folder: the bad cell is refused
+}
+
+// 1,000 finished requests: 400 CDF points, the values at ranks round(i * 999 / 399) of the sorted values
+// (std::sort, the reference), y = (rank + 1) / 1000; the first point is the minimum, the last the maximum.
+TEST(LoadResultSetTest, LatencyCdfPointsAreRanksOfTheSortedValues) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/cdf";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/summary.json") << R"({"summary": {}})";
+  std::ofstream csv(dir + "/requests.csv");
+  csv << "finished,ttft_ns,e2e_ns\n";
+  std::vector<double> ttft_ms;
+  uint64_t x = 12345;
+  for (int i = 0; i < 1000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int64_t ns = static_cast<int64_t>((x >> 33) % 5000000);
+    csv << "1," << ns << "," << ns + 1 << "\n";
+    ttft_ms.push_back(ns / 1e6);
+  }
+  csv.close();
+  std::sort(ttft_ms.begin(), ttft_ms.end());
+  auto set = LoadResultSet(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const LatencyCdf& cdf = set->latencies.ttft;
+  EXPECT_EQ(cdf.count, 1000);
+  ASSERT_EQ(cdf.x.size(), 400u);
+  EXPECT_EQ(cdf.x.front(), ttft_ms.front());
+  EXPECT_EQ(cdf.x.back(), ttft_ms.back());
+  EXPECT_EQ(cdf.y.back(), 1.0);
+  for (int i = 0; i < 400; ++i) {
+    const size_t rank = static_cast<size_t>(std::llround(i * 999.0 / 399.0));
+    EXPECT_EQ(cdf.x[i], ttft_ms[rank]) << i;
+    EXPECT_EQ(cdf.y[i], (rank + 1) / 1000.0) << i;
+  }
+}
+
+// Two replicas sampled in 100 ms intervals: each interval sums the replicas' last samples in it, an idle
+// replica (no sample in an interval) counting with its last values. Hand-computed.
+TEST(LoadResultSetTest, TimeSeriesSumsReplicasPerInterval) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/series";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/summary.json")
+      << R"({"run": {"num_replicas": 2, "timeseries_interval_ns": "100000000"}, "summary": {"gpu_capacity_blocks": 10}})";
+  std::ofstream(dir + "/timeseries.csv") << "time_ns,replica,gpu_blocks_used,queued_requests,batch_size\n"
+                                         << "0,0,2,1,1\n"            // interval 0: replica 0
+                                         << "50000000,1,4,0,2\n"     // interval 0: replica 1
+                                         << "60000000,0,6,3,1\n"     // interval 0: replica 0 again (last)
+                                         << "150000000,1,8,2,4\n"    // interval 1: replica 1; 0 idle
+                                         << "350000000,0,1,0,1\n";   // interval 3; 1 idle
+  auto set = LoadResultSet(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const ReplicaSums& s = set->series;
+  EXPECT_EQ(s.time_s, (std::vector<double>{0, 0.1, 0.3}));
+  // used: 6+4, 6+8, 1+8 of 2 x 10 blocks; queued: 3+0, 3+2, 0+2; batch: 1+2, 1+4, 1+4.
+  EXPECT_EQ(s.occupancy, (std::vector<double>{0.5, 0.7, 0.45}));
+  EXPECT_EQ(s.queued, (std::vector<double>{3, 5, 2}));
+  EXPECT_EQ(s.batch, (std::vector<double>{3, 5, 5}));
+
+  std::ofstream(dir + "/timeseries.csv") << "time_ns,replica,gpu_blocks_used\n5,0,1\n4,0,1\n";
+  auto unordered = LoadResultSet(dir);
+  ASSERT_EQ(unordered.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unordered.status().message().find("timeseries.csv:3: time_ns 4 before the previous row's"),
+            std::string::npos)
+      << unordered.status();
 }
 
 TEST(LoadResultSetTest, KindsByContent) {
