@@ -35,20 +35,14 @@ ABSL_DECLARE_FLAG(std::string, shard);
 namespace kvsim {
 namespace {
 
-// The trace's requests, the first `max_requests` of them if > 0 (so the rate is that of what is replayed).
-absl::StatusOr<std::vector<Request>> LoadTrace(const std::string& path, const std::string& format,
-                                               int64_t max_requests) {
+// The trace as every replay of the search reads it (afresh, with the command's trace flags), scanned once
+// for its rate over the first `max_requests` records if > 0 (so the rate is that of what is replayed).
+absl::StatusOr<CapacityTrace> OpenCapacityTrace(const std::string& path, const std::string& format,
+                                                int64_t max_requests) {
   if (path.empty()) return absl::InvalidArgumentError("--trace is required (or workload.trace_path in --config)");
   TraceOptions options = TraceOptionsFromFlags();
   options.format = format;
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(path, options));
-  std::vector<Request> trace;
-  Request request;
-  while ((max_requests <= 0 || static_cast<int64_t>(trace.size()) < max_requests) && reader->Next(&request)) {
-    trace.push_back(request);
-  }
-  KVSIM_RETURN_IF_ERROR(reader->status());
-  return trace;
+  return ScanCapacityTrace([path, options]() { return OpenTrace(path, options); }, max_requests);
 }
 
 absl::Status RunCapacity(const std::vector<std::string>& args, std::ostream& out) {
@@ -59,8 +53,8 @@ absl::Status RunCapacity(const std::vector<std::string>& args, std::ostream& out
   if (trace_path.empty()) trace_path = config.workload().trace_path();
   std::string trace_format = absl::GetFlag(FLAGS_trace_format);
   if (trace_format.empty()) trace_format = config.workload().trace_format();
-  KVSIM_ASSIGN_OR_RETURN(std::vector<Request> trace,
-                         LoadTrace(trace_path, trace_format, config.workload().max_requests()));
+  KVSIM_ASSIGN_OR_RETURN(CapacityTrace trace,
+                         OpenCapacityTrace(trace_path, trace_format, config.workload().max_requests()));
   KVSIM_ASSIGN_OR_RETURN(int threads, ThreadsFromFlag());
   const std::string out_dir = absl::GetFlag(FLAGS_out);
 

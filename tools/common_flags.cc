@@ -44,7 +44,7 @@ ABSL_FLAG(std::string, configs, "",
           "candidate configurations (text proto of kvsim.proto.SelectCandidateSet); empty = the built-in ten plus "
           "fp16");
 ABSL_FLAG(std::string, memory_limit, "",
-          "cache, mrc: the memory one pass over the trace may use (bytes: 4GiB, 500MB, 1000000); points that do "
+          "cache, mrc, sweep: the memory one pass over the trace may use (bytes: 4GiB, 500MB, 1000000); points that do "
           "not fit together run in several passes; empty = half the physical memory");
 ABSL_FLAG(bool, quiet, false, "no progress line on stderr (it is drawn only when stderr is a terminal)");
 

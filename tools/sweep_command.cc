@@ -54,7 +54,7 @@ absl::Status ResolveCapacityAxis(const proto::ExperimentConfig& base, const Swee
     }
   }
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, ResolveExperimentConfig(base, "--config"));
-  CacheReplayOptions options;  // as the cache mode compiles the trace (sim/sweep/sweep.cc)
+  CacheReplayOptions options;  // as the cache mode replays the trace (sim/sweep/sweep.cc)
   options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
   options.max_requests = config.workload().max_requests();
   TraceOptions trace_options;
@@ -92,6 +92,7 @@ absl::Status RunSweepCommand(const std::vector<std::string>& args, std::ostream&
   options.shard_index = shard.first;
   options.num_shards = shard.second;
   KVSIM_ASSIGN_OR_RETURN(options.num_threads, ThreadsFromFlag());
+  KVSIM_ASSIGN_OR_RETURN(options.memory_limit_bytes, MemoryLimitFromFlag());
   KVSIM_RETURN_IF_ERROR(ResolveCapacityAxis(base, options, &axes));
   // Progress on a terminal only (util/progress.h); RunSweep calls it one point at a time.
   Progress progress("sweep", 0, "points", Progress::ForStderr(absl::GetFlag(FLAGS_quiet)));
@@ -123,7 +124,7 @@ KVSIM_REGISTER_COMMAND(
         .name = "sweep",
         .summary = "run a grid of policies x capacities x config fields; sharded, resumable, mergeable",
         .usage = "kvsim sweep --trace=T --grid=\"AXIS=VALUES ...\" --out=DIR [--mode=cache] [--shard=i/N]\n"
-                 "            [--config=FILE] [--threads=0]\n"
+                 "            [--config=FILE] [--threads=0] [--memory_limit=BYTES]\n"
                  "kvsim sweep merge DIR... [--out=DIR]",
         .details =
             "Axes: {sweep_axes} (policy takes NAME[+leaf_first][+ttl]), mode ({sweep_modes}), or any\n"
@@ -138,8 +139,10 @@ KVSIM_REGISTER_COMMAND(
             "collects the points of several shard directories into one table with the grid coordinates in\n"
             "every row (columns axis.NAME); it fails when a point is missing or points come from different sweeps.\n"
             "Presets are resolved per point, so model_preset and device_preset are axes too. The replay mode\n"
-            "is provided by the serving simulator.",
-        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "out", "quiet"},
+            "is provided by the serving simulator. Cache points stream the trace as `kvsim cache` does: the\n"
+            "points of one trace run together in passes whose estimated memory fits --memory_limit (default\n"
+            "half the physical memory); Belady points hold the trace's accesses (checked against the limit).",
+        .flags = {"trace", "trace_format", "grid", "mode", "shard", "config", "threads", "memory_limit", "out", "quiet"},
         .run = RunSweepCommand,
     });
 

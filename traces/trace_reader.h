@@ -19,6 +19,7 @@
 #define KVSIM_TRACES_TRACE_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,10 @@ struct TraceOptions {
 // Opens `path` with the named importer (or the detected one). InvalidArgument naming the known formats
 // when the name is unknown or the content matches none; NotFound when the file is missing.
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path, const TraceOptions& options);
+
+// Opens a fresh reader of a trace at its first record: for commands that read a trace more than once (a
+// streaming reader cannot rewind).
+using TraceReopener = std::function<absl::StatusOr<std::unique_ptr<TraceReader>>()>;
 
 // A reader over requests held in memory; for tests and generated workloads.
 class VectorTraceReader final : public TraceReader {

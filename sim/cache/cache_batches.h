@@ -82,11 +82,9 @@ struct CacheBatchPlan {
 // would need and the limit. Fills plan->batches.
 absl::Status PlanCacheBatches(int64_t memory_limit_bytes, CacheBatchPlan* plan, const std::vector<CacheRunSpec>& specs);
 
-// Opens a fresh reader of the trace at its start (called once per pass).
-using TraceReopener = std::function<absl::StatusOr<std::unique_ptr<TraceReader>>()>;
-
-// Runs every spec (as RunCacheReplays) in batches within options.memory_limit_bytes; `plan` (may be null)
-// receives the plan. Errors: those of RunCacheReplays and PlanCacheBatches, and the opener's.
+// Runs every spec (as RunCacheReplays) in batches within options.memory_limit_bytes, `open` called once per
+// pass; `plan` (may be null) receives the plan. Errors: those of RunCacheReplays and PlanCacheBatches, and
+// the opener's.
 absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysInBatches(const TraceReopener& open,
                                                                      const std::vector<CacheRunSpec>& specs,
                                                                      const CacheReplayOptions& options,

@@ -42,24 +42,40 @@ const proto::Distribution& MetricOf(const proto::Summary& summary, const std::st
 std::string BoundLabel(const SloBound& bound) { return absl::StrCat(bound.metric, "_", bound.stat); }
 
 // The digest of what determines every replay of a search but its rate.
-std::string SearchDigest(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+std::string SearchDigest(const CapacityTrace& trace, const proto::ExperimentConfig& config,
                          const std::vector<SloBound>& slos) {
   Sha256 digest;
   digest.Update(absl::StrCat("kvsim ", kKvsimVersion, "\nconfig\n", ToTextProto(config), "slo\n"));
   for (const SloBound& bound : slos) {
     digest.Update(absl::StrCat(bound.metric, ":", bound.stat, "<=", FormatDouble(bound.limit), "\n"));
   }
-  digest.Update(absl::StrCat("requests ", trace.size(), "\n"));
-  for (const Request& r : trace) {
-    std::string line = absl::StrCat(
-        r.request_id, " ", r.arrival_ns, " ", r.session_id, " ", r.parent_id, " ", r.turn, " ", r.input_tokens, " ",
-        r.output_tokens, " ", r.block_tokens, " ", static_cast<int>(r.type), " ", r.failed ? 1 : 0, " ", r.model, " h",
-        absl::StrJoin(r.block_hashes, ","), " c", absl::StrJoin(r.block_token_counts, ","), " t");
-    for (const ToolCall& call : r.tool_calls) absl::StrAppend(&line, call.name, "/", call.duration_ns, ",");
-    digest.Update(absl::StrCat(line, "\n"));
-  }
+  digest.Update(absl::StrCat("requests ", trace.num_requests, " ", trace.digest, "\n"));
   return digest.HexDigest();
 }
+
+// The first `max_requests` (0 = all) records of `reader`, each arrival multiplied by `factor` (rounded to
+// the ns).
+class ScaledArrivalReader final : public TraceReader {
+ public:
+  ScaledArrivalReader(std::unique_ptr<TraceReader> reader, long double factor, int64_t max_requests)
+      : reader_(std::move(reader)), factor_(factor), max_requests_(max_requests) {}
+
+  bool Next(Request* request) override {
+    if (max_requests_ > 0 && read_ >= max_requests_) return false;
+    if (!reader_->Next(request)) return false;
+    ++read_;
+    request->arrival_ns = std::llround(static_cast<long double>(request->arrival_ns) * factor_);
+    return true;
+  }
+  absl::Status status() const override { return reader_->status(); }
+  const TraceInfo& info() const override { return reader_->info(); }
+
+ private:
+  std::unique_ptr<TraceReader> reader_;
+  const long double factor_;
+  const int64_t max_requests_;
+  int64_t read_ = 0;
+};
 
 std::string RateFile(const std::string& dir, double rate) {
   return absl::StrCat(dir, "/points/capacity-rate-", FormatDouble(rate), ".txt");
@@ -121,8 +137,7 @@ absl::StatusOr<std::optional<CapacityEvaluation>> DecodeRate(const std::string& 
 
 // What every round of a search shares.
 struct SearchContext {
-  const std::vector<Request>& trace;
-  double trace_rate = 0;
+  const CapacityTrace& trace;
   const proto::ExperimentConfig& config;
   const CostModel& cost_model;
   const std::vector<SloBound>& slos;
@@ -163,7 +178,7 @@ absl::StatusOr<bool> EvaluateRound(const SearchContext& context, int round, cons
   }
   std::vector<absl::StatusOr<proto::Summary>> summaries(todo.size(), absl::UnknownError("not run"));
   ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t k, int) {
-    summaries[k] = ReplayAtRate(context.trace, context.trace_rate, rates[todo[k]], context.config, context.cost_model);
+    summaries[k] = ReplayAtRate(context.trace, rates[todo[k]], context.config, context.cost_model);
   });
   for (size_t k = 0; k < todo.size(); ++k) {
     const double rate = rates[todo[k]];
@@ -268,8 +283,8 @@ absl::StatusOr<GridPointResult> DecodePoint(const std::string& path, const std::
 }
 
 absl::StatusOr<GridPointResult> RunGridPoint(const std::vector<std::pair<std::string, std::string>>& point,
-                                             const proto::ExperimentConfig& base, const std::vector<Request>& trace,
-                                             double trace_rate, const std::vector<SloBound>& slos, double target_rate,
+                                             const proto::ExperimentConfig& base, const CapacityTrace& trace,
+                                             const std::vector<SloBound>& slos, double target_rate,
                                              const CostModelFactory& factory) {
   GridPointResult result;
   std::vector<std::string> coords;
@@ -280,7 +295,7 @@ absl::StatusOr<GridPointResult> RunGridPoint(const std::vector<std::pair<std::st
   if (!mode.empty()) return absl::InvalidArgumentError("capacity grid: the mode axis does not apply (always a replay)");
   KVSIM_ASSIGN_OR_RETURN(config, ResolveExperimentConfig(config, absl::StrCat("grid point ", result.label)));
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, factory ? factory(config) : CreateCostModel(config));
-  KVSIM_ASSIGN_OR_RETURN(proto::Summary summary, ReplayAtRate(trace, trace_rate, target_rate, config, *cost_model));
+  KVSIM_ASSIGN_OR_RETURN(proto::Summary summary, ReplayAtRate(trace, target_rate, config, *cost_model));
   result.gpus = static_cast<int64_t>(std::max(1, config.cluster().num_replicas())) *
                 std::max(1, config.model().tensor_parallel_size());
   result.holds = SloHolds(summary, slos);
@@ -338,41 +353,60 @@ bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos) 
   return true;
 }
 
-absl::StatusOr<double> TraceRate(const std::vector<Request>& trace) {
-  if (trace.size() >= 2) {
-    int64_t first = trace[0].arrival_ns, last = trace[0].arrival_ns;
-    for (const Request& r : trace) {
-      first = std::min(first, r.arrival_ns);
-      last = std::max(last, r.arrival_ns);
-    }
-    if (last > first) return static_cast<double>(trace.size() - 1) * 1e9 / static_cast<double>(last - first);
+absl::StatusOr<CapacityTrace> ScanCapacityTrace(TraceReopener open, int64_t max_requests) {
+  CapacityTrace trace;
+  trace.open = std::move(open);
+  trace.max_requests = max_requests;
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, trace.open());
+  Sha256 digest;
+  int64_t first = 0, last = 0;
+  Request r;
+  while ((max_requests <= 0 || trace.num_requests < max_requests) && reader->Next(&r)) {
+    first = trace.num_requests == 0 ? r.arrival_ns : std::min(first, r.arrival_ns);
+    last = trace.num_requests == 0 ? r.arrival_ns : std::max(last, r.arrival_ns);
+    ++trace.num_requests;
+    std::string line = absl::StrCat(
+        r.request_id, " ", r.arrival_ns, " ", r.session_id, " ", r.parent_id, " ", r.turn, " ", r.input_tokens, " ",
+        r.output_tokens, " ", r.block_tokens, " ", static_cast<int>(r.type), " ", r.failed ? 1 : 0, " ", r.model, " h",
+        absl::StrJoin(r.block_hashes, ","), " c", absl::StrJoin(r.block_token_counts, ","), " t");
+    for (const ToolCall& call : r.tool_calls) absl::StrAppend(&line, call.name, "/", call.duration_ns, ",");
+    digest.Update(absl::StrCat(line, "\n"));
   }
-  return absl::InvalidArgumentError(
-      "capacity search: the trace needs at least two distinct arrival times to have a rate to scale");
+  KVSIM_RETURN_IF_ERROR(reader->status());
+  if (trace.num_requests < 2 || last <= first) {
+    return absl::InvalidArgumentError(
+        "capacity search: the trace needs at least two distinct arrival times to have a rate to scale");
+  }
+  trace.rate_per_s = static_cast<double>(trace.num_requests - 1) * 1e9 / static_cast<double>(last - first);
+  trace.digest = digest.HexDigest();
+  return trace;
 }
 
-std::vector<Request> ScaleArrivals(const std::vector<Request>& trace, double trace_rate_per_s, double rate_per_s) {
-  std::vector<Request> scaled = trace;
-  const long double factor = static_cast<long double>(trace_rate_per_s) / rate_per_s;
-  for (Request& r : scaled) r.arrival_ns = std::llround(static_cast<long double>(r.arrival_ns) * factor);
-  return scaled;
-}
-
-absl::StatusOr<proto::Summary> ReplayAtRate(const std::vector<Request>& trace, double trace_rate_per_s,
-                                            double rate_per_s, const proto::ExperimentConfig& config,
-                                            const CostModel& cost_model) {
+absl::StatusOr<CapacityTrace> CapacityTraceFromRequests(std::vector<Request> requests) {
+  auto shared = std::make_shared<const std::vector<Request>>(std::move(requests));
   TraceInfo info;
   info.path = "capacity search trace";
   info.format = "memory";
-  info.block_tokens = trace.empty() ? 0 : trace[0].block_tokens;
-  VectorTraceReader reader(ScaleArrivals(trace, trace_rate_per_s, rate_per_s), info);
+  info.block_tokens = shared->empty() ? 0 : (*shared)[0].block_tokens;
+  return ScanCapacityTrace(
+      [shared, info]() -> absl::StatusOr<std::unique_ptr<TraceReader>> {
+        return std::unique_ptr<TraceReader>(new VectorTraceReader(*shared, info));
+      },
+      0);
+}
+
+absl::StatusOr<proto::Summary> ReplayAtRate(const CapacityTrace& trace, double rate_per_s,
+                                            const proto::ExperimentConfig& config, const CostModel& cost_model) {
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> opened, trace.open());
+  ScaledArrivalReader reader(std::move(opened), static_cast<long double>(trace.rate_per_s) / rate_per_s,
+                             trace.max_requests);
   ReplayOptions options;
   options.timeline = false;
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, cost_model, &reader, options));
   return output.results.summary();
 }
 
-absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+absl::StatusOr<CapacityResult> SearchCapacity(const CapacityTrace& trace, const proto::ExperimentConfig& config,
                                               const CostModel& cost_model, const std::vector<SloBound>& slos,
                                               const CapacityOptions& options) {
   if (!(options.tolerance > 0 && options.tolerance < 1)) {
@@ -391,10 +425,10 @@ absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace,
         absl::StrCat("--shard_wait_s: expected seconds in [0, 1e6], got ", options.shard_wait_s));
   }
   CapacityResult result;
-  KVSIM_ASSIGN_OR_RETURN(result.trace_rate_per_s, TraceRate(trace));
+  result.trace_rate_per_s = trace.rate_per_s;
   const double start = options.start_rate_per_s > 0 ? options.start_rate_per_s : result.trace_rate_per_s;
   const int w = options.width;
-  SearchContext context{trace, result.trace_rate_per_s, config, cost_model, slos, options, ""};
+  SearchContext context{trace, config, cost_model, slos, options, ""};
   if (!options.out_dir.empty()) {
     context.digest = SearchDigest(trace, config, slos);
     KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
@@ -518,7 +552,7 @@ std::string CapacityJson(const CapacityResult& result, const std::vector<SloBoun
 
 absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& axes,
                                                    const proto::ExperimentConfig& base,
-                                                   const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+                                                   const CapacityTrace& trace, const std::vector<SloBound>& slos,
                                                    const CapacityGridOptions& options) {
   if (options.out_dir.empty()) return absl::InvalidArgumentError("capacity grid: --out is required");
   if (!(options.target_rate_per_s > 0)) {
@@ -527,7 +561,6 @@ absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& 
   if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
     return absl::InvalidArgumentError("capacity grid: shard index must be in [0, N)");
   }
-  KVSIM_ASSIGN_OR_RETURN(double trace_rate, TraceRate(trace));
   KVSIM_RETURN_IF_ERROR(MakeDirectories(options.out_dir + "/points"));
   const int64_t num_points = NumGridPoints(axes);
   CapacityGridResult result;
@@ -546,7 +579,7 @@ absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& 
   }
   std::vector<absl::Status> statuses(todo.size());
   ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t k, int) {
-    absl::StatusOr<GridPointResult> point = RunGridPoint(GridPoint(axes, todo[k]), base, trace, trace_rate, slos,
+    absl::StatusOr<GridPointResult> point = RunGridPoint(GridPoint(axes, todo[k]), base, trace, slos,
                                                          options.target_rate_per_s, options.cost_model_factory);
     statuses[k] =
         point.ok() ? WriteFileAtomically(PointFile(options.out_dir, todo[k]), EncodePoint(*point)) : point.status();

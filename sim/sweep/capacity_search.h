@@ -55,6 +55,7 @@
 #include "proto/results.pb.h"
 #include "sim/sweep/sweep.h"
 #include "traces/request.h"
+#include "traces/trace_reader.h"
 #include "util/table.h"
 
 namespace kvsim {
@@ -106,16 +107,27 @@ struct CapacityResult {
   std::vector<CapacityEvaluation> path;  // in the order tried (within a round: ascending rate)
 };
 
-// The trace's rate (see the header comment). InvalidArgument if it has fewer than two distinct arrivals.
-absl::StatusOr<double> TraceRate(const std::vector<Request>& trace);
+// The trace a search replays, as a stream: every replay reads it afresh through `open`, arrivals scaled
+// as they are read, so neither a replay nor the search holds the whole trace (memory does not grow with
+// its length; each replay in flight has the serving simulator's bounded memory). Made by ScanCapacityTrace.
+struct CapacityTrace {
+  TraceReopener open;        // a fresh reader at the first record
+  int64_t max_requests = 0;  // only the first max_requests records are replayed; 0 = all
+  int64_t num_requests = 0;  // the records replayed
+  double rate_per_s = 0;     // their rate (see the header comment)
+  std::string digest;        // SHA-256 of their contents: what keys the outcome files
+};
 
-// `trace` with arrivals scaled from `trace_rate_per_s` to `rate_per_s`.
-std::vector<Request> ScaleArrivals(const std::vector<Request>& trace, double trace_rate_per_s, double rate_per_s);
+// One pass over the first `max_requests` (0 = all) records of `open`'s trace: their count, rate and
+// digest. InvalidArgument if they have fewer than two distinct arrivals; the reader's errors as they are.
+absl::StatusOr<CapacityTrace> ScanCapacityTrace(TraceReopener open, int64_t max_requests);
+
+// Requests held in memory as a CapacityTrace (tests, generated workloads).
+absl::StatusOr<CapacityTrace> CapacityTraceFromRequests(std::vector<Request> requests);
 
 // Replays `trace` at `rate_per_s` with `config` (resolved) and `cost_model`; the summary.
-absl::StatusOr<proto::Summary> ReplayAtRate(const std::vector<Request>& trace, double trace_rate_per_s,
-                                            double rate_per_s, const proto::ExperimentConfig& config,
-                                            const CostModel& cost_model);
+absl::StatusOr<proto::Summary> ReplayAtRate(const CapacityTrace& trace, double rate_per_s,
+                                            const proto::ExperimentConfig& config, const CostModel& cost_model);
 
 // Whether `summary` meets every bound and every request finished.
 bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos);
@@ -123,7 +135,7 @@ bool SloHolds(const proto::Summary& summary, const std::vector<SloBound>& slos);
 // The search (header comment). FailedPrecondition when no rate holds down to start / 2^max_rounds or
 // every rate holds up to start x 2^max_rounds; InvalidArgument for a bad option; DataLoss naming the file
 // for an unreadable outcome file; errors of the replays as they are.
-absl::StatusOr<CapacityResult> SearchCapacity(const std::vector<Request>& trace, const proto::ExperimentConfig& config,
+absl::StatusOr<CapacityResult> SearchCapacity(const CapacityTrace& trace, const proto::ExperimentConfig& config,
                                               const CostModel& cost_model, const std::vector<SloBound>& slos,
                                               const CapacityOptions& options);
 
@@ -157,7 +169,7 @@ struct CapacityGridResult {
 // The grid (header comment). `base` unresolved or resolved (each point is resolved after its axes apply).
 absl::StatusOr<CapacityGridResult> RunCapacityGrid(const std::vector<GridAxis>& axes,
                                                    const proto::ExperimentConfig& base,
-                                                   const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+                                                   const CapacityTrace& trace, const std::vector<SloBound>& slos,
                                                    const CapacityGridOptions& options);
 
 }  // namespace kvsim

@@ -28,10 +28,13 @@ proto::ExperimentConfig HandConfig() {
   return TestConfig(100000, overrides);
 }
 
-std::vector<Request> EverySecond(int n) {
+// n requests, one a second.
+CapacityTrace EverySecond(int n) {
   std::vector<Request> trace;
   for (int i = 0; i < n; ++i) trace.push_back(MakeRequest(i, int64_t{i} * 1'000'000'000, 512, 1));
-  return trace;
+  absl::StatusOr<CapacityTrace> scanned = CapacityTraceFromRequests(std::move(trace));
+  EXPECT_TRUE(scanned.ok()) << scanned.status();
+  return *std::move(scanned);
 }
 
 const FakeCostModel& Cost() {
@@ -40,20 +43,55 @@ const FakeCostModel& Cost() {
 }
 
 TEST(CapacitySearchTest, HandCaseHoldsAtTheServiceRateAndNotAbove) {
-  const std::vector<Request> trace = EverySecond(40);
-  ASSERT_DOUBLE_EQ(*TraceRate(trace), 1.0);
-  auto at_100 = ReplayAtRate(trace, 1.0, 100.0, HandConfig(), Cost());
+  const CapacityTrace trace = EverySecond(40);
+  ASSERT_DOUBLE_EQ(trace.rate_per_s, 1.0);
+  EXPECT_EQ(trace.num_requests, 40);
+  auto at_100 = ReplayAtRate(trace, 100.0, HandConfig(), Cost());
   ASSERT_TRUE(at_100.ok()) << at_100.status();
   EXPECT_EQ(at_100->finished_requests(), 40);
   EXPECT_DOUBLE_EQ(at_100->ttft_ms().max(), 10.0);
-  auto at_101 = ReplayAtRate(trace, 1.0, 101.0, HandConfig(), Cost());
+  auto at_101 = ReplayAtRate(trace, 101.0, HandConfig(), Cost());
   ASSERT_TRUE(at_101.ok()) << at_101.status();
   // The last of 40 requests waits 39 x (10 - 1000/101) ms.
   EXPECT_NEAR(at_101->ttft_ms().max(), 10.0 + 39 * (10.0 - 1000.0 / 101.0), 1e-5);
 }
 
+TEST(CapacitySearchTest, ScanReadsTheFirstMaxRequestsAndEachReplayReopensTheTrace) {
+  // 40 requests a second apart, then 10 more 0.1 s apart: the first 40 have rate 1/s, all 50 have
+  // 49 / 39.9 s. Every open is counted: the scan opens once, each replay once more.
+  std::vector<Request> requests;
+  for (int i = 0; i < 40; ++i) requests.push_back(MakeRequest(i, int64_t{i} * 1'000'000'000, 512, 1));
+  for (int i = 0; i < 10; ++i) requests.push_back(MakeRequest(40 + i, 39'000'000'000 + (i + 1) * 100'000'000, 512, 1));
+  int opens = 0;
+  const TraceReopener open = [&]() -> absl::StatusOr<std::unique_ptr<TraceReader>> {
+    ++opens;
+    return std::unique_ptr<TraceReader>(new VectorTraceReader(requests, TraceInfo()));
+  };
+  auto first40 = ScanCapacityTrace(open, 40);
+  ASSERT_TRUE(first40.ok()) << first40.status();
+  EXPECT_EQ(first40->num_requests, 40);
+  EXPECT_DOUBLE_EQ(first40->rate_per_s, 1.0);
+  auto all = ScanCapacityTrace(open, 0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->num_requests, 50);
+  EXPECT_DOUBLE_EQ(all->rate_per_s, 49 / 40.0);
+  EXPECT_NE(first40->digest, all->digest);
+  EXPECT_EQ(opens, 2);
+  // A replay of the first 40 at 100/s: 40 requests, none waiting (the hand case below).
+  auto replayed = ReplayAtRate(*first40, 100.0, HandConfig(), Cost());
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ(replayed->num_requests(), 40);
+  EXPECT_DOUBLE_EQ(replayed->ttft_ms().max(), 10.0);
+  EXPECT_EQ(opens, 3);
+  // One distinct arrival has no rate.
+  std::vector<Request> same_instant = {MakeRequest(0, 5, 512, 1), MakeRequest(1, 5, 512, 1)};
+  auto no_rate = CapacityTraceFromRequests(same_instant);
+  EXPECT_EQ(no_rate.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_rate.status().message().find("two distinct arrival times"), absl::string_view::npos);
+}
+
 TEST(CapacitySearchTest, FindsTheHandComputedRateWithinTolerance) {
-  const std::vector<Request> trace = EverySecond(40);
+  const CapacityTrace trace = EverySecond(40);
   auto slos = ParseSloBounds("ttft_ms:max<=10");
   ASSERT_TRUE(slos.ok()) << slos.status();
   CapacityOptions options;
@@ -117,7 +155,7 @@ TEST(CapacitySearchTest, JsonHoldsTheResult) {
 
 // Shards take turns, each stopping where the other's rate is missing, until one finishes the search.
 // Returns the finishing shard's result and counts the calls.
-CapacityResult RunShardsInTurn(const std::vector<Request>& trace, const std::vector<SloBound>& slos,
+CapacityResult RunShardsInTurn(const CapacityTrace& trace, const std::vector<SloBound>& slos,
                                CapacityOptions options, int* calls) {
   for (*calls = 1; *calls <= 200; ++*calls) {
     options.shard_index = (*calls - 1) % options.num_shards;
@@ -133,7 +171,7 @@ CapacityResult RunShardsInTurn(const std::vector<Request>& trace, const std::vec
 }
 
 TEST(CapacitySearchTest, ShardedAndResumedSearchEqualsTheSingleOne) {
-  const std::vector<Request> trace = EverySecond(40);
+  const CapacityTrace trace = EverySecond(40);
   auto slos = ParseSloBounds("ttft_ms:max<=10");
   ASSERT_TRUE(slos.ok());
   CapacityOptions single;
@@ -176,7 +214,7 @@ TEST(CapacitySearchTest, ShardedAndResumedSearchEqualsTheSingleOne) {
 }
 
 TEST(CapacitySearchTest, ShardOptionsAndStoredFilesAreChecked) {
-  const std::vector<Request> trace = EverySecond(40);
+  const CapacityTrace trace = EverySecond(40);
   auto slos = ParseSloBounds("ttft_ms:max<=10");
   ASSERT_TRUE(slos.ok());
   CapacityOptions options;

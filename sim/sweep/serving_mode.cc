@@ -26,6 +26,7 @@ absl::Status RunServingSweepPoint(const SweepPointContext& context, proto::Sweep
   return absl::OkStatus();
 }
 
-KVSIM_REGISTER(SweepModeRegistry(), "replay", RunServingSweepPoint);
+KVSIM_REGISTER(SweepModeRegistry(), "replay",
+               [](const SweepModeBatch& batch) { RunEachPoint(batch, RunServingSweepPoint); });
 
 }  // namespace kvsim

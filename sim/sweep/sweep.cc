@@ -16,6 +16,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_batches.h"
 #include "sim/cache/cache_report.h"
 #include "traces/trace_reader.h"
 #include "util/digest.h"
@@ -28,10 +29,9 @@
 // Data and invariants:
 // - Points are numbered in mixed radix, the last axis fastest; GridPoint decodes an index in O(axes), so
 //   no list of points is ever built. ExpandRange refuses over a million values and steps without overflow.
-// - GetCompiledTrace keeps one CompiledTrace per (trace path, format, block_tokens, max_requests) for the
-//   life of the process, behind one mutex held across the compile: concurrent first points wait for it
-//   instead of compiling the trace twice. A failed compile is not kept. Next uses are filled before the
-//   trace is shared, so replays only read it.
+// - The cache mode groups its points by what determines the replayed trace (path, format, block_tokens,
+//   max_requests) and runs each group through RunCacheReplaysInBatches, the memory-bounded passes of
+//   `kvsim cache`: the same results as one point at a time (every point an independent simulator).
 // Order in RunSweep: every point of the shard is applied, its mode looked up and any existing point file
 // read and matched (index, coordinates, mode) before the points/ directory is made or a point runs, so a
 // bad grid leaves nothing behind. The remaining points then run in parallel, each writing its file
@@ -41,8 +41,8 @@
 // MergeSweep reads each directory's point files in sorted order; a point found twice must be
 // byte-identical.
 // Why it is fast:
-// - Cache points share the compiled trace: the trace is read, hashed and given next uses once per
-//   process, and a point costs only its replay (one thread each; the parallelism is across points).
+// - Cache points of a trace share its passes: the trace is read and hashed once per pass, not per point,
+//   and the points of a pass replay each chunk of requests in parallel.
 // - Finished points are read back, not rerun, so a rerun costs only the points still missing.
 
 namespace kvsim {
@@ -164,61 +164,63 @@ absl::Status ExpandRange(absl::string_view item, std::vector<std::string>* out) 
   return absl::OkStatus();
 }
 
-// Compiled traces shared by the points of a process, keyed by what changes their contents.
-std::shared_ptr<CompiledTrace> GetCompiledTrace(const SweepPointContext& context, const CacheReplayOptions& options,
-                                                absl::Status* status) {
-  static std::mutex mu;
-  static auto* cache =
-      new std::map<std::tuple<std::string, std::string, int32_t, int64_t>, std::shared_ptr<CompiledTrace>>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto key = std::make_tuple(context.trace_path, context.trace_format, options.block_tokens, options.max_requests);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
-  TraceOptions trace_options;
-  trace_options.format = context.trace_format;
-  auto reader = OpenTrace(context.trace_path, trace_options);
-  if (!reader.ok()) {
-    *status = reader.status();
-    return nullptr;
-  }
-  auto trace = CompileTrace(reader->get(), options);
-  if (!trace.ok()) {
-    *status = trace.status();
-    return nullptr;
-  }
-  auto shared = std::make_shared<CompiledTrace>(std::move(*trace));
-  ComputeNextUse(shared.get());  // up front: points share the trace read-only
-  (*cache)[key] = shared;
-  return shared;
-}
-
-absl::Status RunCachePoint(const SweepPointContext& context, proto::SweepPointResult* out) {
-  const proto::ExperimentConfig& config = context.config;
-  CacheRunSpec spec;
-  spec.policy = config.eviction();
-  spec.capacity_blocks = config.cache().gpu_capacity_blocks();
-  if (spec.capacity_blocks <= 0) {
+// The cache replay of one point: its spec and replay options, or InvalidArgument for a point that cannot run.
+absl::Status CachePointSpec(const proto::ExperimentConfig& config, CacheRunSpec* spec, CacheReplayOptions* options) {
+  spec->policy = config.eviction();
+  spec->capacity_blocks = config.cache().gpu_capacity_blocks();
+  if (spec->capacity_blocks <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cache mode needs a capacity of at least 1 block (a capacity_blocks axis or cache.gpu_capacity_blocks ",
-        "in the config), got ", spec.capacity_blocks));
+        "in the config), got ", spec->capacity_blocks));
   }
   if (config.cache().block_tokens() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_tokens must be >= 0 (0 = 16), got ", config.cache().block_tokens()));
   }
-  CacheReplayOptions options;
-  options.block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
-  options.max_requests = config.workload().max_requests();
-  options.num_threads = 1;
-  absl::Status status;
-  std::shared_ptr<CompiledTrace> trace = GetCompiledTrace(context, options, &status);
-  if (trace == nullptr) return status;
-  KVSIM_ASSIGN_OR_RETURN(std::vector<CacheRunResult> results, RunCacheReplaysOnTrace(trace.get(), {spec}, options));
-  *out->mutable_cache() = CacheRunStatsToProto(results[0]);
+  // The policy is built here too, so a bad parameter fails its own point, not the pass it would join.
+  KVSIM_RETURN_IF_ERROR(CreateEvictionPolicyFromConfig(spec->policy).status());
+  options->block_tokens = config.cache().block_tokens() > 0 ? config.cache().block_tokens() : 16;
+  options->max_requests = config.workload().max_requests();
   return absl::OkStatus();
 }
 
-KVSIM_REGISTER(SweepModeRegistry(), "cache", RunCachePoint);
+// The cache mode: the points that replay the same trace (trace, format, block_tokens, max_requests) run
+// as one `kvsim cache` run of their specs, in passes within the memory limit.
+void RunCachePoints(const SweepModeBatch& batch) {
+  std::map<std::tuple<std::string, std::string, int32_t, int64_t>, std::vector<size_t>> groups;
+  std::vector<CacheRunSpec> specs(batch.points.size());
+  std::vector<CacheReplayOptions> options(batch.points.size());
+  for (size_t i = 0; i < batch.points.size(); ++i) {
+    const SweepPointContext& point = *batch.points[i];
+    const absl::Status status = CachePointSpec(point.config, &specs[i], &options[i]);
+    if (!status.ok()) {
+      batch.done(i, status);
+      continue;
+    }
+    groups[std::make_tuple(point.trace_path, point.trace_format, options[i].block_tokens, options[i].max_requests)]
+        .push_back(i);
+  }
+  for (const auto& [key, members] : groups) {
+    const SweepPointContext& first = *batch.points[members[0]];
+    CacheReplayOptions replay = options[members[0]];
+    replay.num_threads = batch.num_threads;
+    std::vector<CacheRunSpec> group_specs;
+    for (size_t i : members) group_specs.push_back(specs[i]);
+    const TraceReopener open = [&first]() {
+      TraceOptions trace_options;
+      trace_options.format = first.trace_format;
+      return OpenTrace(first.trace_path, trace_options);
+    };
+    absl::StatusOr<std::vector<CacheRunResult>> results =
+        RunCacheReplaysInBatches(open, group_specs, replay, {.memory_limit_bytes = batch.memory_limit_bytes});
+    for (size_t k = 0; k < members.size(); ++k) {
+      if (results.ok()) *batch.results[members[k]]->mutable_cache() = CacheRunStatsToProto((*results)[k]);
+      batch.done(members[k], results.status());
+    }
+  }
+}
+
+KVSIM_REGISTER(SweepModeRegistry(), "cache", RunCachePoints);
 
 absl::Status ApplyPolicyAxis(const std::string& value, proto::ExperimentConfig* config) {
   auto spec = ParsePolicySpec(value);
@@ -271,6 +273,13 @@ absl::Status WriteTables(const Table& table, const std::string& stem) {
 }
 
 }  // namespace
+
+void RunEachPoint(const SweepModeBatch& batch,
+                  const std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>&
+                      run_point) {
+  ParallelFor(batch.num_threads, batch.points.size(),
+              [&](size_t i, int) { batch.done(i, run_point(*batch.points[i], batch.results[i])); });
+}
 
 Registry<SweepModeRunner>& SweepModeRegistry() {
   static auto* registry = new Registry<SweepModeRunner>("sweep mode");
@@ -513,12 +522,11 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   for (const proto::SweepPointResult& r : rewrite) {
     KVSIM_RETURN_IF_ERROR(WriteFileAtomically(PointPath(options.out_dir, r.point_index()), r.SerializeAsString()));
   }
-  // Run the remaining points on all cores; each point's file is written as soon as it is done.
+  // Run the remaining points, mode by mode, on all cores; each point's file is written as soon as it is done.
   std::vector<absl::Status> statuses(todo.size());
   std::vector<proto::SweepPointResult> done(todo.size());
-  std::mutex progress_mutex;
-  int64_t points_done = 0;
-  ParallelFor(ResolveThreadCount(options.num_threads), todo.size(), [&](size_t i, int) {
+  std::map<std::string, std::vector<size_t>> by_mode;
+  for (size_t i = 0; i < todo.size(); ++i) {
     proto::SweepPointResult& r = done[i];
     r.set_point_index(todo[i]);
     for (const auto& [name, value] : GridPoint(axes, todo[i])) {
@@ -532,15 +540,30 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
     r.set_trace_digest(trace_digest);
     r.set_kvsim_version(kKvsimVersion);
     r.set_num_points(num_points);
-    statuses[i] = (*SweepModeRegistry().Find(modes[i]))(contexts[i], &r);
-    if (statuses[i].ok()) {
-      statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), r.SerializeAsString());
+    by_mode[modes[i]].push_back(i);
+  }
+  std::mutex progress_mutex;
+  int64_t points_done = 0;
+  for (const auto& [mode, members] : by_mode) {
+    SweepModeBatch batch;
+    for (size_t i : members) {
+      batch.points.push_back(&contexts[i]);
+      batch.results.push_back(&done[i]);
     }
-    if (options.progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      options.progress(++points_done, static_cast<int64_t>(todo.size()));
-    }
-  });
+    batch.num_threads = ResolveThreadCount(options.num_threads);
+    batch.memory_limit_bytes =
+        options.memory_limit_bytes > 0 ? options.memory_limit_bytes : DefaultMemoryLimitBytes();
+    batch.done = [&](size_t k, const absl::Status& status) {
+      const size_t i = members[k];
+      statuses[i] = status;
+      if (status.ok()) statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), done[i].SerializeAsString());
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        options.progress(++points_done, static_cast<int64_t>(todo.size()));
+      }
+    };
+    (*SweepModeRegistry().Find(mode))(batch);
+  }
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!statuses[i].ok()) {
       return absl::Status(statuses[i].code(), absl::StrCat("point ", todo[i], ": ", statuses[i].message()));

@@ -19,6 +19,12 @@
 // Each point's config is the base config with the point applied, then resolved (presets, defaults:
 // config/experiment_config.h), so model_preset and device_preset are axes like any other.
 //
+// Memory: a cache point streams the trace, as `kvsim cache` does (sim/cache/cache_batches.h): the points of
+// one trace run together in passes whose estimated memory fits SweepOptions::memory_limit_bytes, so memory
+// grows with the capacities, not with the trace; only Belady, which needs every next use, holds the trace's
+// accesses (about 50 bytes each, checked against the same limit). Replay points run one per thread, each
+// in the serving simulator's bounded memory.
+//
 // Shard i/N runs the points whose index mod N == i. Each finished point is written atomically to
 // DIR/points/point-<index>.pb (a proto::SweepPointResult) with the SHA-256 digest of what determines it
 // (the trace file's bytes, trace format, mode, resolved config, coordinates, kvsim version). A rerun skips
@@ -88,8 +94,28 @@ struct SweepPointContext {
   std::string trace_format;
 };
 
-// Runs one point, filling the `result` oneof of `out`.
-using SweepModeRunner = std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>;
+// The points of a shard that one mode is to run (those not already done), and how.
+struct SweepModeBatch {
+  std::vector<const SweepPointContext*> points;  // in point-index order
+  // results[i]: point i's result, its identity (index, coordinates, digests) already set; the mode fills
+  // its `result` oneof.
+  std::vector<proto::SweepPointResult*> results;
+  int num_threads = 1;             // >= 1
+  int64_t memory_limit_bytes = 0;  // the cache mode's budget of one pass (sim/cache/cache_batches.h); > 0
+  // The mode calls this exactly once per point, as soon as the point is finished (status OK, results[i]
+  // filled) or has failed; from any of its threads, for different points at the same time.
+  std::function<void(size_t i, const absl::Status& status)> done;
+};
+
+// Runs the points of a batch. A mode may run them together: the cache mode replays every point that
+// shares a trace (the same block_tokens and max_requests) as `kvsim cache` does, in passes over the trace
+// within the memory limit; the replay mode runs each point on its own (RunEachPoint).
+using SweepModeRunner = std::function<void(const SweepModeBatch& batch)>;
+
+// Runs `run_point` for every point of `batch` on batch.num_threads threads, calling batch.done after each.
+void RunEachPoint(const SweepModeBatch& batch,
+                  const std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>&
+                      run_point);
 
 // The sweep modes by name (util/registry.h). "cache" is built in; the serving simulator registers
 // "replay" (sim/sweep/serving_mode.h).
@@ -109,6 +135,9 @@ struct SweepOptions {
   int shard_index = 0;
   int num_shards = 1;
   int num_threads = 0;  // 0 = hardware concurrency
+  // The cache mode's budget for one pass over the trace (`kvsim cache --memory_limit`); 0 =
+  // DefaultMemoryLimitBytes(), half the physical memory.
+  int64_t memory_limit_bytes = 0;
   // Called after each point run here (not the skipped ones) with (points done, points to run), one call
   // at a time from the worker threads; may be empty.
   std::function<void(int64_t, int64_t)> progress;

@@ -4,7 +4,10 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "policies/policy_factory.h"
+#include "sim/cache/cache_batches.h"
 #include "traces/trace_io.h"
 #include "util/file.h"
 #include "util/json_text.h"
@@ -215,6 +218,76 @@ TEST_F(SweepRunTest, MergeFailsOnMissingOrInconsistentPoints) {
   EXPECT_EQ(mixed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(mixed.status().message().find("another trace"), absl::string_view::npos) << mixed.status();
   EXPECT_EQ(MergeSweep({TempDir("empty")}, "").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Hits of one point replayed alone, on a fresh reader (the reference for the batched passes).
+int64_t DirectHits(const std::string& policy, int64_t capacity_blocks, int32_t block_tokens) {
+  CacheRunSpec spec;
+  spec.policy = *ParsePolicySpec(policy);
+  spec.capacity_blocks = capacity_blocks;
+  auto reader = OpenTrace(kMooncake, {});
+  EXPECT_TRUE(reader.ok());
+  CacheReplayOptions options;
+  options.max_requests = 400;
+  options.block_tokens = block_tokens;
+  auto direct = RunCacheReplays(reader->get(), {spec}, options);
+  EXPECT_TRUE(direct.ok()) << direct.status();
+  return direct.ok() ? (*direct)[0].stats.hits : -1;
+}
+
+TEST_F(SweepRunTest, CachePointsRunInPassesWithinTheMemoryLimit) {
+  // Two traces (block_tokens 16 and 64 hash the prompts differently), with and without Belady (whose
+  // points run over the compiled trace), under the default limit and under one that holds a pass and two of
+  // the largest streamed points, so the points of a trace split into several passes.
+  CacheRunSpec largest;
+  largest.policy = *ParsePolicySpec("s3fifo");
+  largest.capacity_blocks = 1024;
+  const int64_t two_points = kPassOverheadBytes + 2 * EstimatePointBytes(largest, -1, false);
+  for (const std::string& policies : {"lru,s3fifo,sieve,belady", "lru,s3fifo,sieve"}) {
+    for (int64_t limit : {int64_t{0}, two_points}) {
+      if (limit > 0 && policies.find("belady") != std::string::npos) continue;  // the compiled trace needs more
+      const std::vector<GridAxis> axes =
+          *ParseGrid(absl::StrCat("block_tokens=16,64 policy=", policies, " capacity_blocks=64,1024"));
+      SweepOptions options = Options(TempDir("passes"), 0, 1, 2);
+      options.memory_limit_bytes = limit;
+      auto s = RunSweep(axes, base_, options);
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_EQ(s->points_run, NumGridPoints(axes));
+      auto table = MergeSweep({options.out_dir}, "");
+      ASSERT_TRUE(table.ok()) << table.status();
+      const auto& columns = table->columns();
+      const size_t hits = std::find(columns.begin(), columns.end(), "hits") - columns.begin();
+      for (const std::vector<std::string>& row : table->rows()) {
+        int32_t block_tokens = 0;
+        int64_t capacity = 0;
+        ASSERT_TRUE(absl::SimpleAtoi(row[0], &block_tokens) && absl::SimpleAtoi(row[2], &capacity));
+        EXPECT_EQ(row[hits], std::to_string(DirectHits(row[1], capacity, block_tokens)))
+            << "limit " << limit << ": " << row[0] << " " << row[1] << " " << row[2];
+      }
+    }
+  }
+  // A limit below one pass's overhead: refused naming the point and the limit, and no point file written.
+  SweepOptions tiny = Options(TempDir("tiny"), 0, 1, 1);
+  tiny.memory_limit_bytes = 1 << 20;
+  auto refused = RunSweep(*ParseGrid("policy=lru capacity_blocks=64"), base_, tiny);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("point 0: run lru @ 64 needs an estimated"), absl::string_view::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("--memory_limit=1.0 MiB"), absl::string_view::npos) << refused.status();
+  EXPECT_FALSE(std::filesystem::exists(tiny.out_dir + "/points/point-00000000.pb"));
+}
+
+TEST_F(SweepRunTest, ABadPointFailsAloneNotThePassItWouldJoin) {
+  // Point 1 (a small-queue ratio out of range) fails; point 0 runs and is kept.
+  SweepOptions options = Options(TempDir("bad_point"), 0, 1, 1);
+  auto s = RunSweep(*ParseGrid("policy=s3fifo eviction.s3fifo.small_queue_ratio=0.1,2 capacity_blocks=64"), base_,
+                    options);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("point 1: eviction.s3fifo.small_queue_ratio must be in (0, 1)"),
+            absl::string_view::npos)
+      << s.status();
+  EXPECT_TRUE(std::filesystem::exists(options.out_dir + "/points/point-00000000.pb"));
+  EXPECT_FALSE(std::filesystem::exists(options.out_dir + "/points/point-00000001.pb"));
 }
 
 TEST_F(SweepRunTest, ReplayModeNeedsTheSimulator) {
