@@ -13,9 +13,14 @@
 #   replay-closed  the same with workload.closed_loop_sessions (each turn issued when the previous finishes)
 #   replay-vllm    replay with --vllm_json too (the vLLM benchmark_serving metrics)
 #   compare, decompose, report   on the replay's --out folder (against itself)
+#   sweep          the cache mode over cache's 4 points (lru and s3fifo at 16,384 and 131,072 blocks)
+#   sweep-replay   the replay mode, one point (lru), one thread
+#   capacity       the capacity grid, one point (one replica) at --target_rate=$CAPACITY_RATE (default 6.35
+#                  requests/s: about the chat trace's own rate, so the replay is the trace's load)
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
 # at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
-# those commands (the default set leaves out replay-closed and replay-vllm; name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
+# those commands (the default set leaves out replay-closed, replay-vllm, sweep, sweep-replay and capacity;
+# name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
 # when import is not among them). Usage:
 #   tools/bench_memory.sh [KVSIM] [WORKDIR] [N1 N2 ...]      (default N: 1000000 5000000)
 set -euo pipefail
@@ -71,6 +76,18 @@ for n in "${sizes[@]}"; do
           decompose) measure "$kvsim" decompose "$work/replay_$n" "$work/replay_$n" ;;
           report) measure "$kvsim" report "$work/replay_$n" --out="$work/report_$n.html" ;;
         esac ;;
+      sweep)
+        rm -rf "$work/sweep_$n"  # a finished point would be read back, not run
+        measure "$kvsim" sweep --trace="$native" --grid="policy=lru,s3fifo capacity_blocks=16384,131072" \
+          --out="$work/sweep_$n" --quiet ;;
+      sweep-replay)
+        rm -rf "$work/sweep_replay_$n"
+        measure "$kvsim" sweep --trace="$native" --mode=replay --grid="policy=lru" --threads=1 \
+          --out="$work/sweep_replay_$n" --quiet ;;
+      capacity)
+        rm -rf "$work/capacity_$n"
+        measure "$kvsim" capacity --trace="$native" --grid="cluster.num_replicas=1" \
+          --target_rate="${CAPACITY_RATE:-6.35}" --out="$work/capacity_$n" ;;
       replay-vllm)
         measure "$kvsim" replay --trace="$native" --out="$work/replay_vllm_$n" --vllm_json="$work/vllm_$n.json" ;;
     esac

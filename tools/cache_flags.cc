@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,6 +14,7 @@
 #include "sim/cache/cache_batches.h"
 #include "sim/sweep/sweep.h"
 #include "tools/common_flags.h"
+#include "util/exact_distinct.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -190,17 +190,17 @@ absl::StatusOr<std::vector<int64_t>> CapacitiesForTrace(const std::vector<Capaci
     KVSIM_ASSIGN_OR_RETURN(basis.kv_bytes_per_block, KvBytesPerBlock(config, block_tokens));
   }
   if (NeedsDistinctBlocks(entries)) {
-    // Streamed into a set of the distinct ids: memory grows with them, not with the accesses.
-    absl::flat_hash_set<BlockId> distinct;
+    // Counted exactly in bounded memory (sorted runs spilled to disk past a million distinct ids).
+    ExactDistinctCounter distinct;
     Request request;
     int64_t num_requests = 0;
     while ((options.max_requests == 0 || num_requests < options.max_requests) && reader->Next(&request)) {
       ++num_requests;
       KVSIM_RETURN_IF_ERROR(PrepareRequestForReplay(options, &request));
-      distinct.insert(request.block_hashes.begin(), request.block_hashes.end());
+      for (BlockId block : request.block_hashes) distinct.Add(block);
     }
     KVSIM_RETURN_IF_ERROR(reader->status());
-    basis.distinct_blocks = static_cast<int64_t>(distinct.size());
+    KVSIM_ASSIGN_OR_RETURN(basis.distinct_blocks, distinct.Count());
     if (basis.distinct_blocks == 0) {
       return absl::InvalidArgumentError(absl::StrCat(flag, ": a share of the trace's blocks, but it has none"));
     }

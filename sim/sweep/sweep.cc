@@ -164,6 +164,11 @@ absl::Status ExpandRange(absl::string_view item, std::vector<std::string>* out) 
   return absl::OkStatus();
 }
 
+// `status` of point `index`, its message prefixed "point INDEX: ".
+absl::Status PointError(int64_t index, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("point ", index, ": ", status.message()));
+}
+
 // The cache replay of one point: its spec and replay options, or InvalidArgument for a point that cannot run.
 absl::Status CachePointSpec(const proto::ExperimentConfig& config, CacheRunSpec* spec, CacheReplayOptions* options) {
   spec->policy = config.eviction();
@@ -194,7 +199,7 @@ void RunCachePoints(const SweepModeBatch& batch) {
     const SweepPointContext& point = *batch.points[i];
     const absl::Status status = CachePointSpec(point.config, &specs[i], &options[i]);
     if (!status.ok()) {
-      batch.done(i, status);
+      batch.done(i, PointError(batch.results[i]->point_index(), status));
       continue;
     }
     groups[std::make_tuple(point.trace_path, point.trace_format, options[i].block_tokens, options[i].max_requests)]
@@ -213,9 +218,20 @@ void RunCachePoints(const SweepModeBatch& batch) {
     };
     absl::StatusOr<std::vector<CacheRunResult>> results =
         RunCacheReplaysInBatches(open, group_specs, replay, {.memory_limit_bytes = batch.memory_limit_bytes});
+    // An error of the replay (the trace, the memory limit) concerns every point of the group; its message
+    // names the run, and the prefix the points.
+    absl::Status status = results.status();
+    if (!status.ok()) {
+      std::vector<int64_t> indices;
+      for (size_t i : members) indices.push_back(batch.results[i]->point_index());
+      status = indices.size() == 1
+                   ? PointError(indices[0], status)
+                   : absl::Status(status.code(), absl::StrCat("points ", absl::StrJoin(indices, ", "),
+                                                              " (one cache replay of the trace): ", status.message()));
+    }
     for (size_t k = 0; k < members.size(); ++k) {
       if (results.ok()) *batch.results[members[k]]->mutable_cache() = CacheRunStatsToProto((*results)[k]);
-      batch.done(members[k], results.status());
+      batch.done(members[k], status);
     }
   }
 }
@@ -277,8 +293,10 @@ absl::Status WriteTables(const Table& table, const std::string& stem) {
 void RunEachPoint(const SweepModeBatch& batch,
                   const std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>&
                       run_point) {
-  ParallelFor(batch.num_threads, batch.points.size(),
-              [&](size_t i, int) { batch.done(i, run_point(*batch.points[i], batch.results[i])); });
+  ParallelFor(batch.num_threads, batch.points.size(), [&](size_t i, int) {
+    const absl::Status status = run_point(*batch.points[i], batch.results[i]);
+    batch.done(i, status.ok() ? status : PointError(batch.results[i]->point_index(), status));
+  });
 }
 
 Registry<SweepModeRunner>& SweepModeRegistry() {
@@ -556,7 +574,10 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
     batch.done = [&](size_t k, const absl::Status& status) {
       const size_t i = members[k];
       statuses[i] = status;
-      if (status.ok()) statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), done[i].SerializeAsString());
+      if (status.ok()) {
+        statuses[i] = WriteFileAtomically(PointPath(options.out_dir, todo[i]), done[i].SerializeAsString());
+        if (!statuses[i].ok()) statuses[i] = PointError(todo[i], statuses[i]);
+      }
       if (options.progress) {
         std::lock_guard<std::mutex> lock(progress_mutex);
         options.progress(++points_done, static_cast<int64_t>(todo.size()));
@@ -566,7 +587,7 @@ absl::StatusOr<SweepSummary> RunSweep(const std::vector<GridAxis>& axes, const p
   }
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!statuses[i].ok()) {
-      return absl::Status(statuses[i].code(), absl::StrCat("point ", todo[i], ": ", statuses[i].message()));
+      return statuses[i];  // the mode named the point or points
     }
     results[todo[i]] = std::move(done[i]);
     ++summary.points_run;

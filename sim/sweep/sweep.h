@@ -103,7 +103,8 @@ struct SweepModeBatch {
   int num_threads = 1;             // >= 1
   int64_t memory_limit_bytes = 0;  // the cache mode's budget of one pass (sim/cache/cache_batches.h); > 0
   // The mode calls this exactly once per point, as soon as the point is finished (status OK, results[i]
-  // filled) or has failed; from any of its threads, for different points at the same time.
+  // filled) or has failed (a message that names the point or points it concerns, "point 3: ...", by their
+  // results' point_index); from any of its threads, for different points at the same time.
   std::function<void(size_t i, const absl::Status& status)> done;
 };
 
@@ -112,7 +113,8 @@ struct SweepModeBatch {
 // within the memory limit; the replay mode runs each point on its own (RunEachPoint).
 using SweepModeRunner = std::function<void(const SweepModeBatch& batch)>;
 
-// Runs `run_point` for every point of `batch` on batch.num_threads threads, calling batch.done after each.
+// Runs `run_point` for every point of `batch` on batch.num_threads threads, calling batch.done after each
+// (errors prefixed "point INDEX: ").
 void RunEachPoint(const SweepModeBatch& batch,
                   const std::function<absl::Status(const SweepPointContext& context, proto::SweepPointResult* out)>&
                       run_point);

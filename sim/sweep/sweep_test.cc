@@ -273,6 +273,11 @@ TEST_F(SweepRunTest, CachePointsRunInPassesWithinTheMemoryLimit) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("point 0: run lru @ 64 needs an estimated"), absl::string_view::npos)
       << refused.status();
+  // Several points of one trace: the message names them all (the run it names is one of them).
+  auto refused_pass = RunSweep(*ParseGrid("policy=lru,fifo capacity_blocks=64"), base_, tiny);
+  EXPECT_NE(refused_pass.status().message().find("points 0, 1 (one cache replay of the trace): run "),
+            absl::string_view::npos)
+      << refused_pass.status();
   EXPECT_NE(refused.status().message().find("--memory_limit=1.0 MiB"), absl::string_view::npos) << refused.status();
   EXPECT_FALSE(std::filesystem::exists(tiny.out_dir + "/points/point-00000000.pb"));
 }

@@ -316,11 +316,16 @@ py::dict Mrc(const std::string& trace, const std::vector<int64_t>& sizes, std::o
 // `kvsim sweep --grid=GRID --mode=MODE [--out=OUT]` (one shard): the merged results table. Without `out`,
 // the points go to a temporary directory, removed afterwards; with it, a rerun resumes as the command's does.
 py::object Sweep(const std::string& trace, const std::string& grid, const py::object& config, const std::string& mode,
-                 const std::string& out, int threads, const std::string& trace_format) {
+                 const std::string& out, int threads, const std::string& trace_format, int64_t memory_limit) {
   const std::vector<GridAxis> axes = OrThrow(ParseGrid(grid));
   const proto::ExperimentConfig base = OrThrow(ConfigAsWritten(config));
   if (threads < 0 || threads > 1024) throw py::value_error(absl::StrCat("threads=", threads, ": must be in [0, 1024]"));
+  if (memory_limit < 0) {
+    throw py::value_error(absl::StrCat("memory_limit: expected bytes >= 0 (0 = half the physical memory), got ",
+                                       memory_limit));
+  }
   SweepOptions options;
+  options.memory_limit_bytes = memory_limit;
   options.out_dir = out;
   if (out.empty()) {
     const char* tmp = getenv("TMPDIR");
@@ -474,8 +479,10 @@ PYBIND11_MODULE(kvsim, m) {
         "`kvsim mrc --memory_limit`: sample_rate None = exact where it fits, else a chosen rate.");
   m.def("sweep", &kvsim::Sweep, py::arg("trace"), py::arg("grid"), py::arg("config") = py::none(),
         py::arg("mode") = "cache", py::arg("out") = "", py::arg("threads") = 0, py::arg("trace_format") = "",
+        py::arg("memory_limit") = 0,
         "kvsim sweep over one shard: {'results': {column: numpy array}, 'results_csv', 'results_json', "
-        "'points', 'points_run', 'points_skipped'}; `out` keeps the points (a rerun resumes).");
+        "'points', 'points_run', 'points_skipped'}; `out` keeps the points (a rerun resumes); cache points in "
+        "passes within `memory_limit` bytes (0 = half the physical memory), as `kvsim sweep --memory_limit`.");
   m.def("quality", &kvsim::Quality, py::arg("trace"), py::arg("policies"), py::arg("budgets"), py::arg("top_k") = 32,
         py::arg("max_samples") = 0, py::arg("attention_mib") = 1024, py::arg("threads") = 0, py::arg("seed") = 0,
         "kvsim quality: {'results': the JSON as dicts, 'summary'/'per_layer'/'per_head'/'areas': {column: numpy "

@@ -208,6 +208,23 @@ class SweepAndQualityTest(unittest.TestCase):
         self.assertEqual(again.results_csv, cli_csv)
         self.assertEqual(self.read("py", "results.csv"), cli_csv)
 
+    def test_sweep_memory_limit_as_the_command_line(self):
+        trace = "traces/data/mooncake_synthetic.jsonl"
+        grid = "policy=lru,s3fifo capacity_blocks=1000,8000"
+        # A limit below one pass's overhead: the same refusal as the command line's.
+        done = self.cli("sweep", "--trace=" + trace, "--grid=" + grid, "--memory_limit=1MiB",
+                        "--out=" + os.path.join(self.dir, "tiny"), "--quiet")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        with self.assertRaises(ValueError) as raised:
+            kvsim.sweep(trace, grid, memory_limit=1 << 20)
+        self.assertIn("needs an estimated", str(raised.exception))
+        self.assertIn(str(raised.exception), done.stderr)
+        with self.assertRaises(ValueError):
+            kvsim.sweep(trace, grid, memory_limit=-1)
+        # A limit that splits the points into passes: the table of the default limit.
+        self.assertEqual(kvsim.sweep(trace, grid, memory_limit=(64 << 20) + (4 << 20)).results_csv,
+                         kvsim.sweep(trace, grid).results_csv)
+
     def test_replay_sweep_with_a_config_equals_the_command_line(self):
         config = "workload { max_requests: 120 }\n"
         path = os.path.join(self.dir, "c.textproto")
