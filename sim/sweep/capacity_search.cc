@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "config/experiment_config.h"
 #include "sim/serving/replay.h"
+#include "sim/serving/results_sink.h"
 #include "traces/request.h"
 #include "traces/trace_reader.h"
 #include "util/digest.h"
@@ -402,6 +403,8 @@ absl::StatusOr<proto::Summary> ReplayAtRate(const CapacityTrace& trace, double r
                              trace.max_requests);
   ReplayOptions options;
   options.timeline = false;
+  DiscardResults discard;  // the summary only: no per-request record is held
+  options.results_sink = &discard;
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, cost_model, &reader, options));
   return output.results.summary();
 }

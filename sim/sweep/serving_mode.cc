@@ -5,6 +5,7 @@
 #include "config/experiment_config.h"
 #include "cost_models/cost_model.h"
 #include "sim/serving/replay.h"
+#include "sim/serving/results_sink.h"
 #include "traces/trace_io.h"
 #include "traces/trace_reader.h"
 #include "util/status_macros.h"
@@ -19,6 +20,8 @@ absl::Status RunServingSweepPoint(const SweepPointContext& context, proto::Sweep
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTrace(context.trace_path, trace_options));
   ReplayOptions options;
   options.timeline = false;
+  DiscardResults discard;  // the point keeps the summary only: no per-request record is held
+  options.results_sink = &discard;
   KVSIM_ASSIGN_OR_RETURN(ReplayOutput output, RunReplay(config, *cost_model, reader.get(), options));
   proto::Results* results = out->mutable_replay();
   *results->mutable_run() = output.results.run();
