@@ -32,8 +32,7 @@ namespace {
 // replay's length.
 absl::StatusOr<proto::TtftBreakdown> LoadBreakdown(const std::string& path) {
   const std::string file = std::filesystem::is_directory(path) ? path + "/results.pb" : path;
-  int64_t size_bytes = 0;
-  KVSIM_ASSIGN_OR_RETURN(std::FILE* stream, OpenRegularFile(file, &size_bytes));
+  KVSIM_ASSIGN_OR_RETURN(std::FILE* stream, OpenRegularFile(file));
   const absl::Status not_results =
       absl::InvalidArgumentError(absl::StrCat(file, ": not a results.pb (proto kvsim.proto.Results) as `kvsim replay --out` writes"));
   proto::Results results;  // only ttft_breakdown is set

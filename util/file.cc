@@ -173,7 +173,7 @@ absl::StatusOr<std::FILE*> OpenRegularFile(const std::string& path, int64_t* siz
     std::fclose(file);
     return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": not a regular file"));
   }
-  *size_bytes = static_cast<int64_t>(info.st_size);
+  if (size_bytes != nullptr) *size_bytes = static_cast<int64_t>(info.st_size);
   return file;
 }
 

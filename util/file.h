@@ -26,9 +26,10 @@ inline constexpr int64_t kDefaultMaxReadBytes = int64_t{1} << 30;
 // other failures.
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kDefaultMaxReadBytes);
 
-// Opens `path` for reading (the caller closes it) and sets *size_bytes; the errors of ReadFile before it
-// reads: NotFound, FailedPrecondition for a file that is not regular. For readers that stream a file.
-absl::StatusOr<std::FILE*> OpenRegularFile(const std::string& path, int64_t* size_bytes);
+// Opens `path` for reading (the caller closes it) and sets *size_bytes (unless null); the errors of ReadFile
+// before it reads: NotFound, FailedPrecondition for a file that is not regular. For readers that stream a
+// file.
+absl::StatusOr<std::FILE*> OpenRegularFile(const std::string& path, int64_t* size_bytes = nullptr);
 
 // Removes a UTF-8 byte-order mark (EF BB BF, which some editors write at the start of a text file) from
 // the front of *text; true if there was one. Every reader of text files skips it through this.

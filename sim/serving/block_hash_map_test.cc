@@ -62,7 +62,9 @@ void CheckAgainstMap(uint64_t key_range, int operations, uint32_t seed) {
       const int32_t* found = index.Find(key);
       auto it = reference.find(key);
       ASSERT_EQ(found != nullptr, it != reference.end()) << "operation " << i;
-      if (found != nullptr) ASSERT_EQ(*found, it->second);
+      if (found != nullptr) {
+        ASSERT_EQ(*found, it->second);
+      }
     }
     ASSERT_EQ(index.size(), static_cast<int64_t>(reference.size()));
     if (i % 1000 == 0) {  // every stored key is still reachable, none lost or duplicated
@@ -84,7 +86,9 @@ TEST(BlockHashMapTest, ChurnAtAFixedSizeKeepsEveryKey) {
   constexpr uint64_t kWindow = 3000;
   for (uint64_t k = 0; k < 200000; ++k) {
     ASSERT_TRUE(index.FindOrInsert(k * 0x9e3779b97f4a7c15ULL, static_cast<int32_t>(k % 1000)).second);
-    if (k >= kWindow) ASSERT_TRUE(index.Erase((k - kWindow) * 0x9e3779b97f4a7c15ULL));
+    if (k >= kWindow) {
+      ASSERT_TRUE(index.Erase((k - kWindow) * 0x9e3779b97f4a7c15ULL));
+    }
   }
   EXPECT_EQ(index.size(), static_cast<int64_t>(kWindow));
   for (uint64_t k = 200000 - kWindow; k < 200000; ++k) {

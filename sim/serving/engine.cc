@@ -209,8 +209,8 @@ absl::Status Engine::LoadSessions(TraceReader* reader) {
   return IssueNextRoot();
 }
 
-absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, SimTime issue_ns) {
-  KVSIM_ASSIGN_OR_RETURN(const SessionChainRecord chain, chains_.Get(index));
+absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, const SessionChainRecord& chain,
+                                                    SimTime issue_ns) {
   const int32_t slot = pool_.Allocate();
   RequestState& state = pool_.at(slot);
   bool unique_blocks = false;  // fresh hashes, assigned when the trace was checked
@@ -234,7 +234,8 @@ absl::Status Engine::IssueNextRoot() {
   root_slot_ = -1;
   if (next_root_ >= chains_.num_roots()) return absl::OkStatus();
   KVSIM_ASSIGN_OR_RETURN(const int32_t index, chains_.root(next_root_++));
-  KVSIM_ASSIGN_OR_RETURN(root_slot_, IssueSessionRequest(index, /*issue_ns=*/-1));
+  KVSIM_ASSIGN_OR_RETURN(const SessionChainRecord chain, chains_.Get(index));
+  KVSIM_ASSIGN_OR_RETURN(root_slot_, IssueSessionRequest(index, chain, /*issue_ns=*/-1));
   return absl::OkStatus();
 }
 
@@ -246,7 +247,8 @@ absl::Status Engine::SessionRequestEnded(int32_t slot, SimTime now_ns) {
   for (int32_t next : successors_) {
     KVSIM_ASSIGN_OR_RETURN(const SessionChainRecord record, chains_.Get(next));
     KVSIM_RETURN_IF_ERROR(
-        IssueSessionRequest(next, now_ns + static_cast<SimTime>(std::llround(record.think_ns * scale))).status());
+        IssueSessionRequest(next, record, now_ns + static_cast<SimTime>(std::llround(record.think_ns * scale)))
+            .status());
   }
   return absl::OkStatus();
 }

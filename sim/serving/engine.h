@@ -100,9 +100,9 @@ class Engine {
   // Closed loop: reads and checks the whole trace into session_spill_, builds the chains, issues the
   // first root.
   absl::Status LoadSessions(TraceReader* reader);
-  // Closed loop: request `index` arrives at `issue_ns` (< 0: a root, at its trace time); returns its slot.
-  // Errors: the spill file's.
-  absl::StatusOr<int32_t> IssueSessionRequest(int32_t index, SimTime issue_ns);
+  // Closed loop: request `index` (its chain record `chain`) arrives at `issue_ns` (< 0: a root, at its
+  // trace time); returns its slot. Errors: the spill file's.
+  absl::StatusOr<int32_t> IssueSessionRequest(int32_t index, const SessionChainRecord& chain, SimTime issue_ns);
   absl::Status IssueNextRoot();
   // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
   absl::Status SessionRequestEnded(int32_t slot, SimTime now_ns);

@@ -59,7 +59,9 @@ TEST(BFloat16Test, KnownValuesAndRounding) {
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(std::nanf("")))));
   for (uint32_t bits = 0; bits < 0x10000; bits += 7) {
     const float f = BFloat16ToFloat(static_cast<uint16_t>(bits));
-    if (!std::isnan(f)) EXPECT_EQ(FloatToBFloat16(f), bits);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(FloatToBFloat16(f), bits);
+    }
   }
 }
 
