@@ -3,15 +3,16 @@
 #include <cmath>
 
 #include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "traces/text/import_reader.h"
 #include "traces/text/jsonl_source.h"
+#include "traces/text/request_id_check.h"
 #include "traces/text/parse_util.h"
 #include "traces/text/text_detect.h"
 #include "traces/trace_format.h"
+#include "util/spilled_id_map.h"
 #include "util/status_macros.h"
 #include "util/units.h"
 
@@ -114,18 +115,14 @@ class BailianSource final : public JsonlSource {
     }
     int64_t session = chat;
     if (parent >= 0) {
-      auto it = session_of_.find(parent);
-      if (it != session_of_.end()) {
-        session = it->second;
-      } else {
+      KVSIM_ASSIGN_OR_RETURN(const bool known, session_of_.Find(static_cast<uint64_t>(parent), &session));
+      if (!known) {
         session = parent;
         ++orphans_;
       }
     }
-    if (!session_of_.emplace(chat, session).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chat_id: expected a chat_id not used before, got ", chat, " again"));
-    }
+    KVSIM_RETURN_IF_ERROR(session_of_.Set(static_cast<uint64_t>(chat), session));
+    ids_.Add(line_number(), static_cast<uint64_t>(chat), -1);  // a repeated chat_id: found in AtEnd
     r->request_id = static_cast<uint64_t>(chat);
     r->parent_id = parent;
     r->session_id = session;
@@ -135,8 +132,13 @@ class BailianSource final : public JsonlSource {
     return absl::OkStatus();
   }
 
+  absl::Status AtEnd() override { return ids_.Finish(path(), "chat_id"); }
+
  private:
-  absl::flat_hash_map<int64_t, int64_t> session_of_;  // chat_id -> session (first turn's chat_id)
+  // chat_id -> session (the first turn's chat_id), and the check that every chat_id is new: both in memory
+  // that does not grow with the trace (spilled to temporary files).
+  SpilledIdMap<int64_t> session_of_;
+  RequestIdCheck ids_;
   int64_t orphans_ = 0;
   absl::btree_map<std::string, int64_t> other_types_;  // unknown type names and their counts
 };

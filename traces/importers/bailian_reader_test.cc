@@ -88,7 +88,7 @@ TEST(BailianReaderTest, BadRecordsNameLineAndField) {
   struct Case {
     std::string name, contents, expected;
   } cases[] = {
-      {"dup.jsonl", ok + ok, "dup.jsonl:2: chat_id: expected a chat_id not used before, got 1 again"},
+      {"dup.jsonl", ok + ok, "dup.jsonl:2: chat_id: expected an id not used before, got 1 again"},
       {"type.jsonl",
        "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, "
        "\"type\": 3, \"hash_ids\": [5]}\n",

@@ -1,6 +1,5 @@
 #include "traces/importers/burstgpt_reader.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +8,7 @@
 #include "traces/text/parse_util.h"
 #include "traces/text/text_detect.h"
 #include "traces/trace_format.h"
+#include "util/spilled_id_map.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -65,10 +65,12 @@ class BurstGptSource final : public CsvSource {
         int64_t id;
         if (!ParseInt64(text, &id) || id < 0) id = TextId(text);
         r->session_id = id;
-        Session& session = sessions_[id];
+        Session session;  // a new session if the id was not seen
+        KVSIM_RETURN_IF_ERROR(sessions_.Find(static_cast<uint64_t>(id), &session).status());
         r->turn = ++session.turns;
         r->parent_id = session.last_request;
         session.last_request = static_cast<int64_t>(row_);
+        KVSIM_RETURN_IF_ERROR(sessions_.Set(static_cast<uint64_t>(id), session));
       }
     }
     r->request_id = row_++;
@@ -84,7 +86,7 @@ class BurstGptSource final : public CsvSource {
   int timestamp_ = -1, model_ = -1, request_ = -1, response_ = -1, log_type_ = -1, session_ = -1;
   uint64_t row_ = 0;
   int64_t num_failed_ = 0;
-  absl::flat_hash_map<int64_t, Session> sessions_;
+  SpilledIdMap<Session> sessions_;  // by session id, in memory that does not grow with the trace
 };
 
 }  // namespace

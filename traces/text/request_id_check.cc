@@ -12,7 +12,7 @@ void RequestIdCheck::Add(int64_t line, uint64_t request_id, int64_t parent_id) {
   if (parent_id >= 0) entries_.Add(Entry{static_cast<uint64_t>(parent_id), line_kind + 1});
 }
 
-absl::Status RequestIdCheck::Finish(const std::string& path) {
+absl::Status RequestIdCheck::Finish(const std::string& path, absl::string_view field) {
   // Each id's entries arrive together, in line order.
   bool have_id = false, defined = false;
   uint64_t id = 0;
@@ -37,7 +37,7 @@ absl::Status RequestIdCheck::Finish(const std::string& path) {
   if (!visited.ok()) return absl::InternalError(absl::StrCat(path, ": request ids: ", visited.message()));
   if (repeat_line != std::numeric_limits<uint64_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", repeat_line,
-                                                   ": request_id: expected an id not used before, got ",
+                                                   ": ", field, ": expected an id not used before, got ",
                                                    repeat_id, " again"));
   }
   return absl::OkStatus();

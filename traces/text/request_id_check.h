@@ -31,6 +31,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "util/sorted_spill.h"
 
 namespace kvsim {
@@ -49,10 +50,11 @@ class RequestIdCheck {
   // to spill is remembered and returned by Finish.
   void Add(int64_t line, uint64_t request_id, int64_t parent_id);
 
-  // OK, or InvalidArgument "<path>:<line>: request_id: expected an id not used before, got <id> again"
-  // for the earliest line whose id an earlier line had; Internal if the temporary file could not be
-  // created, written or read back. Sets orphans(). Call once, after the last Add.
-  absl::Status Finish(const std::string& path);
+  // OK, or InvalidArgument "<path>:<line>: <field>: expected an id not used before, got <id> again" for
+  // the earliest line whose id an earlier line had (`field`: the format's name of the id); Internal if the
+  // temporary file could not be created, written or read back. Sets orphans(). Call once, after the last
+  // Add.
+  absl::Status Finish(const std::string& path, absl::string_view field = "request_id");
 
   // Requests whose parent_id no earlier or same line defines; valid after Finish.
   int64_t orphans() const { return orphans_; }
