@@ -17,10 +17,13 @@
 #   sweep-replay   the replay mode, one point (lru), one thread
 #   capacity       the capacity grid, one point (one replica) at --target_rate=$CAPACITY_RATE (default 6.35
 #                  requests/s: about the chat trace's own rate, so the replay is the trace's load)
+#   import-bailian importing N chats in the Qwen-Bailian format (written here by a Python script: sessions
+#                  of 5 turns, a new session every 5th chat, so a chat's parent is about N / 5 chats back and
+#                  the importer must remember every chat's session)
 # and prints each figure, then the ratio of peak RSS at the largest N to that at the smallest ("flat" when
 # at most 1.25). Not a test: it takes minutes. COMMANDS="replay" (an environment variable) runs only
-# those commands (the default set leaves out replay-closed, replay-vllm, sweep, sweep-replay and capacity;
-# name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
+# those commands (the default set leaves out replay-closed, replay-vllm, sweep, sweep-replay, capacity and
+# import-bailian; name them to run them) (gen always runs: the others read its trace, which gen then writes as native directly
 # when import is not among them). Usage:
 #   tools/bench_memory.sh [KVSIM] [WORKDIR] [N1 N2 ...]      (default N: 1000000 5000000)
 set -euo pipefail
@@ -88,6 +91,21 @@ for n in "${sizes[@]}"; do
         rm -rf "$work/capacity_$n"
         measure "$kvsim" capacity --trace="$native" --grid="cluster.num_replicas=1" \
           --target_rate="${CAPACITY_RATE:-6.35}" --out="$work/capacity_$n" ;;
+      import-bailian)
+        python3 - "$n" "$work/bailian_$n.jsonl" <<'PY'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+sessions = max(1, n // 5)  # chat c is turn c // sessions of session c % sessions
+with open(path, "w") as f:
+    for c in range(n):
+        turn = c // sessions
+        parent = c - sessions if turn > 0 else -1
+        f.write('{"chat_id": %d, "parent_chat_id": %d, "timestamp": %.3f, "input_length": 32, '
+                '"output_length": 8, "type": "text", "turn": %d, "hash_ids": [%d, %d]}\n'
+                % (c, parent, c * 0.01, turn + 1, c % sessions, c))
+PY
+        measure "$kvsim" import "$work/bailian_$n.jsonl" "$work/bailian_$n.kvt"
+        rm -f "$work/bailian_$n.jsonl" "$work/bailian_$n.kvt" ;;
       replay-vllm)
         measure "$kvsim" replay --trace="$native" --out="$work/replay_vllm_$n" --vllm_json="$work/vllm_$n.json" ;;
     esac

@@ -34,8 +34,9 @@
 //   `kvsim cache`: the same results as one point at a time (every point an independent simulator).
 // Order in RunSweep: every point of the shard is applied, its mode looked up and any existing point file
 // read and matched (index, coordinates, mode) before the points/ directory is made or a point runs, so a
-// bad grid leaves nothing behind. The remaining points then run in parallel, each writing its file
-// atomically as soon as it is done (an interrupted shard keeps them). Errors are reported after all
+// bad grid leaves nothing behind. The remaining points then run mode by mode, each mode's runner choosing
+// how (SweepModeBatch), each point's file written atomically as soon as the mode reports it done (an
+// interrupted shard keeps them). Errors are reported after all
 // points finish, the first by point index; the shard table is built from a map ordered by index, so it
 // is the same for any thread count or order of completion.
 // MergeSweep reads each directory's point files in sorted order; a point found twice must be
