@@ -1,12 +1,131 @@
 #include "traces/request.h"
 
+#include <cstring>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "util/mix64.h"
 
 namespace kvsim {
 namespace {
 
+template <typename T>
+void Put(const T& value, std::string* out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+template <typename T>
+void PutVector(const std::vector<T>& values, std::string* out) {
+  Put<uint64_t>(values.size(), out);
+  out->append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+void PutString(const std::string& text, std::string* out) {
+  Put<uint64_t>(text.size(), out);
+  out->append(text);
+}
+
+// Reads from bytes in memory; ok() turns false at the first read past their end.
+class Cursor {
+ public:
+  Cursor(absl::string_view data, size_t pos) : data_(data), pos_(pos) {}
+  template <typename T>
+  void Get(T* value) {
+    if (!Take(sizeof(T))) return;
+    std::memcpy(value, data_.data() + pos_ - sizeof(T), sizeof(T));
+  }
+  template <typename T>
+  void GetVector(std::vector<T>* values) {
+    uint64_t n = 0;
+    Get(&n);
+    if (!ok_ || n > (data_.size() - pos_) / sizeof(T)) {
+      ok_ = false;
+      return;
+    }
+    values->resize(n);
+    std::memcpy(values->data(), data_.data() + pos_, n * sizeof(T));
+    pos_ += n * sizeof(T);
+  }
+  void GetString(std::string* text) {
+    uint64_t n = 0;
+    Get(&n);
+    if (!ok_ || n > data_.size() - pos_) {
+      ok_ = false;
+      return;
+    }
+    text->assign(data_.data() + pos_, n);
+    pos_ += n;
+  }
+  bool ok() const { return ok_; }
+  size_t pos() const { return pos_; }
+
+ private:
+  bool Take(size_t n) {
+    if (!ok_ || n > data_.size() - pos_) return ok_ = false;
+    pos_ += n;
+    return true;
+  }
+  absl::string_view data_;
+  size_t pos_;
+  bool ok_ = true;
+};
+
 }  // namespace
+
+void AppendRequestBytes(const Request& r, std::string* out) {
+  Put(r.request_id, out);
+  Put(r.arrival_ns, out);
+  Put(r.session_id, out);
+  Put(r.parent_id, out);
+  Put(r.turn, out);
+  Put(r.input_tokens, out);
+  Put(r.output_tokens, out);
+  Put(r.block_tokens, out);
+  Put(static_cast<int32_t>(r.type), out);
+  Put(static_cast<uint8_t>(r.failed), out);
+  PutVector(r.block_hashes, out);
+  PutVector(r.block_token_counts, out);
+  PutString(r.model, out);
+  Put<uint64_t>(r.tool_calls.size(), out);
+  for (const ToolCall& call : r.tool_calls) {
+    PutString(call.name, out);
+    Put(call.duration_ns, out);
+  }
+}
+
+bool ReadRequestBytes(absl::string_view data, size_t* pos, Request* r) {
+  Cursor in(data, *pos);
+  int32_t type = 0;
+  uint8_t failed = 0;
+  in.Get(&r->request_id);
+  in.Get(&r->arrival_ns);
+  in.Get(&r->session_id);
+  in.Get(&r->parent_id);
+  in.Get(&r->turn);
+  in.Get(&r->input_tokens);
+  in.Get(&r->output_tokens);
+  in.Get(&r->block_tokens);
+  in.Get(&type);
+  in.Get(&failed);
+  in.GetVector(&r->block_hashes);
+  in.GetVector(&r->block_token_counts);
+  in.GetString(&r->model);
+  uint64_t calls = 0;
+  in.Get(&calls);
+  r->tool_calls.clear();
+  for (uint64_t i = 0; in.ok() && i < calls; ++i) {
+    ToolCall call;
+    in.GetString(&call.name);
+    in.Get(&call.duration_ns);
+    r->tool_calls.push_back(std::move(call));
+  }
+  if (!in.ok()) return false;
+  r->type = static_cast<proto::RequestType>(type);
+  r->failed = failed != 0;
+  *pos = in.pos();
+  return true;
+}
 
 void Request::Clear() {
   request_id = 0;

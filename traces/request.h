@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "proto/trace.pb.h"
 
 namespace kvsim {
@@ -50,6 +51,16 @@ struct Request {
   // Resets every field to its default, keeping the vectors' capacity.
   void Clear();
 };
+
+// Every field of `request` as bytes in the host's byte order (lists and strings after their lengths),
+// appended to *out: the record of temporary files (sim/serving/request_spill.h) and of digests of a
+// trace's contents (sim/sweep/capacity_search.h). Not a file format: ReadRequestBytes of the same build
+// reads it back.
+void AppendRequestBytes(const Request& request, std::string* out);
+
+// Reads the record AppendRequestBytes wrote at data[*pos...] into *request and advances *pos past it;
+// false (nothing else defined) if the record is cut short.
+bool ReadRequestBytes(absl::string_view data, size_t* pos, Request* request);
 
 // Blocks of `block_tokens` tokens needed for `tokens` tokens (the last one partial): ceil(tokens / bt).
 // REQUIRES: block_tokens > 0, tokens >= 0.

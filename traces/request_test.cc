@@ -139,3 +139,63 @@ TEST(RequestTest, LimitsRefuseWhatWouldAllocateGigabytes) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(RequestBytesTest, EveryFieldRoundTripsAndACutRecordIsRefused) {
+  Request a;
+  a.request_id = 1ULL << 63;
+  a.arrival_ns = -5;
+  a.session_id = 7;
+  a.parent_id = 3;
+  a.turn = 2;
+  a.input_tokens = 40;
+  a.output_tokens = 9;
+  a.block_tokens = 16;
+  a.block_hashes = {11, ~uint64_t{0}, 0};
+  a.block_token_counts = {16, 16, 8};
+  a.type = proto::REQUEST_TYPE_FILE;
+  a.failed = true;
+  a.model = std::string("m\0del", 5);
+  a.tool_calls = {{"search", 100}, {"", 0}};
+  Request b;
+  b.model = "x";
+  b.block_hashes = {1};
+  std::string bytes;
+  AppendRequestBytes(a, &bytes);
+  AppendRequestBytes(b, &bytes);  // two records back to back
+  size_t pos = 0;
+  Request got;
+  ASSERT_TRUE(ReadRequestBytes(bytes, &pos, &got));
+  EXPECT_EQ(got.request_id, a.request_id);
+  EXPECT_EQ(got.arrival_ns, a.arrival_ns);
+  EXPECT_EQ(got.session_id, a.session_id);
+  EXPECT_EQ(got.parent_id, a.parent_id);
+  EXPECT_EQ(got.turn, a.turn);
+  EXPECT_EQ(got.input_tokens, a.input_tokens);
+  EXPECT_EQ(got.output_tokens, a.output_tokens);
+  EXPECT_EQ(got.block_tokens, a.block_tokens);
+  EXPECT_EQ(got.block_hashes, a.block_hashes);
+  EXPECT_EQ(got.block_token_counts, a.block_token_counts);
+  EXPECT_EQ(got.type, a.type);
+  EXPECT_EQ(got.failed, a.failed);
+  EXPECT_EQ(got.model, a.model);
+  ASSERT_EQ(got.tool_calls.size(), 2u);
+  EXPECT_EQ(got.tool_calls[0].name, "search");
+  EXPECT_EQ(got.tool_calls[0].duration_ns, 100);
+  ASSERT_TRUE(ReadRequestBytes(bytes, &pos, &got));
+  EXPECT_EQ(got.model, "x");
+  EXPECT_TRUE(got.tool_calls.empty());
+  EXPECT_EQ(pos, bytes.size());
+  // Every proper prefix of a record is refused.
+  std::string one;
+  AppendRequestBytes(a, &one);
+  for (size_t n = 0; n < one.size(); ++n) {
+    size_t at = 0;
+    EXPECT_FALSE(ReadRequestBytes(absl::string_view(one.data(), n), &at, &got)) << n;
+  }
+}
+
+}  // namespace
+}  // namespace kvsim

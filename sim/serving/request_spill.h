@@ -5,9 +5,9 @@
 // times, by the offset Append returned. A closed-loop replay (sim/serving/engine.h) keeps its whole checked
 // trace here instead of in memory: each request with its RequestState::unique_blocks and RequestState::kv.
 //
-// Encoding: every field of Request (block hashes, block token counts, model, tool calls and the scalars)
-// and of RequestKv, in the host's byte order; RequestKv::format is kept as the pointer it is (valid while
-// the assigner that made it lives, as in memory). Memory: a 1 MiB write buffer. Disk: about 8 bytes per
+// Encoding: per record its length, unique_blocks, RequestKv as its bytes (RequestKv::format kept as the
+// pointer it is, valid while the assigner that made it lives, as in memory), then the request as
+// AppendRequestBytes writes it (traces/request.h: every field, in the host's byte order). Memory: a 1 MiB write buffer. Disk: about 8 bytes per
 // block hash plus 100 bytes per request.
 //
 // Example:
