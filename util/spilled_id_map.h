@@ -5,15 +5,17 @@
 // `memory_entries` of them they are sorted by id and written as one run to an anonymous temporary file
 // (std::tmpfile: removed by the system when closed, on any path) and the hash map starts again. Find
 // looks in the hash map, then in the runs from the newest to the oldest (only those whose id range covers
-// the id), by binary search with pread, so it returns the value of the latest Set of the id: exactly what
-// one unbounded hash map would return.
+// the id: each run keeps in memory the first id of every block of 256 of its entries, so a probe reads one
+// block with pread and searches it), so it returns the value of the latest Set of the id: exactly what one
+// unbounded hash map would return.
 //
 // For readers that must remember something about every id of a stream (the session of each chat of a
 // trace) but look up mostly recent ones: a lookup that the hash map answers touches no disk; one that it
-// does not costs about log2(memory_entries) page-cache reads per run that could hold the id.
+// does not costs one page-cache read per run that could hold the id.
 //
 // Memory: the hash map, about 1.3 x memory_entries x (8 + sizeof(V)) bytes plus its control bytes, the
-// same again while a run is sorted and written, and 32 bytes per run (one per memory_entries ids set).
+// same again while a run is sorted and written, and per run (one per memory_entries ids set) 64 bytes plus
+// its block index, 8 bytes per 256 entries (1/32 byte per id spilled: 32 MiB at a billion ids).
 // Disk: 8 + sizeof(V) bytes per entry spilled.
 //
 // Example:
@@ -81,23 +83,17 @@ class SpilledIdMap {
     for (size_t r = runs_.size(); r-- > 0;) {
       const Run& run = runs_[r];
       if (id < run.min_id || id > run.max_id) continue;
-      int64_t lo = 0, hi = run.count;  // the first entry with an id >= `id` is in [lo, hi]
-      Entry entry;
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        KVSIM_RETURN_IF_ERROR(ReadEntry(run.offset + mid, &entry));
-        if (entry.id < id) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      if (lo < run.count) {
-        KVSIM_RETURN_IF_ERROR(ReadEntry(run.offset + lo, &entry));
-        if (entry.id == id) {
-          *value = entry.value;
-          return true;
-        }
+      // The block that can hold `id`: the last whose first id is <= id (run.min_id <= id, so one is).
+      const auto& firsts = run.block_first_ids;
+      const size_t block = static_cast<size_t>(std::upper_bound(firsts.begin(), firsts.end(), id) - firsts.begin()) - 1;
+      const int64_t begin = static_cast<int64_t>(block) * kBlockEntries;
+      const int64_t count = std::min(kBlockEntries, run.count - begin);
+      KVSIM_RETURN_IF_ERROR(ReadEntries(run.offset + begin, count));
+      const auto it = std::lower_bound(block_.begin(), block_.begin() + count, id,
+                                       [](const Entry& e, uint64_t key) { return e.id < key; });
+      if (it != block_.begin() + count && it->id == id) {
+        *value = it->value;
+        return true;
       }
     }
     return false;
@@ -112,10 +108,13 @@ class SpilledIdMap {
     uint64_t id;
     V value;
   };
+  // Entries of a run read at a time: the run's index keeps the first id of each block of this many.
+  static constexpr int64_t kBlockEntries = 256;
   struct Run {
     int64_t offset;  // in entries, in file_
     int64_t count;
     uint64_t min_id, max_id;
+    std::vector<uint64_t> block_first_ids;  // of entries 0, kBlockEntries, 2 kBlockEntries, ...
   };
 
   void Spill() {
@@ -131,13 +130,18 @@ class SpilledIdMap {
       status_ = absl::InternalError("id map: cannot write the temporary spill file (std::tmpfile, in TMPDIR)");
       return;
     }
-    runs_.push_back(Run{file_entries_, static_cast<int64_t>(entries.size()), entries.front().id, entries.back().id});
+    Run run{file_entries_, static_cast<int64_t>(entries.size()), entries.front().id, entries.back().id, {}};
+    for (size_t i = 0; i < entries.size(); i += kBlockEntries) run.block_first_ids.push_back(entries[i].id);
+    runs_.push_back(std::move(run));
     file_entries_ += static_cast<int64_t>(entries.size());
   }
 
-  absl::Status ReadEntry(int64_t index, Entry* entry) const {
+  // Reads `count` (<= kBlockEntries) entries from entry `index` of the file into block_.
+  absl::Status ReadEntries(int64_t index, int64_t count) {
+    block_.resize(static_cast<size_t>(kBlockEntries));
     const off_t at = static_cast<off_t>(index) * static_cast<off_t>(sizeof(Entry));
-    if (::pread(fileno(file_), entry, sizeof(Entry), at) != static_cast<ssize_t>(sizeof(Entry))) {
+    const ssize_t bytes = static_cast<ssize_t>(count * static_cast<int64_t>(sizeof(Entry)));
+    if (::pread(fileno(file_), block_.data(), static_cast<size_t>(bytes), at) != bytes) {
       return absl::InternalError("id map: cannot read the temporary spill file");
     }
     return absl::OkStatus();
@@ -146,6 +150,7 @@ class SpilledIdMap {
   const int64_t memory_entries_;
   absl::flat_hash_map<uint64_t, V> memory_;
   std::vector<Run> runs_;
+  std::vector<Entry> block_;  // scratch of Find
   std::FILE* file_ = nullptr;
   int64_t file_entries_ = 0;
   absl::Status status_;
