@@ -288,11 +288,10 @@ int32_t BlockManager::FindEntry(uint64_t hash) const {
 }
 
 void BlockManager::PrefetchEntry(uint64_t hash) const {
-  if (directory_ != nullptr) {
-    directory_->Prefetch(hash);
-  } else {
-    index_.Prefetch(hash);
-  }
+  // With a directory, index_ holds the blocks another replica owns (those a session that moved replicas
+  // computed again): FindEntry reads it after the directory's slot, so both are loaded at once.
+  if (directory_ != nullptr) directory_->Prefetch(hash);
+  if (directory_ == nullptr || !index_.empty()) index_.Prefetch(hash);
 }
 
 void BlockManager::Drop(int32_t entry, bool on_gpu) {
