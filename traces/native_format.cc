@@ -103,7 +103,8 @@ class Decoder {
   Decoder(const char* begin, const char* end)
       : p_(reinterpret_cast<const uint8_t*>(begin)), end_(reinterpret_cast<const uint8_t*>(end)) {}
   // Varints of 2 to 8 bytes (every value below 2^56) decode from one 8-byte load without a branch on
-  // their length; longer ones take the byte loop.
+  // their length; longer ones (9 or 10 bytes: most block hashes) from the same load and their last
+  // one or two bytes.
   bool Varint(uint64_t* v) {
     if (*p_ < 0x80 && p_ < end_) {  // one byte: the common case, and the shortest dependency chain
       *v = *p_++;
@@ -115,15 +116,11 @@ class Decoder {
     word = __builtin_bswap64(word);
 #endif
     const uint64_t stops = ~word & 0x8080808080808080ULL;  // the high bit of each final-byte candidate
-    if (stops == 0) return LongVarint(v);
+    if (stops == 0) return LongVarint(word, v);
     const uint64_t through_stop = stops ^ (stops - 1);  // ones up to and including the first stop bit
     const size_t length = (absl::countr_zero(stops) + 1) >> 3;
     if (length > static_cast<size_t>(end_ - p_)) return false;
-    uint64_t x = word & through_stop & 0x7f7f7f7f7f7f7f7fULL;              // the 7-bit groups, one per byte
-    x = (x & 0x007f007f007f007fULL) | ((x & 0x7f007f007f007f00ULL) >> 1);  // 14 bits per 16
-    x = (x & 0x00003fff00003fffULL) | ((x & 0x3fff00003fff0000ULL) >> 2);  // 28 bits per 32
-    x = (x & 0x000000000fffffffULL) | ((x & 0x0fffffff00000000ULL) >> 4);  // 56 bits
-    *v = x;
+    *v = Groups(word & through_stop);
     p_ += length;
     return true;
   }
@@ -141,17 +138,32 @@ class Decoder {
   size_t remaining() const { return end_ - p_; }
 
  private:
-  bool LongVarint(uint64_t* v) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      const uint64_t byte = *p_++;
-      result |= (byte & 0x7f) << shift;
-      if (byte < 0x80) {
-        *v = result;
-        return true;
-      }
+  // The 7-bit groups of the bytes of `word` (little-endian), packed: 56 bits.
+  static uint64_t Groups(uint64_t word) {
+    uint64_t x = word & 0x7f7f7f7f7f7f7f7fULL;                             // the 7-bit groups, one per byte
+    x = (x & 0x007f007f007f007fULL) | ((x & 0x7f007f007f007f00ULL) >> 1);  // 14 bits per 16
+    x = (x & 0x00003fff00003fffULL) | ((x & 0x3fff00003fff0000ULL) >> 2);  // 28 bits per 32
+    return (x & 0x000000000fffffffULL) | ((x & 0x0fffffff00000000ULL) >> 4);
+  }
+  // A varint whose first 8 bytes, `word`, all continue: 9 or 10 bytes. As a byte loop would read it:
+  // the 10th byte gives bit 63 only (its other bits are dropped) and must end the varint.
+  bool LongVarint(uint64_t word, uint64_t* v) {
+    const size_t available = static_cast<size_t>(end_ - p_);
+    if (available <= 8) return false;
+    uint64_t result = Groups(word);
+    const uint64_t ninth = p_[8];
+    result |= (ninth & 0x7f) << 56;
+    if (ninth < 0x80) {
+      *v = result;
+      p_ += 9;
+      return true;
     }
-    return false;
+    if (available <= 9) return false;
+    const uint64_t tenth = p_[9];
+    if (tenth >= 0x80) return false;
+    *v = result | tenth << 63;
+    p_ += 10;
+    return true;
   }
 
   const uint8_t* p_;

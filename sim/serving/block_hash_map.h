@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "util/check.h"
+#include "util/prefetch.h"
 
 namespace kvsim {
 
@@ -91,7 +92,7 @@ class BasicBlockHashMap {
   }
 
   // Starts loading the slot a lookup of `key` reads first (a hint; changes nothing).
-  void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
+  void Prefetch(uint64_t key) const { PrefetchForRead(&slots_[Home(key)]); }
 
   // fn(key, value) for every entry, in slot order.
   template <typename Fn>

@@ -62,8 +62,14 @@ constexpr int32_t kNoEntry = -1;
 // How many blocks ahead the hash lookups of a walk over a request's blocks are prefetched: enough to
 // cover a memory access's latency with the work of the blocks in between.
 constexpr int64_t kLookupAhead = 8;
-// Session hints kept at least (blocks in all), whatever the GPU's capacity.
+// Session hints kept at least (blocks in all), whatever the GPU's capacity, and at most per GPU block
+// (4 bytes a hint block). Generous: the sessions that wait for their next turn hold many more blocks than
+// the GPU (most of them evicted meanwhile), and each time the hints pass the bound, all of them are
+// forgotten and the next turn of every session looks up each of its blocks (measured on chat, 16
+// replicas: twice the GPU's blocks left 41% of the prompt blocks to lookups, eight times 33%, the floor:
+// the new and the evicted blocks).
 constexpr int64_t kMinHintBlocks = int64_t{1} << 16;
+constexpr int64_t kHintBlocksPerGpuBlock = 8;
 
 // Every block a policy holds may be evicted: pinned GPU blocks are not in the GPU policy.
 bool AnyBlock(BlockId) { return true; }
@@ -125,7 +131,7 @@ BlockManager::BlockManager(const BlockManagerOptions& options, const CostModel* 
   tiers_.resize(1 + options.lower_tiers.size());
   stats_.resize(tiers_.size());
   tiers_[0].capacity_blocks = options.gpu_capacity_blocks;
-  max_hint_blocks_ = std::max<int64_t>(kMinHintBlocks, 2 * options.gpu_capacity_blocks);
+  max_hint_blocks_ = std::max<int64_t>(kMinHintBlocks, kHintBlocksPerGpuBlock * options.gpu_capacity_blocks);
   tiers_[0].evict_action = options.lower_tiers.empty() ? proto::EVICT_ACTION_DROP : options.gpu_evict_action;
   stats_[0].name = "gpu";
   for (size_t i = 0; i < options.lower_tiers.size(); ++i) {
@@ -262,12 +268,10 @@ int64_t BlockManager::RestoreNs(const RequestState* state, int64_t k) {
 }
 
 int32_t BlockManager::NewEntry(uint64_t hash) {
-  int32_t index;
+  const int32_t index = NextEntry();
   if (!free_entries_.empty()) {
-    index = free_entries_.back();
     free_entries_.pop_back();
   } else {
-    index = static_cast<int32_t>(entries_.size());
     entries_.emplace_back();
   }
   entries_[index] = Entry{hash, 0, kTransit};
@@ -284,16 +288,20 @@ int32_t BlockManager::FindEntry(uint64_t hash) const {
 }
 
 void BlockManager::PrefetchEntry(uint64_t hash) const {
-  if (directory_ != nullptr) {
-    directory_->Prefetch(hash);
-  } else {
-    index_.Prefetch(hash);
-  }
+  // With a directory, index_ holds the blocks another replica owns (those a session that moved replicas
+  // computed again): FindEntry reads it after the directory's slot, so both are loaded at once.
+  if (directory_ != nullptr) directory_->Prefetch(hash);
+  if (directory_ == nullptr || !index_.empty()) index_.Prefetch(hash);
 }
 
-void BlockManager::Drop(int32_t entry) {
+void BlockManager::Drop(int32_t entry, bool on_gpu) {
   const uint64_t hash = entries_[entry].hash;
-  if (directory_ == nullptr || !directory_->Unregister(hash, directory_replica_)) index_.Erase(hash);
+  bool owned = false;  // the directory kept the entry
+  if (directory_ != nullptr) {
+    owned = on_gpu ? directory_->RemoveAndUnregister(hash, directory_replica_)
+                   : directory_->Unregister(hash, directory_replica_);
+  }
+  if (!owned) index_.Erase(hash);
   entries_[entry] = Entry{0, 0, kTransit};
   free_entries_.push_back(entry);
 }
@@ -377,8 +385,7 @@ void BlockManager::DropGpuVictims(int64_t count) {
     const int32_t entry = victims_[i];
     KVSIM_CHECK(entries_[entry].refcount == 0 && entries_[entry].tier == 0)
         << "policy " << gpu.policy->Name() << " chose a pinned or absent block";
-    if (directory_ != nullptr) directory_->Remove(entries_[entry].hash, directory_replica_);
-    Drop(entry);
+    Drop(entry, /*on_gpu=*/true);
   }
   AddUsed(0, -count);
   gpu.cached_blocks -= count;
@@ -706,9 +713,13 @@ void BlockManager::Publish(RequestState* state, SimTime now_ns) {
       entry = NewEntry(hash);
       *value = entry;
     } else {
-      if (FindEntry(hash) != kNoEntry) continue;  // cached meanwhile: this copy stays private
+      // Registered with the entry NewEntry gives next, in the lookup that finds whether the block was
+      // cached meanwhile (then this copy stays private).
+      const GpuBlockDirectory::Registration registration =
+          directory_->TryRegister(hash, directory_replica_, NextEntry(), /*on_gpu=*/true);
+      if (registration == GpuBlockDirectory::Registration::kAlreadyRegistered) continue;
       entry = NewEntry(hash);
-      if (!directory_->Register(hash, directory_replica_, entry, /*on_gpu=*/true)) index_.FindOrInsert(hash, entry);
+      if (registration == GpuBlockDirectory::Registration::kCallerKeeps) index_.FindOrInsert(hash, entry);
     }
     Entry& e = entries_[entry];
     e.tier = 0;
@@ -831,45 +842,68 @@ int64_t BlockManager::TakeTransferNs(std::vector<TierTransfer>* transfers) {
   return total_ns;
 }
 
-absl::Status BlockManager::CheckIdle() const {
-  std::vector<int64_t> cached(tiers_.size(), 0);
-  int64_t unpinned_gpu = 0;
-  absl::Status status;  // the first bad entry's
-  int64_t indexed = 0;  // entries in index_ and, with a directory, those it keeps
-  auto check = [&](uint64_t hash, int32_t entry) {
-    ++indexed;
-    if (!status.ok()) return;
-    const Entry& e = entries_[entry];
-    if (e.refcount != 0) {
-      status = absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
-      return;
-    }
-    if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
-      status = absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
-      return;
-    }
-    ++cached[e.tier];
-    if (e.tier == 0) ++unpinned_gpu;
-  };
-  index_.ForEach(check);
-  if (directory_ != nullptr) directory_->ForEachOwned(directory_replica_, check);
-  KVSIM_RETURN_IF_ERROR(status);
+void BlockManager::CountIdle(uint64_t hash, int32_t entry, IdleCounts* counts) const {
+  ++counts->indexed;
+  if (!counts->status.ok()) return;
+  const Entry& e = entries_[entry];
+  if (e.refcount != 0) {
+    counts->status =
+        absl::InternalError(absl::StrCat("block leak: block ", hash, " still has ", e.refcount, " references"));
+    return;
+  }
+  if (e.hash != hash || e.tier < 0 || e.tier >= static_cast<int32_t>(tiers_.size())) {
+    counts->status = absl::InternalError(absl::StrCat("block ", hash, ": inconsistent entry"));
+    return;
+  }
+  ++counts->cached[e.tier];
+  if (e.tier == 0) ++counts->unpinned_gpu;
+}
+
+absl::Status BlockManager::CheckCounts(const IdleCounts& counts) const {
+  KVSIM_RETURN_IF_ERROR(counts.status);
   if (private_blocks_ != 0 || swap_blocks_ != 0) {
     return absl::InternalError(absl::StrCat("block leak: ", private_blocks_, " private GPU blocks and ", swap_blocks_,
                                             " swapped blocks still held"));
   }
-  if (unpinned_gpu != gpu_evictable_) {
-    return absl::InternalError(absl::StrCat("evictable count ", gpu_evictable_, " != ", unpinned_gpu));
+  if (counts.unpinned_gpu != gpu_evictable_) {
+    return absl::InternalError(absl::StrCat("evictable count ", gpu_evictable_, " != ", counts.unpinned_gpu));
   }
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    if (cached[i] != tiers_[i].cached_blocks || tiers_[i].used_blocks != tiers_[i].cached_blocks) {
+    if (counts.cached[i] != tiers_[i].cached_blocks || tiers_[i].used_blocks != tiers_[i].cached_blocks) {
       return absl::InternalError(absl::StrCat("tier ", stats_[i].name, ": used ", tiers_[i].used_blocks, ", counted ",
-                                              tiers_[i].cached_blocks, ", found ", cached[i]));
+                                              tiers_[i].cached_blocks, ", found ", counts.cached[i]));
     }
   }
-  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != indexed) {
+  if (static_cast<int64_t>(entries_.size() - free_entries_.size()) != counts.indexed) {
     return absl::InternalError("entries and index disagree");
   }
+  return absl::OkStatus();
+}
+
+absl::Status BlockManager::CheckAllIdle(const std::vector<const BlockManager*>& managers) {
+  // Each manager's counts see its index_ first, then the directory's blocks it owns in slot order (its
+  // status is its first bad entry in that order); a directory shared by several is read once for all.
+  std::vector<IdleCounts> counts(managers.size());
+  for (size_t i = 0; i < managers.size(); ++i) {
+    const BlockManager* manager = managers[i];
+    counts[i].cached.assign(manager->tiers_.size(), 0);
+    manager->index_.ForEach([&](uint64_t hash, int32_t entry) { manager->CountIdle(hash, entry, &counts[i]); });
+  }
+  std::vector<const GpuBlockDirectory*> read;  // directories read so far
+  for (const BlockManager* first : managers) {
+    const GpuBlockDirectory* directory = first->directory_;
+    if (directory == nullptr || std::find(read.begin(), read.end(), directory) != read.end()) continue;
+    read.push_back(directory);
+    std::vector<int32_t> checked(directory->num_replicas(), -1);  // replica -> index in managers
+    for (size_t i = 0; i < managers.size(); ++i) {
+      if (managers[i]->directory_ == directory) checked[managers[i]->directory_replica_] = static_cast<int32_t>(i);
+    }
+    directory->ForEachOwned([&](uint64_t hash, int32_t owner, int32_t entry) {
+      const int32_t i = checked[owner];
+      if (i >= 0) managers[i]->CountIdle(hash, entry, &counts[i]);
+    });
+  }
+  for (size_t i = 0; i < managers.size(); ++i) KVSIM_RETURN_IF_ERROR(managers[i]->CheckCounts(counts[i]));
   return absl::OkStatus();
 }
 

@@ -178,7 +178,10 @@ class BlockManager {
   int64_t TakeTransferNs(std::vector<TierTransfer>* transfers = nullptr);
 
   // OK if no request holds blocks and every count matches the entries; else Internal naming the count.
-  absl::Status CheckIdle() const;
+  absl::Status CheckIdle() const { return CheckAllIdle({this}); }
+  // CheckIdle() of each of `managers`, the first failure in their order. A GpuBlockDirectory they share
+  // is read once for all of them (CheckIdle alone reads all of it for one replica's blocks).
+  static absl::Status CheckAllIdle(const std::vector<const BlockManager*>& managers);
 
   int64_t gpu_capacity_blocks() const { return tiers_[0].capacity_blocks; }
   // The most cached blocks that can exist at once, all tiers together: every entry is below it.
@@ -248,8 +251,14 @@ class BlockManager {
   int32_t VictimEntry(BlockId victim) const;
   bool MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns);
   void PlaceIn(int32_t entry, int32_t tier, SimTime now_ns);
-  void Drop(int32_t entry);
+  // Forgets `entry` (its block leaves the shared cache) and frees it. `on_gpu`: the block is still in
+  // the directory's GPU set (dropped from the GPU), removed there in the same lookup.
+  void Drop(int32_t entry, bool on_gpu = false);
   int32_t NewEntry(uint64_t hash);
+  // The entry the next NewEntry returns.
+  int32_t NextEntry() const {
+    return free_entries_.empty() ? static_cast<int32_t>(entries_.size()) : free_entries_.back();
+  }
   // The entry of cached block `hash` (any tier), or -1: from the directory if this replica owns the
   // block there, else from index_.
   int32_t FindEntry(uint64_t hash) const;
@@ -257,6 +266,17 @@ class BlockManager {
   void PrefetchEntry(uint64_t hash) const;
   // Keeps the entries `state` holds (Release, before they are cleared) as its session's hint.
   void RememberHint(const RequestState& state);
+  // CheckIdle's tally of the entries its maps name.
+  struct IdleCounts {
+    std::vector<int64_t> cached;  // by tier
+    int64_t unpinned_gpu = 0;
+    int64_t indexed = 0;  // entries in index_ and, with a directory, those it keeps
+    absl::Status status;  // the first bad entry's
+  };
+  // Counts entry `entry`, which a map names for block `hash`, into `counts`.
+  void CountIdle(uint64_t hash, int32_t entry, IdleCounts* counts) const;
+  // The verdict of CheckIdle from the tally of every map's entries.
+  absl::Status CheckCounts(const IdleCounts& counts) const;
   struct BlockCounts {
     int64_t gpu_hits = 0;       // kGpuHit blocks
     int64_t unpinned_hits = 0;  // of them, with refcount 0 before the admission

@@ -109,9 +109,9 @@ absl::Status Engine::Run(TraceReader* reader) {
     if (schedulers_[r]->num_waiting() + schedulers_[r]->num_running() != 0) {
       return absl::InternalError(absl::StrCat("replica ", r, " ended with unfinished requests"));
     }
-    KVSIM_RETURN_IF_ERROR(blocks_[r]->CheckIdle());
     managers.push_back(blocks_[r].get());
   }
+  KVSIM_RETURN_IF_ERROR(BlockManager::CheckAllIdle(managers));  // one pass over a shared directory
   if (pool_.in_use() != 0) return absl::InternalError("requests left in flight at the end");
   for (EngineObserver* observer : observers_) observer->OnRunEnd(queue_.now_ns(), managers);
   return absl::OkStatus();

@@ -9,17 +9,25 @@ GpuBlockDirectory::GpuBlockDirectory(int32_t num_replicas) : num_replicas_(num_r
 }
 
 bool GpuBlockDirectory::Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu) {
+  const Registration registration = TryRegister(hash, replica, entry, on_gpu);
+  KVSIM_CHECK(registration != Registration::kAlreadyRegistered)
+      << "block " << hash << " registered twice by replica " << replica;
+  return registration == Registration::kOwner;
+}
+
+GpuBlockDirectory::Registration GpuBlockDirectory::TryRegister(uint64_t hash, int32_t replica, int32_t entry,
+                                                               bool on_gpu) {
   KVSIM_CHECK(replica >= 0 && replica < num_replicas_);
   KVSIM_CHECK(entry >= 0 && entry < kMaxEntries) << "directory: entry " << entry << " out of range";
   const uint64_t bit = uint64_t{1} << replica;
   const uint64_t gpu = on_gpu ? bit : 0;
   auto [slot, inserted] = slots_.FindOrInsert(hash, Slot{gpu | bit << 16 | Slot::Owner(replica, entry)});
-  if (inserted) return true;
-  KVSIM_CHECK((slot->registered() & bit) == 0) << "block " << hash << " registered twice by replica " << replica;
+  if (inserted) return Registration::kOwner;
+  if ((slot->registered() & bit) != 0) return Registration::kAlreadyRegistered;
   slot->word |= bit << 16 | gpu;
-  if (slot->owner() >= 0) return false;
+  if (slot->owner() >= 0) return Registration::kCallerKeeps;
   slot->word |= Slot::Owner(replica, entry);
-  return true;
+  return Registration::kOwner;
 }
 
 GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_t replica) {
@@ -30,7 +38,19 @@ GpuBlockDirectory::Slot* GpuBlockDirectory::RegisteredSlot(uint64_t hash, int32_
 }
 
 bool GpuBlockDirectory::Unregister(uint64_t hash, int32_t replica) {
+  return UnregisterSlot(RegisteredSlot(hash, replica), hash, replica);
+}
+
+bool GpuBlockDirectory::RemoveAndUnregister(uint64_t hash, int32_t replica) {
   Slot* slot = RegisteredSlot(hash, replica);
+  const uint64_t bit = uint64_t{1} << replica;
+  KVSIM_CHECK((slot->gpu() & bit) != 0) << "block " << hash << " removed from replica " << replica
+                                         << " that does not hold it";
+  slot->word &= ~bit;
+  return UnregisterSlot(slot, hash, replica);
+}
+
+bool GpuBlockDirectory::UnregisterSlot(Slot* slot, uint64_t hash, int32_t replica) {
   const uint64_t bit = uint64_t{1} << replica;
   KVSIM_CHECK((slot->gpu() & bit) == 0) << "block " << hash << " unregistered while on replica " << replica << "'s GPU";
   const bool owned = slot->owner() == replica;

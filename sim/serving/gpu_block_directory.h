@@ -52,20 +52,28 @@ class GpuBlockDirectory {
   // (as Add would say). True if the replica owns the block (the entry is kept here); false if another
   // replica owns it (the caller keeps the entry). REQUIRES: the replica had no entry for it.
   bool Register(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu);
+  // Register, unless `replica` already has an entry for `hash` (Entry() != kNoEntry): then nothing
+  // changes. One lookup for both (publishing a block that may have been cached meanwhile).
+  enum class Registration { kOwner, kCallerKeeps, kAlreadyRegistered };
+  Registration TryRegister(uint64_t hash, int32_t replica, int32_t entry, bool on_gpu);
   // `replica`'s entry for `hash` is gone. True if it was the owner's (the block then has no owner until
   // the next Register); false if the caller kept it. REQUIRES: registered, not on the replica's GPU.
   bool Unregister(uint64_t hash, int32_t replica);
+  // Remove then Unregister in one lookup (a block dropped from the replica's GPU); returns as
+  // Unregister. REQUIRES: on the replica's GPU.
+  bool RemoveAndUnregister(uint64_t hash, int32_t replica);
   // `replica`'s entry for `hash` if it owns the block; kNoEntry if it has none; kElsewhere if it keeps it.
   int32_t Entry(uint64_t hash, int32_t replica) const {
     const Slot* slot = slots_.Find(hash);
     if (slot == nullptr || (slot->registered() >> replica & 1) == 0) return kNoEntry;
     return slot->owner() == replica ? slot->owner_entry() : kElsewhere;
   }
-  // fn(hash, entry) for every block `replica` owns, in slot order.
+  // fn(hash, owner, entry) for every block with an owner (every replica's owned blocks in one pass), in
+  // slot order.
   template <typename Fn>
-  void ForEachOwned(int32_t replica, const Fn& fn) const {
+  void ForEachOwned(const Fn& fn) const {
     slots_.ForEach([&](uint64_t hash, const Slot& slot) {
-      if (slot.owner() == replica) fn(hash, slot.owner_entry());
+      if (slot.owner() >= 0) fn(hash, slot.owner(), slot.owner_entry());
     });
   }
 
@@ -111,6 +119,8 @@ class GpuBlockDirectory {
   };
   // The slot of `hash`, registered by `replica`; CHECKs that it is.
   Slot* RegisteredSlot(uint64_t hash, int32_t replica);
+  // Unregister's work on `slot`, the slot of `hash`, registered by `replica` and not on its GPU.
+  bool UnregisterSlot(Slot* slot, uint64_t hash, int32_t replica);
 
   const int32_t num_replicas_;
   BasicBlockHashMap<Slot, EmptySlot> slots_;  // hash -> its holders and owner

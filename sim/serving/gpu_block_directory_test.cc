@@ -62,8 +62,10 @@ TEST(GpuBlockDirectoryTest, FirstRegistrantOwnsTheEntry) {
   EXPECT_TRUE(directory.Register(5, 2, /*entry=*/3, /*on_gpu=*/false));  // the next registrant owns it
   EXPECT_EQ(directory.Entry(5, 2), 3);
   std::vector<uint64_t> owned;
-  directory.ForEachOwned(2, [&](uint64_t hash, int32_t entry) { owned.push_back(hash * 100 + entry); });
-  EXPECT_EQ(owned, std::vector<uint64_t>{503});
+  directory.ForEachOwned([&](uint64_t hash, int32_t owner, int32_t entry) {
+    owned.push_back(hash * 1000 + owner * 100 + entry);
+  });
+  EXPECT_EQ(owned, std::vector<uint64_t>{5203});  // block 5, owner 2, entry 3
   EXPECT_FALSE(directory.Unregister(5, 0));  // not the owner's: the caller's own map held it
   EXPECT_TRUE(directory.Unregister(5, 2));
   EXPECT_EQ(directory.num_blocks(), 0);

@@ -28,9 +28,9 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <map>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "proto/results.pb.h"
 #include "sim/serving/observer.h"
@@ -89,7 +89,9 @@ class SessionMetrics final : public EngineObserver {
   void SpillRun();
 
   const SessionMetricsOptions options_;
-  std::map<int64_t, Record> jobs_;  // not yet spilled; ordered by session_id
+  // Not yet spilled; ordered by session_id. A B-tree: one lookup per finished request, a few cache
+  // lines where a red-black tree of 2^16 records chases ~16 nodes.
+  absl::btree_map<int64_t, Record> jobs_;
   std::vector<Run> runs_;
   std::FILE* file_ = nullptr;
   int64_t file_records_ = 0;
