@@ -40,6 +40,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
 #include "util/index_bit_tree.h"
+#include "util/prefetch.h"
 
 namespace kvsim {
 
@@ -55,7 +56,7 @@ class BeladyPolicy final : public EvictionPolicy, public ResidencyIndex {
     return dense_.empty() ? keys_.contains(block) : dense_[block] != kAbsent;
   }
   void Prefetch(BlockId block) const override {
-    if (!dense_.empty()) __builtin_prefetch(&dense_[block]);
+    if (!dense_.empty()) PrefetchForRead(&dense_[block]);
   }
   // False when the incoming block's next use is no earlier than every resident block's.
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override;

@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
 #include "util/check.h"
+#include "util/prefetch.h"
 
 namespace kvsim {
 
@@ -81,7 +82,7 @@ class BlockLists {
   // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
   void Prefetch(BlockId block) const {
     if (identity_) {
-      __builtin_prefetch(&slots_[block]);
+      PrefetchForRead(&slots_[block]);
     } else {
       index_.prefetch(block);
     }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/mix64.h"
+#include "util/prefetch.h"
 #include "util/status_macros.h"
 #include "util/stream_sketch.h"
 
@@ -65,7 +66,7 @@ class LastTimeTable {
 
   LastTimeTable() { Reset(kInitialTableSlots); }
 
-  void Prefetch(BlockId block) const { __builtin_prefetch(&entries_[Home(block)]); }
+  void Prefetch(BlockId block) const { PrefetchForRead(&entries_[Home(block)]); }
 
   // The slot of `block`, inserting it with time -1 (the caller sets the time) if new; `inserted` says
   // which. May grow the table first: then `moved(slot)` runs for every live entry at its new slot. A growth

@@ -9,6 +9,7 @@
 #include "config/kv_format.h"
 #include "policies/policy_factory.h"
 #include "util/check.h"
+#include "util/prefetch.h"
 #include "util/status_macros.h"
 
 // Data and invariants (true between calls):
@@ -371,7 +372,7 @@ void BlockManager::DropGpuVictims(int64_t count) {
     KVSIM_CHECK(entry >= 0) << "policy " << gpu.policy->Name() << " chose an absent block";
     gpu.policy->OnRemove(victim);
     victims_.push_back(entry);
-    __builtin_prefetch(&entries_[entry]);
+    PrefetchForRead(&entries_[entry]);
   }
   // Pass 2: each victim leaves the directory and the index, in the same order; the lookups of the
   // victim kLookupAhead on are prefetched.
@@ -452,7 +453,7 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
   }
   auto prefetch = [&](int64_t k) {
     if (k < hinted && hint[k] != kPrivateBlock) {
-      __builtin_prefetch(&entries_[hint[k]]);
+      PrefetchForRead(&entries_[hint[k]]);
     } else {
       PrefetchEntry(request.block_hashes[k]);
     }
@@ -469,7 +470,7 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
       }
     }
     found_entries_[k] = FindEntry(hash);
-    if (found_entries_[k] != kNoEntry) __builtin_prefetch(&entries_[found_entries_[k]]);
+    if (found_entries_[k] != kNoEntry) PrefetchForRead(&entries_[found_entries_[k]]);
   }
   // Pass 2: the kinds, in block order.
   std::fill(kinds_.begin(), kinds_.begin() + first_looked_up, kRestore);
@@ -741,7 +742,7 @@ void BlockManager::Release(RequestState* state, SimTime now_ns) {
   auto prefetch = [&](int64_t k) {
     const int32_t entry = held_entries[k];
     if (entry == kPrivateBlock) return;
-    __builtin_prefetch(&entries_[entry]);
+    PrefetchForRead(&entries_[entry]);
     if (gpu_slot_ids_ && gpu_residency_ != nullptr) gpu_residency_->Prefetch(static_cast<BlockId>(entry));
   };
   const int64_t last = static_cast<int64_t>(held_entries.size()) - 1;
