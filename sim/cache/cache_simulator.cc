@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "policies/arc_policy.h"
+#include "policies/belady_policy.h"
+#include "policies/clock_policy.h"
+#include "policies/fifo_policy.h"
+#include "policies/lru_policy.h"
 #include "policies/policy_factory.h"
+#include "policies/s3fifo_policy.h"
+#include "policies/sieve_policy.h"
 #include "util/check.h"
 #include "util/parallel.h"
 #include "util/status_macros.h"
@@ -28,6 +36,10 @@
 // - With the policy's index there is one residency structure and one lookup per access, not a second set
 //   kept in step. Its entries for the blocks kPrefetchAhead (16) accesses ahead are prefetched: the
 //   lookups are random over a table larger than the CPU caches, and a request's blocks are known.
+// - The loop is compiled once per common policy class (LRU, FIFO, SIEVE, CLOCK, ARC, S3-FIFO, Belady:
+//   each final, so its callbacks are direct calls and its residency test and prefetch inline) and once
+//   through the EvictionPolicy interface for every other policy, wrapper or the simulator's own index:
+//   the same callbacks in the same order either way (cache_simulator_test compares the two).
 // - One AccessInfo per request; only the per-access fields are rewritten. resident_ is reserved at the
 //   capacity (capped at 2^26), so it never rehashes.
 // - ComputeNextUse is one backward pass, O(accesses), over a map reserved up front. RequestView points
@@ -37,6 +49,18 @@
 
 namespace kvsim {
 namespace {}  // namespace
+
+CacheSimulator::TypedPolicy CacheSimulator::TypedPolicyOf(EvictionPolicy* policy) {
+  // Each class is final: a successful cast is the exact type, whose residency() is the policy itself.
+  if (dynamic_cast<LruPolicy*>(policy) != nullptr) return TypedPolicy::kLru;
+  if (dynamic_cast<FifoPolicy*>(policy) != nullptr) return TypedPolicy::kFifo;
+  if (dynamic_cast<SievePolicy*>(policy) != nullptr) return TypedPolicy::kSieve;
+  if (dynamic_cast<ClockPolicy*>(policy) != nullptr) return TypedPolicy::kClock;
+  if (dynamic_cast<ArcPolicy*>(policy) != nullptr) return TypedPolicy::kArc;
+  if (dynamic_cast<S3FifoPolicy*>(policy) != nullptr) return TypedPolicy::kS3Fifo;
+  if (dynamic_cast<BeladyPolicy*>(policy) != nullptr) return TypedPolicy::kBelady;
+  return TypedPolicy::kNone;
+}
 
 absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
   KVSIM_RETURN_IF_ERROR(CheckRequestLimits(*request, options.block_tokens));
@@ -212,6 +236,7 @@ CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t c
     resident_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, int64_t{1} << 26)) + 1);
   }
   policy_->SetCapacity(capacity_blocks_);
+  kind_ = residency_ == nullptr ? TypedPolicy::kNone : TypedPolicyOf(policy_.get());
 }
 
 void CacheSimulator::UseDenseIds(const std::vector<BlockId>* distinct_blocks) {
@@ -225,6 +250,45 @@ void CacheSimulator::UseDenseIds(const std::vector<BlockId>* distinct_blocks) {
 }
 
 void CacheSimulator::ProcessRequest(const RequestView& request) {
+  switch (kind_) {
+    case TypedPolicy::kLru:
+      return Replay(static_cast<LruPolicy*>(policy_.get()), request);
+    case TypedPolicy::kFifo:
+      return Replay(static_cast<FifoPolicy*>(policy_.get()), request);
+    case TypedPolicy::kSieve:
+      return Replay(static_cast<SievePolicy*>(policy_.get()), request);
+    case TypedPolicy::kClock:
+      return Replay(static_cast<ClockPolicy*>(policy_.get()), request);
+    case TypedPolicy::kArc:
+      return Replay(static_cast<ArcPolicy*>(policy_.get()), request);
+    case TypedPolicy::kS3Fifo:
+      return Replay(static_cast<S3FifoPolicy*>(policy_.get()), request);
+    case TypedPolicy::kBelady:
+      return Replay(static_cast<BeladyPolicy*>(policy_.get()), request);
+    case TypedPolicy::kNone:
+      return Replay(policy_.get(), request);
+  }
+}
+
+template <typename Policy>
+void CacheSimulator::Replay(Policy* policy, const RequestView& request) {
+  // A final policy class is its own residency index (residency_ == policy); through EvictionPolicy the
+  // index is residency_ or the simulator's own.
+  constexpr bool kTyped = !std::is_same<Policy, EvictionPolicy>::value;
+  auto resident = [&](BlockId block) {
+    if constexpr (kTyped) {
+      return policy->IsResident(block);
+    } else {
+      return IsResident(block);
+    }
+  };
+  auto prefetch = [&](BlockId block) {
+    if constexpr (kTyped) {
+      policy->Prefetch(block);
+    } else {
+      if (residency_ != nullptr) residency_->Prefetch(block);
+    }
+  };
   ++stats_.requests;
   bool in_prefix = true;
   AccessInfo info;
@@ -239,11 +303,9 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
   KVSIM_CHECK(request.num_blocks == 0 || (dense != nullptr) == (distinct_ != nullptr))
       << "the simulator uses dense ids but request " << request.request_id << " has none";
   auto id = [&](int64_t k) -> BlockId { return dense != nullptr ? dense[k] : request.blocks[k]; };
-  if (residency_ != nullptr) {
-    for (int64_t k = 0; k < std::min(kPrefetchAhead, request.num_blocks); ++k) residency_->Prefetch(id(k));
-  }
+  for (int64_t k = 0; k < std::min(kPrefetchAhead, request.num_blocks); ++k) prefetch(id(k));
   for (int64_t k = 0; k < request.num_blocks; ++k) {
-    if (residency_ != nullptr && k + kPrefetchAhead < request.num_blocks) residency_->Prefetch(id(k + kPrefetchAhead));
+    if (k + kPrefetchAhead < request.num_blocks) prefetch(id(k + kPrefetchAhead));
     const BlockId block = id(k);
     const int32_t tokens = request.tokens[k];
     info.clock = clock_++;
@@ -257,7 +319,7 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
     info.parent = k > 0 ? id(k - 1) : 0;
     ++stats_.accesses;
     stats_.tokens += tokens;
-    if (IsResident(block)) {
+    if (resident(block)) {
       ++stats_.hits;
       stats_.hit_tokens += tokens;
       stats_.restore_cost_saved += position_cost;
@@ -265,31 +327,31 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
         ++stats_.prefix_hits;
         stats_.prefix_hit_tokens += tokens;
       }
-      policy_->OnAccess(block, info);
+      policy->OnAccess(block, info);
       continue;
     }
     in_prefix = false;
-    if (num_resident_ >= capacity_blocks_ && !policy_->ShouldAdmit(block, info)) {
+    if (num_resident_ >= capacity_blocks_ && !policy->ShouldAdmit(block, info)) {
       ++stats_.bypasses;
       continue;
     }
-    policy_->OnMiss(block, info);
-    while (num_resident_ >= capacity_blocks_ || policy_->EvictionPending()) {
-      const BlockId victim = policy_->SelectVictim([](BlockId) { return true; });
-      if (residency_ != nullptr) {
-        KVSIM_CHECK(residency_->IsResident(victim)) << policy_->Name() << " chose non-resident victim " << victim;
+    policy->OnMiss(block, info);
+    while (num_resident_ >= capacity_blocks_ || policy->EvictionPending()) {
+      const BlockId victim = policy->SelectVictim([](BlockId) { return true; });
+      if (kTyped || residency_ != nullptr) {
+        KVSIM_CHECK(resident(victim)) << policy->Name() << " chose non-resident victim " << victim;
       } else if (distinct_ != nullptr) {
-        KVSIM_CHECK(resident_dense_[victim] != 0) << policy_->Name() << " chose non-resident victim " << victim;
+        KVSIM_CHECK(resident_dense_[victim] != 0) << policy->Name() << " chose non-resident victim " << victim;
         resident_dense_[victim] = 0;
       } else {
-        KVSIM_CHECK(resident_.erase(victim) == 1) << policy_->Name() << " chose non-resident victim " << victim;
+        KVSIM_CHECK(resident_.erase(victim) == 1) << policy->Name() << " chose non-resident victim " << victim;
       }
-      policy_->OnRemove(victim);
+      policy->OnRemove(victim);
       --num_resident_;
       ++stats_.evictions;
       if (victims_ != nullptr) victims_->push_back(distinct_ != nullptr ? (*distinct_)[victim] : victim);
     }
-    if (residency_ == nullptr) {
+    if (!kTyped && residency_ == nullptr) {
       if (distinct_ != nullptr) {
         resident_dense_[block] = 1;
       } else {
@@ -297,9 +359,9 @@ void CacheSimulator::ProcessRequest(const RequestView& request) {
       }
     }
     ++num_resident_;
-    policy_->OnInsert(block, info);
+    policy->OnInsert(block, info);
   }
-  policy_->OnRequestEnd(request.end);
+  policy->OnRequestEnd(request.end);
 }
 
 absl::StatusOr<std::vector<CacheRunResult>> RunCacheReplaysOnTrace(CompiledTrace* trace,

@@ -205,7 +205,15 @@ class CacheSimulator {
   }
 
  private:
+  // The policy's class when ProcessRequest has a loop compiled for it (with the policy's own index).
+  enum class TypedPolicy { kNone, kLru, kFifo, kSieve, kClock, kArc, kS3Fifo, kBelady };
+  static TypedPolicy TypedPolicyOf(EvictionPolicy* policy);
+  // ProcessRequest's loop; Policy is EvictionPolicy (virtual calls) or the policy's final class.
+  template <typename Policy>
+  void Replay(Policy* policy, const RequestView& request);
+
   std::unique_ptr<EvictionPolicy> policy_;
+  TypedPolicy kind_ = TypedPolicy::kNone;
   int64_t capacity_blocks_;
   RestoreCost restore_cost_;
   const ResidencyIndex* residency_;                 // the policy's index, or null: resident_ is used

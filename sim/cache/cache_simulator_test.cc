@@ -158,7 +158,9 @@ TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
   for (const std::string& name : EvictionPolicyNames()) {
     for (const char* modifier : {"", "+leaf_first", "+ttl"}) {
       const std::string label = name + modifier;
-      // Variants: the policy's index or the simulator's, each with hashes or with dense ids.
+      // Variants: the policy's index or the simulator's, each with hashes or with dense ids. With its own
+      // index a plain LRU, FIFO, SIEVE, CLOCK, ARC, S3-FIFO or Belady runs the loop compiled for its
+      // class; with the simulator's index (and with a wrapper) the loop through EvictionPolicy.
       std::vector<BlockId> victims[4];
       CacheStats stats[4];
       for (int variant = 0; variant < 4; ++variant) {
@@ -173,6 +175,9 @@ TEST(CacheReplayTest, PolicyResidencyMatchesTheSimulatorsIndex) {
         EXPECT_EQ(stats[0].hits, stats[variant].hits) << label << " variant " << variant;
         EXPECT_EQ(stats[0].prefix_hits, stats[variant].prefix_hits) << label << " variant " << variant;
         EXPECT_EQ(stats[0].evictions, stats[variant].evictions) << label << " variant " << variant;
+        EXPECT_EQ(stats[0].bypasses, stats[variant].bypasses) << label << " variant " << variant;
+        EXPECT_EQ(stats[0].hit_tokens, stats[variant].hit_tokens) << label << " variant " << variant;
+        EXPECT_EQ(stats[0].restore_cost_saved, stats[variant].restore_cost_saved) << label << " variant " << variant;
         EXPECT_EQ(victims[0], victims[variant]) << label << " variant " << variant;
       }
       EXPECT_GT(stats[0].hits, 0) << label;
