@@ -41,7 +41,9 @@ TEST(SpilledIdMapTest, FindsTheLatestSetAsAHashMapDoes) {
       }
     }
     EXPECT_LE(map.held_entries(), memory_entries);
-    if (memory_entries <= 1000) EXPECT_GT(map.spilled_runs(), 0);
+    if (memory_entries <= 1000) {
+      EXPECT_GT(map.spilled_runs(), 0);
+    }
   }
 }
 

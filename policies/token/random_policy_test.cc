@@ -31,7 +31,9 @@ TEST(RandomPolicyTest, SeededBudgetedAndPermanent) {
     // Permanent: every prompt token kept now was kept at the previous step.
     if (s > 0) {
       for (int32_t i : set) {
-        if (i < 40) EXPECT_TRUE(std::binary_search(ka[s - 1][0][0].begin(), ka[s - 1][0][0].end(), i));
+        if (i < 40) {
+          EXPECT_TRUE(std::binary_search(ka[s - 1][0][0].begin(), ka[s - 1][0][0].end(), i));
+        }
       }
     }
   }

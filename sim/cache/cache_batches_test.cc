@@ -95,7 +95,9 @@ TEST(CacheBatchesTest, OnePointPerBatchEqualsOneRun) {
       // Belady's points (the largest: its arrays over the access indices) each fill a pass; the smaller
       // LRU points may share one.
       for (const std::vector<size_t>& batch : plan.batches) {
-        if (specs[batch[0]].policy.name() == "belady") EXPECT_EQ(batch.size(), 1u);
+        if (specs[batch[0]].policy.name() == "belady") {
+          EXPECT_EQ(batch.size(), 1u);
+        }
       }
       EXPECT_GE(plan.batches.size(), 4u) << DescribeCacheBatchPlan(plan, plan.shared_bytes + largest);
     }

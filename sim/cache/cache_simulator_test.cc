@@ -223,7 +223,9 @@ TEST(CacheReplayTest, EvictsWhileThePolicyHasAVictimPending) {
     view.tokens = &tokens;
     view.num_blocks = 1;
     sim.ProcessRequest(view);
-    if (accesses[i] == 6) EXPECT_EQ(sim.resident_blocks(), 3);  // 2 and 1 evicted for 6
+    if (accesses[i] == 6) {  // 2 and 1 evicted for 6
+      EXPECT_EQ(sim.resident_blocks(), 3);
+    }
   }
   EXPECT_EQ(victims, (std::vector<BlockId>{2, 3, 2, 1, 6}));
   EXPECT_EQ(sim.stats().evictions, 5);

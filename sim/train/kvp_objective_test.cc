@@ -54,8 +54,12 @@ TEST(KvpObjectiveTest, OracleScoresOneAndItsReverseTheMinimum) {
   for (const auto& perm : AllPermutations(5)) {
     const double r = Reward(perm, importance);
     EXPECT_LE(r, 1.0 + 1e-12);
-    if (perm != reversed) EXPECT_GT(r, worst);
-    if (perm != oracle) EXPECT_LT(r, 1.0);
+    if (perm != reversed) {
+      EXPECT_GT(r, worst);
+    }
+    if (perm != oracle) {
+      EXPECT_LT(r, 1.0);
+    }
   }
 }
 
