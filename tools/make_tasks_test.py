@@ -6,7 +6,8 @@
   the first value; list answers in the order of appearance);
 - the command line writes the same bytes for the same seed, different ones for another seed;
 - the perplexity set comes from the held-out text only, not from the haystack text;
-- the scorer's rules (prefix, cut at EOS, cut at max_new_tokens, nothing before the answer).
+- the scorer's rules (prefix, cut at EOS, cut at max_new_tokens, nothing before the answer);
+- FAMILIES is the C++ side's kTaskFamilies, in the same order (the outcome tables' task_family feature).
 """
 
 import json
@@ -125,8 +126,19 @@ def check_scorer():
     assert not mt.score([49, 51, 50], ans, 8)              # in order
 
 
+def check_families_match_the_outcome_features():
+    """kTaskFamilies (sim/select/closed_loop_outcomes.h: task_family = index + 1) lists FAMILIES in order."""
+    header = os.path.join(HERE, "..", "sim", "select", "closed_loop_outcomes.h")
+    with open(header) as f:
+        text = f.read()
+    m = re.search(r"kTaskFamilies\[\]\s*=\s*\{([^}]*)\}", text)
+    assert m, "kTaskFamilies not found in " + header
+    assert re.findall(r'"([^"]+)"', m.group(1)) == mt.FAMILIES, (m.group(1), mt.FAMILIES)
+
+
 def main():
     check_scorer()
+    check_families_match_the_outcome_features()
     check_families()
     with tempfile.TemporaryDirectory() as tmp:
         check_command_line(tmp)

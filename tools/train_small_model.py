@@ -360,8 +360,7 @@ def main(argv):
     ap.add_argument("--repeat_alphabet", type=int, default=64,
                     help="repeat sequences draw their bytes from this many symbols, ids (32 + i) %% 256 (2..256)")
     ap.add_argument("--lm_weight", type=float, default=1.0, help="weight of the next-byte loss over all positions")
-    ap.add_argument("--families", default="niah_single,niah_multikey,niah_multivalue,variable_tracking,"
-                                           "common_words,dialogue_recall")
+    ap.add_argument("--families", default=",".join(mt.FAMILIES))
     ap.add_argument("--family_weights", default="1,2,2,1,1,2")
     ap.add_argument("--eval_num", type=int, default=20, help="held-out instances per family (0: no eval)")
     ap.add_argument("--eval_lengths", default="", help="default: the last stage's length minus 32")
