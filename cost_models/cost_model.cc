@@ -39,6 +39,10 @@ absl::StatusOr<CostBreakdown> CostModel::IterationBreakdown(const BatchShape& ba
   return breakdown;
 }
 
+absl::StatusOr<CostBreakdown> CostModel::EstimateBreakdown(const BatchShape& batch) const {
+  return IterationBreakdown(batch);
+}
+
 absl::StatusOr<int64_t> CostModel::RecomputeTimeNs(int64_t position, int64_t num_tokens) const {
   if (position < 0 || num_tokens <= 0) {
     return absl::InvalidArgumentError(
@@ -51,7 +55,7 @@ absl::StatusOr<int64_t> CostModel::RecomputeTimeNs(int64_t position, int64_t num
   piece.samples_token = false;
   piece.recompute = true;
   batch.sequences.push_back(piece);
-  absl::StatusOr<CostBreakdown> breakdown = IterationBreakdown(batch);
+  absl::StatusOr<CostBreakdown> breakdown = EstimateBreakdown(batch);
   if (!breakdown.ok()) return breakdown.status();
   return breakdown->total_ns - breakdown->overhead_ns;
 }

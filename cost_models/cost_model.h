@@ -91,10 +91,17 @@ class CostModel {
   // whole time in other_ns; models that know their terms override it.
   virtual absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const;
 
+  // IterationBreakdown of a batch that is priced but not run (a restore estimate, a probe of the adaptive
+  // chunk size, the TTFT decomposition's chunk alone): the same terms, not counted in Accuracy(), whose
+  // kernel time and extrapolated share are those of the iterations that ran. The default (a model that
+  // counts nothing) is IterationBreakdown.
+  virtual absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const;
+
   // Time to recompute the KV of `num_tokens` tokens at positions [position, position + num_tokens) when
   // run alone: IterationTimeNs of a one-piece batch {context_tokens = position, new_tokens = num_tokens,
-  // recompute = true}, without the fixed per-iteration overhead. For restore decisions (reload or
-  // recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument otherwise).
+  // recompute = true}, without the fixed per-iteration overhead, as an estimate (EstimateBreakdown). For
+  // restore decisions (reload or recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument
+  // otherwise).
   virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
 
   // How far to trust the model's kernel times, as recorded in the run's results: a table's held-out

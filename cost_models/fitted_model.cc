@@ -53,15 +53,24 @@ std::string FittedCostModel::Describe() const {
   return absl::StrFormat("fitted (%s, KV %s, TP %d; %s)", device_name_, p_.kv.Name(), p_.tp, fit_.source());
 }
 
-double FittedCostModel::Count(Kind kind, double seconds, bool inside) const {
-  const int64_t ns = SecondsToNs(seconds * p_.num_layers);
-  time_ns_[kind].fetch_add(ns, std::memory_order_relaxed);
-  predictions_.fetch_add(1, std::memory_order_relaxed);
+double FittedCostModel::Count(Kind kind, double seconds, bool inside, double times, Tally* tally) {
+  const int64_t ns = SecondsToNs(seconds * times);
+  tally->time_ns[kind] += ns;
+  ++tally->predictions;
   if (!inside) {
-    extrapolated_ns_[kind].fetch_add(ns, std::memory_order_relaxed);
-    extrapolated_.fetch_add(1, std::memory_order_relaxed);
+    tally->extrapolated_ns[kind] += ns;
+    ++tally->extrapolated;
   }
   return seconds;
+}
+
+void FittedCostModel::Commit(const Tally& tally) const {
+  for (int k = 0; k < kNumKinds; ++k) {
+    if (tally.time_ns[k] != 0) time_ns_[k].fetch_add(tally.time_ns[k], std::memory_order_relaxed);
+    if (tally.extrapolated_ns[k] != 0) extrapolated_ns_[k].fetch_add(tally.extrapolated_ns[k], std::memory_order_relaxed);
+  }
+  if (tally.predictions != 0) predictions_.fetch_add(tally.predictions, std::memory_order_relaxed);
+  if (tally.extrapolated != 0) extrapolated_.fetch_add(tally.extrapolated, std::memory_order_relaxed);
 }
 
 double FittedCostModel::GemmSeconds(GemmShape shape, int64_t tokens) const {
@@ -79,15 +88,15 @@ double FittedCostModel::GemmSeconds(GemmShape shape, int64_t tokens) const {
   return seconds;
 }
 
-double FittedCostModel::Gemm(GemmShape shape, int64_t tokens) const {
+double FittedCostModel::Gemm(GemmShape shape, int64_t tokens, Tally* tally) const {
   if (tokens <= 0) return 0;
   const double features[] = {static_cast<double>(tokens)};
   const bool inside =
       gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
-  return Count(kGemm, GemmSeconds(shape, tokens), inside);
+  return CountPerLayer(kGemm, GemmSeconds(shape, tokens), inside, tally);
 }
 
-double FittedCostModel::Prefill(const SequenceWork& piece) const {
+double FittedCostModel::Prefill(const SequenceWork& piece, Tally* tally) const {
   const double kv_bytes = p_.kv_bytes_per_token_per_layer;
   double seconds = FittedPrefillSeconds(fit_.prefill_attention(), peaks_, 1, piece.new_tokens, piece.context_tokens,
                                         p_.heads, p_.head_dim, kv_bytes);
@@ -97,20 +106,32 @@ double FittedCostModel::Prefill(const SequenceWork& piece) const {
   const double features[] = {static_cast<double>(piece.new_tokens), static_cast<double>(piece.context_tokens)};
   const bool inside = fit_.prefill_attention().quality().fitted() && piece.num_segments == 1 &&
                       InsideFitRange(fit_.prefill_attention().quality(), features, 2);
-  return Count(kPrefill, seconds, inside);
+  return CountPerLayer(kPrefill, seconds, inside, tally);
 }
 
-double FittedCostModel::Decode(int64_t batch, int64_t total_context, int64_t max_context) const {
+double FittedCostModel::Decode(int64_t batch, int64_t total_context, int64_t max_context, Tally* tally) const {
   const double kv_bytes = p_.kv_bytes_per_token_per_layer;
   const double seconds =
       FittedDecodeSeconds(fit_.decode_attention(), peaks_, batch, total_context, p_.kv_heads, kv_bytes);
   const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
   const bool inside =
       fit_.decode_attention().quality().fitted() && InsideFitRange(fit_.decode_attention().quality(), features, 2);
-  return Count(kDecode, seconds, inside);
+  return CountPerLayer(kDecode, seconds, inside, tally);
 }
 
 absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchShape& batch) const {
+  Tally tally;
+  absl::StatusOr<CostBreakdown> b = Breakdown(batch, &tally);
+  if (b.ok()) Commit(tally);
+  return b;
+}
+
+absl::StatusOr<CostBreakdown> FittedCostModel::EstimateBreakdown(const BatchShape& batch) const {
+  Tally uncounted;
+  return Breakdown(batch, &uncounted);
+}
+
+absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch, Tally* tally) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   const std::vector<int64_t> l2 = L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
@@ -135,22 +156,24 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
         max_segments = std::max<int64_t>(max_segments, s.num_segments);
       }
     } else {
-      attention_s += Prefill(s);
+      attention_s += Prefill(s, tally);
     }
   }
-  if (decodes > 0) attention_s += Decode(decodes, decode_context, max_context);
+  if (decodes > 0) attention_s += Decode(decodes, decode_context, max_context, tally);
   if (merge_decodes > 0) {
     attention_s += SegmentMergeSeconds(p_.rates, merge_decodes, p_.heads, p_.head_dim, max_segments);
   }
   const int64_t h = p_.hidden;
-  const double linear_s = Gemm(kQkv, layer_tokens) + Gemm(kOutput, layer_tokens) + Gemm(kGateUp, layer_tokens) +
-                          Gemm(kDown, layer_tokens) + Gemm(kKvProjection, projection_tokens);
+  const double linear_s = Gemm(kQkv, layer_tokens, tally) + Gemm(kOutput, layer_tokens, tally) +
+                          Gemm(kGateUp, layer_tokens, tally) + Gemm(kDown, layer_tokens, tally) +
+                          Gemm(kKvProjection, projection_tokens, tally);
   double elementwise_s = 0;
   if (layer_tokens > 0) {
     const double features[] = {static_cast<double>(layer_tokens)};
     const bool inside =
         fit_.elementwise().quality().fitted() && InsideFitRange(fit_.elementwise().quality(), features, 1);
-    elementwise_s = Count(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside);
+    elementwise_s =
+        CountPerLayer(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside, tally);
   }
   double allreduce_s = 0;
   if (p_.tp > 1 && layer_tokens > 0) {
@@ -160,10 +183,10 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
     if (f != nullptr) {
       const double features[] = {bytes};
       const bool inside = exact && f->quality().fitted() && InsideFitRange(f->quality(), features, 1);
-      allreduce_s = 2 * Count(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside);
+      allreduce_s = 2 * CountPerLayer(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside, tally);
     } else {
       // No all-reduce measured on this GPU: the roofline's ring formula, counted as extrapolated.
-      allreduce_s = 2 * Count(kAllReduce, AllReduceSeconds(p_.rates, bytes, p_.tp), false);
+      allreduce_s = 2 * CountPerLayer(kAllReduce, AllReduceSeconds(p_.rates, bytes, p_.tp), false, tally);
     }
   }
   const double layers = p_.num_layers;
@@ -175,14 +198,7 @@ absl::StatusOr<CostBreakdown> FittedCostModel::IterationBreakdown(const BatchSha
     const double features[] = {static_cast<double>(sampling)};
     const bool inside =
         gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
-    lm_head_s = GemmSeconds(kLmHead, sampling);
-    const int64_t ns = SecondsToNs(lm_head_s);
-    time_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
-    predictions_.fetch_add(1, std::memory_order_relaxed);
-    if (!inside) {
-      extrapolated_ns_[kGemm].fetch_add(ns, std::memory_order_relaxed);
-      extrapolated_.fetch_add(1, std::memory_order_relaxed);
-    }
+    lm_head_s = Count(kGemm, GemmSeconds(kLmHead, sampling), inside, 1, tally);
   }
   b.lm_head_ns = SecondsToNs(lm_head_s);
   b.attention_ns = SecondsToNs(layers * attention_s);

@@ -56,6 +56,7 @@ class FittedCostModel final : public CostModel {
   std::string Describe() const override;
   absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override;
   absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const override;
+  absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const override;
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
   proto::CostModelAccuracy Accuracy() const override;
 
@@ -65,17 +66,32 @@ class FittedCostModel final : public CostModel {
  private:
   FittedCostModel(const RooflineParams& params, const proto::DeviceSpec& device);
 
-  // Seconds of one kernel, counted against `kind` (and as extrapolated when `inside` is false).
-  double Count(Kind kind, double seconds, bool inside) const;
+  // The kernel predictions of one priced batch, added to the counters behind Accuracy() by Commit (for
+  // an iteration that runs) or dropped (an estimate).
+  struct Tally {
+    std::array<int64_t, kNumKinds> time_ns{};
+    std::array<int64_t, kNumKinds> extrapolated_ns{};
+    int64_t predictions = 0;
+    int64_t extrapolated = 0;
+  };
+  void Commit(const Tally& tally) const;
+  // IterationBreakdown, its predictions in `tally`.
+  absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
+  // Seconds of one kernel, counted in `tally` against `kind` (as extrapolated when `inside` is false),
+  // charged `times` times (the layers; once for the LM head).
+  static double Count(Kind kind, double seconds, bool inside, double times, Tally* tally);
+  double CountPerLayer(Kind kind, double seconds, bool inside, Tally* tally) const {
+    return Count(kind, seconds, inside, p_.num_layers, tally);
+  }
   // The GEMM shapes an iteration runs (per layer: QKV, output, gate+up, down, the KV projection of a
   // recompute; once per iteration: the LM head).
   enum GemmShape { kQkv = 0, kOutput, kGateUp, kDown, kKvProjection, kLmHead, kNumGemmShapes };
   // FittedGemmSeconds of `shape` at `tokens` (> 0), memoised for tokens < kGemmMemoTokens.
   double GemmSeconds(GemmShape shape, int64_t tokens) const;
   // GemmSeconds counted as a per-layer GEMM (0 for tokens <= 0).
-  double Gemm(GemmShape shape, int64_t tokens) const;
-  double Prefill(const SequenceWork& piece) const;
-  double Decode(int64_t batch, int64_t total_context, int64_t max_context) const;
+  double Gemm(GemmShape shape, int64_t tokens, Tally* tally) const;
+  double Prefill(const SequenceWork& piece, Tally* tally) const;
+  double Decode(int64_t batch, int64_t total_context, int64_t max_context, Tally* tally) const;
 
   RooflineParams p_;
   proto::FittedCostParams fit_;

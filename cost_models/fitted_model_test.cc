@@ -85,6 +85,33 @@ TEST(FittedModelTest, AccuracyIsWeightedByTheKindsThisRunUsed) {
   EXPECT_LT(a.extrapolated_time_fraction(), 0.5);
 }
 
+// What is priced but not run (a restore estimate, an adaptive-chunk probe, the TTFT decomposition's chunk
+// alone) costs what the iteration would and leaves the run's accuracy counts as they were.
+TEST(FittedModelTest, EstimatesArePricedButNotCounted) {
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config("a100-80gb"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  BatchShape decode;
+  decode.sequences.push_back({.context_tokens = 1000, .new_tokens = 1});
+  ASSERT_TRUE((*model)->IterationTimeNs(decode).ok());
+  const proto::CostModelAccuracy before = (*model)->Accuracy();
+  EXPECT_GT(before.kernel_predictions(), 0);
+  // A prefill beyond the measured chunk sizes alone: extrapolated, were it counted.
+  BatchShape prefill;
+  prefill.sequences.push_back({.context_tokens = 0, .new_tokens = 200000});
+  absl::StatusOr<CostBreakdown> estimate = (*model)->EstimateBreakdown(prefill);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  ASSERT_TRUE((*model)->RecomputeTimeNs(100000, 4096).ok());
+  const proto::CostModelAccuracy after = (*model)->Accuracy();
+  EXPECT_EQ(after.SerializeAsString(), before.SerializeAsString());
+  // Counted, the same batch costs the same and moves the counts.
+  absl::StatusOr<CostBreakdown> run = (*model)->IterationBreakdown(prefill);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->total_ns, estimate->total_ns);
+  EXPECT_EQ(run->attention_ns, estimate->attention_ns);
+  EXPECT_GT((*model)->Accuracy().kernel_predictions(), before.kernel_predictions());
+  EXPECT_GT((*model)->Accuracy().extrapolated_time_fraction(), before.extrapolated_time_fraction());
+}
+
 TEST(FittedModelTest, TensorParallelRunsChargeTheFittedAllReduce) {
   const proto::ExperimentConfig config = Config("h100-sxm", 4);
   absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(config);

@@ -115,11 +115,17 @@ proto::CostModelAccuracy TableCostModel::Accuracy() const {
 
 double TableCostModel::Kernel(const KernelQuery& q, Tally* tally, double weight) const {
   const KernelTable::Prediction p = table_.Predict(q);
-  predictions_.fetch_add(1, std::memory_order_relaxed);
-  if (p.extrapolated) extrapolated_.fetch_add(1, std::memory_order_relaxed);
-  if (!p.measured) unmeasured_.fetch_add(1, std::memory_order_relaxed);
+  if (tally == nullptr) {
+    predictions_.fetch_add(1, std::memory_order_relaxed);
+    if (p.extrapolated) extrapolated_.fetch_add(1, std::memory_order_relaxed);
+    if (!p.measured) unmeasured_.fetch_add(1, std::memory_order_relaxed);
+    return p.seconds;
+  }
+  ++tally->predictions;
+  if (p.extrapolated) ++tally->extrapolated_predictions;
+  if (!p.measured) ++tally->unmeasured_predictions;
   const int k = static_cast<int>(q.kind);
-  if (tally != nullptr && k >= 0 && k < kNumKinds) {
+  if (k >= 0 && k < kNumKinds) {
     tally->seconds[k] += weight * p.seconds;
     if (p.extrapolated || !p.measured) tally->extrapolated[k] += weight * p.seconds;
   }
@@ -201,10 +207,34 @@ double TableCostModel::DecodeAttention(const BatchShape& batch, bool skip_recomp
 }
 
 absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShape& batch) const {
+  Tally tally;
+  absl::StatusOr<CostBreakdown> b = Breakdown(batch, &tally);
+  if (b.ok()) Commit(tally);
+  return b;
+}
+
+absl::StatusOr<CostBreakdown> TableCostModel::EstimateBreakdown(const BatchShape& batch) const {
+  Tally uncounted;
+  return Breakdown(batch, &uncounted);
+}
+
+void TableCostModel::Commit(const Tally& tally) const {
+  for (int k = 0; k < kNumKinds; ++k) {
+    if (tally.seconds[k] > 0) time_ns_[k].fetch_add(SecondsToNs(tally.seconds[k]), std::memory_order_relaxed);
+    if (tally.extrapolated[k] > 0) {
+      extrapolated_ns_[k].fetch_add(SecondsToNs(tally.extrapolated[k]), std::memory_order_relaxed);
+    }
+  }
+  predictions_.fetch_add(tally.predictions, std::memory_order_relaxed);
+  extrapolated_.fetch_add(tally.extrapolated_predictions, std::memory_order_relaxed);
+  unmeasured_.fetch_add(tally.unmeasured_predictions, std::memory_order_relaxed);
+}
+
+absl::StatusOr<CostBreakdown> TableCostModel::Breakdown(const BatchShape& batch, Tally* tally_out) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   const double layers = p_.num_layers;
-  Tally tally;
+  Tally& tally = *tally_out;
   int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
   double attention_s = DecodeAttention(batch, kv_projection, &tally, layers);
   for (const SequenceWork& s : batch.sequences) {
@@ -234,12 +264,6 @@ absl::StatusOr<CostBreakdown> TableCostModel::IterationBreakdown(const BatchShap
   CostBreakdown b;
   b.linear_ns = SecondsToNs(layers * linear_s);
   b.lm_head_ns = SecondsToNs(Gemm(proto::KERNEL_KIND_LINEAR_GEMM, sampling, p_.vocab, h, &tally, 1));
-  for (int k = 0; k < kNumKinds; ++k) {
-    if (tally.seconds[k] > 0) time_ns_[k].fetch_add(SecondsToNs(tally.seconds[k]), std::memory_order_relaxed);
-    if (tally.extrapolated[k] > 0) {
-      extrapolated_ns_[k].fetch_add(SecondsToNs(tally.extrapolated[k]), std::memory_order_relaxed);
-    }
-  }
   b.attention_ns = SecondsToNs(layers * attention_s);
   b.allreduce_ns = SecondsToNs(layers * allreduce_s);
   b.overhead_ns = p_.overhead_ns;

@@ -69,6 +69,7 @@ class TableCostModel final : public CostModel {
   std::string Describe() const override;
   absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override;
   absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const override;
+  absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const override;
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
 
   // Kernel predictions so far, and how many were extrapolated or had no measured series.
@@ -88,12 +89,20 @@ class TableCostModel final : public CostModel {
   // Predicted seconds of one iteration by kernel kind (indexed by proto::KernelKind), as charged: each
   // kernel's time x how often the composition charges it (layers, 1 / decodes, interpolation weight).
   static constexpr int kNumKinds = 9;
+  // With the kernel predictions, added to the counters behind Accuracy() by Commit (an iteration that
+  // runs) or dropped (an estimate).
   struct Tally {
     std::array<double, kNumKinds> seconds{};
     std::array<double, kNumKinds> extrapolated{};
+    int64_t predictions = 0;
+    int64_t extrapolated_predictions = 0;
+    int64_t unmeasured_predictions = 0;
   };
+  void Commit(const Tally& tally) const;
+  // IterationBreakdown, its predictions in `tally`.
+  absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
 
-  // Seconds, counted; `weight` x seconds goes to `tally`.
+  // Seconds, counted in `tally` (`weight` x seconds), or straight into the counters when it is null.
   double Kernel(const KernelQuery& q, Tally* tally, double weight) const;
   double Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features, Tally* tally,
               double weight) const;

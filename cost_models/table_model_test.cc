@@ -144,6 +144,24 @@ TEST(TableModelTest, ExtrapolationIsCountedAndReported) {
   EXPECT_EQ(model->Accuracy().unmeasured_predictions(), 0);
 }
 
+TEST(TableModelTest, EstimatesArePricedButNotCounted) {
+  auto model = Model(TableConfig());
+  ASSERT_TRUE(model->IterationTimeNs(Batch({Piece(4096, 1)})).ok());
+  const std::string before = model->Accuracy().SerializeAsString();
+  const int64_t predictions = model->num_predictions();
+  // 1M tokens of context: beyond the table's 128K, extrapolated were it counted.
+  absl::StatusOr<CostBreakdown> estimate = model->EstimateBreakdown(Batch({Piece(1 << 20, 1)}));
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  ASSERT_TRUE(model->RecomputeTimeNs(4096, 512).ok());
+  EXPECT_EQ(model->Accuracy().SerializeAsString(), before);
+  EXPECT_EQ(model->num_predictions(), predictions);
+  absl::StatusOr<CostBreakdown> run = model->IterationBreakdown(Batch({Piece(1 << 20, 1)}));
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->total_ns, estimate->total_ns);
+  EXPECT_GT(model->num_predictions(), predictions);
+  EXPECT_EQ(model->num_extrapolated(), 1);
+}
+
 TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
   // One series of five host-to-device copies; the held-out split (every 5th point from the middle of
   // the first stride) holds out the third. Its neighbours (2000 B, 20 ns) and (8000 B, 80 ns) predict

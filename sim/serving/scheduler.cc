@@ -213,8 +213,8 @@ absl::StatusOr<int64_t> Scheduler::AdaptiveTokens(const RequestState& state, int
   auto fits = [&](int64_t tokens) -> absl::StatusOr<bool> {
     probe_.sequences.resize(base);
     AppendPrefillWork(state, tokens, &probe_);
-    KVSIM_ASSIGN_OR_RETURN(int64_t ns, cost_model_->IterationTimeNs(probe_));
-    return ns <= target_ns;
+    KVSIM_ASSIGN_OR_RETURN(CostBreakdown estimate, cost_model_->EstimateBreakdown(probe_));  // a probe, not run
+    return estimate.total_ns <= target_ns;
   };
   KVSIM_ASSIGN_OR_RETURN(bool fit_cap, fits(cap));
   if (fit_cap) return cap;

@@ -87,7 +87,7 @@ void TtftDecomposition::OnIteration(const IterationRecord& record) {
     double attention_fraction = 0;
     BatchShape alone;
     alone.sequences.push_back(SequenceWork{state.frontier_tokens(), piece.tokens, 1});
-    absl::StatusOr<CostBreakdown> breakdown = cost_model_->IterationBreakdown(alone);
+    absl::StatusOr<CostBreakdown> breakdown = cost_model_->EstimateBreakdown(alone);  // priced, not run
     if (breakdown.ok() && breakdown->total_ns > 0) {
       attention_fraction = static_cast<double>(breakdown->attention_ns) / static_cast<double>(breakdown->total_ns);
     }
