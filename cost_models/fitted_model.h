@@ -101,8 +101,9 @@ class FittedCostModel final : public CostModel {
   std::string device_name_;
   std::array<std::array<int64_t, 2>, kNumGemmShapes> gemm_features_{};  // out, in features per shape
   // GemmSeconds memo by shape x tokens; < 0 = not computed yet. Atomic, as the model is shared by
-  // threads: every thread that computes an entry stores the same value.
-  static constexpr int64_t kGemmMemoTokens = 1024;
+  // threads: every thread that computes an entry stores the same value. Up to the usual token budget of
+  // an iteration (8,192), so prefill chunks hit it too (384 KiB).
+  static constexpr int64_t kGemmMemoTokens = 8193;
   mutable std::unique_ptr<std::atomic<double>[]> gemm_memo_;
   // Predicted ns (x layers, as charged) per kind, and of them outside the measured range.
   mutable std::array<std::atomic<int64_t>, kNumKinds> time_ns_{};
