@@ -81,7 +81,7 @@ TEST(CrossValidateTest, NoPromptIsPredictedByAModelThatSawIt) {
 OutcomeTable Planted(int prompts) {
   return Table(prompts, 2, [prompts](int p, int c) {
     const double x = -1 + 2.0 * p / (prompts - 1);
-    return Outcome{(c == 0 ? x > 0 : x > 0.5), 10 * std::exp(x), 100 + 50 * c, {100, 10, x}};
+    return Outcome{(c == 0 ? x > 0 : x > 0.5), 10 * std::exp(x), 100.0 + 50 * c, {100, 10, x}};
   });
 }
 

@@ -410,7 +410,8 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
     stats_[tier].cached_blocks = t.cached_blocks;
     ++stats_[tier].evicted_blocks;
     entries_[entry].tier = kTransit;
-    const bool demote = t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < tiers_.size();
+    const bool demote =
+        t.evict_action == proto::EVICT_ACTION_DEMOTE && tier + 1 < static_cast<int32_t>(tiers_.size());
     if (demote) {
       PlaceIn(entry, tier + 1, now_ns);
       if (FindEntry(victim) != kNoEntry) ++stats_[tier + 1].demoted_in_blocks;

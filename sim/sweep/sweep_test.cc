@@ -243,7 +243,7 @@ TEST_F(SweepRunTest, CachePointsRunInPassesWithinTheMemoryLimit) {
   largest.policy = *ParsePolicySpec("s3fifo");
   largest.capacity_blocks = 1024;
   const int64_t two_points = kPassOverheadBytes + 2 * EstimatePointBytes(largest, -1, false);
-  for (const std::string& policies : {"lru,s3fifo,sieve,belady", "lru,s3fifo,sieve"}) {
+  for (const std::string policies : {"lru,s3fifo,sieve,belady", "lru,s3fifo,sieve"}) {
     for (int64_t limit : {int64_t{0}, two_points}) {
       if (limit > 0 && policies.find("belady") != std::string::npos) continue;  // the compiled trace needs more
       const std::vector<GridAxis> axes =

@@ -38,7 +38,10 @@ Planted MakePlanted(int num_samples, uint64_t seed) {
   std::normal_distribution<float> normal;
   p.u.resize(kDim);
   double norm = 0;
-  for (float& x : p.u) norm += (x = normal(rng)) * x;
+  for (float& x : p.u) {
+    x = normal(rng);
+    norm += x * x;
+  }
   for (float& x : p.u) x /= std::sqrt(norm);
   std::mt19937_64 data_rng(seed + 1);
   for (int s = 0; s < num_samples; ++s) {
