@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "policies/eviction_policy.h"
+#include "util/block_hash_map.h"
 #include "util/check.h"
 #include "util/prefetch.h"
 
@@ -52,7 +52,6 @@ class BlockLists {
     if (!identity_) {
       slots_.reserve(n);
       blocks_.reserve(n);
-      index_.reserve(n);
     }
   }
 
@@ -67,7 +66,7 @@ class BlockLists {
     identity_ = num_ids > 0;
     if (identity_) {
       slots_.assign(static_cast<size_t>(num_ids), Slot{});  // list -1: block in no list
-      index_ = {};
+      index_ = BlockHashMap<int32_t, kNoSlot>();
       blocks_ = {};
     }
   }
@@ -75,8 +74,8 @@ class BlockLists {
   // The slot of `block`, or kNoSlot if it is in no list.
   int32_t Find(BlockId block) const {
     if (identity_) return slots_[block].list >= 0 ? static_cast<int32_t>(block) : kNoSlot;
-    auto it = index_.find(block);
-    return it == index_.end() ? kNoSlot : it->second;
+    const int32_t* s = index_.Find(block);
+    return s == nullptr ? kNoSlot : *s;
   }
   bool Contains(BlockId block) const { return Find(block) != kNoSlot; }
   // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
@@ -84,7 +83,7 @@ class BlockLists {
     if (identity_) {
       PrefetchForRead(&slots_[block]);
     } else {
-      index_.prefetch(block);
+      index_.Prefetch(block);
     }
   }
 
@@ -121,7 +120,7 @@ class BlockLists {
       slots_[s].list = -1;
       return;
     }
-    index_.erase(blocks_[s]);
+    index_.Erase(blocks_[s]);
     free_.push_back(s);
   }
 
@@ -217,7 +216,7 @@ class BlockLists {
     if (identity_) {
       // the slot is the block
     } else {
-      bool inserted = index_.emplace(block, s).second;
+      const bool inserted = index_.FindOrInsert(block, s).second;
       KVSIM_CHECK(inserted) << "block " << block << " is already in a list";
     }
     return s;
@@ -274,7 +273,7 @@ class BlockLists {
   std::vector<int32_t> free_;
   std::vector<int32_t> heads_, tails_;
   std::vector<int64_t> sizes_;
-  absl::flat_hash_map<BlockId, int32_t> index_;  // unused with dense ids
+  BlockHashMap<int32_t, kNoSlot> index_;  // block -> slot; unused with dense ids
   bool identity_ = false;                        // dense ids, their own slots (UseDenseIds)
   bool any_added_ = false;
   // The eligible view (empty unless EnableEligibility): per slot its list-order key (larger = nearer

@@ -151,24 +151,24 @@ grep -q "^  --capacity  .*also --capacity_blocks)" "$tmp/out" || fail "help cach
 
 # Bounded memory: a limit that holds one point at a time runs each point in its own pass over the trace,
 # with the same CSV and JSON as one pass. The limit is the estimate of the largest point
-# (sim/cache/cache_batches.h): 64 MiB for the pass + 4096 + 1200 blocks x 80 bytes = 67208960 (the trace has
+# (sim/cache/cache_batches.h): 64 MiB for the pass + 4096 + 1200 blocks x 136 bytes = 67276160 (the trace has
 # 43,924 distinct blocks, more than any capacity here); any two points need more.
 points="--policy=lru,fifo,sieve,clock --capacity=1000,1100,1200"
 expect 0 "$kvsim" cache --trace="$trace" $points --out="$tmp/one"
 [ ! -s "$tmp/err" ] || fail "one pass should say nothing: $(cat "$tmp/err")"
-expect 0 "$kvsim" cache --trace="$trace" $points --memory_limit=67208960 --out="$tmp/many"
+expect 0 "$kvsim" cache --trace="$trace" $points --memory_limit=67276160 --out="$tmp/many"
 has "12 points in 12 passes over the trace" err
 cmp -s "$tmp/one/cache.csv" "$tmp/many/cache.csv" || fail "cache.csv differs with one point per pass"
 cmp -s "$tmp/one/cache.json" "$tmp/many/cache.json" || fail "cache.json differs with one point per pass"
-expect 2 "$kvsim" cache --trace="$trace" $points --memory_limit=67208959
-has "run lru @ 1200 needs an estimated 64.1 MiB" err
+expect 2 "$kvsim" cache --trace="$trace" $points --memory_limit=67276159
+has "run lru @ 1200 needs an estimated 64.2 MiB" err
 has "raise --memory_limit or lower the capacity" err
 expect 2 "$kvsim" cache --trace="$trace" $points --memory_limit=4GB/s
 has "memory_limit: '4GB/s': expected bytes" err
 # mrc of other policies batches the same way.
 expect 0 "$kvsim" mrc --trace="$trace" --policy=fifo,sieve --sizes=1000,1100 --json
 cp "$tmp/out" "$tmp/mrc_one.json"
-expect 0 "$kvsim" mrc --trace="$trace" --policy=fifo,sieve --sizes=1000,1100 --json --memory_limit=64.1MiB
+expect 0 "$kvsim" mrc --trace="$trace" --policy=fifo,sieve --sizes=1000,1100 --json --memory_limit=64.2MiB
 has "4 points in 4 passes over the trace" err
 cmp -s "$tmp/mrc_one.json" "$tmp/out" || fail "mrc JSON differs with one point per pass"
 

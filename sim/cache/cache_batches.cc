@@ -60,11 +60,14 @@ std::string FormatBytes(double bytes) {
 
 int64_t BytesPerTrackedId(const proto::EvictionPolicyConfig& policy) {
   const std::string& name = policy.name();
-  // Queue policies keep a 24-byte slot and a hash-map entry per id; the ordered ones a B-tree of keys and a
-  // hash map of entries. Measured peak RSS per block of capacity at 400,000 blocks (a 100,000-request chat
-  // trace): lru 47, sieve 75, lfu 73, gdsf 87, +leaf_first +92, +ttl +23 bytes; arc 147, s3fifo 147 and 2q 152
-  // with their ghosts. The constants are at or above these.
-  int64_t bytes = 80;
+  // Queue policies keep a 24-byte slot, its block and an index entry per id (util/block_hash_map.h: 16-byte
+  // slots at most half full, and while it doubles its old table too: up to 132 bytes per id in all); the
+  // ordered ones a B-tree of keys and a hash map of entries. Measured peak RSS per block of capacity on a
+  // 100,000-request chat trace at 400,000 blocks and at 270,000 (the index just doubled): lru 67 / 87, sieve
+  // 71 / 100, and with their ghosts (ids per block: IdsPerCapacity) arc 170 / 242, s3fifo 168 / 105, 2q 162 /
+  // 106; lfu 67 at 400,000; earlier: gdsf 87, +leaf_first +92, +ttl +23 bytes. The constants are at or
+  // above these.
+  int64_t bytes = 136;
   for (const char* ordered : {"lfu", "gdsf", "asym", "belady", "leaf_lru"}) {
     if (absl::EqualsIgnoreCase(name, ordered)) bytes = 128;
   }

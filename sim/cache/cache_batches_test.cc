@@ -21,18 +21,18 @@ CacheRunSpec Spec(const std::string& policy, int64_t capacity) {
 
 TEST(CacheBatchesTest, EstimatesByHand) {
   // Streaming: overhead + ids x bytes per id, ids = min(capacity x ids per capacity, distinct).
-  EXPECT_EQ(EstimatePointBytes(Spec("lru", 1000), -1, false), 4096 + 1000 * 80);
-  EXPECT_EQ(EstimatePointBytes(Spec("lru", 1000), 300, false), 4096 + 300 * 80);
-  EXPECT_EQ(EstimatePointBytes(Spec("arc", 1000), -1, false), 4096 + 2000 * 80);
-  EXPECT_EQ(EstimatePointBytes(Spec("s3fifo", 1000), -1, false), 4096 + 1900 * 80);
-  EXPECT_EQ(EstimatePointBytes(Spec("2q", 1000), -1, false), 4096 + 2000 * 80);
+  EXPECT_EQ(EstimatePointBytes(Spec("lru", 1000), -1, false), 4096 + 1000 * 136);
+  EXPECT_EQ(EstimatePointBytes(Spec("lru", 1000), 300, false), 4096 + 300 * 136);
+  EXPECT_EQ(EstimatePointBytes(Spec("arc", 1000), -1, false), 4096 + 2000 * 136);
+  EXPECT_EQ(EstimatePointBytes(Spec("s3fifo", 1000), -1, false), 4096 + 1900 * 136);
+  EXPECT_EQ(EstimatePointBytes(Spec("2q", 1000), -1, false), 4096 + 2000 * 136);
   EXPECT_EQ(EstimatePointBytes(Spec("lfu+leaf_first", 10), -1, false), 4096 + 10 * (128 + 96));
-  EXPECT_EQ(EstimatePointBytes(Spec("lru+ttl", 10), -1, false), 4096 + 10 * (80 + 64));
+  EXPECT_EQ(EstimatePointBytes(Spec("lru+ttl", 10), -1, false), 4096 + 10 * (136 + 64));
   // Compiled: the dense arrays cost every distinct block.
   EXPECT_EQ(EstimatePointBytes(Spec("belady", 10), 100, true), 4096 + 10 * 128 + 100 * 24);
   // Belady's arrays over the access indices: 9 bytes per access of the compiled trace.
   EXPECT_EQ(EstimatePointBytes(Spec("belady", 10), 100, true, 1000), 4096 + 10 * 128 + 100 * 24 + 1000 * 9);
-  EXPECT_EQ(EstimatePointBytes(Spec("lru", 10), 100, true, 1000), 4096 + 10 * 80 + 100 * 24);
+  EXPECT_EQ(EstimatePointBytes(Spec("lru", 10), 100, true, 1000), 4096 + 10 * 136 + 100 * 24);
 }
 
 TEST(CacheBatchesTest, PlanGroupsInOrderAndRefusesWhatCannotFit) {
@@ -129,7 +129,7 @@ TEST(CacheBatchesTest, DistinctBlocksBoundAHugeCapacity) {
                                           {.memory_limit_bytes = int64_t{1} << 30}, &plan);
   ASSERT_TRUE(results.ok()) << results.status();
   EXPECT_GT(plan.distinct_blocks, 0);
-  EXPECT_EQ(plan.point_bytes[0], 4096 + plan.distinct_blocks * 80);
+  EXPECT_EQ(plan.point_bytes[0], 4096 + plan.distinct_blocks * 136);
   // A limit below what the trace's blocks need is refused before any run.
   auto refused = RunCacheReplaysInBatches(open, {Spec("lru", int64_t{1} << 40)}, {},
                                           {.memory_limit_bytes = kPassOverheadBytes + 1000}, &plan);

@@ -62,7 +62,7 @@
 #include "cost_models/cost_model.h"
 #include "policies/eviction_policy.h"
 #include "proto/config.pb.h"
-#include "sim/serving/block_hash_map.h"
+#include "util/block_hash_map.h"
 #include "sim/serving/clock.h"
 #include "sim/serving/gpu_block_directory.h"
 #include "sim/serving/request_state.h"

@@ -30,7 +30,7 @@
 
 #include <cstdint>
 
-#include "sim/serving/block_hash_map.h"
+#include "util/block_hash_map.h"
 #include "traces/request.h"
 
 namespace kvsim {

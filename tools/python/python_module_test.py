@@ -125,13 +125,13 @@ class ReplayTest(unittest.TestCase):
         self.assertIn("missing.jsonl", str(raised.exception))
 
     def test_cache_memory_limit_is_the_command_lines(self):
-        # 70 MB holds the trace pass and one or two of these points: several passes (the command line says
+        # 72 MB holds the trace pass and one or two of these points: several passes (the command line says
         # how many), with the statistics of one pass; 60 MB holds none, refused as the command line does.
         trace = "traces/data/mooncake_synthetic.jsonl"
         args = ["--trace=" + trace, "--policy=lru,s3fifo", "--capacity_blocks=8192,16384"]
         one_pass = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384])
-        passes = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=70000000)
-        done = self.cli("cache", *args, "--memory_limit=70000000", "--json")
+        passes = kvsim.cache(trace, ["lru", "s3fifo"], [8192, 16384], memory_limit=72000000)
+        done = self.cli("cache", *args, "--memory_limit=72000000", "--json")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("4 points in 3 passes", done.stderr)
         self.assertEqual(passes, one_pass)

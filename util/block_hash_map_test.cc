@@ -1,4 +1,4 @@
-#include "sim/serving/block_hash_map.h"
+#include "util/block_hash_map.h"
 
 #include <cstdint>
 #include <map>

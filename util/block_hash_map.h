@@ -1,4 +1,4 @@
-// File: sim/serving/block_hash_map.h
+// File: util/block_hash_map.h
 //
 // BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the serving simulator's
 // per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry). Open addressing
@@ -22,8 +22,8 @@
 //   index.Erase(hash);
 //
 // Thread-safety: none; one owner.
-#ifndef KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
-#define KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
+#ifndef KVSIM_UTIL_BLOCK_HASH_MAP_H_
+#define KVSIM_UTIL_BLOCK_HASH_MAP_H_
 
 #include <sys/mman.h>
 
@@ -165,4 +165,4 @@ using BlockHashMap = BasicBlockHashMap<V, ScalarEmpty<V, kEmpty>>;
 
 }  // namespace kvsim
 
-#endif  // KVSIM_SIM_SERVING_BLOCK_HASH_MAP_H_
+#endif  // KVSIM_UTIL_BLOCK_HASH_MAP_H_
