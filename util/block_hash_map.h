@@ -1,7 +1,9 @@
 // File: util/block_hash_map.h
 //
-// BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the serving simulator's
-// per-block indexes (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry). Open addressing
+// BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the per-block indexes
+// (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry, BlockLists' hash ->
+// slot for the queue policies). Memory: 16-byte slots (for a value of up to 8 bytes) at most half full, and
+// while the table doubles the old one too: 32 to 96 bytes per entry. Open addressing
 // with linear probing over one flat array of {key, value} slots, at most half full: a lookup usually
 // reads one cache line, which Prefetch() can request early, where a flat_hash_map reads its control bytes
 // and then its slot (two memory accesses). Erase shifts the following slots of the probe run back
