@@ -2,13 +2,13 @@
 //
 // BlockHashMap<V, kEmpty>: a map from 64-bit block hash to a small value, for the per-block indexes
 // (BlockManager's hash -> entry, GpuBlockDirectory's hash -> holders and owner's entry, BlockLists' hash ->
-// slot for the queue policies). Memory: 16-byte slots (for a value of up to 8 bytes) at most half full, and
-// while the table doubles the old one too: 32 to 96 bytes per entry. Open addressing
+// slot for the queue policies). Open addressing
 // with linear probing over one flat array of {key, value} slots, at most half full: a lookup usually
 // reads one cache line, which Prefetch() can request early, where a flat_hash_map reads its control bytes
 // and then its slot (two memory accesses). Erase shifts the following slots of the probe run back
 // (no tombstones), so a table whose blocks churn never has to be rebuilt; it only grows, doubling when
-// an insert would make it more than half full.
+// an insert would make it more than half full. Memory: 16-byte slots (for a value of up to 8 bytes), so
+// 32 to 64 bytes per entry, and while the table doubles its old one too: up to 96.
 //
 // A slot is empty iff its value is kEmpty: kEmpty is never stored, and a value must not be set to it
 // through a pointer (that would lose the key and cut its probe run: Erase the key instead). For a value
@@ -27,14 +27,13 @@
 #ifndef KVSIM_UTIL_BLOCK_HASH_MAP_H_
 #define KVSIM_UTIL_BLOCK_HASH_MAP_H_
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <utility>
 
 #include "util/check.h"
+#include "util/huge_pages.h"
 #include "util/prefetch.h"
 
 namespace kvsim {
@@ -113,9 +112,6 @@ class BasicBlockHashMap {
     V value;
   };
   static constexpr int64_t kMinSlots = 16;
-  // Arrays of at least this many bytes are aligned to it and asked to be backed by huge pages (a hint
-  // to the kernel): the random lookups of a table larger than the TLB's reach then miss it less.
-  static constexpr size_t kHugePageBytes = size_t{2} << 20;
   struct Free {
     void operator()(Slot* slots) const { std::free(slots); }
   };
@@ -128,9 +124,11 @@ class BasicBlockHashMap {
   void Reset(int64_t num_slots) {
     const size_t bytes = static_cast<size_t>(num_slots) * sizeof(Slot);
     void* memory = nullptr;
+    // Arrays of at least a huge page are aligned to one and asked to be backed by huge pages (a hint to
+    // the kernel): the random lookups of a table larger than the TLB's reach then miss it less.
     if (bytes >= kHugePageBytes) {
       memory = std::aligned_alloc(kHugePageBytes, bytes);  // bytes: a power of two >= the alignment
-      if (memory != nullptr) madvise(memory, bytes, MADV_HUGEPAGE);
+      if (memory != nullptr) AdviseHugePages(memory, bytes);
     } else {
       memory = std::malloc(bytes);
     }
