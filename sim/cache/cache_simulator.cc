@@ -50,16 +50,12 @@
 namespace kvsim {
 namespace {}  // namespace
 
-CacheSimulator::TypedPolicy CacheSimulator::TypedPolicyOf(EvictionPolicy* policy) {
+template <typename... Policies>
+CacheSimulator::ReplayFn CacheSimulator::ReplayFor(EvictionPolicy* policy) {
   // Each class is final: a successful cast is the exact type, whose residency() is the policy itself.
-  if (dynamic_cast<LruPolicy*>(policy) != nullptr) return TypedPolicy::kLru;
-  if (dynamic_cast<FifoPolicy*>(policy) != nullptr) return TypedPolicy::kFifo;
-  if (dynamic_cast<SievePolicy*>(policy) != nullptr) return TypedPolicy::kSieve;
-  if (dynamic_cast<ClockPolicy*>(policy) != nullptr) return TypedPolicy::kClock;
-  if (dynamic_cast<ArcPolicy*>(policy) != nullptr) return TypedPolicy::kArc;
-  if (dynamic_cast<S3FifoPolicy*>(policy) != nullptr) return TypedPolicy::kS3Fifo;
-  if (dynamic_cast<BeladyPolicy*>(policy) != nullptr) return TypedPolicy::kBelady;
-  return TypedPolicy::kNone;
+  ReplayFn replay = &CacheSimulator::ReplayAs<EvictionPolicy>;
+  ((dynamic_cast<Policies*>(policy) != nullptr && (replay = &CacheSimulator::ReplayAs<Policies>, true)) || ...);
+  return replay;
 }
 
 absl::Status PrepareRequestForReplay(const CacheReplayOptions& options, Request* request) {
@@ -236,7 +232,11 @@ CacheSimulator::CacheSimulator(std::unique_ptr<EvictionPolicy> policy, int64_t c
     resident_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, int64_t{1} << 26)) + 1);
   }
   policy_->SetCapacity(capacity_blocks_);
-  kind_ = residency_ == nullptr ? TypedPolicy::kNone : TypedPolicyOf(policy_.get());
+  // The classes with a loop of their own (with their own index).
+  replay_ = residency_ == nullptr
+                ? &CacheSimulator::ReplayAs<EvictionPolicy>
+                : ReplayFor<LruPolicy, FifoPolicy, SievePolicy, ClockPolicy, ArcPolicy, S3FifoPolicy, BeladyPolicy>(
+                      policy_.get());
 }
 
 void CacheSimulator::UseDenseIds(const std::vector<BlockId>* distinct_blocks) {
@@ -249,29 +249,11 @@ void CacheSimulator::UseDenseIds(const std::vector<BlockId>* distinct_blocks) {
   }
 }
 
-void CacheSimulator::ProcessRequest(const RequestView& request) {
-  switch (kind_) {
-    case TypedPolicy::kLru:
-      return Replay(static_cast<LruPolicy*>(policy_.get()), request);
-    case TypedPolicy::kFifo:
-      return Replay(static_cast<FifoPolicy*>(policy_.get()), request);
-    case TypedPolicy::kSieve:
-      return Replay(static_cast<SievePolicy*>(policy_.get()), request);
-    case TypedPolicy::kClock:
-      return Replay(static_cast<ClockPolicy*>(policy_.get()), request);
-    case TypedPolicy::kArc:
-      return Replay(static_cast<ArcPolicy*>(policy_.get()), request);
-    case TypedPolicy::kS3Fifo:
-      return Replay(static_cast<S3FifoPolicy*>(policy_.get()), request);
-    case TypedPolicy::kBelady:
-      return Replay(static_cast<BeladyPolicy*>(policy_.get()), request);
-    case TypedPolicy::kNone:
-      return Replay(policy_.get(), request);
-  }
-}
+void CacheSimulator::ProcessRequest(const RequestView& request) { (this->*replay_)(request); }
 
 template <typename Policy>
-void CacheSimulator::Replay(Policy* policy, const RequestView& request) {
+void CacheSimulator::ReplayAs(const RequestView& request) {
+  Policy* const policy = static_cast<Policy*>(policy_.get());
   // A final policy class is its own residency index (residency_ == policy); through EvictionPolicy the
   // index is residency_ or the simulator's own.
   constexpr bool kTyped = !std::is_same<Policy, EvictionPolicy>::value;

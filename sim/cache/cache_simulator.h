@@ -205,15 +205,16 @@ class CacheSimulator {
   }
 
  private:
-  // The policy's class when ProcessRequest has a loop compiled for it (with the policy's own index).
-  enum class TypedPolicy { kNone, kLru, kFifo, kSieve, kClock, kArc, kS3Fifo, kBelady };
-  static TypedPolicy TypedPolicyOf(EvictionPolicy* policy);
-  // ProcessRequest's loop; Policy is EvictionPolicy (virtual calls) or the policy's final class.
+  // ProcessRequest's loop, the policy seen as `Policy`: EvictionPolicy (virtual calls) or its final class.
   template <typename Policy>
-  void Replay(Policy* policy, const RequestView& request);
+  void ReplayAs(const RequestView& request);
+  using ReplayFn = void (CacheSimulator::*)(const RequestView&);
+  // ReplayAs<P> for the first of `Policies` that `policy` is, else ReplayAs<EvictionPolicy>.
+  template <typename... Policies>
+  static ReplayFn ReplayFor(EvictionPolicy* policy);
 
   std::unique_ptr<EvictionPolicy> policy_;
-  TypedPolicy kind_ = TypedPolicy::kNone;
+  ReplayFn replay_ = nullptr;  // the loop ProcessRequest runs
   int64_t capacity_blocks_;
   RestoreCost restore_cost_;
   const ResidencyIndex* residency_;                 // the policy's index, or null: resident_ is used
