@@ -115,12 +115,6 @@ proto::CostModelAccuracy TableCostModel::Accuracy() const {
 
 double TableCostModel::Kernel(const KernelQuery& q, Tally* tally, double weight) const {
   const KernelTable::Prediction p = table_.Predict(q);
-  if (tally == nullptr) {
-    predictions_.fetch_add(1, std::memory_order_relaxed);
-    if (p.extrapolated) extrapolated_.fetch_add(1, std::memory_order_relaxed);
-    if (!p.measured) unmeasured_.fetch_add(1, std::memory_order_relaxed);
-    return p.seconds;
-  }
   ++tally->predictions;
   if (p.extrapolated) ++tally->extrapolated_predictions;
   if (!p.measured) ++tally->unmeasured_predictions;
@@ -283,7 +277,11 @@ int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& t
   copy.kind = proto::KERNEL_KIND_HOST_DEVICE_COPY;
   copy.bytes = bytes;
   if (tier.kind() == proto::TIER_KIND_HOST && table_.HasSeries(copy)) {
-    return tier.latency_ns() + SecondsToNs(Kernel(copy, nullptr, 0));
+    // Counted as a prediction; no kernel time (weight 0), as the accuracy weights are the iterations'.
+    Tally tally;
+    const double seconds = Kernel(copy, &tally, 0);
+    Commit(tally);
+    return tier.latency_ns() + SecondsToNs(seconds);
   }
   const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + SecondsToNs(static_cast<double>(bytes) / bandwidth);

@@ -102,7 +102,7 @@ class TableCostModel final : public CostModel {
   // IterationBreakdown, its predictions in `tally`.
   absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
 
-  // Seconds, counted in `tally` (`weight` x seconds), or straight into the counters when it is null.
+  // Seconds, counted in `tally` (the prediction, and `weight` x seconds as kernel time).
   double Kernel(const KernelQuery& q, Tally* tally, double weight) const;
   double Gemm(proto::KernelKind kind, int64_t tokens, int64_t out_features, int64_t in_features, Tally* tally,
               double weight) const;
