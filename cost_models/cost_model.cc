@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -28,7 +29,23 @@ std::string KindName(const proto::ExperimentConfig& config) {
   }
 }
 
+// The default decode run: every iteration priced whole.
+class StepwiseDecodeRun final : public DecodeRunPricer {
+ public:
+  explicit StepwiseDecodeRun(const CostModel* model) : model_(model) {}
+  absl::StatusOr<int64_t> IterationTimeNs(int64_t /*step*/, const BatchShape& batch) override {
+    return model_->IterationTimeNs(batch);
+  }
+
+ private:
+  const CostModel* const model_;
+};
+
 }  // namespace
+
+std::unique_ptr<DecodeRunPricer> CostModel::StartDecodeRun(const BatchShape& /*first*/) const {
+  return std::make_unique<StepwiseDecodeRun>(this);
+}
 
 absl::StatusOr<CostBreakdown> CostModel::IterationBreakdown(const BatchShape& batch) const {
   absl::StatusOr<int64_t> total = IterationTimeNs(batch);

@@ -73,6 +73,19 @@ struct BatchShape {
 // (`kv_bytes_per_token` per layer); 0 for all other pieces. Empty when no piece has a prefix_id.
 std::vector<int64_t> L2ResidentTokens(const BatchShape& batch, double kv_bytes_per_token, int64_t l2_bytes);
 
+// Prices the iterations of a decode run (sim/serving/scheduler.h, "Decode runs"): its first batch, then
+// the same batch with every piece's context one token longer per iteration. Made by
+// CostModel::StartDecodeRun; the counts of the iterations it priced are in the model's Accuracy() once
+// it is destroyed. Not thread-safe (one replica's scheduler owns it); must not outlive its model.
+class DecodeRunPricer {
+ public:
+  virtual ~DecodeRunPricer() = default;
+  // IterationTimeNs of iteration `step` >= 1 of the run, `batch`: the first batch with every piece's
+  // context_tokens + step (the caller keeps it; a model that prices from the first batch alone may not
+  // read it). The same value and the same counts as IterationTimeNs(batch).
+  virtual absl::StatusOr<int64_t> IterationTimeNs(int64_t step, const BatchShape& batch) = 0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -103,6 +116,11 @@ class CostModel {
   // restore decisions (reload or recompute). REQUIRES: position >= 0, num_tokens > 0 (InvalidArgument
   // otherwise).
   virtual absl::StatusOr<int64_t> RecomputeTimeNs(int64_t position, int64_t num_tokens) const;
+
+  // The pricer of a decode run whose first iteration is `first` (every piece a decode: new_tokens 1, not a
+  // recompute). The default prices every iteration with IterationTimeNs; a model whose time for such a
+  // batch is a function of a few sums (the fitted model) prices an iteration in O(1) instead.
+  virtual std::unique_ptr<DecodeRunPricer> StartDecodeRun(const BatchShape& first) const;
 
   // How far to trust the model's kernel times, as recorded in the run's results: a table's held-out
   // error (cost_models/validation.h, held-out split, over all kernel kinds) and the kernel predictions

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -131,42 +133,47 @@ absl::StatusOr<CostBreakdown> FittedCostModel::EstimateBreakdown(const BatchShap
   return Breakdown(batch, &uncounted);
 }
 
-absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch, Tally* tally) const {
-  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* tally) const {
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   const std::vector<int64_t> l2 = L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
-  int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
-  int64_t decodes = 0, decode_context = 0, max_context = 0, merge_decodes = 0, max_segments = 1;
-  double attention_s = 0;
+  BatchSums sums;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const SequenceWork& s = batch.sequences[i];
     if (s.recompute && kv_projection) {
-      projection_tokens += s.new_tokens;
+      sums.projection_tokens += s.new_tokens;
       continue;
     }
-    layer_tokens += s.new_tokens;
-    if (s.samples_token && !s.recompute) ++sampling;
+    sums.layer_tokens += s.new_tokens;
+    if (s.samples_token && !s.recompute) ++sums.sampling;
     if (s.new_tokens == 1) {
-      ++decodes;
-      const int64_t context = s.context_tokens - (l2.empty() ? 0 : l2[i]);
-      decode_context += context;
-      max_context = std::max(max_context, s.context_tokens);
+      ++sums.decodes;
+      sums.decode_context += s.context_tokens - (l2.empty() ? 0 : l2[i]);
+      sums.max_context = std::max(sums.max_context, s.context_tokens);
       if (s.num_segments > 1) {
-        ++merge_decodes;
-        max_segments = std::max<int64_t>(max_segments, s.num_segments);
+        ++sums.merge_decodes;
+        sums.max_segments = std::max<int64_t>(sums.max_segments, s.num_segments);
       }
     } else {
-      attention_s += Prefill(s, tally);
+      sums.prefill_s += Prefill(s, tally);
     }
   }
-  if (decodes > 0) attention_s += Decode(decodes, decode_context, max_context, tally);
-  if (merge_decodes > 0) {
-    attention_s += SegmentMergeSeconds(p_.rates, merge_decodes, p_.heads, p_.head_dim, max_segments);
+  return sums;
+}
+
+double FittedCostModel::AttentionSeconds(const BatchSums& sums, Tally* tally) const {
+  double attention_s = sums.prefill_s;
+  if (sums.decodes > 0) attention_s += Decode(sums.decodes, sums.decode_context, sums.max_context, tally);
+  if (sums.merge_decodes > 0) {
+    attention_s += SegmentMergeSeconds(p_.rates, sums.merge_decodes, p_.heads, p_.head_dim, sums.max_segments);
   }
-  const int64_t h = p_.hidden;
+  return attention_s;
+}
+
+CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) const {
+  const int64_t h = p_.hidden, layer_tokens = sums.layer_tokens;
   const double linear_s = Gemm(kQkv, layer_tokens, tally) + Gemm(kOutput, layer_tokens, tally) +
                           Gemm(kGateUp, layer_tokens, tally) + Gemm(kDown, layer_tokens, tally) +
-                          Gemm(kKvProjection, projection_tokens, tally);
+                          Gemm(kKvProjection, sums.projection_tokens, tally);
   double elementwise_s = 0;
   if (layer_tokens > 0) {
     const double features[] = {static_cast<double>(layer_tokens)};
@@ -194,19 +201,78 @@ absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch
   b.linear_ns = SecondsToNs(layers * linear_s);
   // The LM head is one GEMM per iteration, not per layer: count it with its own weight.
   double lm_head_s = 0;
-  if (sampling > 0) {
-    const double features[] = {static_cast<double>(sampling)};
+  if (sums.sampling > 0) {
+    const double features[] = {static_cast<double>(sums.sampling)};
     const bool inside =
         gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
-    lm_head_s = Count(kGemm, GemmSeconds(kLmHead, sampling), inside, 1, tally);
+    lm_head_s = Count(kGemm, GemmSeconds(kLmHead, sums.sampling), inside, 1, tally);
   }
   b.lm_head_ns = SecondsToNs(lm_head_s);
-  b.attention_ns = SecondsToNs(layers * attention_s);
   b.allreduce_ns = SecondsToNs(layers * allreduce_s);
   b.other_ns = SecondsToNs(layers * elementwise_s);
   b.overhead_ns = p_.overhead_ns + fit_.iteration_overhead_ns();
-  b.total_ns = b.linear_ns + b.lm_head_ns + b.attention_ns + b.allreduce_ns + b.other_ns + b.overhead_ns;
   return b;
+}
+
+namespace {
+
+void SetAttention(int64_t attention_ns, CostBreakdown* b) {
+  b->attention_ns = attention_ns;
+  b->total_ns = b->linear_ns + b->lm_head_ns + b->attention_ns + b->allreduce_ns + b->other_ns + b->overhead_ns;
+}
+
+}  // namespace
+
+absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch, Tally* tally) const {
+  KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
+  const BatchSums sums = Sum(batch, tally);
+  const double attention_s = AttentionSeconds(sums, tally);
+  CostBreakdown b = OtherTerms(sums, tally);
+  SetAttention(SecondsToNs(p_.num_layers * attention_s), &b);
+  return b;
+}
+
+// A decode run's batch differs from its first only in decode_context (+ decodes per step) and max_context
+// (+ 1 per step), which only the decode attention reads.
+class FittedCostModel::DecodeRun final : public DecodeRunPricer {
+ public:
+  explicit DecodeRun(const FittedCostModel* model, const BatchShape& first) : model_(model) {
+    first_ = model->Sum(first, &other_counts_);  // no prefill pieces: counts nothing
+    other_ = model->OtherTerms(first_, &other_counts_);
+  }
+  ~DecodeRun() override { model_->Commit(counts_); }
+
+  absl::StatusOr<int64_t> IterationTimeNs(int64_t step, const BatchShape& /*batch*/) override {
+    BatchSums sums = first_;
+    sums.decode_context += step * sums.decodes;
+    sums.max_context += step;
+    const double attention_s = model_->AttentionSeconds(sums, &counts_);
+    for (int k = 0; k < kNumKinds; ++k) {
+      counts_.time_ns[k] += other_counts_.time_ns[k];
+      counts_.extrapolated_ns[k] += other_counts_.extrapolated_ns[k];
+    }
+    counts_.predictions += other_counts_.predictions;
+    counts_.extrapolated += other_counts_.extrapolated;
+    CostBreakdown b = other_;
+    SetAttention(SecondsToNs(model_->p_.num_layers * attention_s), &b);
+    return b.total_ns;
+  }
+
+ private:
+  const FittedCostModel* const model_;
+  BatchSums first_;
+  CostBreakdown other_;  // OtherTerms of every iteration
+  Tally other_counts_;   // what OtherTerms counts per iteration
+  Tally counts_;         // the priced iterations', committed when the run ends
+};
+
+std::unique_ptr<DecodeRunPricer> FittedCostModel::StartDecodeRun(const BatchShape& first) const {
+  bool decodes_only = ValidateBatch(first).ok();
+  for (const SequenceWork& s : first.sequences) {
+    decodes_only = decodes_only && s.new_tokens == 1 && !s.recompute && s.prefix_id == 0;
+  }
+  if (!decodes_only) return CostModel::StartDecodeRun(first);
+  return std::make_unique<DecodeRun>(this, first);
 }
 
 absl::StatusOr<int64_t> FittedCostModel::IterationTimeNs(const BatchShape& batch) const {

@@ -59,6 +59,10 @@ class FittedCostModel final : public CostModel {
   absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const override;
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
   proto::CostModelAccuracy Accuracy() const override;
+  // O(1) per iteration: the terms that do not change within the run (GEMMs, element-wise ops, all-reduce,
+  // LM head) and their counts are computed once, each iteration prices its decode attention only. Other
+  // batches (a prefix group, a piece that is not a decode) take the default.
+  std::unique_ptr<DecodeRunPricer> StartDecodeRun(const BatchShape& first) const override;
 
   // Kernel kinds as counted for Accuracy(), in FitQuality order.
   enum Kind { kGemm = 0, kPrefill, kDecode, kElementwise, kAllReduce, kNumKinds };
@@ -77,6 +81,19 @@ class FittedCostModel final : public CostModel {
   void Commit(const Tally& tally) const;
   // IterationBreakdown, its predictions in `tally`.
   absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
+  // What a batch's terms depend on: Breakdown's pass over its pieces (which prices the prefill and
+  // recompute pieces' attention, in batch order).
+  struct BatchSums {
+    int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
+    int64_t decodes = 0, decode_context = 0, max_context = 0, merge_decodes = 0, max_segments = 1;
+    double prefill_s = 0;  // per layer
+  };
+  BatchSums Sum(const BatchShape& batch, Tally* tally) const;
+  // Attention per layer: prefill_s, then the decode attention of the decodes, then their segment merge.
+  double AttentionSeconds(const BatchSums& sums, Tally* tally) const;
+  // Every term of the breakdown but attention_ns and total_ns.
+  CostBreakdown OtherTerms(const BatchSums& sums, Tally* tally) const;
+  class DecodeRun;  // StartDecodeRun's pricer
   // Seconds of one kernel, counted in `tally` against `kind` (as extrapolated when `inside` is false),
   // charged `times` times (the layers; once for the LM head).
   static double Count(Kind kind, double seconds, bool inside, double times, Tally* tally);

@@ -1,6 +1,8 @@
 #include "cost_models/fitted_model.h"
 
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "config/experiment_config.h"
 #include "cost_models/fitted_kernels.h"
@@ -138,6 +140,52 @@ TEST(FittedModelTest, TensorParallelRunsChargeTheFittedAllReduce) {
   }
   EXPECT_TRUE(saw_decode);
   EXPECT_GT(a.extrapolated_time_fraction(), 0);
+}
+
+// A decode run priced by StartDecodeRun's pricer costs, step by step, what IterationTimeNs of the grown
+// batch costs, and leaves the same Accuracy() (counts and extrapolated share) as pricing every step
+// whole: batches with segments, decode contexts that leave the measured range during the run (the decode
+// kind turns extrapolated), tensor parallelism (the all-reduce term), and a prefix group (the default,
+// stepwise pricer).
+TEST(FittedModelTest, DecodeRunsCostWhatEachIterationCosts) {
+  struct Case {
+    const char* device;
+    int tp;
+    std::vector<SequenceWork> pieces;
+  };
+  const std::vector<Case> cases = {
+      {"h200", 1, {{.context_tokens = 1000, .new_tokens = 1}}},
+      {"h200", 1,
+       {{.context_tokens = 30000, .new_tokens = 1},
+        {.context_tokens = 17, .new_tokens = 1, .num_segments = 3},
+        {.context_tokens = 4096, .new_tokens = 1}}},
+      // The bundled H200 measurements stop at 32K decode contexts: the run crosses that edge.
+      {"h200", 1, {{.context_tokens = 32760, .new_tokens = 1}, {.context_tokens = 5, .new_tokens = 1}}},
+      {"h100-sxm", 4, {{.context_tokens = 800, .new_tokens = 1}, {.context_tokens = 900, .new_tokens = 1}}},
+      {"a100-80gb", 1,
+       {{.context_tokens = 100, .new_tokens = 1, .prefix_id = 7, .shared_prefix_tokens = 64},
+        {.context_tokens = 120, .new_tokens = 1, .prefix_id = 7, .shared_prefix_tokens = 64}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.device);
+    absl::StatusOr<std::unique_ptr<CostModel>> stepped = CreateCostModel(Config(c.device, c.tp));
+    absl::StatusOr<std::unique_ptr<CostModel>> run = CreateCostModel(Config(c.device, c.tp));
+    ASSERT_TRUE(stepped.ok() && run.ok());
+    BatchShape batch;
+    batch.sequences = c.pieces;
+    ASSERT_TRUE((*stepped)->IterationTimeNs(batch).ok());
+    ASSERT_TRUE((*run)->IterationTimeNs(batch).ok());
+    std::unique_ptr<DecodeRunPricer> pricer = (*run)->StartDecodeRun(batch);
+    for (int64_t step = 1; step <= 40; ++step) {
+      for (SequenceWork& s : batch.sequences) ++s.context_tokens;
+      absl::StatusOr<int64_t> whole = (*stepped)->IterationTimeNs(batch);
+      absl::StatusOr<int64_t> priced = pricer->IterationTimeNs(step, batch);
+      ASSERT_TRUE(whole.ok() && priced.ok());
+      EXPECT_EQ(*priced, *whole) << "step " << step;
+    }
+    pricer.reset();  // commits the run's counts
+    EXPECT_EQ((*run)->Accuracy().SerializeAsString(), (*stepped)->Accuracy().SerializeAsString());
+  }
 }
 
 TEST(FittedModelTest, UnfittedPresetsAreRefusedByName) {

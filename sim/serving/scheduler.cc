@@ -32,7 +32,8 @@
 //   shape whose capacity is kept across iterations, so the plan itself is never disturbed.
 // - AddPrefillPieces starts at the request's run cursor (run_index, run_offset): O(runs in the chunk).
 // - Decode runs: an iteration of a run costs the grows due (a heap pop each), one increment per piece
-//   and the one IterationTimeNs call; CompleteIteration counts it in O(1). The requests' states are
+//   and the run pricer's call (CostModel::StartDecodeRun: O(1) for the fitted model, which prices only
+//   the decode attention anew); CompleteIteration counts it in O(1). The requests' states are
 //   touched once per run (EndRun), not once per iteration.
 // - Decode growth is BlockManager::Grow's inline test except when a new block is needed. Removing a
 //   finished request is a linear find and erase in running_, the batch's size.
@@ -101,8 +102,10 @@ absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* pla
     if (plan->pieces.empty() && !running_.empty()) ScheduleDecodes(now_ns, plan, &budget);
     if (plan->pieces.empty()) return false;
     StartRun(*plan);
+    KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, run_pricer_->IterationTimeNs(run_iterations_, plan->shape));
   }
-  KVSIM_ASSIGN_OR_RETURN(plan->compute_ns, cost_model_->IterationTimeNs(plan->shape));
   plan->transfer_ns = blocks_->TakeTransferNs(&plan->transfers);
   plan->duration_ns =
       overlap_transfers_ ? std::max(plan->compute_ns, plan->transfer_ns) : plan->compute_ns + plan->transfer_ns;
@@ -306,6 +309,7 @@ void Scheduler::StartRun(const IterationPlan& plan) {
   std::make_heap(run_grows_.begin(), run_grows_.end(), std::greater<>());
   run_plan_ = &plan;
   run_iterations_ = 0;
+  run_pricer_ = cost_model_->StartDecodeRun(plan.shape);
   run_finish_at_ = fewest_left;
   run_ends_ns_.clear();
 }
@@ -360,6 +364,7 @@ void Scheduler::EndRun() {
   }
   run_plan_ = nullptr;
   run_iterations_ = 0;
+  run_pricer_.reset();  // its iterations' counts go to the cost model's Accuracy()
 }
 
 void Scheduler::CompleteIteration(SimTime now_ns, const IterationPlan& plan, std::vector<int32_t>* finished) {

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -162,6 +163,8 @@ class Scheduler {
   std::vector<std::pair<int64_t, int32_t>> run_grows_;
   std::vector<std::pair<int64_t, int32_t>> run_due_;  // scratch: the entries due at this iteration
   int64_t run_advanced_iterations_ = 0;
+  // Prices the run's iterations after its first (CostModel::StartDecodeRun); reset when the run ends.
+  std::unique_ptr<DecodeRunPricer> run_pricer_;
 };
 
 }  // namespace kvsim
