@@ -63,15 +63,22 @@ double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DeviceP
   return fit.launch_ns() * 1e-9 + std::max(compute, memory);
 }
 
-double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                           double total_context_tokens, double kv_heads, double kv_bytes_per_token) {
-  if (batch <= 0) return 0;
+FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                                        double kv_heads, double kv_bytes_per_token) {
+  FittedDecodeTerms terms;
+  if (batch <= 0) return terms;  // 0 s
   double items = batch * std::max(1.0, kv_heads);
   if (peaks.num_sms > 0 && items < peaks.num_sms) items *= std::ceil(peaks.num_sms / items);  // split-KV
-  const double memory = total_context_tokens * kv_bytes_per_token /
-                        (peaks.memory_bytes_per_s * fit.memory_efficiency()) *
-                        WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, peaks.num_sms));
-  return (fit.launch_ns() + batch * fit.per_sequence_ns()) * 1e-9 + memory;
+  terms.fixed_s = (fit.launch_ns() + batch * fit.per_sequence_ns()) * 1e-9;
+  terms.kv_bytes_per_token = kv_bytes_per_token;
+  terms.bytes_per_s = peaks.memory_bytes_per_s * fit.memory_efficiency();
+  terms.slowdown = WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, peaks.num_sms));
+  return terms;
+}
+
+double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                           double total_context_tokens, double kv_heads, double kv_bytes_per_token) {
+  return MakeFittedDecodeTerms(fit, peaks, batch, kv_heads, kv_bytes_per_token).Seconds(total_context_tokens);
 }
 
 double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden) {

@@ -50,6 +50,21 @@ double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DeviceP
 double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
                            double total_context_tokens, double kv_heads, double kv_bytes_per_token);
 
+// FittedDecodeSeconds in two parts: the terms of a batch size, then the time of a total context
+// (FittedDecodeSeconds(fit, peaks, batch, total, ...) == MakeFittedDecodeTerms(fit, peaks, batch,
+// ...).Seconds(total), exactly).
+struct FittedDecodeTerms {
+  double fixed_s = 0;             // launch and per-sequence costs
+  double kv_bytes_per_token = 0;  // of one layer on this GPU
+  double bytes_per_s = 1;         // memory bandwidth x the fitted efficiency
+  double slowdown = 1;            // wave quantisation of the split-KV work items
+  double Seconds(double total_context_tokens) const {
+    return fixed_s + total_context_tokens * kv_bytes_per_token / bytes_per_s * slowdown;
+  }
+};
+FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                                        double kv_heads, double kv_bytes_per_token);
+
 // The element-wise ops of one layer over `tokens` tokens of hidden size `hidden`.
 double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden);
 

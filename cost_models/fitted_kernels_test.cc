@@ -93,6 +93,25 @@ TEST(FittedKernelsTest, DecodeSplitKvFillsTheSmsUntilTheFirstFullWave) {
               1e-15);
 }
 
+// The terms of a batch size price any total context the way FittedDecodeSeconds does (a decode run
+// keeps them while its contexts grow).
+TEST(FittedKernelsTest, DecodeTermsOfABatchSizeAreItsFixedCostAndWaveSlowdown) {
+  proto::DecodeAttentionFit fit;
+  fit.set_launch_ns(2000);
+  fit.set_per_sequence_ns(100);
+  fit.set_memory_efficiency(0.5);
+  fit.set_wave_weight(1);
+  const FittedDecodeTerms terms = MakeFittedDecodeTerms(fit, Peaks(108), 13, 8, 4096);
+  EXPECT_NEAR(terms.fixed_s, 3300e-9, 1e-18);
+  EXPECT_DOUBLE_EQ(terms.bytes_per_s, 5e11);
+  EXPECT_NEAR(terms.slowdown, 216.0 / 208, 1e-15);
+  for (double total : {0.0, 13000.0, 13013.0, 1e7}) {
+    EXPECT_EQ(terms.Seconds(total), FittedDecodeSeconds(fit, Peaks(108), 13, total, 8, 4096)) << total;
+    EXPECT_NEAR(terms.Seconds(total), 3300e-9 + total * 4096 / 5e11 * 216 / 208, 1e-15) << total;
+  }
+  EXPECT_EQ(MakeFittedDecodeTerms(fit, Peaks(108), 0, 8, 4096).Seconds(5000), 0);
+}
+
 TEST(FittedKernelsTest, AllReduceCurveAndNearestCount) {
   proto::FittedCostParams params;
   for (int g : {2, 8}) {

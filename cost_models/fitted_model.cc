@@ -111,10 +111,13 @@ double FittedCostModel::Prefill(const SequenceWork& piece, Tally* tally) const {
   return CountPerLayer(kPrefill, seconds, inside, tally);
 }
 
-double FittedCostModel::Decode(int64_t batch, int64_t total_context, int64_t max_context, Tally* tally) const {
-  const double kv_bytes = p_.kv_bytes_per_token_per_layer;
-  const double seconds =
-      FittedDecodeSeconds(fit_.decode_attention(), peaks_, batch, total_context, p_.kv_heads, kv_bytes);
+FittedDecodeTerms FittedCostModel::DecodeTerms(int64_t batch) const {
+  return MakeFittedDecodeTerms(fit_.decode_attention(), peaks_, batch, p_.kv_heads, p_.kv_bytes_per_token_per_layer);
+}
+
+double FittedCostModel::Decode(const FittedDecodeTerms& terms, int64_t batch, int64_t total_context,
+                               int64_t max_context, Tally* tally) const {
+  const double seconds = terms.Seconds(total_context);
   const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
   const bool inside =
       fit_.decode_attention().quality().fitted() && InsideFitRange(fit_.decode_attention().quality(), features, 2);
@@ -160,9 +163,9 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
   return sums;
 }
 
-double FittedCostModel::AttentionSeconds(const BatchSums& sums, Tally* tally) const {
+double FittedCostModel::AttentionSeconds(const BatchSums& sums, const FittedDecodeTerms& decode, Tally* tally) const {
   double attention_s = sums.prefill_s;
-  if (sums.decodes > 0) attention_s += Decode(sums.decodes, sums.decode_context, sums.max_context, tally);
+  if (sums.decodes > 0) attention_s += Decode(decode, sums.decodes, sums.decode_context, sums.max_context, tally);
   if (sums.merge_decodes > 0) {
     attention_s += SegmentMergeSeconds(p_.rates, sums.merge_decodes, p_.heads, p_.head_dim, sums.max_segments);
   }
@@ -226,7 +229,7 @@ void SetAttention(int64_t attention_ns, CostBreakdown* b) {
 absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch, Tally* tally) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const BatchSums sums = Sum(batch, tally);
-  const double attention_s = AttentionSeconds(sums, tally);
+  const double attention_s = AttentionSeconds(sums, DecodeTerms(sums.decodes), tally);
   CostBreakdown b = OtherTerms(sums, tally);
   SetAttention(SecondsToNs(p_.num_layers * attention_s), &b);
   return b;
@@ -238,6 +241,7 @@ class FittedCostModel::DecodeRun final : public DecodeRunPricer {
  public:
   explicit DecodeRun(const FittedCostModel* model, const BatchShape& first) : model_(model) {
     first_ = model->Sum(first, &other_counts_);  // no prefill pieces: counts nothing
+    decode_ = model->DecodeTerms(first_.decodes);
     other_ = model->OtherTerms(first_, &other_counts_);
   }
   ~DecodeRun() override { model_->Commit(counts_); }
@@ -246,7 +250,7 @@ class FittedCostModel::DecodeRun final : public DecodeRunPricer {
     BatchSums sums = first_;
     sums.decode_context += step * sums.decodes;
     sums.max_context += step;
-    const double attention_s = model_->AttentionSeconds(sums, &counts_);
+    const double attention_s = model_->AttentionSeconds(sums, decode_, &counts_);
     for (int k = 0; k < kNumKinds; ++k) {
       counts_.time_ns[k] += other_counts_.time_ns[k];
       counts_.extrapolated_ns[k] += other_counts_.extrapolated_ns[k];
@@ -261,6 +265,7 @@ class FittedCostModel::DecodeRun final : public DecodeRunPricer {
  private:
   const FittedCostModel* const model_;
   BatchSums first_;
+  FittedDecodeTerms decode_;  // of the run's batch size
   CostBreakdown other_;  // OtherTerms of every iteration
   Tally other_counts_;   // what OtherTerms counts per iteration
   Tally counts_;         // the priced iterations', committed when the run ends

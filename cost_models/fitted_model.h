@@ -89,8 +89,9 @@ class FittedCostModel final : public CostModel {
     double prefill_s = 0;  // per layer
   };
   BatchSums Sum(const BatchShape& batch, Tally* tally) const;
-  // Attention per layer: prefill_s, then the decode attention of the decodes, then their segment merge.
-  double AttentionSeconds(const BatchSums& sums, Tally* tally) const;
+  // Attention per layer: prefill_s, then the decode attention of the decodes (`decode`: DecodeTerms of
+  // sums.decodes), then their segment merge.
+  double AttentionSeconds(const BatchSums& sums, const FittedDecodeTerms& decode, Tally* tally) const;
   // Every term of the breakdown but attention_ns and total_ns.
   CostBreakdown OtherTerms(const BatchSums& sums, Tally* tally) const;
   class DecodeRun;  // StartDecodeRun's pricer
@@ -108,7 +109,10 @@ class FittedCostModel final : public CostModel {
   // GemmSeconds counted as a per-layer GEMM (0 for tokens <= 0).
   double Gemm(GemmShape shape, int64_t tokens, Tally* tally) const;
   double Prefill(const SequenceWork& piece, Tally* tally) const;
-  double Decode(int64_t batch, int64_t total_context, int64_t max_context, Tally* tally) const;
+  // The decode attention terms of `batch` decodes, and their time over `total_context` tokens.
+  FittedDecodeTerms DecodeTerms(int64_t batch) const;
+  double Decode(const FittedDecodeTerms& terms, int64_t batch, int64_t total_context, int64_t max_context,
+                Tally* tally) const;
 
   RooflineParams p_;
   proto::FittedCostParams fit_;
