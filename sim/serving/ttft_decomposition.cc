@@ -85,9 +85,8 @@ void TtftDecomposition::OnIteration(const IterationRecord& record) {
     const double own_ns = compute_ns * static_cast<double>(piece.tokens) / static_cast<double>(batch_tokens);
     // The attention part of r's chunk priced alone, as a fraction of that chunk's time.
     double attention_fraction = 0;
-    BatchShape alone;
-    alone.sequences.push_back(SequenceWork{state.frontier_tokens(), piece.tokens, 1});
-    absl::StatusOr<CostBreakdown> breakdown = cost_model_->EstimateBreakdown(alone);  // priced, not run
+    alone_.sequences.assign(1, SequenceWork{state.frontier_tokens(), piece.tokens, 1});
+    absl::StatusOr<CostBreakdown> breakdown = cost_model_->EstimateBreakdown(alone_);  // priced, not run
     if (breakdown.ok() && breakdown->total_ns > 0) {
       attention_fraction = static_cast<double>(breakdown->attention_ns) / static_cast<double>(breakdown->total_ns);
     }

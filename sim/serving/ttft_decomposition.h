@@ -79,6 +79,7 @@ class TtftDecomposition final : public EngineObserver {
   };
   const CostModel* const cost_model_;
   absl::flat_hash_map<uint64_t, Parts> open_;  // requests before their first token
+  BatchShape alone_;                           // scratch: one prefill piece priced alone
   TtftParts sum_;                              // sums over finished requests (ns in the ms fields)
 };
 
