@@ -21,11 +21,30 @@ struct Later {
 
 void EventQueue::Schedule(SimTime time_ns, int32_t priority, EventType type, int32_t replica, int64_t payload) {
   KVSIM_CHECK(time_ns >= now_ns_) << "event at " << time_ns << " ns scheduled after " << now_ns_ << " ns";
-  heap_.push_back(Event{time_ns, priority, next_sequence_++, type, replica, payload});
-  std::push_heap(heap_.begin(), heap_.end(), Later());
+  Event event{time_ns, priority, next_sequence_++, type, replica, payload};
+  if (has_front_) {
+    if (!Later()(front_, event)) {  // the front stays first
+      heap_.push_back(event);
+      std::push_heap(heap_.begin(), heap_.end(), Later());
+      return;
+    }
+    heap_.push_back(front_);
+    std::push_heap(heap_.begin(), heap_.end(), Later());
+  } else if (!heap_.empty() && Later()(event, heap_.front())) {
+    heap_.push_back(event);
+    std::push_heap(heap_.begin(), heap_.end(), Later());
+    return;
+  }
+  front_ = event;
+  has_front_ = true;
 }
 
 Event EventQueue::PopNext() {
+  if (has_front_) {
+    has_front_ = false;
+    now_ns_ = front_.time_ns;
+    return front_;
+  }
   KVSIM_CHECK(!heap_.empty());
   std::pop_heap(heap_.begin(), heap_.end(), Later());
   Event event = heap_.back();

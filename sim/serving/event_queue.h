@@ -3,7 +3,8 @@
 // EventQueue: the simulator's pending events, popped in a total order: time, then priority (smaller first),
 // then the sequence number given at scheduling (earlier first). The order never depends on memory
 // addresses or hashing, so a run is reproducible. Events are small values; the queue is a binary heap over
-// a vector, so scheduling allocates only while the queue grows past its largest size so far.
+// a vector (plus the first event, when it was scheduled first, kept beside it), so scheduling allocates only
+// while the queue grows past its largest size so far.
 //
 // The queue holds no policy: what an event means is up to the engine that pops it.
 //
@@ -54,13 +55,18 @@ class EventQueue {
   Event PopNext();
 
   // Time of the first event in order. REQUIRES: !empty().
-  SimTime next_time_ns() const { return heap_.front().time_ns; }
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
+  SimTime next_time_ns() const { return has_front_ ? front_.time_ns : heap_.front().time_ns; }
+  bool empty() const { return !has_front_ && heap_.empty(); }
+  size_t size() const { return heap_.size() + (has_front_ ? 1 : 0); }
   // Time of the last popped event (0 before the first).
   SimTime now_ns() const { return now_ns_; }
 
  private:
+  // The first event in order, when it was scheduled ahead of every queued one (an iteration's end
+  // before the next arrival: the common case on one replica), is kept out of the heap, so that it is
+  // scheduled and popped without a heap operation. Every event in heap_ comes after it.
+  bool has_front_ = false;
+  Event front_;
   std::vector<Event> heap_;
   uint64_t next_sequence_ = 0;
   SimTime now_ns_ = 0;

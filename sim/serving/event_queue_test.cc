@@ -1,5 +1,8 @@
 #include "sim/serving/event_queue.h"
 
+#include <algorithm>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -31,6 +34,40 @@ TEST(EventQueueTest, EventsScheduledWhilePoppingKeepTheOrder) {
   EXPECT_EQ(queue.PopNext().payload, 2);
   EXPECT_EQ(queue.PopNext().payload, 1);
   EXPECT_TRUE(queue.empty());
+}
+
+// Random interleavings of schedules and pops (many at the current time, some ahead of everything queued,
+// some behind) pop in the order of a brute-force reference: the earliest (time, priority, sequence) of
+// the events not yet popped.
+TEST(EventQueueTest, RandomInterleavingsPopInTheReferenceOrder) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    EventQueue queue;
+    std::vector<Event> pending;  // the reference: scheduled, not yet popped
+    uint64_t sequence = 0;
+    SimTime now = 0;
+    for (int op = 0; op < 300; ++op) {
+      if (!pending.empty() && rng() % 3 == 0) {
+        auto first = std::min_element(pending.begin(), pending.end(), [](const Event& a, const Event& b) {
+          return std::tie(a.time_ns, a.priority, a.sequence) < std::tie(b.time_ns, b.priority, b.sequence);
+        });
+        ASSERT_EQ(queue.next_time_ns(), first->time_ns);
+        const Event popped = queue.PopNext();
+        ASSERT_EQ(popped.sequence, first->sequence) << "trial " << trial << " op " << op;
+        ASSERT_EQ(popped.payload, first->payload);
+        now = popped.time_ns;
+        pending.erase(first);
+      } else {
+        const SimTime time = now + static_cast<SimTime>(rng() % 4) * (rng() % 2 == 0 ? 1 : 100);
+        const int32_t priority = static_cast<int32_t>(rng() % 3);
+        const int64_t payload = static_cast<int64_t>(rng() % 1000);
+        queue.Schedule(time, priority, EventType::kArrival, 0, payload);
+        pending.push_back(Event{time, priority, sequence++, EventType::kArrival, 0, payload});
+      }
+      ASSERT_EQ(queue.size(), pending.size());
+      ASSERT_EQ(queue.empty(), pending.empty());
+    }
+  }
 }
 
 TEST(EventQueueDeathTest, SchedulingInThePastIsABug) {
