@@ -325,6 +325,11 @@ class LlamaModel(torch.nn.Module):
     def __init__(self, cfg, dtype=torch.float32):
         super().__init__()
         self.cfg = cfg
+        # Training on a GPU sets this: a forward without a cache (start_pos 0, no sliding window, no
+        # observer) then runs torch's fused causal attention (F.scaled_dot_product_attention, torch >= 2.0)
+        # instead of the explicit softmax below; the same function up to rounding. The reference files and
+        # every comparison with kvsim use the explicit form.
+        self.fused_attention = False
         self.params = torch.nn.ParameterDict()
         for name, shape in tensor_names(cfg):
             self.params[name.replace(".", "__")] = torch.nn.Parameter(torch.zeros(shape, dtype=dtype))
@@ -363,16 +368,21 @@ class LlamaModel(torch.nn.Module):
         nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         x = F.embedding(ids, self.p("model.embed_tokens.weight"))
         positions = torch.arange(start_pos, start_pos + T)
-        cos, sin = rope_cos_sin(cfg, positions, seq_len=start_pos + T)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        cos, sin = rope_cos_sin(cfg, positions, seq_len=start_pos + T)  # on the CPU, then to x's device
+        cos, sin = cos.to(x.device, x.dtype), sin.to(x.device, x.dtype)
         total = start_pos + T
-        # Causal mask over all keys 0..total-1 (the cache holds positions 0..start_pos-1).
-        qpos = positions[:, None]
-        kpos = torch.arange(total)[None, :]
-        allowed = kpos <= qpos
-        if cfg.sliding_window is not None:
-            allowed = allowed & (kpos > qpos - cfg.sliding_window)
-        mask = torch.zeros(T, total, dtype=x.dtype).masked_fill(~allowed, torch.finfo(x.dtype).min)
+        fused = (self.fused_attention and cache is None and start_pos == 0 and cfg.sliding_window is None and
+                 observer is None)
+        mask = None
+        if not fused:
+            # Causal mask over all keys 0..total-1 (the cache holds positions 0..start_pos-1).
+            qpos = positions[:, None]
+            kpos = torch.arange(total)[None, :]
+            allowed = kpos <= qpos
+            if cfg.sliding_window is not None:
+                allowed = allowed & (kpos > qpos - cfg.sliding_window)
+            mask = torch.zeros(T, total, dtype=x.dtype).masked_fill(~allowed, torch.finfo(x.dtype).min)
+            mask = mask.to(x.device)
         for i in range(cfg.num_hidden_layers):
             pre = "model.layers.%d." % i
             h = rms_norm(x, self.p(pre + "input_layernorm.weight"), cfg.rms_norm_eps)
@@ -402,10 +412,14 @@ class LlamaModel(torch.nn.Module):
             group = nh // nkv
             kk = k.repeat_interleave(group, dim=1) if group > 1 else k
             vv = v.repeat_interleave(group, dim=1) if group > 1 else v
-            scores = torch.matmul(q, kk.transpose(2, 3)) / math.sqrt(hd)
-            scores = scores + mask
-            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-            attn = torch.matmul(probs, vv).transpose(1, 2).reshape(B, T, nh * hd)
+            if fused:
+                attn = F.scaled_dot_product_attention(q, kk, vv, is_causal=True)
+            else:
+                scores = torch.matmul(q, kk.transpose(2, 3)) / math.sqrt(hd)
+                scores = scores + mask
+                probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+                attn = torch.matmul(probs, vv)
+            attn = attn.transpose(1, 2).reshape(B, T, nh * hd)
             attn = F.linear(attn, self.p(pre + "self_attn.o_proj.weight"),
                             self.p(pre + "self_attn.o_proj.bias") if cfg.o_bias else None)
             x = x + attn
@@ -427,7 +441,8 @@ def greedy_generate(model, prompt_ids, new_tokens, stop_id=None, return_logits=0
     lowest id (torch.argmax). With stop_id, generation stops after producing it.
     """
     cache = []
-    ids = torch.tensor([prompt_ids], dtype=torch.int64)
+    device = next(model.parameters()).device
+    ids = torch.tensor([prompt_ids], dtype=torch.int64, device=device)
     logits = model.forward(ids, 0, cache)[0, -1]
     out, rows = [], []
     pos = len(prompt_ids)
@@ -440,7 +455,7 @@ def greedy_generate(model, prompt_ids, new_tokens, stop_id=None, return_logits=0
             break
         if t + 1 == new_tokens:
             break
-        logits = model.forward(torch.tensor([[nxt]], dtype=torch.int64), pos, cache)[0, -1]
+        logits = model.forward(torch.tensor([[nxt]], dtype=torch.int64, device=device), pos, cache)[0, -1]
         pos += 1
     return out, rows
 

@@ -17,7 +17,10 @@ the training data) at the final context length: exact match per task family (mak
 perplexity set's bits per byte. Everything goes to the training log.
 
 Deterministic: the same --seed, --threads and arguments give the same weights (fixed step counts; torch and
-Python generators seeded; one thread count throughout).
+Python generators seeded; one thread count throughout). --device=cuda trains on a GPU (TF32 matrix products,
+torch's fused causal attention; the data are the same, generated on the CPU): repeatable on the same GPU
+and software only as far as their kernels are (not promised), so a GPU run's log and weights are what
+documents it. tools/train_gpu.sh is the whole curriculum of the larger model in one command for a GPU.
 
   train_small_model.py --out=DIR [--seed=1] [--threads=1] [--stages=384:300,640:300,1024:400]
 """
@@ -251,9 +254,9 @@ class Data:
         return ids, ans
 
 
-def loss_of(model, ids, ans, answer_weight, lm_weight=1.0, per_row=None):
-    """(total loss tensor, lm, answer, first-byte, rest) as described in the module docstring; per_row: None, or
-    a list that receives each row's (answer cross-entropy sum, answer byte count)."""
+def loss_of(model, ids, ans, answer_weight, lm_weight=1.0):
+    """(total loss tensor, statistics): the statistics as 0-dim tensors and the per-row answer sums, for
+    stats_of(), which reads them back from the device (later: on a GPU the next batch is made meanwhile)."""
     logits = model(ids[:, :-1])
     target = ids[:, 1:]
     valid = target != mt.PAD
@@ -263,19 +266,27 @@ def loss_of(model, ids, ans, answer_weight, lm_weight=1.0, per_row=None):
     amask = ans[:, 1:]
     na = amask.sum()
     answer = (ce * amask).sum() / na.clamp(min=1)
-    total = lm_weight * lm + answer_weight * answer if na > 0 else lm_weight * lm
+    total = lm_weight * lm + answer_weight * answer * (na > 0)
     # The first byte of each answer span (a look-up) apart from the rest (which copying can also predict from
     # the byte before): the later bytes falling below chance is the first sign that the model copies.
     first = amask.clone()
     first[:, 1:] &= ~amask[:, :-1]
-    nf = first.sum()
-    first_ce = float((ce * first).sum() / nf) if nf > 0 else float("nan")
     rest = amask & ~first
-    nr = rest.sum()
-    rest_ce = float((ce * rest).sum() / nr) if nr > 0 else float("nan")
+    stats = [lm, answer, na, (ce * first).sum(), first.sum(), (ce * rest).sum(), rest.sum(),
+             (ce * amask).sum(1), amask.sum(1)]
+    return total, [t.detach() for t in stats]
+
+
+def stats_of(stats, per_row=None):
+    """(lm, answer, first-byte, rest) cross-entropies as floats (NaN where the batch had no such byte) from
+    loss_of's statistics; per_row: None, or a list that receives each row's (answer cross-entropy sum,
+    answer byte count)."""
+    lm, answer, na, first_sum, nf, rest_sum, nr, row_sums, row_counts = stats
+    first_ce = float(first_sum / nf) if nf > 0 else float("nan")
+    rest_ce = float(rest_sum / nr) if nr > 0 else float("nan")
     if per_row is not None:
-        per_row.extend(zip((ce * amask).sum(1).tolist(), amask.sum(1).tolist()))
-    return total, float(lm), (float(answer) if na > 0 else float("nan")), first_ce, rest_ce
+        per_row.extend(zip(row_sums.tolist(), row_counts.tolist()))
+    return float(lm), (float(answer) if na > 0 else float("nan")), first_ce, rest_ce
 
 
 @torch.no_grad()
@@ -285,7 +296,8 @@ def evaluate(model, tasks, log):
     nll, count = 0.0, 0
     for rec in tasks:
         if rec["task"] == "perplexity":
-            ids = torch.tensor([rec["prompt_ids"] + rec["answer_ids"]], dtype=torch.int64)
+            ids = torch.tensor([rec["prompt_ids"] + rec["answer_ids"]], dtype=torch.int64,
+                               device=next(model.parameters()).device)
             logits = model(ids[:, :-1])[0, len(rec["prompt_ids"]) - 1:]
             nll += float(F.cross_entropy(logits, ids[0, len(rec["prompt_ids"]):], reduction="sum"))
             count += len(rec["answer_ids"])
@@ -372,8 +384,22 @@ def main(argv):
                          "says where it stopped, and --max_steps=that reproduces the run); 0: no limit")
     ap.add_argument("--dtype", default="fp16", choices=["fp32", "fp16", "bf16"])
     ap.add_argument("--init_from", default="", help="start from this model folder instead of random weights")
+    ap.add_argument("--time_schedule", action="store_true",
+                    help="with --max_minutes: the cosine learning-rate schedule follows the further along of "
+                         "steps and elapsed time, so that it ends at the time limit (NOT deterministic)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where to train and evaluate (cuda: see the module docstring)")
     a = ap.parse_args(argv)
 
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            print("train_small_model: --device=cuda but torch sees no GPU", file=sys.stderr)
+            return 2
+        if not hasattr(F, "scaled_dot_product_attention"):
+            print("train_small_model: --device=cuda needs torch >= 2.0 (fused attention)", file=sys.stderr)
+            return 2
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -388,13 +414,17 @@ def main(argv):
         log_file.flush()
 
     log("args: %s" % json.dumps(vars(a), sort_keys=True))
-    log("torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
+    log("torch %s, %d threads, device %s%s" % (torch.__version__, torch.get_num_threads(), a.device,
+        " (%s)" % torch.cuda.get_device_name(0) if a.device == "cuda" else ""))
     families = [f for f in a.families.split(",") if f]
     weights = [float(w) for w in a.family_weights.split(",")]
     if len(weights) != len(families):
         print("train_small_model: --family_weights needs one weight per family", file=sys.stderr)
         return 2
     stages = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in a.stages.split(",") if s]
+    if a.time_schedule and a.max_minutes <= 0:
+        print("train_small_model: --time_schedule needs --max_minutes", file=sys.stderr)
+        return 2
     if not 2 <= a.repeat_alphabet <= 256:
         print("train_small_model: --repeat_alphabet must be 2..256, not %d" % a.repeat_alphabet, file=sys.stderr)
         return 2
@@ -416,6 +446,21 @@ def main(argv):
                     model.p(name).fill_(1.0)
                 elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
                     model.p(name).mul_(1.0 / math.sqrt(2 * cfg.num_hidden_layers))
+    model.to(a.device)
+    if a.device == "cuda":
+        model.fused_attention = True
+        # The fused attention computes what the explicit one does: checked once on this GPU's kernels.
+        probe = torch.randint(0, 256, (2, 64), device=a.device)
+        with torch.no_grad():
+            fused = model(probe)
+            model.fused_attention = False
+            explicit = model(probe)
+            model.fused_attention = True
+        gap = float((fused - explicit).abs().max() / explicit.abs().max().clamp(min=1e-6))
+        log("fused vs explicit attention on a random batch: max difference %.2e of the largest logit" % gap)
+        if not gap < 1e-2:
+            print("train_small_model: fused attention disagrees with the explicit one (%g)" % gap, file=sys.stderr)
+            return 1
     nparams = sum(p.numel() for p in model.parameters())
     log("model: %d parameters, config %s" % (nparams, json.dumps(cfg.to_dict(), sort_keys=True)))
     data = Data(a.seed, a.task_fraction, families, weights, a.copy_fraction, a.recall_fraction,
@@ -432,24 +477,36 @@ def main(argv):
         log("stage: sequence length %d, batch %d, %d steps" % (length, bsz, steps))
         acc = []
         kind_ce = {}  # kind of sequence -> [answer cross-entropy sum, answer bytes] since the last log line
-        for _ in range(steps):
+        batch = None  # the next step's (ids, answer mask), made ahead
+        for i in range(steps):
             if (a.max_steps and step >= a.max_steps) or (a.max_minutes and time.time() - t_start > 60 * a.max_minutes):
                 break
-            lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total_steps)))
+            progress = step / total_steps
+            if a.time_schedule:  # the further along of steps and time
+                progress = max(progress, (time.time() - t_start) / (60 * a.max_minutes))
+            lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
             for g in opt.param_groups:
                 g["lr"] = lr
-            ids, ans = data.batch(bsz, length)
-            rows = []
-            loss, lm, answer, first_ce, rest_ce = loss_of(model, ids, ans, a.answer_weight, a.lm_weight, rows)
-            for kind, (ce_sum, count) in zip(data.batch_kinds, rows):
-                k = kind_ce.setdefault(kind, [0.0, 0])
-                k[0] += ce_sum
-                k[1] += count
+            if batch is None:
+                batch = data.batch(bsz, length)
+            ids, ans = batch[0].to(a.device), batch[1].to(a.device)
+            kinds = data.batch_kinds
+            loss, stats = loss_of(model, ids, ans, a.answer_weight, a.lm_weight)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
+            # The next batch is made before this step's figures are read back: on a GPU, while it computes.
+            # (Only for a step that will run, so the data stream is the one of making each batch when due.)
+            more = i + 1 < steps and not (a.max_steps and step >= a.max_steps)
+            batch = data.batch(bsz, length) if more else None
+            rows = []
+            lm, answer, first_ce, rest_ce = stats_of(stats, rows)
+            for kind, (ce_sum, count) in zip(kinds, rows):
+                k = kind_ce.setdefault(kind, [0.0, 0])
+                k[0] += ce_sum
+                k[1] += count
             acc.append((float(loss), lm, answer, first_ce, rest_ce))
             if first_loss is None:
                 first_loss = float(loss)
@@ -474,7 +531,7 @@ def main(argv):
     log("saved %s (%s)" % (a.out, a.dtype))
     results = {"first_loss": first_loss, "last_loss": last_loss, "parameters": nparams, "steps": step}
     if a.eval_num > 0:
-        saved = lt.load_model(a.out)
+        saved = lt.load_model(a.out).to(a.device)
         lengths = [int(x) for x in a.eval_lengths.split(",") if x] or [stages[-1][0] - ANSWER_ROOM]
         tasks = eval_tasks(a.seed, lengths, a.eval_num, families)
         results.update(evaluate(saved, tasks, log))

@@ -5,7 +5,8 @@ Trains a tiny version (1 layer, hidden 32) for 30 steps, twice with one seed and
 the loss must fall (mean of the last 5 logged steps well below the first 5), the same seed must give
 byte-identical weights, another seed different ones, and the saved folder must load with llama_torch and
 reproduce the training-time evaluation. The multi-query recall sequences are checked against their own text:
-every answered span is the value of the needle for the key its question names.
+every answered span is the value of the needle for the key its question names. tools/train_gpu.sh's curriculum
+runs in its smoke mode on the CPU (four chained stages).
 """
 
 import json
@@ -181,6 +182,26 @@ def check_task_kinds():
         assert text.last_kind == "text" and len(ids) == 256 and not any(mask), text.last_kind
 
 
+def check_gpu_curriculum(out):
+    """tools/train_gpu.sh's four stages in its smoke mode on the CPU: each stage continues the previous one's
+    weights with its own data mixture, and OUT/model is the last stage's, evaluated at its length."""
+    env = dict(os.environ, DEVICE="cpu", SMOKE="1", PYTHON=sys.executable)
+    r = subprocess.run(["bash", os.path.join(HERE, "train_gpu.sh"), out], capture_output=True, text=True, env=env,
+                       cwd=os.path.dirname(HERE))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for prev, name in (("A", "B"), ("B", "C"), ("C", "D")):
+        log = open(os.path.join(out, name, "train_log.txt")).read()
+        assert "initialised from %s" % os.path.join(out, prev) in log, log
+    args = json.loads(re.search(r"args: (\{.*\})", open(os.path.join(out, "A", "train_log.txt")).read()).group(1))
+    assert args["repeat_fraction"] == 1 and args["repeat_offset"] == "periodic", args
+    args = json.loads(re.search(r"args: (\{.*\})", open(os.path.join(out, "D", "train_log.txt")).read()).group(1))
+    assert args["task_fraction"] == 0.8 and len(args["families"].split(",")) == 6, args
+    assert open(os.path.join(out, "model", "model.safetensors"), "rb").read() == \
+        open(os.path.join(out, "D", "model.safetensors"), "rb").read()
+    results = json.load(open(os.path.join(out, "model", "train_results.json")))
+    assert "niah_single@480" in results and "perplexity_nll_per_byte" in results, results
+
+
 def main():
     torch.set_num_threads(1)
     check_recall_sequences()
@@ -217,6 +238,7 @@ def main():
         again = tsm.evaluate(model, tasks, lambda m: None)
         assert abs(again["perplexity_nll_per_byte"] - results["perplexity_nll_per_byte"]) < 1e-6, (again, results)
         assert again["niah_single@256"] == results["niah_single@256"]
+        check_gpu_curriculum(os.path.join(tmp, "curriculum"))
     print("PASS")
 
 
