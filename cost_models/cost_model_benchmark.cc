@@ -19,7 +19,8 @@ const char* kModelNames[] = {"roofline", "table", "fitted"};
 
 std::unique_ptr<CostModel> MakeModel(int64_t which) {
   proto::ExperimentConfig raw;
-  if (which == 2) raw.mutable_cost_model()->set_kind(proto::COST_MODEL_KIND_FITTED);
+  // Named explicitly: the default (kind unset) is the fitted model on the default GPU, the H200.
+  raw.mutable_cost_model()->set_kind(which == 2 ? proto::COST_MODEL_KIND_FITTED : proto::COST_MODEL_KIND_ROOFLINE);
   proto::ExperimentConfig config = *ResolveExperimentConfig(raw, "benchmark");
   if (which != 1) return std::move(*CreateCostModel(config));
   absl::StatusOr<proto::CalibrationTable> t = SynthesizeTable(config, SynthOptions());
@@ -50,6 +51,25 @@ void BM_Iteration(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Iteration)->ArgsProduct({{0, 1, 2}, {1, 32, 256}});
+
+// A decode run's iterations (every context one token longer each time), priced whole (arg 2 = 0: the
+// baseline, what stepping one iteration at a time costs) or by the model's DecodeRunPricer (1); the batch's
+// contexts are lengthened in both, as the scheduler does.
+void BM_DecodeRun(benchmark::State& state) {
+  const auto model = MakeModel(state.range(0));
+  const bool pricer = state.range(2) != 0;
+  BatchShape batch = Decodes(state.range(1));
+  std::unique_ptr<DecodeRunPricer> run = model->StartDecodeRun(batch);
+  int64_t step = 0;
+  for (auto _ : state) {
+    ++step;
+    for (SequenceWork& s : batch.sequences) ++s.context_tokens;
+    benchmark::DoNotOptimize(pricer ? *run->IterationTimeNs(step, batch) : *model->IterationTimeNs(batch));
+  }
+  state.SetLabel(std::string(kModelNames[state.range(0)]) + (pricer ? " run pricer" : " whole batch"));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecodeRun)->ArgsProduct({{0, 2}, {4, 32, 256}, {0, 1}});
 
 void BM_Recompute(benchmark::State& state) {
   const auto model = MakeModel(state.range(0));
