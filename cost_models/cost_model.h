@@ -100,6 +100,13 @@ class CostModel {
   // Time to move `bytes` between the GPU and `tier`: latency + bytes / bandwidth.
   virtual int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const = 0;
 
+  // TransferTimeNs of a transfer that is priced but not made (whether to reload or recompute a block, a
+  // block's restore estimate): the same time, not counted in Accuracy(). The default (a model that counts
+  // nothing) is TransferTimeNs.
+  virtual int64_t EstimateTransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+    return TransferTimeNs(bytes, tier);
+  }
+
   // The terms of IterationTimeNs(batch), for reports. Errors as IterationTimeNs. The default puts the
   // whole time in other_ns; models that know their terms override it.
   virtual absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const;

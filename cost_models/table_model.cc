@@ -270,7 +270,7 @@ absl::StatusOr<int64_t> TableCostModel::IterationTimeNs(const BatchShape& batch)
   return b.total_ns;
 }
 
-int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+int64_t TableCostModel::Transfer(int64_t bytes, const proto::TierConfig& tier, Tally* tally) const {
   if (bytes <= 0) return 0;
   // Measured host<->device copies, when the table has them, replace bytes / bandwidth.
   KernelQuery copy;
@@ -278,13 +278,22 @@ int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& t
   copy.bytes = bytes;
   if (tier.kind() == proto::TIER_KIND_HOST && table_.HasSeries(copy)) {
     // Counted as a prediction; no kernel time (weight 0), as the accuracy weights are the iterations'.
-    Tally tally;
-    const double seconds = Kernel(copy, &tally, 0);
-    Commit(tally);
-    return tier.latency_ns() + SecondsToNs(seconds);
+    return tier.latency_ns() + SecondsToNs(Kernel(copy, tally, 0));
   }
   const double bandwidth = tier.bandwidth_bytes_per_s() > 0 ? tier.bandwidth_bytes_per_s() : p_.rates.pcie_bytes_per_s;
   return tier.latency_ns() + SecondsToNs(static_cast<double>(bytes) / bandwidth);
+}
+
+int64_t TableCostModel::TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+  Tally tally;
+  const int64_t ns = Transfer(bytes, tier, &tally);
+  Commit(tally);
+  return ns;
+}
+
+int64_t TableCostModel::EstimateTransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const {
+  Tally uncounted;
+  return Transfer(bytes, tier, &uncounted);
 }
 
 namespace {

@@ -71,6 +71,7 @@ class TableCostModel final : public CostModel {
   absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const override;
   absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const override;
   int64_t TransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
+  int64_t EstimateTransferTimeNs(int64_t bytes, const proto::TierConfig& tier) const override;
 
   // Kernel predictions so far, and how many were extrapolated or had no measured series.
   int64_t num_predictions() const { return predictions_.load(std::memory_order_relaxed); }
@@ -99,6 +100,8 @@ class TableCostModel final : public CostModel {
     int64_t unmeasured_predictions = 0;
   };
   void Commit(const Tally& tally) const;
+  // TransferTimeNs, its prediction (a measured host copy) in `tally`.
+  int64_t Transfer(int64_t bytes, const proto::TierConfig& tier, Tally* tally) const;
   // IterationBreakdown, its predictions in `tally`.
   absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
 

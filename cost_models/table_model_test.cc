@@ -162,6 +162,31 @@ TEST(TableModelTest, EstimatesArePricedButNotCounted) {
   EXPECT_EQ(model->num_extrapolated(), 1);
 }
 
+// A host transfer priced from the table's measured copies counts as a prediction when it is made
+// (TransferTimeNs), not when it is only estimated (a reload-or-recompute decision, a restore estimate).
+TEST(TableModelTest, EstimatedTransfersCostTheSameAndAreNotCounted) {
+  proto::CalibrationTable table;
+  const int64_t bytes[] = {1000, 2000, 4000, 8000, 16000};
+  const double ns[] = {10, 20, 50, 80, 160};
+  for (int i = 0; i < 5; ++i) {
+    proto::CalibrationPoint* p = table.add_points();
+    p->set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
+    p->mutable_shape()->set_bytes(bytes[i]);
+    p->set_median_ns(ns[i]);
+  }
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "hand.csv");
+  ASSERT_TRUE(model.ok()) << model.status();
+  proto::TierConfig host;
+  host.set_kind(proto::TIER_KIND_HOST);
+  host.set_latency_ns(1000);
+  const std::string before = (*model)->Accuracy().SerializeAsString();
+  const int64_t estimate = (*model)->EstimateTransferTimeNs(8000, host);
+  EXPECT_EQ(estimate, 1000 + 80);  // the latency plus the measured 8000-byte copy
+  EXPECT_EQ((*model)->Accuracy().SerializeAsString(), before);
+  EXPECT_EQ((*model)->TransferTimeNs(8000, host), estimate);
+  EXPECT_EQ((*model)->Accuracy().kernel_predictions(), 1);
+}
+
 TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
   // One series of five host-to-device copies; the held-out split (every 5th point from the middle of
   // the first stride) holds out the third. Its neighbours (2000 B, 20 ns) and (8000 B, 80 ns) predict

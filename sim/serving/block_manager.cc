@@ -192,7 +192,7 @@ void BlockManager::AddUsed(int32_t tier, int64_t blocks) {
 bool BlockManager::ShouldReload(int32_t tier, int64_t position_tokens, int64_t tokens) {
   if (restore_rule_ == proto::RESTORE_RULE_RELOAD || cost_model_ == nullptr) return true;
   if (restore_rule_ == proto::RESTORE_RULE_RECOMPUTE) return false;
-  const int64_t reload_ns = cost_model_->TransferTimeNs(block_bytes_, tiers_[tier].config);
+  const int64_t reload_ns = cost_model_->EstimateTransferTimeNs(block_bytes_, tiers_[tier].config);
   auto recompute_ns = cost_model_->RecomputeTimeNs(position_tokens, tokens);
   return !recompute_ns.ok() || reload_ns <= *recompute_ns;
 }
@@ -252,7 +252,7 @@ int64_t BlockManager::RestoreNs(const RequestState* state, int64_t k) {
     auto recompute = cost_model_->RecomputeTimeNs(StartTokens(*state, k), RecomputeTokensAt(state->request, k));
     int64_t ns = recompute.ok() ? *recompute : 0;
     if (tiers_.size() > 1 && tiers_[0].evict_action == proto::EVICT_ACTION_DEMOTE) {
-      ns = std::min(ns, cost_model_->TransferTimeNs(block_bytes_, tiers_[1].config));
+      ns = std::min(ns, cost_model_->EstimateTransferTimeNs(block_bytes_, tiers_[1].config));
     }
     return ns;
   }
@@ -261,7 +261,7 @@ int64_t BlockManager::RestoreNs(const RequestState* state, int64_t k) {
     auto recompute = cost_model_->RecomputeTimeNs(k * block_tokens_, block_tokens_);
     int64_t ns = recompute.ok() ? *recompute : 0;
     if (tiers_.size() > 1 && tiers_[0].evict_action == proto::EVICT_ACTION_DEMOTE) {
-      ns = std::min(ns, cost_model_->TransferTimeNs(block_bytes_, tiers_[1].config));
+      ns = std::min(ns, cost_model_->EstimateTransferTimeNs(block_bytes_, tiers_[1].config));
     }
     restore_ns_[k] = ns;
   }
