@@ -160,6 +160,26 @@ std::vector<Case> Configs() {
     c.mutable_cluster()->set_router(proto::ROUTER_KIND_CACHE_AWARE);
     cases.push_back({"closed_loop", c, 300});
   }
+  // Queues behind a head that cannot be admitted, which runs go on past: the sequence limit, the token
+  // budget that the batch's decodes use up, and (prefill first, no chunks) a GPU too small for the head.
+  {
+    proto::ExperimentConfig c;
+    c.mutable_scheduler()->set_max_num_seqs(4);
+    cases.push_back({"sequence_limit_queue", c, 400});
+  }
+  {
+    proto::ExperimentConfig c;
+    c.mutable_scheduler()->set_max_num_batched_tokens(12);
+    c.mutable_scheduler()->set_chunking(proto::CHUNKING_MODE_FIXED);
+    c.mutable_scheduler()->set_chunk_tokens(12);
+    cases.push_back({"token_budget_queue", c, 400});
+  }
+  {
+    proto::ExperimentConfig c;
+    c.mutable_scheduler()->set_chunking(proto::CHUNKING_MODE_NONE);
+    c.mutable_scheduler()->set_preemption(proto::PREEMPTION_MODE_RECOMPUTE);
+    cases.push_back({"prefill_first_tight_gpu", c, 90});
+  }
   return cases;
 }
 

@@ -83,7 +83,8 @@ void Scheduler::Enqueue(int32_t slot) {
 
 absl::StatusOr<bool> Scheduler::FormIteration(SimTime now_ns, IterationPlan* plan) {
   const int64_t evicted_before = blocks_->tier_stats()[0].evicted_blocks;
-  if (run_plan_ == nullptr || run_plan_ != plan || !waiting_.empty() || !AdvanceRun(now_ns, plan)) {
+  const bool waiting_blocked = waiting_.empty() || waiting_.front() == run_blocked_head_;
+  if (run_plan_ == nullptr || run_plan_ != plan || !waiting_blocked || !AdvanceRun(now_ns, plan)) {
     if (run_plan_ != nullptr) {  // the run ends before this iteration: its requests are formed again below
       EndRun();
       for (int32_t slot : running_) pool_->at(slot).scheduled_tokens = 0;
@@ -311,6 +312,9 @@ void Scheduler::StartRun(const IterationPlan& plan) {
   run_iterations_ = 0;
   run_pricer_ = cost_model_->StartDecodeRun(plan.shape);
   run_finish_at_ = fewest_left;
+  // A request left waiting by this iteration, formed in full, stays unadmitted while the run lasts (class
+  // comment); one that arrives later, or a request this iteration preempted, ends the run.
+  run_blocked_head_ = waiting_.empty() || !plan.preempted.empty() ? -1 : waiting_.front();
   run_ends_ns_.clear();
 }
 

@@ -19,16 +19,20 @@
 //
 // Decode runs (advance_decode_runs): once an iteration is decode-only and holds every running request, in
 // running order, none with a KV budget, each next iteration is the same batch with every context one
-// token longer, for as long as no request waits, none finishes, and the requests that reach a block
-// boundary find blocks to grow into. Within such a run FormIteration only grows those requests (a heap
-// of each one's next boundary) and lengthens the batch's contexts, and CompleteIteration only counts the
-// iteration; the run's tokens (kv_tokens, generated_tokens, last_token_ns, token_gaps_ns) are applied
-// to its requests together when the run ends: before a request finishes, before anything is admitted
-// or preempted. Every cost-model call, block allocation and eviction happens at the same iteration and in
-// the same order as stepping one iteration at a time, and outstanding_tokens() stays exact per
-// iteration, so results are byte-identical to advance_decode_runs = false (the reference the run path
-// is tested against, tests/decode_runs_test.cc). Until a run ends, those four fields of its requests
-// lag by the iterations counted.
+// token longer, for as long as no request finishes, the requests that reach a block boundary find blocks
+// to grow into, and no request waits but the one the run's first iteration could not admit. That one
+// (the head of the queue: arrivals join behind it) stays unadmitted while the run lasts, as stepping
+// would find: the sequence limit and the token budget left by the batch's decodes do not change, and
+// its blocks do not fit on the GPU any better as the run only pins more blocks (growth) and unpins none,
+// its cached prefix only shrinking by evictions; a failed admission changes nothing. Within such a run
+// FormIteration only grows those requests (a heap of each one's next boundary) and lengthens the batch's
+// contexts, and CompleteIteration only counts the iteration; the run's tokens (kv_tokens,
+// generated_tokens, last_token_ns, token_gaps_ns) are applied to its requests together when the run
+// ends: before a request finishes, before anything is admitted or preempted. Every cost-model call, block
+// allocation and eviction happens at the same iteration and in the same order as stepping one iteration at
+// a time, and outstanding_tokens() stays exact per iteration, so results are byte-identical to
+// advance_decode_runs = false (the reference the run path is tested against, tests/decode_runs_test.cc).
+// Until a run ends, those four fields of its requests lag by the iterations counted.
 //
 // Per-request KV configurations (RequestState::kv, sim/serving/request_kv.h): each piece is priced at the
 // request's format (SequenceWork::kv_format); a decode reads ReadKvTokens of its KV and grows its blocks to
@@ -157,6 +161,7 @@ class Scheduler {
   const IterationPlan* run_plan_ = nullptr;  // the run's plan; null = no run
   int64_t run_iterations_ = 0;               // iterations completed in the run, not yet applied
   int64_t run_finish_at_ = 0;                // the count whose iteration finishes a request (fewest left)
+  int32_t run_blocked_head_ = -1;            // the waiting request the run's first iteration left (-1: none)
   SimTime run_last_end_ns_ = 0;              // end of the last counted iteration
   std::vector<SimTime> run_ends_ns_;         // every counted iteration's end (record_token_gaps_ only)
   // Min-heap of (run_iterations_ at which running_[i] next needs a block, i).
