@@ -162,9 +162,9 @@ TEST(TableModelTest, EstimatesArePricedButNotCounted) {
   EXPECT_EQ(model->num_extrapolated(), 1);
 }
 
-// A host transfer priced from the table's measured copies counts as a prediction when it is made
-// (TransferTimeNs), not when it is only estimated (a reload-or-recompute decision, a restore estimate).
-TEST(TableModelTest, EstimatedTransfersCostTheSameAndAreNotCounted) {
+// One series of five host-to-device copies (bytes -> ns): 1000 -> 10, 2000 -> 20, 4000 -> 50, 8000 -> 80,
+// 16000 -> 160.
+proto::CalibrationTable CopyTable() {
   proto::CalibrationTable table;
   const int64_t bytes[] = {1000, 2000, 4000, 8000, 16000};
   const double ns[] = {10, 20, 50, 80, 160};
@@ -174,7 +174,13 @@ TEST(TableModelTest, EstimatedTransfersCostTheSameAndAreNotCounted) {
     p->mutable_shape()->set_bytes(bytes[i]);
     p->set_median_ns(ns[i]);
   }
-  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "hand.csv");
+  return table;
+}
+
+// A host transfer priced from the table's measured copies counts as a prediction when it is made
+// (TransferTimeNs), not when it is only estimated (a reload-or-recompute decision, a restore estimate).
+TEST(TableModelTest, EstimatedTransfersCostTheSameAndAreNotCounted) {
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), CopyTable(), "hand.csv");
   ASSERT_TRUE(model.ok()) << model.status();
   proto::TierConfig host;
   host.set_kind(proto::TIER_KIND_HOST);
@@ -191,16 +197,7 @@ TEST(TableModelTest, AccuracyIsTheTablesHeldOutErrorPlusThisRunsCounts) {
   // One series of five host-to-device copies; the held-out split (every 5th point from the middle of
   // the first stride) holds out the third. Its neighbours (2000 B, 20 ns) and (8000 B, 80 ns) predict
   // exp((ln 20 + ln 80) / 2) = 40 ns in log-log space at 4000 B, against 50 ns measured: 20% error.
-  proto::CalibrationTable table;
-  const int64_t bytes[] = {1000, 2000, 4000, 8000, 16000};
-  const double ns[] = {10, 20, 50, 80, 160};
-  for (int i = 0; i < 5; ++i) {
-    proto::CalibrationPoint* p = table.add_points();
-    p->set_kind(proto::KERNEL_KIND_HOST_DEVICE_COPY);
-    p->mutable_shape()->set_bytes(bytes[i]);
-    p->set_median_ns(ns[i]);
-  }
-  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), table, "hand.csv");
+  absl::StatusOr<std::unique_ptr<TableCostModel>> model = TableCostModel::FromTable(Config(), CopyTable(), "hand.csv");
   ASSERT_TRUE(model.ok()) << model.status();
   proto::CostModelAccuracy a = (*model)->Accuracy();
   EXPECT_TRUE(a.calibrated());
