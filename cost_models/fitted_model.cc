@@ -239,24 +239,22 @@ absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch
 // (+ 1 per step), which only the decode attention reads.
 class FittedCostModel::DecodeRun final : public DecodeRunPricer {
  public:
-  explicit DecodeRun(const FittedCostModel* model, const BatchShape& first) : model_(model) {
+  DecodeRun(const FittedCostModel* model, const BatchShape& first) : model_(model) {
     first_ = model->Sum(first, &other_counts_);  // no prefill pieces: counts nothing
     decode_ = model->DecodeTerms(first_.decodes);
     other_ = model->OtherTerms(first_, &other_counts_);
   }
-  ~DecodeRun() override { model_->Commit(counts_); }
+  ~DecodeRun() override {
+    counts_.Add(other_counts_, priced_);  // OtherTerms' kernels, once per priced iteration
+    model_->Commit(counts_);
+  }
 
   absl::StatusOr<int64_t> IterationTimeNs(int64_t step, const BatchShape& /*batch*/) override {
     BatchSums sums = first_;
     sums.decode_context += step * sums.decodes;
     sums.max_context += step;
     const double attention_s = model_->AttentionSeconds(sums, decode_, &counts_);
-    for (int k = 0; k < kNumKinds; ++k) {
-      counts_.time_ns[k] += other_counts_.time_ns[k];
-      counts_.extrapolated_ns[k] += other_counts_.extrapolated_ns[k];
-    }
-    counts_.predictions += other_counts_.predictions;
-    counts_.extrapolated += other_counts_.extrapolated;
+    ++priced_;
     CostBreakdown b = other_;
     SetAttention(SecondsToNs(model_->p_.num_layers * attention_s), &b);
     return b.total_ns;
@@ -266,9 +264,10 @@ class FittedCostModel::DecodeRun final : public DecodeRunPricer {
   const FittedCostModel* const model_;
   BatchSums first_;
   FittedDecodeTerms decode_;  // of the run's batch size
-  CostBreakdown other_;  // OtherTerms of every iteration
-  Tally other_counts_;   // what OtherTerms counts per iteration
-  Tally counts_;         // the priced iterations', committed when the run ends
+  CostBreakdown other_;       // OtherTerms of every iteration
+  Tally other_counts_;        // what OtherTerms counts per iteration
+  Tally counts_;              // the priced iterations' decode attention, committed when the run ends
+  int64_t priced_ = 0;        // iterations priced
 };
 
 std::unique_ptr<DecodeRunPricer> FittedCostModel::StartDecodeRun(const BatchShape& first) const {

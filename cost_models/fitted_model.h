@@ -77,6 +77,15 @@ class FittedCostModel final : public CostModel {
     std::array<int64_t, kNumKinds> extrapolated_ns{};
     int64_t predictions = 0;
     int64_t extrapolated = 0;
+    // Adds `times` copies of `other` (the same kernels priced that many times).
+    void Add(const Tally& other, int64_t times) {
+      for (int k = 0; k < kNumKinds; ++k) {
+        time_ns[k] += times * other.time_ns[k];
+        extrapolated_ns[k] += times * other.extrapolated_ns[k];
+      }
+      predictions += times * other.predictions;
+      extrapolated += times * other.extrapolated;
+    }
   };
   void Commit(const Tally& tally) const;
   // IterationBreakdown, its predictions in `tally`.
