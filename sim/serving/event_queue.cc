@@ -21,22 +21,20 @@ struct Later {
 
 void EventQueue::Schedule(SimTime time_ns, int32_t priority, EventType type, int32_t replica, int64_t payload) {
   KVSIM_CHECK(time_ns >= now_ns_) << "event at " << time_ns << " ns scheduled after " << now_ns_ << " ns";
-  Event event{time_ns, priority, next_sequence_++, type, replica, payload};
-  if (has_front_) {
-    if (!Later()(front_, event)) {  // the front stays first
-      heap_.push_back(event);
-      std::push_heap(heap_.begin(), heap_.end(), Later());
-      return;
-    }
-    heap_.push_back(front_);
-    std::push_heap(heap_.begin(), heap_.end(), Later());
-  } else if (!heap_.empty() && Later()(event, heap_.front())) {
-    heap_.push_back(event);
-    std::push_heap(heap_.begin(), heap_.end(), Later());
+  const Event event{time_ns, priority, next_sequence_++, type, replica, payload};
+  const Event* first = has_front_ ? &front_ : heap_.empty() ? nullptr : &heap_.front();
+  if (first != nullptr && !Later()(*first, event)) {  // it comes after what is first now: into the heap
+    Push(event);
     return;
   }
+  if (has_front_) Push(front_);  // the new first event takes the front's place
   front_ = event;
   has_front_ = true;
+}
+
+void EventQueue::Push(const Event& event) {
+  heap_.push_back(event);
+  std::push_heap(heap_.begin(), heap_.end(), Later());
 }
 
 Event EventQueue::PopNext() {

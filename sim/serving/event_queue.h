@@ -62,6 +62,8 @@ class EventQueue {
   SimTime now_ns() const { return now_ns_; }
 
  private:
+  void Push(const Event& event);  // into the heap
+
   // The first event in order, when it was scheduled ahead of every queued one (an iteration's end
   // before the next arrival: the common case on one replica), is kept out of the heap, so that it is
   // scheduled and popped without a heap operation. Every event in heap_ comes after it.
