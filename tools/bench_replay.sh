@@ -63,41 +63,38 @@ cat > "$work/cluster.textproto" <<'CFG'
 cluster { num_replicas: 16 router: ROUTER_KIND_CACHE_AWARE }
 CFG
 
-if [[ " $sections " == *" chat "* ]]; then
-  chat="$work/chat_${chat_requests}.kvt"
-  if [ ! -s "$chat" ]; then
-    sed -e "s/^num_requests: .*/num_requests: $chat_requests/" -e "s/^  rate_per_s: .*/  rate_per_s: 16/" \
-      presets/workloads/chat.textproto > "$work/chat_spec.textproto"
-    "$kvsim" gen --spec="$work/chat_spec.textproto" --out="$chat" --quiet > /dev/null
+# generated NAME REQUESTS [SED_EXPR...]: presets/workloads/NAME.textproto with REQUESTS requests (and the
+# sed expressions given) generated once into the work directory, replayed on the 16 replicas, then with
+# the baseline binary too when there is one; leaves the replay's CPU seconds in $cpu.
+generated() {
+  local name=$1 requests=$2
+  shift 2
+  local trace="$work/${name}_${requests}.kvt" sed_args=()
+  for expr in "$@"; do sed_args+=(-e "$expr"); done
+  if [ ! -s "$trace" ]; then
+    sed -e "s/^num_requests: .*/num_requests: $requests/" "${sed_args[@]}" presets/workloads/$name.textproto \
+      > "$work/${name}_spec.textproto"
+    "$kvsim" gen --spec="$work/${name}_spec.textproto" --out="$trace" --quiet > /dev/null
   fi
-  measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$chat" --out="$work/out_chat" --quiet
+  measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$trace" --out="$work/out_$name" --quiet
   grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
-  report "chat $chat_requests (16 replicas)" "$chat_requests"
-  chat_cpu=$cpu
-  verdicts+=("chat >= 100000 req/s cpu: $(awk -v r="$chat_requests" -v c="$cpu" 'BEGIN { print (r / (c > 0 ? c : 1e-9) >= 100000) ? "yes" : "NO" }')")
+  report "$name $requests (16 replicas)" "$requests"
+  local own_cpu=$cpu
   if [ -n "$baseline" ]; then
-    measure "$baseline" replay --config="$work/cluster.textproto" --trace="$chat" --out="$work/out_chat_base" --quiet
-    report "chat $chat_requests baseline" "$chat_requests"
-    awk -v a="$cpu" -v b="$chat_cpu" 'BEGIN { printf "chat speedup over the baseline (cpu): %.2fx\n", a / (b > 0 ? b : 1e-9) }'
+    measure "$baseline" replay --config="$work/cluster.textproto" --trace="$trace" --out="$work/out_${name}_base" --quiet
+    report "$name $requests baseline" "$requests"
+    awk -v n="$name" -v a="$cpu" -v b="$own_cpu" \
+      'BEGIN { printf "%s speedup over the baseline (cpu): %.2fx\n", n, a / (b > 0 ? b : 1e-9) }'
+    cpu=$own_cpu
   fi
-fi
+}
 
+if [[ " $sections " == *" chat "* ]]; then
+  generated chat "$chat_requests" "s/^  rate_per_s: .*/  rate_per_s: 16/"
+  verdicts+=("chat >= 100000 req/s cpu: $(awk -v r="$chat_requests" -v c="$cpu" 'BEGIN { print (r / (c > 0 ? c : 1e-9) >= 100000) ? "yes" : "NO" }')")
+fi
 if [[ " $sections " == *" agent "* ]]; then
-  agent="$work/agent_${agent_requests}.kvt"
-  if [ ! -s "$agent" ]; then
-    sed -e "s/^num_requests: .*/num_requests: $agent_requests/" presets/workloads/agent.textproto \
-      > "$work/agent_spec.textproto"
-    "$kvsim" gen --spec="$work/agent_spec.textproto" --out="$agent" --quiet > /dev/null
-  fi
-  measure "$kvsim" replay --config="$work/cluster.textproto" --trace="$agent" --out="$work/out_agent" --quiet
-  grep -q "requests finished" "$work/stdout.txt" || { cat "$work/stdout.txt"; exit 1; }
-  report "agent $agent_requests (16 replicas)" "$agent_requests"
-  agent_cpu=$cpu
-  if [ -n "$baseline" ]; then
-    measure "$baseline" replay --config="$work/cluster.textproto" --trace="$agent" --out="$work/out_agent_base" --quiet
-    report "agent $agent_requests baseline" "$agent_requests"
-    awk -v a="$cpu" -v b="$agent_cpu" 'BEGIN { printf "agent speedup over the baseline (cpu): %.2fx\n", a / (b > 0 ? b : 1e-9) }'
-  fi
+  generated agent "$agent_requests"
 fi
 
 [[ " $sections " == *" 1m "* ]] || { echo "targets:"; printf '  %s\n' "${verdicts[@]}"; exit 0; }
