@@ -4,7 +4,8 @@
 # taught the committed 148K-parameter model its look-ups (sim/eval/models/kvsim-tiny/README.md), scaled up:
 #   A  periodic copies of random bytes at 128 then 256 bytes (an induction head forms);
 #   B  needle recall at 512 bytes (dense and multi-query recall in the tasks' wording, periodic copies kept);
-#   C  all six task families at 1024 bytes with plain text and the look-up sequences;
+#   C  all six task families (train_small_model.py's default, make_tasks.FAMILIES; the weights follow its
+#      order) at 1024 bytes with plain text and the look-up sequences;
 #   D  the same at 2048 bytes (the model's context), evaluated at 1024 and 2016 bytes.
 # Each stage is tools/train_small_model.py continuing the previous one (--init_from) for a share of the
 # time (MINUTES in all), its cosine schedule ending at its own limit (--time_schedule). Every stage's
@@ -47,7 +48,6 @@ collect() {
   fi
 }
 trap collect EXIT
-families=niah_single,niah_multikey,niah_multivalue,variable_tracking,common_words,dialogue_recall
 
 if [ "${SMOKE:-0}" = 1 ]; then
   size=(--hidden=32 --intermediate=64 --layers=1 --heads=2 --kv_heads=1 --max_positions=1024)
@@ -80,10 +80,10 @@ stage B "${share[1]}" --init_from="$out/A" --stages=$b_stages --batch_tokens=$((
   --repeat_fraction=0.2 --dense_fraction=0.4 --recall_fraction=0.4 --families=niah_single,niah_multikey \
   --family_weights=1,1 --eval_num=0
 stage C "${share[2]}" --init_from="$out/B" --stages=$c_stages --batch_tokens=$tokens --lr=1.5e-3 --warmup=20 \
-  --repeat_fraction=0.1 --dense_fraction=0.1 --recall_fraction=0.1 --task_fraction=0.8 --families=$families \
+  --repeat_fraction=0.1 --dense_fraction=0.1 --recall_fraction=0.1 --task_fraction=0.8 \
   --family_weights=1,3,3,1.5,1,4 "${eval_c[@]}"
 stage D "${share[3]}" --init_from="$out/C" --stages=$d_stages --batch_tokens=$tokens --lr=1e-3 --warmup=20 \
-  --repeat_fraction=0.1 --dense_fraction=0.1 --recall_fraction=0.1 --task_fraction=0.8 --families=$families \
+  --repeat_fraction=0.1 --dense_fraction=0.1 --recall_fraction=0.1 --task_fraction=0.8 \
   --family_weights=1,3,3,1.5,1,4 "${eval_d[@]}"
 rm -rf "$out/model"
 cp -r "$out/D" "$out/model"
