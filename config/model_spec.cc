@@ -165,6 +165,10 @@ absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::st
     KVSIM_RETURN_IF_ERROR(range("decode_attention.", "per_sequence_ns", d.per_sequence_ns(), 0, 1e6));
     KVSIM_RETURN_IF_ERROR(fraction("decode_attention.", "memory_efficiency", d.memory_efficiency()));
     KVSIM_RETURN_IF_ERROR(range("decode_attention.", "wave_weight", d.wave_weight(), 0, 1));
+    KVSIM_RETURN_IF_ERROR(floor("decode_attention.", "split_ns", d.split_ns()));
+    KVSIM_RETURN_IF_ERROR(
+        range("decode_attention.", "split_memory_efficiency", d.split_memory_efficiency(), 0, 1));  // 0: unset
+    KVSIM_RETURN_IF_ERROR(range("decode_attention.", "ctas_per_sm", d.ctas_per_sm(), 0, 64));
   }
   if (f.has_elementwise()) {
     const proto::ElementwiseFit& e = f.elementwise();

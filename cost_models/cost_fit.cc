@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "Eigen/Dense"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,8 @@ namespace {
 
 constexpr int kHoldoutEvery = 5;
 constexpr int kHoldoutOffset = 2;
+// Thread blocks per SM the decode-attention fit tries (DecodeAttentionFit.ctas_per_sm).
+constexpr int32_t kMaxCtasPerSm = 4;
 constexpr double kConvergedRelativeDecrease = 1e-10;
 
 // How an unconstrained fit variable maps to a parameter value.
@@ -191,14 +194,18 @@ void SetPrefill(const std::vector<double>& v, proto::PrefillAttentionFit* f) {
   f->set_causal_pair_cost(v[3]);
   f->set_memory_efficiency(v[4]);
 }
+// The continuous parameters (ctas_per_sm is chosen by trying each value; FitDevice).
 std::vector<double> DecodeValues(const proto::DecodeAttentionFit& f) {
-  return {f.launch_ns(), f.per_sequence_ns(), f.memory_efficiency(), f.wave_weight()};
+  return {f.launch_ns(), f.per_sequence_ns(), f.memory_efficiency(), f.wave_weight(), f.split_ns(),
+          f.split_memory_efficiency() > 0 ? f.split_memory_efficiency() : f.memory_efficiency()};
 }
 void SetDecode(const std::vector<double>& v, proto::DecodeAttentionFit* f) {
   f->set_launch_ns(v[0]);
   f->set_per_sequence_ns(v[1]);
   f->set_memory_efficiency(v[2]);
   f->set_wave_weight(v[3]);
+  f->set_split_ns(v[4]);
+  f->set_split_memory_efficiency(v[5]);
 }
 std::vector<double> ElementwiseValues(const proto::ElementwiseFit& f) {
   return {f.launch_ns(), f.ns_per_token_element(), f.ns_per_token_element_beyond_cache(),
@@ -240,7 +247,8 @@ proto::FittedCostParams Defaults(const proto::DeviceSpec& device) {
   const double me = device.has_memory_efficiency() ? device.memory_efficiency() : 0.8;
   SetGemm({1, ce, me, 50, 1e-6}, p.mutable_gemm());
   SetPrefill({1, ce, 1e-6, 1, me}, p.mutable_prefill_attention());
-  SetDecode({1, 1e-6, me, 1e-6}, p.mutable_decode_attention());
+  SetDecode({1, 1e-6, me, 1e-6, 0, me}, p.mutable_decode_attention());
+  p.mutable_decode_attention()->set_ctas_per_sm(1);
   SetElementwise({1, 1e-9, 0, 0}, p.mutable_elementwise());
   return p;
 }
@@ -502,16 +510,29 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                                     KvBytesPerToken(q));
       },
       {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}}};
-  Curve decode{"decode_attention",
-               {Transform::kLog, Transform::kLog, Transform::kLogit, Transform::kLogit},
-               [&peaks](const std::vector<double>& v, const FitRow& r) {
-                 proto::DecodeAttentionFit f;
-                 SetDecode(v, &f);
-                 const KernelQuery& q = r.query;
-                 return FittedDecodeSeconds(f, peaks, q.batch, static_cast<double>(q.batch) * q.context_tokens,
-                                            q.num_kv_heads, KvBytesPerToken(q));
-               },
-               {{5000, 200, 0.5, 0.2}, {5000, 200, 0.8, 0.2}, {5000, 200, 0.5, 0.8}, {5000, 200, 0.8, 0.8}}};
+  // Decode attention, for each thread-block residency tried: split-KV merges of 1 and 10 us, efficiencies
+  // of 0.5 and 0.8.
+  auto decode_curve = [&peaks](int32_t ctas_per_sm) {
+    Curve c{"decode_attention",
+            {Transform::kLog, Transform::kLog, Transform::kLogit, Transform::kLogit, Transform::kLog, Transform::kLogit},
+            [&peaks, ctas_per_sm](const std::vector<double>& v, const FitRow& r) {
+              proto::DecodeAttentionFit f;
+              SetDecode(v, &f);
+              f.set_ctas_per_sm(ctas_per_sm);
+              const KernelQuery& q = r.query;
+              return FittedDecodeSeconds(f, peaks, q.batch, static_cast<double>(q.batch) * q.context_tokens,
+                                         q.context_tokens, q.num_kv_heads, KvBytesPerToken(q));
+            },
+            {}};
+    for (double split_ns : {1000.0, 10000.0}) {
+      for (double efficiency : {0.5, 0.8}) {
+        for (double wave_weight : {0.2, 0.8}) {
+          c.starts.push_back({5000, 200, efficiency, wave_weight, split_ns, efficiency});
+        }
+      }
+    }
+    return c;
+  };
   Curve elementwise{"elementwise",
                     {Transform::kLog, Transform::kLog, Transform::kLog, Transform::kLog},
                     [](const std::vector<double>& v, const FitRow& r) {
@@ -545,9 +566,30 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     *out.mutable_prefill_attention()->mutable_quality() = o.quality;
   }
   {
-    KindOutcome o = run(decode, DecodeValues(base.decode_attention()));
-    SetDecode(o.values, out.mutable_decode_attention());
-    *out.mutable_decode_attention()->mutable_quality() = o.quality;
+    // ctas_per_sm is discrete: a fit per value, the lowest training cost kept (the smaller value on a
+    // tie). When none fits, the previous parameters are kept with their own value.
+    const std::vector<const FitRow*>& rows = by_kind["decode_attention"];
+    const std::vector<double> previous_values = DecodeValues(base.decode_attention());
+    KindOutcome best;
+    int32_t best_ctas = 0;
+    for (int32_t ctas = 1; ctas <= kMaxCtasPerSm; ++ctas) {
+      KindOutcome o = FitCurve(decode_curve(ctas), rows, previous_values, base_name, rates, max_iterations);
+      if (o.report.fitted && (best_ctas == 0 || o.report.train_rms_log_error < best.report.train_rms_log_error)) {
+        best = std::move(o);
+        best_ctas = ctas;
+      }
+    }
+    if (best_ctas == 0) {
+      best_ctas = std::max(1, base.decode_attention().ctas_per_sm());
+      best = FitCurve(decode_curve(best_ctas), rows, previous_values, base_name, rates, max_iterations);
+    } else {
+      best.report.note = absl::StrCat("ctas_per_sm ", best_ctas, " of 1-", kMaxCtasPerSm, " by training cost");
+      best.quality.set_note(best.report.note);
+    }
+    result.kinds.push_back(best.report);
+    SetDecode(best.values, out.mutable_decode_attention());
+    out.mutable_decode_attention()->set_ctas_per_sm(best_ctas);
+    *out.mutable_decode_attention()->mutable_quality() = best.quality;
   }
   {
     KindOutcome o = run(elementwise, ElementwiseValues(base.elementwise()));

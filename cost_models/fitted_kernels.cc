@@ -67,18 +67,25 @@ FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, co
                                         double kv_heads, double kv_bytes_per_token) {
   FittedDecodeTerms terms;
   if (batch <= 0) return terms;  // 0 s
-  double items = batch * std::max(1.0, kv_heads);
-  if (peaks.num_sms > 0 && items < peaks.num_sms) items *= std::ceil(peaks.num_sms / items);  // split-KV
+  const double items = batch * std::max(1.0, kv_heads);
+  const double slots = static_cast<double>(std::max(1, fit.ctas_per_sm())) * peaks.num_sms;  // 0: no waves
   terms.fixed_s = (fit.launch_ns() + batch * fit.per_sequence_ns()) * 1e-9;
   terms.kv_bytes_per_token = kv_bytes_per_token;
   terms.bytes_per_s = peaks.memory_bytes_per_s * fit.memory_efficiency();
-  terms.slowdown = WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, peaks.num_sms));
+  terms.slowdown = WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, static_cast<int32_t>(slots)));
+  terms.can_split = items < slots;
+  terms.split_fixed_s = terms.fixed_s + fit.split_ns() * 1e-9;
+  const double split_efficiency =
+      fit.split_memory_efficiency() > 0 ? fit.split_memory_efficiency() : fit.memory_efficiency();
+  terms.split_bytes_per_s = peaks.memory_bytes_per_s * split_efficiency;
   return terms;
 }
 
 double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                           double total_context_tokens, double kv_heads, double kv_bytes_per_token) {
-  return MakeFittedDecodeTerms(fit, peaks, batch, kv_heads, kv_bytes_per_token).Seconds(total_context_tokens);
+                           double total_context_tokens, double max_context_tokens, double kv_heads,
+                           double kv_bytes_per_token) {
+  return MakeFittedDecodeTerms(fit, peaks, batch, kv_heads, kv_bytes_per_token)
+      .Seconds(total_context_tokens, max_context_tokens);
 }
 
 double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden) {

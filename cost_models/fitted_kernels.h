@@ -46,19 +46,31 @@ double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DeviceP
                             double new_tokens, double context_tokens, double heads, double head_dim,
                             double kv_bytes_per_token);
 
-// `batch` decodes over `total_context_tokens` cached tokens together, `kv_heads` KV heads per GPU.
-double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                           double total_context_tokens, double kv_heads, double kv_bytes_per_token);
+// FlashInfer's smallest split-KV chunk (DecodeAttentionFit in proto/spec.proto): a batch whose longest
+// context is at most this many tokens is not split.
+inline constexpr double kMinSplitChunkTokens = 128;
 
-// FittedDecodeSeconds in two parts: the terms of a batch size, then the time of a total context
-// (FittedDecodeSeconds(fit, peaks, batch, total, ...) == MakeFittedDecodeTerms(fit, peaks, batch,
-// ...).Seconds(total), exactly).
+// `batch` decodes over `total_context_tokens` cached tokens together, the longest `max_context_tokens`,
+// `kv_heads` KV heads per GPU.
+double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                           double total_context_tokens, double max_context_tokens, double kv_heads,
+                           double kv_bytes_per_token);
+
+// FittedDecodeSeconds in two parts: the terms of a batch size, then the time of a total and longest
+// context (FittedDecodeSeconds(fit, peaks, batch, total, max, ...) == MakeFittedDecodeTerms(fit, peaks,
+// batch, ...).Seconds(total, max), exactly).
 struct FittedDecodeTerms {
   double fixed_s = 0;             // launch and per-sequence costs
   double kv_bytes_per_token = 0;  // of one layer on this GPU
-  double bytes_per_s = 1;         // memory bandwidth x the fitted efficiency
-  double slowdown = 1;            // wave quantisation of the split-KV work items
-  double Seconds(double total_context_tokens) const {
+  double bytes_per_s = 1;         // memory bandwidth x the fitted efficiency, without split-KV
+  double slowdown = 1;            // wave quantisation of the work items, without split-KV
+  bool can_split = false;         // the batch leaves thread-block slots free: split-KV past one chunk
+  double split_fixed_s = 0;       // fixed_s + split_ns
+  double split_bytes_per_s = 1;   // memory bandwidth x the split-KV efficiency
+  double Seconds(double total_context_tokens, double max_context_tokens) const {
+    if (can_split && max_context_tokens > kMinSplitChunkTokens) {
+      return split_fixed_s + total_context_tokens * kv_bytes_per_token / split_bytes_per_s;
+    }
     return fixed_s + total_context_tokens * kv_bytes_per_token / bytes_per_s * slowdown;
   }
 };

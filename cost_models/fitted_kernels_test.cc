@@ -76,40 +76,67 @@ TEST(FittedKernelsTest, PrefillEfficiencyGrowsWithChunkAndCausalPairsCostMore) {
   EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 2, 100, 1000, 32, 128, 4096), 2 * flops / 2.5e14, 1e-15);
 }
 
-TEST(FittedKernelsTest, DecodeSplitKvFillsTheSmsUntilTheFirstFullWave) {
+proto::DecodeAttentionFit DecodeFit() {
   proto::DecodeAttentionFit fit;
   fit.set_launch_ns(2000);
   fit.set_per_sequence_ns(100);
   fit.set_memory_efficiency(0.5);
   fit.set_wave_weight(1);
-  const double kv = 4096;  // bytes per token
-  // 13 sequences x 8 KV heads = 104 items < 108 SMs: split in two, 208 items of 216 slots.
-  const double memory13 = 13 * 1000 * kv / 5e11;
-  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 13, 13 * 1000, 8, kv), 2000e-9 + 1300e-9 + memory13 / (208.0 / 216),
-              1e-15);
-  // 14 x 8 = 112 items: no split, two waves of 108 (the step Vidur's A100 profile shows at batch 14).
-  const double memory14 = 14 * 1000 * kv / 5e11;
-  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 14, 14 * 1000, 8, kv), 2000e-9 + 1400e-9 + memory14 / (112.0 / 216),
-              1e-15);
+  fit.set_split_ns(10000);
+  fit.set_split_memory_efficiency(0.8);
+  fit.set_ctas_per_sm(3);  // 324 slots on 108 SMs
+  return fit;
 }
 
-// The terms of a batch size price any total context the way FittedDecodeSeconds does (a decode run
-// keeps them while its contexts grow).
-TEST(FittedKernelsTest, DecodeTermsOfABatchSizeAreItsFixedCostAndWaveSlowdown) {
-  proto::DecodeAttentionFit fit;
-  fit.set_launch_ns(2000);
-  fit.set_per_sequence_ns(100);
-  fit.set_memory_efficiency(0.5);
-  fit.set_wave_weight(1);
+TEST(FittedKernelsTest, DecodeSplitsKvWhileTheBatchLeavesSlotsFreeAndContextsExceedOneChunk) {
+  const proto::DecodeAttentionFit fit = DecodeFit();
+  const double kv = 4096;  // bytes per token
+  // 40 sequences x 8 KV heads = 320 items < 324 slots, contexts of 1,000 > 128 tokens: split-KV, the
+  // merge's 10 us, 80% of the bandwidth, no wave term.
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 40, 40 * 1000, 1000, 8, kv),
+              2000e-9 + 4000e-9 + 10000e-9 + 40 * 1000 * kv / 8e11, 1e-15);
+  // The same batch over 128-token contexts (one chunk each): no split, one wave of 320 of 324 slots.
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 40, 40 * 128, 128, 8, kv),
+              2000e-9 + 4000e-9 + 40 * 128 * kv / 5e11 / (320.0 / 324), 1e-15);
+  // 41 x 8 = 328 items: no split, two waves of 324 slots (the step Vidur's A100 profile shows at 41).
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 41, 41 * 1000, 1000, 8, kv),
+              2000e-9 + 4100e-9 + 41 * 1000 * kv / 5e11 / (328.0 / 648), 1e-15);
+  // The longest context decides (FlashInfer splits when any sequence exceeds one chunk).
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(108), 2, 129 + 10, 129, 8, kv),
+              2000e-9 + 200e-9 + 10000e-9 + 139 * kv / 8e11, 1e-15);
+  // Unset split efficiency and residency: the unsplit efficiency, one block per SM (108 slots: 13 x 8
+  // splits, 14 x 8 does not).
+  proto::DecodeAttentionFit plain = fit;
+  plain.clear_split_memory_efficiency();
+  plain.clear_ctas_per_sm();
+  EXPECT_NEAR(FittedDecodeSeconds(plain, Peaks(108), 13, 13 * 1000, 1000, 8, kv),
+              2000e-9 + 1300e-9 + 10000e-9 + 13 * 1000 * kv / 5e11, 1e-15);
+  EXPECT_NEAR(FittedDecodeSeconds(plain, Peaks(108), 14, 14 * 1000, 1000, 8, kv),
+              2000e-9 + 1400e-9 + 14 * 1000 * kv / 5e11 / (112.0 / 216), 1e-15);
+  // No SM count: no waves and no split.
+  EXPECT_NEAR(FittedDecodeSeconds(fit, Peaks(0), 1, 1000, 1000, 8, kv), 2000e-9 + 100e-9 + 1000 * kv / 5e11, 1e-15);
+}
+
+// The terms of a batch size price any total and longest context the way FittedDecodeSeconds does (a
+// decode run keeps them while its contexts grow, across the split threshold too).
+TEST(FittedKernelsTest, DecodeTermsOfABatchSizePriceEveryContext) {
+  const proto::DecodeAttentionFit fit = DecodeFit();
   const FittedDecodeTerms terms = MakeFittedDecodeTerms(fit, Peaks(108), 13, 8, 4096);
   EXPECT_NEAR(terms.fixed_s, 3300e-9, 1e-18);
+  EXPECT_NEAR(terms.split_fixed_s, 13300e-9, 1e-18);
   EXPECT_DOUBLE_EQ(terms.bytes_per_s, 5e11);
-  EXPECT_NEAR(terms.slowdown, 216.0 / 208, 1e-15);
-  for (double total : {0.0, 13000.0, 13013.0, 1e7}) {
-    EXPECT_EQ(terms.Seconds(total), FittedDecodeSeconds(fit, Peaks(108), 13, total, 8, 4096)) << total;
-    EXPECT_NEAR(terms.Seconds(total), 3300e-9 + total * 4096 / 5e11 * 216 / 208, 1e-15) << total;
+  EXPECT_DOUBLE_EQ(terms.split_bytes_per_s, 8e11);
+  EXPECT_NEAR(terms.slowdown, 324.0 / 104, 1e-15);
+  EXPECT_TRUE(terms.can_split);
+  for (double max : {100.0, 128.0, 129.0, 1000.0}) {
+    for (double total : {0.0, 13 * max, 13 * max + 13, 1e7}) {
+      EXPECT_EQ(terms.Seconds(total, max), FittedDecodeSeconds(fit, Peaks(108), 13, total, max, 8, 4096)) << total;
+      const double expected = max > 128 ? 13300e-9 + total * 4096 / 8e11 : 3300e-9 + total * 4096 / 5e11 * 324 / 104;
+      EXPECT_NEAR(terms.Seconds(total, max), expected, 1e-15) << total << " " << max;
+    }
   }
-  EXPECT_EQ(MakeFittedDecodeTerms(fit, Peaks(108), 0, 8, 4096).Seconds(5000), 0);
+  EXPECT_FALSE(MakeFittedDecodeTerms(fit, Peaks(108), 41, 8, 4096).can_split);
+  EXPECT_EQ(MakeFittedDecodeTerms(fit, Peaks(108), 0, 8, 4096).Seconds(5000, 1000), 0);
 }
 
 TEST(FittedKernelsTest, AllReduceCurveAndNearestCount) {

@@ -117,7 +117,7 @@ FittedDecodeTerms FittedCostModel::DecodeTerms(int64_t batch) const {
 
 double FittedCostModel::Decode(const FittedDecodeTerms& terms, int64_t batch, int64_t total_context,
                                int64_t max_context, Tally* tally) const {
-  const double seconds = terms.Seconds(total_context);
+  const double seconds = terms.Seconds(static_cast<double>(total_context), static_cast<double>(max_context));
   const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
   const bool inside =
       fit_.decode_attention().quality().fitted() && InsideFitRange(fit_.decode_attention().quality(), features, 2);

@@ -36,7 +36,7 @@ TEST(FittedModelTest, DecodeIterationIsTheSumOfItsFittedKernels) {
   auto gemm = [&](double m, double n, double k) { return FittedGemmSeconds(f.gemm(), peaks, bf16, 2, m, n, k); };
   // QKV 4096 -> (32 + 2 x 8) x 128, O 4096 -> 4096, gate+up 4096 -> 28672, down 14336 -> 4096.
   const double linear = gemm(1, 6144, 4096) + gemm(1, 4096, 4096) + gemm(1, 28672, 4096) + gemm(1, 4096, 14336);
-  const double attention = FittedDecodeSeconds(f.decode_attention(), peaks, 1, 1000, 8, 2.0 * 8 * 128 * 2);
+  const double attention = FittedDecodeSeconds(f.decode_attention(), peaks, 1, 1000, 1000, 8, 2.0 * 8 * 128 * 2);
   const double elementwise = FittedElementwiseSeconds(f.elementwise(), 1, 4096);
   const double lm_head = gemm(1, 128256, 4096);
   BatchShape batch;
