@@ -162,6 +162,8 @@ TEST(FittedModelTest, DecodeRunsCostWhatEachIterationCosts) {
       // The bundled H200 measurements stop at 32K decode contexts: the run crosses that edge.
       {"h200", 1, {{.context_tokens = 32760, .new_tokens = 1}, {.context_tokens = 5, .new_tokens = 1}}},
       {"h100-sxm", 4, {{.context_tokens = 800, .new_tokens = 1}, {.context_tokens = 900, .new_tokens = 1}}},
+      // The longest context passes one split-KV chunk (128 tokens) at step 19: the split's merge from then on.
+      {"a100-80gb", 1, {{.context_tokens = 90, .new_tokens = 1}, {.context_tokens = 109, .new_tokens = 1}}},
       {"a100-80gb", 1,
        {{.context_tokens = 100, .new_tokens = 1, .prefix_id = 7, .shared_prefix_tokens = 64},
         {.context_tokens = 120, .new_tokens = 1, .prefix_id = 7, .shared_prefix_tokens = 64}}},
