@@ -197,7 +197,7 @@ void SetPrefill(const std::vector<double>& v, proto::PrefillAttentionFit* f) {
 // The continuous parameters (ctas_per_sm is chosen by trying each value; FitDevice).
 std::vector<double> DecodeValues(const proto::DecodeAttentionFit& f) {
   return {f.launch_ns(), f.per_sequence_ns(), f.memory_efficiency(), f.wave_weight(), f.split_ns(),
-          f.split_memory_efficiency() > 0 ? f.split_memory_efficiency() : f.memory_efficiency()};
+          SplitMemoryEfficiency(f)};
 }
 void SetDecode(const std::vector<double>& v, proto::DecodeAttentionFit* f) {
   f->set_launch_ns(v[0]);

@@ -75,10 +75,12 @@ FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, co
   terms.slowdown = WaveSlowdown(fit.wave_weight(), WaveEfficiency(items, static_cast<int32_t>(slots)));
   terms.can_split = items < slots;
   terms.split_fixed_s = terms.fixed_s + fit.split_ns() * 1e-9;
-  const double split_efficiency =
-      fit.split_memory_efficiency() > 0 ? fit.split_memory_efficiency() : fit.memory_efficiency();
-  terms.split_bytes_per_s = peaks.memory_bytes_per_s * split_efficiency;
+  terms.split_bytes_per_s = peaks.memory_bytes_per_s * SplitMemoryEfficiency(fit);
   return terms;
+}
+
+double SplitMemoryEfficiency(const proto::DecodeAttentionFit& fit) {
+  return fit.split_memory_efficiency() > 0 ? fit.split_memory_efficiency() : fit.memory_efficiency();
 }
 
 double FittedDecodeSeconds(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,

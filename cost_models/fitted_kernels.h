@@ -77,6 +77,9 @@ struct FittedDecodeTerms {
 FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,
                                         double kv_heads, double kv_bytes_per_token);
 
+// The split-KV memory efficiency of `fit`: split_memory_efficiency, or memory_efficiency where it is 0 (unset).
+double SplitMemoryEfficiency(const proto::DecodeAttentionFit& fit);
+
 // The element-wise ops of one layer over `tokens` tokens of hidden size `hidden`.
 double FittedElementwiseSeconds(const proto::ElementwiseFit& fit, double tokens, double hidden);
 
