@@ -158,6 +158,10 @@ absl::Status ValidateFittedCostParams(const proto::FittedCostParams& f, absl::st
     KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "half_efficiency_tokens", p.half_efficiency_tokens(), 0, 1e7));
     KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "causal_pair_cost", p.causal_pair_cost(), 1e-6, 100));
     KVSIM_RETURN_IF_ERROR(fraction("prefill_attention.", "memory_efficiency", p.memory_efficiency()));
+    KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "causal_extra_tokens", p.causal_extra_tokens(), 0, 1e7));
+    KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "serial_ns_per_token", p.serial_ns_per_token(), 0, 1e6));
+    KVSIM_RETURN_IF_ERROR(floor("prefill_attention.", "split_ns", p.split_ns()));
+    KVSIM_RETURN_IF_ERROR(range("prefill_attention.", "split_chunk_tokens", p.split_chunk_tokens(), 0, 1 << 24));
   }
   if (f.has_decode_attention()) {
     const proto::DecodeAttentionFit& d = f.decode_attention();

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "config/field_checks.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
@@ -26,6 +27,8 @@ constexpr int kHoldoutEvery = 5;
 constexpr int kHoldoutOffset = 2;
 // Thread blocks per SM the decode-attention fit tries (DecodeAttentionFit.ctas_per_sm).
 constexpr int32_t kMaxCtasPerSm = 4;
+// The split-KV chunks the prefill fit tries (PrefillAttentionFit.split_chunk_tokens).
+constexpr int32_t kPrefillSplitChunkCandidates[] = {128, 256, 512, 1024, 2048};
 constexpr double kConvergedRelativeDecrease = 1e-10;
 
 // How an unconstrained fit variable maps to a parameter value.
@@ -183,16 +186,24 @@ void SetGemm(const std::vector<double>& v, proto::GemmFit* f) {
   f->set_ridge_exponent(v[3]);
   f->set_wave_weight(v[4]);
 }
+// The continuous parameters: the base curve's five, then the serial and split-KV terms' three
+// (split_chunk_tokens is chosen by trying each value; FitDevice).
+constexpr size_t kPrefillBaseValues = 5;
 std::vector<double> PrefillValues(const proto::PrefillAttentionFit& f) {
-  return {f.launch_ns(), f.compute_efficiency(), f.half_efficiency_tokens(), f.causal_pair_cost(),
-          f.memory_efficiency()};
+  return {f.launch_ns(),         f.compute_efficiency(),  f.half_efficiency_tokens(), f.causal_pair_cost(),
+          f.memory_efficiency(), f.causal_extra_tokens(), f.serial_ns_per_token(),    f.split_ns()};
 }
+// `v` holds all eight values, or the base curve's five (the other terms are then 0: off).
 void SetPrefill(const std::vector<double>& v, proto::PrefillAttentionFit* f) {
   f->set_launch_ns(v[0]);
   f->set_compute_efficiency(v[1]);
   f->set_half_efficiency_tokens(v[2]);
   f->set_causal_pair_cost(v[3]);
   f->set_memory_efficiency(v[4]);
+  const bool full = v.size() > kPrefillBaseValues;
+  f->set_causal_extra_tokens(full ? v[5] : 0);
+  f->set_serial_ns_per_token(full ? v[6] : 0);
+  f->set_split_ns(full ? v[7] : 0);
 }
 // The continuous parameters (ctas_per_sm is chosen by trying each value; FitDevice).
 std::vector<double> DecodeValues(const proto::DecodeAttentionFit& f) {
@@ -499,17 +510,30 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                                  q.in_features);
       },
       {{5000, 0.6, 0.8, 2, 0.5}, {5000, 0.85, 0.8, 2, 0.5}, {5000, 0.6, 0.8, 8, 0.5}, {5000, 0.85, 0.8, 8, 0.5}}};
-  Curve prefill{
-      "prefill_attention",
-      {Transform::kLog, Transform::kLogit, Transform::kLog, Transform::kLog, Transform::kLogit},
-      [&peaks](const std::vector<double>& v, const FitRow& r) {
-        proto::PrefillAttentionFit f;
-        SetPrefill(v, &f);
-        const KernelQuery& q = r.query;
-        return FittedPrefillSeconds(f, peaks, q.batch, q.query_tokens, q.context_tokens, q.num_heads, q.head_dim,
-                                    KvBytesPerToken(q));
-      },
-      {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}}};
+  // Prefill attention, for each split-KV chunk tried (0: the base curve, without the serial and split
+  // terms): efficiency ramps at 64 and 512 tokens; with the terms, merges of 1 and 10 us.
+  auto prefill_curve = [&peaks](int32_t split_chunk_tokens) {
+    Curve c{"prefill_attention",
+            {Transform::kLog, Transform::kLogit, Transform::kLog, Transform::kLog, Transform::kLogit},
+            [&peaks, split_chunk_tokens](const std::vector<double>& v, const FitRow& r) {
+              proto::PrefillAttentionFit f;
+              SetPrefill(v, &f);
+              f.set_split_chunk_tokens(split_chunk_tokens);
+              const KernelQuery& q = r.query;
+              return FittedPrefillSeconds(f, peaks, q.batch, q.query_tokens, q.context_tokens, q.num_heads,
+                                          q.num_kv_heads, q.head_dim, KvBytesPerToken(q));
+            },
+            {}};
+    if (split_chunk_tokens == 0) {
+      c.starts = {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}};
+      return c;
+    }
+    c.transforms.insert(c.transforms.end(), {Transform::kLog, Transform::kLog, Transform::kLog});
+    for (double half_tokens : {64.0, 512.0}) {
+      for (double split_ns : {1000.0, 10000.0}) c.starts.push_back({5000, 0.5, half_tokens, 1, 0.5, 128, 50, split_ns});
+    }
+    return c;
+  };
   // Decode attention, for each thread-block residency tried: split-KV merges of 1 and 10 us, efficiencies
   // of 0.5 and 0.8.
   auto decode_curve = [&peaks](int32_t ctas_per_sm) {
@@ -561,9 +585,43 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     *out.mutable_gemm()->mutable_quality() = o.quality;
   }
   {
-    KindOutcome o = run(prefill, PrefillValues(base.prefill_attention()));
-    SetPrefill(o.values, out.mutable_prefill_attention());
-    *out.mutable_prefill_attention()->mutable_quality() = o.quality;
+    // split_chunk_tokens is discrete: a fit per value, the lowest training cost kept (the smaller value on
+    // a tie). When none fits (too few rows for its eight parameters, say), the base curve is fitted; when
+    // that does not fit either, the previous parameters are kept whole.
+    const std::vector<const FitRow*>& rows = by_kind["prefill_attention"];
+    const std::vector<double> previous_values = PrefillValues(base.prefill_attention());
+    const std::vector<double> previous_base(previous_values.begin(), previous_values.begin() + kPrefillBaseValues);
+    KindOutcome best;
+    int32_t best_chunk = 0;
+    std::string full_note;  // why the full curve did not fit
+    for (int32_t chunk : kPrefillSplitChunkCandidates) {
+      KindOutcome o = FitCurve(prefill_curve(chunk), rows, previous_values, base_name, rates, max_iterations);
+      if (!o.report.fitted && full_note.empty()) full_note = o.report.note;
+      if (o.report.fitted && (best_chunk == 0 || o.report.train_rms_log_error < best.report.train_rms_log_error)) {
+        best = std::move(o);
+        best_chunk = chunk;
+      }
+    }
+    if (best_chunk > 0) {
+      best.report.note = absl::StrCat("split_chunk_tokens ", best_chunk, " by training cost");
+      best.quality.set_note(best.report.note);
+    } else {
+      best = FitCurve(prefill_curve(0), rows, previous_base, base_name, rates, max_iterations);
+      if (best.report.fitted) {
+        const absl::string_view why = absl::StripSuffix(full_note, absl::StrCat(": ", base_name, " kept"));
+        best.report.note = absl::StrCat("without the serial and split-KV terms (full curve: ", why, ")");
+        best.quality.set_note(best.report.note);
+      } else {
+        // Report the previous parameters' own held-out error, with their own split-KV chunk.
+        best_chunk = base.prefill_attention().split_chunk_tokens();
+        best = FitCurve(prefill_curve(best_chunk), rows, best_chunk > 0 ? previous_values : previous_base, base_name,
+                        rates, max_iterations);
+      }
+    }
+    result.kinds.push_back(best.report);
+    SetPrefill(best.values, out.mutable_prefill_attention());
+    out.mutable_prefill_attention()->set_split_chunk_tokens(best_chunk);
+    *out.mutable_prefill_attention()->mutable_quality() = best.quality;
   }
   {
     // ctas_per_sm is discrete: a fit per value, the lowest training cost kept (the smaller value on a

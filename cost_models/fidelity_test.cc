@@ -233,7 +233,7 @@ TEST(FidelityTest, LayersComposedFromMeasuredOps) {
     }
     fitted +=
         decode ? FittedDecodeSeconds(fit.decode_attention(), peaks, batch, static_cast<double>(batch) * c, c, 8, kv_bytes)
-               : FittedPrefillSeconds(fit.prefill_attention(), peaks, batch, n, c, 32, 128, kv_bytes);
+               : FittedPrefillSeconds(fit.prefill_attention(), peaks, batch, n, c, 32, 8, 128, kv_bytes);
     roofline += KernelRooflineSeconds(KernelQueryFromPoint(p), rates, false);
     fitted_errors[cls].push_back(std::abs(fitted - measured) / measured);
     roofline_errors[cls].push_back(std::abs(roofline - measured) / measured);

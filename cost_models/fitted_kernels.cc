@@ -51,16 +51,21 @@ double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, do
 }
 
 double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                            double new_tokens, double context_tokens, double heads, double head_dim,
+                            double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
                             double kv_bytes_per_token) {
   if (new_tokens <= 0 || batch <= 0) return 0;
   const double n = new_tokens, c = context_tokens;
-  const double pairs = n * c + fit.causal_pair_cost() * n * (n + 1) / 2;
+  const double pairs = n * c + fit.causal_pair_cost() * n * (n + 1 + fit.causal_extra_tokens()) / 2;
   const double efficiency = fit.compute_efficiency() * n / (n + std::max(0.0, fit.half_efficiency_tokens()));
   const double compute = batch * 4 * heads * head_dim * pairs / (peaks.bf16_flops_per_s * efficiency);
   const double bytes = batch * ((c + 2 * n) * kv_bytes_per_token + 2 * n * heads * head_dim * kActivationBytes);
   const double memory = bytes / (peaks.memory_bytes_per_s * fit.memory_efficiency());
-  return fit.launch_ns() * 1e-9 + std::max(compute, memory);
+  const double shared = std::max(1.0, kv_heads);
+  const double items = batch * std::ceil(n * std::max(1.0, heads / shared) / kPrefillQueryTileRows) * shared;
+  const double chunk = fit.split_chunk_tokens();
+  const bool split = chunk > 0 && items < peaks.num_sms && c + n > chunk;
+  const double serial = fit.serial_ns_per_token() * 1e-9 * (split ? chunk : c + n);
+  return (fit.launch_ns() + (split ? fit.split_ns() : 0)) * 1e-9 + std::max({compute, memory, serial});
 }
 
 FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,

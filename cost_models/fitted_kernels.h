@@ -40,10 +40,15 @@ double SmoothMax(double a, double b, double p);
 double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, double peak_flops_per_s,
                          double weight_bytes_per_element, double tokens, double out_features, double in_features);
 
-// `batch` chunks of `new_tokens` after `context_tokens` cached ones each; `kv_bytes_per_token` is the
-// KV of one token of one layer on this GPU (2 x kv_heads x head_dim x element bytes).
+// Query rows (query tokens x the heads sharing a KV head) of one prefill thread block
+// (PrefillAttentionFit in proto/spec.proto): FlashInfer's tile for more than 64 packed query rows.
+inline constexpr double kPrefillQueryTileRows = 128;
+
+// `batch` chunks of `new_tokens` after `context_tokens` cached ones each, `heads` query heads and
+// `kv_heads` KV heads per GPU; `kv_bytes_per_token` is the KV of one token of one layer on this GPU
+// (2 x kv_heads x head_dim x element bytes).
 double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                            double new_tokens, double context_tokens, double heads, double head_dim,
+                            double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
                             double kv_bytes_per_token);
 
 // FlashInfer's smallest split-KV chunk (DecodeAttentionFit in proto/spec.proto): a batch whose longest

@@ -71,9 +71,51 @@ TEST(FittedKernelsTest, PrefillEfficiencyGrowsWithChunkAndCausalPairsCostMore) {
   // n 100, c 1000, 32 heads x 128: pairs 100 x 1000 + 2 x 100 x 101 / 2 = 110100; FLOPs 4 x 32 x 128 x
   // pairs; efficiency 0.5 x 100 / 200 = 0.25 of 1e15. Memory: (1000 + 200) x 4096 bytes / 1e12, smaller.
   const double flops = 4.0 * 32 * 128 * 110100;
-  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 1, 100, 1000, 32, 128, 4096), flops / 2.5e14, 1e-15);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 1, 100, 1000, 32, 8, 128, 4096), flops / 2.5e14, 1e-15);
   // Twice the batch, twice the time (launch 0).
-  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 2, 100, 1000, 32, 128, 4096), 2 * flops / 2.5e14, 1e-15);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 2, 100, 1000, 32, 8, 128, 4096), 2 * flops / 2.5e14, 1e-15);
+  // 50 more keys per query token inside the chunk: 2 x 100 x (101 + 50) / 2 = 15100 causal pairs.
+  fit.set_causal_extra_tokens(50);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 1, 100, 1000, 32, 8, 128, 4096),
+              4.0 * 32 * 128 * (100 * 1000 + 15100) / 2.5e14, 1e-15);
+}
+
+proto::PrefillAttentionFit SplitPrefillFit() {
+  proto::PrefillAttentionFit fit;
+  fit.set_launch_ns(5000);
+  fit.set_compute_efficiency(0.5);
+  fit.set_half_efficiency_tokens(100);
+  fit.set_causal_pair_cost(1);
+  fit.set_memory_efficiency(1);
+  fit.set_serial_ns_per_token(50);
+  fit.set_split_ns(10000);
+  fit.set_split_chunk_tokens(512);
+  return fit;
+}
+
+TEST(FittedKernelsTest, PrefillOfFewThreadBlocksIsBoundByOneBlocksPassOverTheKvOrSplitsIt) {
+  const proto::PrefillAttentionFit fit = SplitPrefillFit();
+  // A 64-token chunk, 32 query heads on 8 KV heads: 64 x 4 = 256 query rows per KV head, 2 tiles of 128,
+  // 16 thread blocks < 108 SMs. After 384 cached tokens (448 <= 512: not split) one block's pass over the
+  // 448 keys, 50 ns each (22.4 us), exceeds the compute (4 x 32 x 128 x (64 x 384 + 64 x 65 / 2) FLOPs at
+  // 0.5 x 64 / 164 of 1e15: 2.2 us) and the memory (3.1 us).
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 1, 64, 384, 32, 8, 128, 4096), 5000e-9 + 448 * 50e-9, 1e-15);
+  // After 3,000 (3,064 > 512 keys): split into 512-token chunks, one chunk's pass (25.6 us) plus the
+  // merge's 10 us, more than the compute (16.3 us).
+  const double split = 5000e-9 + 10000e-9;
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 1, 64, 3000, 32, 8, 128, 4096), split + 512 * 50e-9, 1e-15);
+  // After 6,000 the pass is still 25.6 us, but the compute over 6,064 keys (32.4 us) now binds.
+  const double compute_6000 = 4.0 * 32 * 128 * (64 * 6000 + 64 * 65 / 2.0) / (1e15 * 0.5 * 64 / 164);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 1, 64, 6000, 32, 8, 128, 4096), split + compute_6000, 1e-15);
+  // 7 such chunks in a batch: 112 blocks fill the 108 SMs, nothing is split, the pass is over all 3,064 keys.
+  const double compute = 7 * 4.0 * 32 * 128 * (64 * 3000 + 64 * 65 / 2.0) / (1e15 * 0.5 * 64 / 164);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 7, 64, 3000, 32, 8, 128, 4096),
+              5000e-9 + std::max(compute, 3064 * 50e-9), 1e-15);
+  // Without SMs (num_sms 0) no split either.
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(0), 1, 64, 3000, 32, 8, 128, 4096), 5000e-9 + 3064 * 50e-9, 1e-15);
+  // An 8,192-token chunk is 256 tiles x 8 = 2,048 blocks: compute-bound (1.1 ms against a 0.41 ms pass).
+  const double big = 4.0 * 32 * 128 * (8192 * 8193 / 2.0) / (1e15 * 0.5 * 8192 / 8292);
+  EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 1, 8192, 0, 32, 8, 128, 4096), 5000e-9 + big, 1e-12);
 }
 
 proto::DecodeAttentionFit DecodeFit() {

@@ -101,7 +101,7 @@ double FittedCostModel::Gemm(GemmShape shape, int64_t tokens, Tally* tally) cons
 double FittedCostModel::Prefill(const SequenceWork& piece, Tally* tally) const {
   const double kv_bytes = p_.kv_bytes_per_token_per_layer;
   double seconds = FittedPrefillSeconds(fit_.prefill_attention(), peaks_, 1, piece.new_tokens, piece.context_tokens,
-                                        p_.heads, p_.head_dim, kv_bytes);
+                                        p_.heads, p_.kv_heads, p_.head_dim, kv_bytes);
   if (piece.num_segments > 1) {
     seconds += SegmentMergeSeconds(p_.rates, piece.new_tokens, p_.heads, p_.head_dim, piece.num_segments);
   }
