@@ -50,22 +50,47 @@ double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, do
   return fit.launch_ns() * 1e-9 + SmoothMax(compute, memory, std::max(1.0, fit.ridge_exponent()));
 }
 
-double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
-                            double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
-                            double kv_bytes_per_token) {
-  if (new_tokens <= 0 || batch <= 0) return 0;
+void FittedPrefillTerms::Add(const FittedPrefillTerms& other) {
+  compute_s += other.compute_s;
+  memory_s += other.memory_s;
+  thread_blocks += other.thread_blocks;
+  max_kv_tokens = std::max(max_kv_tokens, other.max_kv_tokens);
+}
+
+FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
+                                          double batch, double new_tokens, double context_tokens, double heads,
+                                          double kv_heads, double head_dim, double kv_bytes_per_token) {
+  FittedPrefillTerms t;
+  if (new_tokens <= 0 || batch <= 0) return t;
   const double n = new_tokens, c = context_tokens;
   const double pairs = n * c + fit.causal_pair_cost() * n * (n + 1 + fit.causal_extra_tokens()) / 2;
   const double efficiency = fit.compute_efficiency() * n / (n + std::max(0.0, fit.half_efficiency_tokens()));
-  const double compute = batch * 4 * heads * head_dim * pairs / (peaks.bf16_flops_per_s * efficiency);
+  t.compute_s = batch * 4 * heads * head_dim * pairs / (peaks.bf16_flops_per_s * efficiency);
   const double bytes = batch * ((c + 2 * n) * kv_bytes_per_token + 2 * n * heads * head_dim * kActivationBytes);
-  const double memory = bytes / (peaks.memory_bytes_per_s * fit.memory_efficiency());
+  t.memory_s = bytes / (peaks.memory_bytes_per_s * fit.memory_efficiency());
   const double shared = std::max(1.0, kv_heads);
-  const double items = batch * std::ceil(n * std::max(1.0, heads / shared) / kPrefillQueryTileRows) * shared;
+  t.thread_blocks = batch * std::ceil(n * std::max(1.0, heads / shared) / kPrefillQueryTileRows) * shared;
+  t.max_kv_tokens = c + n;
+  return t;
+}
+
+double FittedPrefillKernelSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
+                                  const FittedPrefillTerms& terms) {
+  if (terms.thread_blocks <= 0) return 0;
   const double chunk = fit.split_chunk_tokens();
-  const bool split = chunk > 0 && items < peaks.num_sms && c + n > chunk;
-  const double serial = fit.serial_ns_per_token() * 1e-9 * (split ? chunk : c + n);
-  return (fit.launch_ns() + (split ? fit.split_ns() : 0)) * 1e-9 + std::max({compute, memory, serial});
+  const bool split = chunk > 0 && terms.thread_blocks < peaks.num_sms && terms.max_kv_tokens > chunk;
+  const double serial = fit.serial_ns_per_token() * 1e-9 * (split ? chunk : terms.max_kv_tokens);
+  return (fit.launch_ns() + (split ? fit.split_ns() : 0)) * 1e-9 +
+         std::max({terms.compute_s, terms.memory_s, serial});
+}
+
+double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                            double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
+                            double kv_bytes_per_token) {
+  return FittedPrefillKernelSeconds(
+      fit, peaks,
+      MakeFittedPrefillTerms(fit, peaks, batch, new_tokens, context_tokens, heads, kv_heads, head_dim,
+                             kv_bytes_per_token));
 }
 
 FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,

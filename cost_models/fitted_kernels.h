@@ -44,9 +44,32 @@ double FittedGemmSeconds(const proto::GemmFit& fit, const DevicePeaks& peaks, do
 // (PrefillAttentionFit in proto/spec.proto): FlashInfer's tile for more than 64 packed query rows.
 inline constexpr double kPrefillQueryTileRows = 128;
 
+// The terms of prefill chunks that one batched prefill kernel runs together (PrefillAttentionFit in
+// proto/spec.proto): FLOP and byte times add up, thread blocks add up, the longest KV bounds the serial pass.
+struct FittedPrefillTerms {
+  double compute_s = 0;
+  double memory_s = 0;
+  double thread_blocks = 0;
+  double max_kv_tokens = 0;  // c + n of the longest chunk
+
+  // The chunks of `other` join this kernel.
+  void Add(const FittedPrefillTerms& other);
+};
+
 // `batch` chunks of `new_tokens` after `context_tokens` cached ones each, `heads` query heads and
 // `kv_heads` KV heads per GPU; `kv_bytes_per_token` is the KV of one token of one layer on this GPU
-// (2 x kv_heads x head_dim x element bytes).
+// (2 x kv_heads x head_dim x element bytes). No chunks (new_tokens or batch <= 0): all terms 0.
+FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
+                                          double batch, double new_tokens, double context_tokens, double heads,
+                                          double kv_heads, double head_dim, double kv_bytes_per_token);
+
+// Seconds of the one kernel that runs `terms`' chunks (0 without chunks): launch, the split-KV merge when
+// its blocks leave SMs idle and its longest KV exceeds one split chunk, and the largest of the summed
+// compute, the summed memory and the longest block's pass.
+double FittedPrefillKernelSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
+                                  const FittedPrefillTerms& terms);
+
+// FittedPrefillKernelSeconds of MakeFittedPrefillTerms: `batch` identical chunks in one kernel.
 double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
                             double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
                             double kv_bytes_per_token);

@@ -118,6 +118,27 @@ TEST(FittedKernelsTest, PrefillOfFewThreadBlocksIsBoundByOneBlocksPassOverTheKvO
   EXPECT_NEAR(FittedPrefillSeconds(fit, Peaks(108), 1, 8192, 0, 32, 8, 128, 4096), 5000e-9 + big, 1e-12);
 }
 
+TEST(FittedKernelsTest, PrefillChunksOfOneIterationRunAsOneKernel) {
+  const proto::PrefillAttentionFit fit = SplitPrefillFit();
+  // 64 tokens after 384 cached (16 blocks, 448 keys) and 64 after 3,000 (16 blocks, 3,064 keys) in one
+  // kernel: 32 blocks leave SMs idle and the longer KV exceeds 512, so the KV is split; one launch and one
+  // merge, and the pass over one 512-key chunk (25.6 us) exceeds the summed compute (2.2 + 16.3 us) and
+  // memory (3.1 + 13.9 us). Apart, the two would cost 27.4 + 40.6 us.
+  FittedPrefillTerms both = MakeFittedPrefillTerms(fit, Peaks(108), 1, 64, 384, 32, 8, 128, 4096);
+  both.Add(MakeFittedPrefillTerms(fit, Peaks(108), 1, 64, 3000, 32, 8, 128, 4096));
+  EXPECT_EQ(both.thread_blocks, 32);
+  EXPECT_EQ(both.max_kv_tokens, 3064);
+  EXPECT_NEAR(FittedPrefillKernelSeconds(fit, Peaks(108), both), 15000e-9 + 512 * 50e-9, 1e-15);
+  // Seven of the second chunk added one by one are the batch of seven (112 blocks: not split).
+  FittedPrefillTerms seven;
+  for (int i = 0; i < 7; ++i) seven.Add(MakeFittedPrefillTerms(fit, Peaks(108), 1, 64, 3000, 32, 8, 128, 4096));
+  EXPECT_NEAR(FittedPrefillKernelSeconds(fit, Peaks(108), seven),
+              FittedPrefillSeconds(fit, Peaks(108), 7, 64, 3000, 32, 8, 128, 4096), 1e-15);
+  // No chunks: no kernel.
+  EXPECT_EQ(FittedPrefillKernelSeconds(fit, Peaks(108), FittedPrefillTerms()), 0);
+  EXPECT_EQ(MakeFittedPrefillTerms(fit, Peaks(108), 1, 0, 3000, 32, 8, 128, 4096).thread_blocks, 0);
+}
+
 proto::DecodeAttentionFit DecodeFit() {
   proto::DecodeAttentionFit fit;
   fit.set_launch_ns(2000);

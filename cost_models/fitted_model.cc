@@ -98,19 +98,6 @@ double FittedCostModel::Gemm(GemmShape shape, int64_t tokens, Tally* tally) cons
   return CountPerLayer(kGemm, GemmSeconds(shape, tokens), inside, tally);
 }
 
-double FittedCostModel::Prefill(const SequenceWork& piece, Tally* tally) const {
-  const double kv_bytes = p_.kv_bytes_per_token_per_layer;
-  double seconds = FittedPrefillSeconds(fit_.prefill_attention(), peaks_, 1, piece.new_tokens, piece.context_tokens,
-                                        p_.heads, p_.kv_heads, p_.head_dim, kv_bytes);
-  if (piece.num_segments > 1) {
-    seconds += SegmentMergeSeconds(p_.rates, piece.new_tokens, p_.heads, p_.head_dim, piece.num_segments);
-  }
-  const double features[] = {static_cast<double>(piece.new_tokens), static_cast<double>(piece.context_tokens)};
-  const bool inside = fit_.prefill_attention().quality().fitted() && piece.num_segments == 1 &&
-                      InsideFitRange(fit_.prefill_attention().quality(), features, 2);
-  return CountPerLayer(kPrefill, seconds, inside, tally);
-}
-
 FittedDecodeTerms FittedCostModel::DecodeTerms(int64_t batch) const {
   return MakeFittedDecodeTerms(fit_.decode_attention(), peaks_, batch, p_.kv_heads, p_.kv_bytes_per_token_per_layer);
 }
@@ -140,6 +127,10 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
   const bool kv_projection = p_.recompute_cost == proto::RECOMPUTE_COST_KV_PROJECTION;
   const std::vector<int64_t> l2 = L2ResidentTokens(batch, p_.kv_bytes_per_token_per_layer, p_.rates.l2_cache_bytes);
   BatchSums sums;
+  // The prefill chunks run as one kernel (FittedPrefillKernelSeconds), their segment merges after it.
+  FittedPrefillTerms prefill;
+  double merge_s = 0;
+  bool prefill_inside = fit_.prefill_attention().quality().fitted();
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const SequenceWork& s = batch.sequences[i];
     if (s.recompute && kv_projection) {
@@ -157,8 +148,18 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
         sums.max_segments = std::max<int64_t>(sums.max_segments, s.num_segments);
       }
     } else {
-      sums.prefill_s += Prefill(s, tally);
+      prefill.Add(MakeFittedPrefillTerms(fit_.prefill_attention(), peaks_, 1, s.new_tokens, s.context_tokens,
+                                         p_.heads, p_.kv_heads, p_.head_dim, p_.kv_bytes_per_token_per_layer));
+      if (s.num_segments > 1) merge_s += SegmentMergeSeconds(p_.rates, s.new_tokens, p_.heads, p_.head_dim, s.num_segments);
+      const double features[] = {static_cast<double>(s.new_tokens), static_cast<double>(s.context_tokens)};
+      prefill_inside = prefill_inside && s.num_segments == 1 &&
+                       InsideFitRange(fit_.prefill_attention().quality(), features, 2);
     }
+  }
+  if (prefill.thread_blocks > 0) {
+    sums.prefill_s = CountPerLayer(
+        kPrefill, FittedPrefillKernelSeconds(fit_.prefill_attention(), peaks_, prefill) + merge_s, prefill_inside,
+        tally);
   }
   return sums;
 }

@@ -9,7 +9,7 @@
 //             + layers x [ GEMM(QKV) + GEMM(O) + GEMM(gate+up) + GEMM(down)      over N tokens
 //                        + GEMM(K/V projection)                                  over R recompute tokens
 //                        + decode attention of the B decodes (one kernel)
-//                        + prefill attention of each chunk or recompute piece
+//                        + prefill attention of the chunks and recompute pieces (one kernel)
 //                        + element-wise ops (norms, RoPE, activation, residual adds) over N tokens
 //                        + 2 x all-reduce(N x hidden x 2 bytes)                  if tensor_parallel_size > 1 ]
 //             + GEMM(LM head) over the pieces that sample a token
@@ -91,7 +91,7 @@ class FittedCostModel final : public CostModel {
   // IterationBreakdown, its predictions in `tally`.
   absl::StatusOr<CostBreakdown> Breakdown(const BatchShape& batch, Tally* tally) const;
   // What a batch's terms depend on: Breakdown's pass over its pieces (which prices the prefill and
-  // recompute pieces' attention, in batch order).
+  // recompute pieces' attention, one kernel for all of them).
   struct BatchSums {
     int64_t layer_tokens = 0, projection_tokens = 0, sampling = 0;
     int64_t decodes = 0, decode_context = 0, max_context = 0, merge_decodes = 0, max_segments = 1;
@@ -117,7 +117,6 @@ class FittedCostModel final : public CostModel {
   double GemmSeconds(GemmShape shape, int64_t tokens) const;
   // GemmSeconds counted as a per-layer GEMM (0 for tokens <= 0).
   double Gemm(GemmShape shape, int64_t tokens, Tally* tally) const;
-  double Prefill(const SequenceWork& piece, Tally* tally) const;
   // The decode attention terms of `batch` decodes, and their time over `total_context` tokens.
   FittedDecodeTerms DecodeTerms(int64_t batch) const;
   double Decode(const FittedDecodeTerms& terms, int64_t batch, int64_t total_context, int64_t max_context,

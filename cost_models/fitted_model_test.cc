@@ -54,6 +54,31 @@ TEST(FittedModelTest, DecodeIterationIsTheSumOfItsFittedKernels) {
   EXPECT_EQ(*total, b->total_ns);
 }
 
+// Two prefill chunks of one iteration (vLLM runs all prefills of a batch in one attention kernel) on the
+// A100 preset: one kernel over both chunks' terms, not the two chunks priced apart.
+TEST(FittedModelTest, PrefillChunksOfAnIterationArePricedAsOneKernel) {
+  const proto::ExperimentConfig config = Config("a100-80gb");
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(config);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const proto::PrefillAttentionFit& f = config.device().fitted().prefill_attention();
+  ASSERT_GT(f.split_chunk_tokens(), 0);
+  const DevicePeaks peaks = MakeDevicePeaks(config.device());
+  const double kv_bytes = 2.0 * 8 * 128 * 2;  // Llama-3.1-8B: 8 KV heads of 128, bf16
+  auto terms = [&](double n, double c) { return MakeFittedPrefillTerms(f, peaks, 1, n, c, 32, 8, 128, kv_bytes); };
+  FittedPrefillTerms both = terms(64, 2000);
+  both.Add(terms(200, 0));
+  const double together = FittedPrefillKernelSeconds(f, peaks, both);
+  const double apart = FittedPrefillKernelSeconds(f, peaks, terms(64, 2000)) +
+                       FittedPrefillKernelSeconds(f, peaks, terms(200, 0));
+  EXPECT_LT(together, apart);  // one launch, and the short chunk's pass hides under the long one's
+  BatchShape batch;
+  batch.sequences.push_back({.context_tokens = 2000, .new_tokens = 64});
+  batch.sequences.push_back({.context_tokens = 0, .new_tokens = 200});
+  absl::StatusOr<CostBreakdown> b = (*model)->IterationBreakdown(batch);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->attention_ns, Ns(32 * together));
+}
+
 TEST(FittedModelTest, AccuracyIsWeightedByTheKindsThisRunUsed) {
   absl::StatusOr<std::unique_ptr<CostModel>> model = CreateCostModel(Config("a100-80gb"));
   ASSERT_TRUE(model.ok()) << model.status();
