@@ -271,6 +271,18 @@ TEST(ConfigTest, FittedParametersOutOfRangeNameTheFieldAndRange) {
   EXPECT_NE(status.message().find("device.fitted.elementwise.ns_per_token_element: must be in [0, 1000], got inf"),
             absl::string_view::npos)
       << status;
+  status = resolve([](proto::FittedCostParams* f) { f->mutable_prefill_attention()->set_split_chunk_tokens(-512); });
+  EXPECT_NE(status.message().find("device.fitted.prefill_attention.split_chunk_tokens: must be in [0, 16777216], "
+                                  "got -512"),
+            absl::string_view::npos)
+      << status;
+  status = resolve([](proto::FittedCostParams* f) {
+    f->mutable_prefill_attention()->set_serial_ns_per_token(std::numeric_limits<double>::quiet_NaN());
+  });
+  EXPECT_NE(status.message().find("device.fitted.prefill_attention.serial_ns_per_token: must be in [0, 1000000], "
+                                  "got nan"),
+            absl::string_view::npos)
+      << status;
   status = resolve([](proto::FittedCostParams* f) { f->mutable_gemm()->set_ridge_exponent(0.5); });
   EXPECT_NE(status.message().find("device.fitted.gemm.ridge_exponent: must be in [1, 1000], got 0.5"),
             absl::string_view::npos)
