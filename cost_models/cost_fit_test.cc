@@ -108,6 +108,71 @@ TEST(CostFitTest, RecoversGemmAndAllReduceParametersFromSyntheticRows) {
   EXPECT_EQ(again->params.SerializeAsString(), fit->params.SerializeAsString());
 }
 
+FitRow PrefillRow(int64_t batch, int64_t n, int64_t c, const proto::PrefillAttentionFit& truth,
+                  const DevicePeaks& peaks) {
+  FitRow r;
+  r.kind = "prefill_attention";
+  r.query.kind = proto::KERNEL_KIND_PREFILL_ATTENTION;
+  r.query.batch = batch;
+  r.query.query_tokens = n;
+  r.query.context_tokens = c;
+  r.query.num_heads = 32;
+  r.query.num_kv_heads = 8;
+  r.query.head_dim = 128;
+  r.measured_s = FittedPrefillSeconds(truth, peaks, batch, n, c, 32, 8, 128, 2.0 * 8 * 128 * 2);
+  r.where = "synthetic";
+  return r;
+}
+
+// The split-KV chunk is discrete: rows generated with a 512-token chunk must be fitted best with 512 of
+// the chunks tried, with the continuous parameters recovered; with fewer rows than the eight-parameter
+// curve needs, the five-parameter curve is fitted and the note says why.
+TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
+  const proto::DeviceSpec device = A100Like();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  proto::PrefillAttentionFit truth;
+  truth.set_launch_ns(5000);
+  truth.set_compute_efficiency(0.55);
+  truth.set_half_efficiency_tokens(45);
+  truth.set_causal_pair_cost(0.9);
+  truth.set_memory_efficiency(0.5);
+  truth.set_causal_extra_tokens(1000);
+  truth.set_serial_ns_per_token(60);
+  truth.set_split_ns(10000);
+  truth.set_split_chunk_tokens(512);
+  FitInput input;
+  for (int64_t batch : {1, 8}) {
+    for (int64_t n : {16, 64, 256, 1024, 4096}) {
+      for (int64_t c : {0, 128, 384, 1024, 3000, 8000}) input.rows.push_back(PrefillRow(batch, n, c, truth, peaks));
+    }
+  }
+  absl::StatusOr<FitResult> fit = FitDevice(input, device, proto::FittedCostParams());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const proto::PrefillAttentionFit& f = fit->params.prefill_attention();
+  EXPECT_TRUE(f.quality().fitted()) << f.quality().note();
+  EXPECT_EQ(f.split_chunk_tokens(), 512);
+  EXPECT_EQ(f.quality().note(), "split_chunk_tokens 512 by training cost");
+  EXPECT_NEAR(f.launch_ns(), 5000, 50);
+  EXPECT_NEAR(f.serial_ns_per_token(), 60, 0.6);
+  EXPECT_NEAR(f.split_ns(), 10000, 100);
+  EXPECT_NEAR(f.compute_efficiency(), 0.55, 0.0055);
+  EXPECT_LT(f.quality().heldout_worst_error(), 1e-3);
+
+  // 30 rows: 24 training rows, enough for five parameters (20), not for eight (32).
+  FitInput few;
+  for (int64_t n : {16, 64, 256, 1024, 4096}) {
+    for (int64_t c : {0, 128, 384, 1024, 3000, 8000}) few.rows.push_back(PrefillRow(1, n, c, truth, peaks));
+  }
+  absl::StatusOr<FitResult> base = FitDevice(few, device, proto::FittedCostParams());
+  ASSERT_TRUE(base.ok()) << base.status();
+  const proto::PrefillAttentionFit& b = base->params.prefill_attention();
+  EXPECT_TRUE(b.quality().fitted()) << b.quality().note();
+  EXPECT_EQ(b.split_chunk_tokens(), 0);
+  EXPECT_EQ(b.serial_ns_per_token(), 0);
+  EXPECT_EQ(b.split_ns(), 0);
+  EXPECT_EQ(b.quality().note(), "without the serial and split-KV terms (full curve: too few rows (24 training < 32))");
+}
+
 TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
   const proto::DeviceSpec device = A100Like();
   proto::FittedCostParams previous;
