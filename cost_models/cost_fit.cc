@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "config/field_checks.h"
 #include "config/kv_format.h"
 #include "config/model_spec.h"
@@ -26,7 +28,7 @@ namespace {
 constexpr int kHoldoutEvery = 5;
 constexpr int kHoldoutOffset = 2;
 // Thread blocks per SM the decode-attention fit tries (DecodeAttentionFit.ctas_per_sm).
-constexpr int32_t kMaxCtasPerSm = 4;
+constexpr int32_t kCtasPerSmCandidates[] = {1, 2, 3, 4};
 // The split-KV chunks the prefill fit tries (PrefillAttentionFit.split_chunk_tokens).
 constexpr int32_t kPrefillSplitChunkCandidates[] = {128, 256, 512, 1024, 2048};
 constexpr double kConvergedRelativeDecrease = 1e-10;
@@ -361,6 +363,27 @@ KindOutcome FitCurve(const Curve& curve, std::vector<const FitRow*> rows, const 
   return out;
 }
 
+// FitCurve of `curve_for(v)` for each value v of a discrete parameter, in order.
+struct DiscreteFit {
+  KindOutcome best;           // the lowest training cost (the earlier value on a tie)
+  int32_t value = 0;          // its value; 0: no value fitted
+  std::string first_failure;  // the note of the first value that did not fit
+};
+DiscreteFit FitEachValue(absl::Span<const int32_t> values, const std::function<Curve(int32_t)>& curve_for,
+                         const std::vector<const FitRow*>& rows, const std::vector<double>& previous,
+                         const std::string& previous_name, const DeviceRates& rates, int max_iterations) {
+  DiscreteFit fit;
+  for (int32_t v : values) {
+    KindOutcome o = FitCurve(curve_for(v), rows, previous, previous_name, rates, max_iterations);
+    if (!o.report.fitted && fit.first_failure.empty()) fit.first_failure = o.report.note;
+    if (o.report.fitted && (fit.value == 0 || o.report.train_rms_log_error < fit.best.report.train_rms_log_error)) {
+      fit.best = std::move(o);
+      fit.value = v;
+    }
+  }
+  return fit;
+}
+
 }  // namespace
 
 ErrorSummary SummariseErrors(const std::vector<double>& errors) {
@@ -525,7 +548,8 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
             },
             {}};
     if (split_chunk_tokens == 0) {
-      c.starts = {{10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}};
+      c.starts = {
+          {10000, 0.5, 64, 1, 0.5}, {10000, 0.5, 512, 1, 0.5}, {10000, 0.5, 64, 2, 0.5}, {10000, 0.5, 512, 2, 0.5}};
       return c;
     }
     c.transforms.insert(c.transforms.end(), {Transform::kLog, Transform::kLog, Transform::kLog});
@@ -591,24 +615,17 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     const std::vector<const FitRow*>& rows = by_kind["prefill_attention"];
     const std::vector<double> previous_values = PrefillValues(base.prefill_attention());
     const std::vector<double> previous_base(previous_values.begin(), previous_values.begin() + kPrefillBaseValues);
-    KindOutcome best;
-    int32_t best_chunk = 0;
-    std::string full_note;  // why the full curve did not fit
-    for (int32_t chunk : kPrefillSplitChunkCandidates) {
-      KindOutcome o = FitCurve(prefill_curve(chunk), rows, previous_values, base_name, rates, max_iterations);
-      if (!o.report.fitted && full_note.empty()) full_note = o.report.note;
-      if (o.report.fitted && (best_chunk == 0 || o.report.train_rms_log_error < best.report.train_rms_log_error)) {
-        best = std::move(o);
-        best_chunk = chunk;
-      }
-    }
+    DiscreteFit each = FitEachValue(kPrefillSplitChunkCandidates, prefill_curve, rows, previous_values, base_name,
+                                    rates, max_iterations);
+    KindOutcome best = std::move(each.best);
+    int32_t best_chunk = each.value;
     if (best_chunk > 0) {
       best.report.note = absl::StrCat("split_chunk_tokens ", best_chunk, " by training cost");
       best.quality.set_note(best.report.note);
     } else {
       best = FitCurve(prefill_curve(0), rows, previous_base, base_name, rates, max_iterations);
       if (best.report.fitted) {
-        const absl::string_view why = absl::StripSuffix(full_note, absl::StrCat(": ", base_name, " kept"));
+        const absl::string_view why = absl::StripSuffix(each.first_failure, absl::StrCat(": ", base_name, " kept"));
         best.report.note = absl::StrCat("without the serial and split-KV terms (full curve: ", why, ")");
         best.quality.set_note(best.report.note);
       } else {
@@ -628,20 +645,16 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     // tie). When none fits, the previous parameters are kept with their own value.
     const std::vector<const FitRow*>& rows = by_kind["decode_attention"];
     const std::vector<double> previous_values = DecodeValues(base.decode_attention());
-    KindOutcome best;
-    int32_t best_ctas = 0;
-    for (int32_t ctas = 1; ctas <= kMaxCtasPerSm; ++ctas) {
-      KindOutcome o = FitCurve(decode_curve(ctas), rows, previous_values, base_name, rates, max_iterations);
-      if (o.report.fitted && (best_ctas == 0 || o.report.train_rms_log_error < best.report.train_rms_log_error)) {
-        best = std::move(o);
-        best_ctas = ctas;
-      }
-    }
+    DiscreteFit each =
+        FitEachValue(kCtasPerSmCandidates, decode_curve, rows, previous_values, base_name, rates, max_iterations);
+    KindOutcome best = std::move(each.best);
+    int32_t best_ctas = each.value;
     if (best_ctas == 0) {
       best_ctas = std::max(1, base.decode_attention().ctas_per_sm());
       best = FitCurve(decode_curve(best_ctas), rows, previous_values, base_name, rates, max_iterations);
     } else {
-      best.report.note = absl::StrCat("ctas_per_sm ", best_ctas, " of 1-", kMaxCtasPerSm, " by training cost");
+      best.report.note = absl::StrCat("ctas_per_sm ", best_ctas, " of ", kCtasPerSmCandidates[0], "-",
+                                      std::end(kCtasPerSmCandidates)[-1], " by training cost");
       best.quality.set_note(best.report.note);
     }
     result.kinds.push_back(best.report);

@@ -57,9 +57,9 @@ void FittedPrefillTerms::Add(const FittedPrefillTerms& other) {
   max_kv_tokens = std::max(max_kv_tokens, other.max_kv_tokens);
 }
 
-FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
-                                          double batch, double new_tokens, double context_tokens, double heads,
-                                          double kv_heads, double head_dim, double kv_bytes_per_token) {
+FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                                          double new_tokens, double context_tokens, double heads, double kv_heads,
+                                          double head_dim, double kv_bytes_per_token) {
   FittedPrefillTerms t;
   if (new_tokens <= 0 || batch <= 0) return t;
   const double n = new_tokens, c = context_tokens;
@@ -80,17 +80,15 @@ double FittedPrefillKernelSeconds(const proto::PrefillAttentionFit& fit, const D
   const double chunk = fit.split_chunk_tokens();
   const bool split = chunk > 0 && terms.thread_blocks < peaks.num_sms && terms.max_kv_tokens > chunk;
   const double serial = fit.serial_ns_per_token() * 1e-9 * (split ? chunk : terms.max_kv_tokens);
-  return (fit.launch_ns() + (split ? fit.split_ns() : 0)) * 1e-9 +
-         std::max({terms.compute_s, terms.memory_s, serial});
+  return (fit.launch_ns() + (split ? fit.split_ns() : 0)) * 1e-9 + std::max({terms.compute_s, terms.memory_s, serial});
 }
 
 double FittedPrefillSeconds(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
                             double new_tokens, double context_tokens, double heads, double kv_heads, double head_dim,
                             double kv_bytes_per_token) {
-  return FittedPrefillKernelSeconds(
-      fit, peaks,
-      MakeFittedPrefillTerms(fit, peaks, batch, new_tokens, context_tokens, heads, kv_heads, head_dim,
-                             kv_bytes_per_token));
+  return FittedPrefillKernelSeconds(fit, peaks,
+                                    MakeFittedPrefillTerms(fit, peaks, batch, new_tokens, context_tokens, heads,
+                                                           kv_heads, head_dim, kv_bytes_per_token));
 }
 
 FittedDecodeTerms MakeFittedDecodeTerms(const proto::DecodeAttentionFit& fit, const DevicePeaks& peaks, double batch,

@@ -59,9 +59,9 @@ struct FittedPrefillTerms {
 // `batch` chunks of `new_tokens` after `context_tokens` cached ones each, `heads` query heads and
 // `kv_heads` KV heads per GPU; `kv_bytes_per_token` is the KV of one token of one layer on this GPU
 // (2 x kv_heads x head_dim x element bytes). No chunks (new_tokens or batch <= 0): all terms 0.
-FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks,
-                                          double batch, double new_tokens, double context_tokens, double heads,
-                                          double kv_heads, double head_dim, double kv_bytes_per_token);
+FittedPrefillTerms MakeFittedPrefillTerms(const proto::PrefillAttentionFit& fit, const DevicePeaks& peaks, double batch,
+                                          double new_tokens, double context_tokens, double heads, double kv_heads,
+                                          double head_dim, double kv_bytes_per_token);
 
 // Seconds of the one kernel that runs `terms`' chunks (0 without chunks): launch, the split-KV merge when
 // its blocks leave SMs idle and its longest KV exceeds one split chunk, and the largest of the summed

@@ -148,18 +148,20 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
         sums.max_segments = std::max<int64_t>(sums.max_segments, s.num_segments);
       }
     } else {
-      prefill.Add(MakeFittedPrefillTerms(fit_.prefill_attention(), peaks_, 1, s.new_tokens, s.context_tokens,
-                                         p_.heads, p_.kv_heads, p_.head_dim, p_.kv_bytes_per_token_per_layer));
-      if (s.num_segments > 1) merge_s += SegmentMergeSeconds(p_.rates, s.new_tokens, p_.heads, p_.head_dim, s.num_segments);
+      prefill.Add(MakeFittedPrefillTerms(fit_.prefill_attention(), peaks_, 1, s.new_tokens, s.context_tokens, p_.heads,
+                                         p_.kv_heads, p_.head_dim, p_.kv_bytes_per_token_per_layer));
+      if (s.num_segments > 1) {
+        merge_s += SegmentMergeSeconds(p_.rates, s.new_tokens, p_.heads, p_.head_dim, s.num_segments);
+      }
       const double features[] = {static_cast<double>(s.new_tokens), static_cast<double>(s.context_tokens)};
-      prefill_inside = prefill_inside && s.num_segments == 1 &&
-                       InsideFitRange(fit_.prefill_attention().quality(), features, 2);
+      prefill_inside =
+          prefill_inside && s.num_segments == 1 && InsideFitRange(fit_.prefill_attention().quality(), features, 2);
     }
   }
   if (prefill.thread_blocks > 0) {
-    sums.prefill_s = CountPerLayer(
-        kPrefill, FittedPrefillKernelSeconds(fit_.prefill_attention(), peaks_, prefill) + merge_s, prefill_inside,
-        tally);
+    sums.prefill_s =
+        CountPerLayer(kPrefill, FittedPrefillKernelSeconds(fit_.prefill_attention(), peaks_, prefill) + merge_s,
+                      prefill_inside, tally);
   }
   return sums;
 }
