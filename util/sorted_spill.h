@@ -11,7 +11,8 @@
 //
 // SortedSpill is SortedRecordSpill<double>: the latency distributions' spill.
 //
-// Memory: run_values x sizeof(T) bytes while adding; while visiting, that plus read buffers of kReadValues
+// Memory: run_values x sizeof(T) bytes while adding (1.25x that for a moment, when the buffer grows to the
+// whole run); while visiting, that plus read buffers of kReadValues
 // records per spilled run (one run per run_values records added) up to kMergeValues records in all, the
 // buffers shrinking (to kMinReadValues) as runs add up, plus about 80 bytes per run. Disk: sizeof(T) per
 // spilled record.
@@ -51,6 +52,8 @@ class SortedRecordSpill {
   static constexpr int64_t kMinReadValues = 256;
   // Default in-memory run: 2^20 records (8 MiB of doubles).
   static constexpr int64_t kDefaultRunValues = int64_t{1} << 20;
+  // Records of the first, small buffer of a run (Add).
+  static constexpr int64_t kFirstValues = 4096;
 
   // REQUIRES: run_values >= 1.
   explicit SortedRecordSpill(int64_t run_values = kDefaultRunValues) : run_values_(run_values) {
@@ -64,9 +67,15 @@ class SortedRecordSpill {
 
   // Adds a record. A failure to spill is remembered and returned by Visit.
   void Add(const T& value) {
-    // Reserved once (pages are touched only as records arrive): growing by doubling would hold the old
-    // and the new buffer at once, 1.5x the bound.
-    if (values_.capacity() == 0) values_.reserve(static_cast<size_t>(run_values_));
+    // The buffer doubles from kFirstValues records up to an eighth of the run, then is reserved whole: a
+    // short distribution touches a few pages instead of the run's first huge page (2 MiB zeroed where the
+    // heap has transparent huge pages, util/heap_tuning.h), and a long one holds the old and the new buffer
+    // together once, at most 1.25x the run (plain doubling: 1.5x).
+    if (values_.size() == values_.capacity()) {
+      const int64_t held = static_cast<int64_t>(values_.capacity());
+      values_.reserve(static_cast<size_t>(held < run_values_ / 8 ? std::min(run_values_, std::max(kFirstValues, 2 * held))
+                                                                  : run_values_));
+    }
     values_.push_back(value);
     ++size_;
     if (static_cast<int64_t>(values_.size()) >= run_values_) SpillRun();
