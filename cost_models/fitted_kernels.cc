@@ -170,12 +170,12 @@ const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& param
   return best;
 }
 
-bool InsideFitRange(const proto::FitQuality& quality, const double* features, int num_features) {
-  const int n = std::min({num_features, quality.feature_min_size(), quality.feature_max_size()});
-  for (int i = 0; i < n; ++i) {
-    if (features[i] < quality.feature_min(i) || features[i] > quality.feature_max(i)) return false;
+FitRange::FitRange(const proto::FitQuality& quality) : fitted_(quality.fitted()) {
+  num_ranges_ = std::min({kMaxFeatures, quality.feature_min_size(), quality.feature_max_size()});
+  for (int i = 0; i < num_ranges_; ++i) {
+    min_[i] = quality.feature_min(i);
+    max_[i] = quality.feature_max(i);
   }
-  return true;
 }
 
 }  // namespace kvsim

@@ -15,6 +15,7 @@
 #ifndef KVSIM_COST_MODELS_FITTED_KERNELS_H_
 #define KVSIM_COST_MODELS_FITTED_KERNELS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "proto/spec.pb.h"
@@ -118,8 +119,32 @@ double FittedAllReduceSeconds(const proto::AllReduceFit& fit, double bytes, doub
 // else the largest (`*exact` false then). nullptr when `params` has none.
 const proto::AllReduceFit* FindAllReduceFit(const proto::FittedCostParams& params, int32_t gpus, bool* exact);
 
-// Whether `features` lie inside the measured range of `quality` (true when it records no range).
-bool InsideFitRange(const proto::FitQuality& quality, const double* features, int num_features);
+// Whether a kind's predictions lie inside its measurements: `fitted` of a FitQuality and its feature
+// ranges, copied out of the proto once, since the check runs for every kernel priced.
+class FitRange {
+ public:
+  static constexpr int kMaxFeatures = 2;  // the most any kind has (FitQuality)
+
+  FitRange() = default;  // not fitted: nothing is inside
+  explicit FitRange(const proto::FitQuality& quality);
+
+  // True when the kind was fitted and each of the first `num_features` features that `quality` has a range
+  // for lies in it (features without a range, or beyond kMaxFeatures, are not checked).
+  bool Inside(const double* features, int num_features) const {
+    if (!fitted_) return false;
+    const int n = std::min(num_features, num_ranges_);
+    for (int i = 0; i < n; ++i) {
+      if (features[i] < min_[i] || features[i] > max_[i]) return false;
+    }
+    return true;
+  }
+
+ private:
+  bool fitted_ = false;
+  int num_ranges_ = 0;
+  double min_[kMaxFeatures] = {};
+  double max_[kMaxFeatures] = {};
+};
 
 }  // namespace kvsim
 

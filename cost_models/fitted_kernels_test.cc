@@ -268,10 +268,23 @@ TEST(FittedKernelsTest, FitRange) {
   proto::FitQuality q;
   q.add_feature_min(1);
   q.add_feature_max(100);
-  const double inside[] = {50}, outside[] = {101};
-  EXPECT_TRUE(InsideFitRange(q, inside, 1));
-  EXPECT_FALSE(InsideFitRange(q, outside, 1));
-  EXPECT_TRUE(InsideFitRange(proto::FitQuality(), outside, 1));
+  const double inside[] = {50}, outside[] = {101}, below[] = {0.5};
+  EXPECT_FALSE(FitRange(q).Inside(inside, 1));  // not fitted: every prediction extrapolates
+  q.set_fitted(true);
+  EXPECT_TRUE(FitRange(q).Inside(inside, 1));
+  EXPECT_FALSE(FitRange(q).Inside(outside, 1));
+  EXPECT_FALSE(FitRange(q).Inside(below, 1));
+  EXPECT_FALSE(FitRange().Inside(inside, 1));
+  proto::FitQuality no_range;
+  no_range.set_fitted(true);
+  EXPECT_TRUE(FitRange(no_range).Inside(outside, 1));  // no range recorded: nothing to check
+  // Two features: the second checked too; a feature beyond the recorded ranges is not.
+  q.add_feature_min(10);
+  q.add_feature_max(20);
+  const double both_inside[] = {50, 15}, second_outside[] = {50, 21};
+  EXPECT_TRUE(FitRange(q).Inside(both_inside, 2));
+  EXPECT_FALSE(FitRange(q).Inside(second_outside, 2));
+  EXPECT_TRUE(FitRange(q).Inside(second_outside, 1));
 }
 
 }  // namespace

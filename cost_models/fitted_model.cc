@@ -38,6 +38,12 @@ FittedCostModel::FittedCostModel(const RooflineParams& params, const proto::Devi
   gemm_peak_flops_per_s_ = peaks_.bf16_flops_per_s;
   if (bits == 8) gemm_peak_flops_per_s_ = std::max(peaks_.fp8_flops_per_s, peaks_.int8_ops_per_s);
   gemm_format_fitted_ = bits == 16;
+  gemm_range_ = FitRange(fit_.gemm().quality());
+  prefill_range_ = FitRange(fit_.prefill_attention().quality());
+  decode_range_ = FitRange(fit_.decode_attention().quality());
+  elementwise_range_ = FitRange(fit_.elementwise().quality());
+  if (p_.tp > 1) all_reduce_fit_ = FindAllReduceFit(fit_, static_cast<int32_t>(p_.tp), &all_reduce_exact_);
+  if (all_reduce_fit_ != nullptr) all_reduce_range_ = FitRange(all_reduce_fit_->quality());
   for (auto& t : time_ns_) t.store(0);
   for (auto& t : extrapolated_ns_) t.store(0);
   const int64_t q = p_.heads * p_.head_dim, kv = p_.kv_heads * p_.head_dim, h = p_.hidden;
@@ -94,7 +100,7 @@ double FittedCostModel::Gemm(GemmShape shape, int64_t tokens, Tally* tally) cons
   if (tokens <= 0) return 0;
   const double features[] = {static_cast<double>(tokens)};
   const bool inside =
-      gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
+      gemm_format_fitted_ && gemm_range_.Inside(features, 1);
   return CountPerLayer(kGemm, GemmSeconds(shape, tokens), inside, tally);
 }
 
@@ -107,7 +113,7 @@ double FittedCostModel::Decode(const FittedDecodeTerms& terms, int64_t batch, in
   const double seconds = terms.Seconds(static_cast<double>(total_context), static_cast<double>(max_context));
   const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
   const bool inside =
-      fit_.decode_attention().quality().fitted() && InsideFitRange(fit_.decode_attention().quality(), features, 2);
+      decode_range_.Inside(features, 2);
   return CountPerLayer(kDecode, seconds, inside, tally);
 }
 
@@ -155,7 +161,7 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
       }
       const double features[] = {static_cast<double>(s.new_tokens), static_cast<double>(s.context_tokens)};
       prefill_inside =
-          prefill_inside && s.num_segments == 1 && InsideFitRange(fit_.prefill_attention().quality(), features, 2);
+          prefill_inside && s.num_segments == 1 && prefill_range_.Inside(features, 2);
     }
   }
   if (prefill.thread_blocks > 0) {
@@ -184,18 +190,17 @@ CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) c
   if (layer_tokens > 0) {
     const double features[] = {static_cast<double>(layer_tokens)};
     const bool inside =
-        fit_.elementwise().quality().fitted() && InsideFitRange(fit_.elementwise().quality(), features, 1);
+        elementwise_range_.Inside(features, 1);
     elementwise_s =
         CountPerLayer(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside, tally);
   }
   double allreduce_s = 0;
   if (p_.tp > 1 && layer_tokens > 0) {
-    bool exact = false;
-    const proto::AllReduceFit* f = FindAllReduceFit(fit_, static_cast<int32_t>(p_.tp), &exact);
+    const proto::AllReduceFit* f = all_reduce_fit_;
     const double bytes = static_cast<double>(layer_tokens) * h * 2;
     if (f != nullptr) {
       const double features[] = {bytes};
-      const bool inside = exact && f->quality().fitted() && InsideFitRange(f->quality(), features, 1);
+      const bool inside = all_reduce_exact_ && all_reduce_range_.Inside(features, 1);
       allreduce_s = 2 * CountPerLayer(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside, tally);
     } else {
       // No all-reduce measured on this GPU: the roofline's ring formula, counted as extrapolated.
@@ -210,7 +215,7 @@ CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) c
   if (sums.sampling > 0) {
     const double features[] = {static_cast<double>(sums.sampling)};
     const bool inside =
-        gemm_format_fitted_ && fit_.gemm().quality().fitted() && InsideFitRange(fit_.gemm().quality(), features, 1);
+        gemm_format_fitted_ && gemm_range_.Inside(features, 1);
     lm_head_s = Count(kGemm, GemmSeconds(kLmHead, sums.sampling), inside, 1, tally);
   }
   b.lm_head_ns = SecondsToNs(lm_head_s);
@@ -302,9 +307,7 @@ proto::CostModelAccuracy FittedCostModel::Accuracy() const {
   const proto::FitQuality* quality[kNumKinds] = {&fit_.gemm().quality(), &fit_.prefill_attention().quality(),
                                                  &fit_.decode_attention().quality(), &fit_.elementwise().quality(),
                                                  nullptr};
-  bool exact = false;
-  const proto::AllReduceFit* ar = p_.tp > 1 ? FindAllReduceFit(fit_, static_cast<int32_t>(p_.tp), &exact) : nullptr;
-  if (ar != nullptr) quality[kAllReduce] = &ar->quality();
+  if (all_reduce_fit_ != nullptr) quality[kAllReduce] = &all_reduce_fit_->quality();
   double total = 0, extrapolated = 0;
   for (int k = 0; k < kNumKinds; ++k) {
     total += time_ns_[k].load(std::memory_order_relaxed);
@@ -319,7 +322,7 @@ proto::CostModelAccuracy FittedCostModel::Accuracy() const {
     proto::KernelKindAccuracy* kind = a.add_kinds();
     kind->set_kind(kKindNames[k]);
     kind->set_time_fraction(t / total);
-    const bool fitted = quality[k] != nullptr && quality[k]->fitted() && (k != kAllReduce || exact);
+    const bool fitted = quality[k] != nullptr && quality[k]->fitted() && (k != kAllReduce || all_reduce_exact_);
     kind->set_fitted(fitted);
     if (fitted) {
       kind->set_heldout_points(quality[k]->heldout_rows());

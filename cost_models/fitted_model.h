@@ -127,6 +127,11 @@ class FittedCostModel final : public CostModel {
   DevicePeaks peaks_;
   double gemm_peak_flops_per_s_ = 0;
   bool gemm_format_fitted_ = true;  // 16-bit weights (the fitted format)
+  // Each kind's measured ranges (from fit_), and the all-reduce curve for p_.tp > 1 GPUs
+  // (FindAllReduceFit; points into fit_; nullptr for one GPU or when none was measured).
+  FitRange gemm_range_, prefill_range_, decode_range_, elementwise_range_, all_reduce_range_;
+  const proto::AllReduceFit* all_reduce_fit_ = nullptr;
+  bool all_reduce_exact_ = false;
   std::string device_name_;
   std::array<std::array<int64_t, 2>, kNumGemmShapes> gemm_features_{};  // out, in features per shape
   // GemmSeconds memo by shape x tokens; < 0 = not computed yet. Atomic, as the model is shared by
