@@ -73,8 +73,11 @@ void AppendVarint(uint64_t value, std::string* out) {
 // delimited), the message's length and its bytes, as protobuf serializes the element in its parent.
 void AppendRepeatedMessage(uint32_t field, const google::protobuf::MessageLite& message, std::string* out) {
   AppendVarint((field << 3) | 2, out);
-  AppendVarint(message.ByteSizeLong(), out);
-  message.AppendToString(out);
+  const size_t size = message.ByteSizeLong();  // computed once: the serialization below uses the cached sizes
+  AppendVarint(size, out);
+  const size_t start = out->size();
+  out->resize(start + size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&(*out)[start]));
 }
 
 constexpr size_t kStreamBufferBytes = size_t{1} << 20;
