@@ -194,17 +194,17 @@ CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) c
     elementwise_s =
         CountPerLayer(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside, tally);
   }
-  double allreduce_s = 0;
+  double allreduce_s = 0;  // both all-reduces of a layer (after attention and after the MLP), charged twice
   if (p_.tp > 1 && layer_tokens > 0) {
     const proto::AllReduceFit* f = all_reduce_fit_;
     const double bytes = static_cast<double>(layer_tokens) * h * 2;
     if (f != nullptr) {
       const double features[] = {bytes};
       const bool inside = all_reduce_exact_ && all_reduce_range_.Inside(features, 1);
-      allreduce_s = 2 * CountPerLayer(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside, tally);
+      allreduce_s = 2 * Count(kAllReduce, FittedAllReduceSeconds(*f, bytes, p_.tp), inside, 2 * p_.num_layers, tally);
     } else {
       // No all-reduce measured on this GPU: the roofline's ring formula, counted as extrapolated.
-      allreduce_s = 2 * CountPerLayer(kAllReduce, AllReduceSeconds(p_.rates, bytes, p_.tp), false, tally);
+      allreduce_s = 2 * Count(kAllReduce, AllReduceSeconds(p_.rates, bytes, p_.tp), false, 2 * p_.num_layers, tally);
     }
   }
   const double layers = p_.num_layers;

@@ -156,14 +156,21 @@ TEST(FittedModelTest, TensorParallelRunsChargeTheFittedAllReduce) {
   EXPECT_GT(b->allreduce_ns, 80 * 2 * 10000);  // > 10 us each
   // H100 has no bundled attention measurements: that kind is reported as not fitted.
   proto::CostModelAccuracy a = (*model)->Accuracy();
-  bool saw_decode = false;
+  bool saw_decode = false, saw_all_reduce = false;
+  // Each kind weighs what it adds to the iteration: the all-reduce both of its per-layer kernels.
+  const double kernels_ns = b->linear_ns + b->lm_head_ns + b->attention_ns + b->allreduce_ns + b->other_ns;
   for (const proto::KernelKindAccuracy& k : a.kinds()) {
     if (k.kind() == "decode_attention") {
       saw_decode = true;
       EXPECT_FALSE(k.fitted());
     }
+    if (k.kind() == "all_reduce") {
+      saw_all_reduce = true;
+      EXPECT_NEAR(k.time_fraction(), b->allreduce_ns / kernels_ns, 1e-6);
+    }
   }
   EXPECT_TRUE(saw_decode);
+  EXPECT_TRUE(saw_all_reduce);
   EXPECT_GT(a.extrapolated_time_fraction(), 0);
 }
 
