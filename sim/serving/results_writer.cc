@@ -80,7 +80,9 @@ void AppendRepeatedMessage(uint32_t field, const google::protobuf::MessageLite& 
   message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&(*out)[start]));
 }
 
-constexpr size_t kStreamBufferBytes = size_t{1} << 20;
+// Bytes a stream buffers before writing them out (and the chunk CopySpill copies in). Five streams buffer
+// at once: at 128 KiB a write is still large, and the buffers touch under 1 MiB of memory, not 6.
+constexpr size_t kStreamBufferBytes = size_t{1} << 17;
 
 }  // namespace
 
