@@ -491,6 +491,32 @@ absl::Status AddMeasurements(const std::string& path, FitInput* input) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<proto::PrefillAttentionFit> TransferPrefillAttention(const proto::DeviceSpec& from,
+                                                                    const proto::DeviceSpec& to) {
+  if (from.fitted().unfitted() || !from.fitted().prefill_attention().quality().fitted()) {
+    return absl::FailedPreconditionError(absl::StrCat("device '", from.name(),
+                                                      "' has no fitted prefill-attention curve to carry over"));
+  }
+  for (const proto::DeviceSpec* d : {&from, &to}) {
+    if (!(d->peak_bf16_flops() > 0) || d->num_sms() <= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device '", d->name(), "': carrying a prefill-attention curve over needs peak_bf16_flops and num_sms"));
+    }
+  }
+  proto::PrefillAttentionFit f = from.fitted().prefill_attention();
+  const double from_per_sm = from.peak_bf16_flops() / from.num_sms(), to_per_sm = to.peak_bf16_flops() / to.num_sms();
+  f.set_serial_ns_per_token(f.serial_ns_per_token() * from_per_sm / to_per_sm);
+  proto::FitQuality quality;
+  quality.mutable_feature_min()->CopyFrom(f.quality().feature_min());
+  quality.mutable_feature_max()->CopyFrom(f.quality().feature_max());
+  quality.set_note(absl::StrFormat(
+      "carried over from %s's fit (efficiencies as fractions of this GPU's peaks, serial pass x %.4f by bf16 "
+      "peak per SM), not fitted on this GPU",
+      from.name(), from_per_sm / to_per_sm));
+  *f.mutable_quality() = quality;
+  return f;
+}
+
 absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSpec& device,
                                     const proto::FittedCostParams& previous, const FitOptions& options) {
   if (input.rows.empty()) return absl::FailedPreconditionError("no measured rows to fit");
@@ -608,7 +634,18 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     SetGemm(o.values, out.mutable_gemm());
     *out.mutable_gemm()->mutable_quality() = o.quality;
   }
-  {
+  if (options.prefill_attention_from != nullptr) {
+    // Carried over, not fitted: this GPU's rows only measure how far the carried curve is from them.
+    KVSIM_ASSIGN_OR_RETURN(proto::PrefillAttentionFit carried,
+                           TransferPrefillAttention(*options.prefill_attention_from, device));
+    Curve curve = prefill_curve(carried.split_chunk_tokens());
+    curve.starts.clear();
+    KindOutcome o = FitCurve(curve, by_kind["prefill_attention"], PrefillValues(carried), base_name, rates, 1);
+    o.report.fitted = false;
+    o.report.note = carried.quality().note() + "; error against this GPU's rows for comparison only";
+    result.kinds.push_back(o.report);
+    *out.mutable_prefill_attention() = carried;
+  } else {
     // split_chunk_tokens is discrete: a fit per value, the lowest training cost kept (the smaller value on
     // a tie). When none fits (too few rows for its eight parameters, say), the base curve is fitted; when
     // that does not fit either, the previous parameters are kept whole.
@@ -705,7 +742,11 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   std::sort(out.mutable_all_reduce()->begin(), out.mutable_all_reduce()->end(),
             [](const proto::AllReduceFit& a, const proto::AllReduceFit& b) { return a.num_gpus() < b.num_gpus(); });
   out.set_source(absl::StrCat("kvsim costmodel fit on ", absl::StrJoin(input.sources, ", "), " (", input.rows.size(),
-                              " rows; every 5th row per kind held out)"));
+                              " rows; every 5th row per kind held out)",
+                              options.prefill_attention_from == nullptr
+                                  ? ""
+                                  : absl::StrCat("; prefill attention carried over from ",
+                                                 options.prefill_attention_from->name())));
   // A fit that wandered outside physical ranges is refused rather than stored.
   KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(
       out, absl::StrCat("kvsim costmodel fit of ", device.name(), ": fitted parameters"), "fitted"));

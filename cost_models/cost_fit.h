@@ -96,7 +96,22 @@ struct FitResult {
 
 struct FitOptions {
   int max_iterations = 400;  // Levenberg-Marquardt iterations per starting point (>= 1)
+  // When set, the prefill-attention curve is not fitted to the input's rows but carried over from this
+  // device's fitted parameters (TransferPrefillAttention): for a GPU whose prefill rows time a kernel
+  // unlike a serving engine's (a `kvsim calibrate` table times kvsim's own prefill kernel, which has no
+  // split-KV and runs at a fraction of FlashAttention-3's rate). The carried curve's error on those rows
+  // is still reported, for comparison. Not owned; must outlive the call.
+  const proto::DeviceSpec* prefill_attention_from = nullptr;
 };
+
+// The fitted prefill-attention curve of `from` carried over to the GPU `to`. Efficiencies are fractions of
+// each GPU's own peaks and stay as they are; the serial pass of one thread block is scaled by the ratio of
+// the two GPUs' bf16 peak per SM (a block runs on one SM); the launch, merge and split-KV chunk and the
+// causal terms stay. Its FitQuality: not fitted, `from`'s feature ranges, a note naming `from`.
+// FailedPrecondition when `from` has no fitted prefill-attention curve (or either GPU lacks a bf16 peak or
+// an SM count).
+absl::StatusOr<proto::PrefillAttentionFit> TransferPrefillAttention(const proto::DeviceSpec& from,
+                                                                    const proto::DeviceSpec& to);
 
 // Fits every kind of `input` on `device`'s peaks. `previous` supplies the parameters of kinds that cannot
 // be fitted. FailedPrecondition when `input` has no rows; InvalidArgument naming the field and its range

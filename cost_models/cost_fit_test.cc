@@ -173,6 +173,77 @@ TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
   EXPECT_EQ(b.quality().note(), "without the serial and split-KV terms (full curve: too few rows (24 training < 32))");
 }
 
+// --prefill_attention_from: the curve of another GPU's fit, carried over (efficiencies kept as fractions of
+// this GPU's peaks; the serial pass scaled by bf16 peak per SM: A100-like 312 TFLOP/s on 108 SMs to
+// 989.5 TFLOP/s on 132, x (312 / 108) / (989.5 / 132) = 0.38538...), is not fitted to this GPU's rows,
+// whatever they say, and reports its error on them for comparison.
+TEST(CostFitTest, APrefillCurveCarriedOverIsScaledNotFitted) {
+  proto::DeviceSpec a100 = A100Like();
+  proto::PrefillAttentionFit& from = *a100.mutable_fitted()->mutable_prefill_attention();
+  from.set_launch_ns(5000);
+  from.set_compute_efficiency(0.55);
+  from.set_half_efficiency_tokens(45);
+  from.set_causal_pair_cost(0.9);
+  from.set_memory_efficiency(0.5);
+  from.set_causal_extra_tokens(1000);
+  from.set_serial_ns_per_token(60);
+  from.set_split_ns(10000);
+  from.set_split_chunk_tokens(512);
+  from.mutable_quality()->set_fitted(true);
+  from.mutable_quality()->add_feature_min(64);
+  from.mutable_quality()->add_feature_max(16128);
+  proto::DeviceSpec h200 = A100Like();
+  h200.set_name("other-gpu");
+  h200.set_peak_bf16_flops(989.5e12);
+  h200.set_num_sms(132);
+
+  absl::StatusOr<proto::PrefillAttentionFit> carried = TransferPrefillAttention(a100, h200);
+  ASSERT_TRUE(carried.ok()) << carried.status();
+  EXPECT_NEAR(carried->serial_ns_per_token(), 60 * (312.0 / 108) / (989.5 / 132), 1e-9);
+  EXPECT_EQ(carried->compute_efficiency(), 0.55);
+  EXPECT_EQ(carried->launch_ns(), 5000);
+  EXPECT_EQ(carried->split_chunk_tokens(), 512);
+  EXPECT_FALSE(carried->quality().fitted());
+  ASSERT_EQ(carried->quality().feature_max_size(), 1);
+  EXPECT_EQ(carried->quality().feature_max(0), 16128);
+  EXPECT_EQ(carried->quality().note(),
+            "carried over from test-gpu's fit (efficiencies as fractions of this GPU's peaks, serial pass x 0.3854 "
+            "by bf16 peak per SM), not fitted on this GPU");
+
+  // The other GPU's rows come from a curve three times slower: the carried curve stays as it is.
+  proto::PrefillAttentionFit slow = *carried;
+  slow.set_compute_efficiency(0.55 / 3);
+  slow.set_serial_ns_per_token(3 * carried->serial_ns_per_token());
+  const DevicePeaks peaks = MakeDevicePeaks(h200);
+  FitInput input;
+  for (int64_t batch : {1, 8}) {
+    for (int64_t n : {16, 64, 256, 1024, 4096}) {
+      for (int64_t c : {0, 128, 384, 1024, 3000, 8000}) input.rows.push_back(PrefillRow(batch, n, c, slow, peaks));
+    }
+  }
+  FitOptions options;
+  options.prefill_attention_from = &a100;
+  absl::StatusOr<FitResult> fit = FitDevice(input, h200, proto::FittedCostParams(), options);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->params.prefill_attention().SerializeAsString(), carried->SerializeAsString());
+  EXPECT_NE(fit->params.source().find("prefill attention carried over from test-gpu"), std::string::npos);
+  bool reported = false;
+  for (const KindFitReport& k : fit->kinds) {
+    if (k.kind != "prefill_attention") continue;
+    reported = true;
+    EXPECT_FALSE(k.fitted);
+    ASSERT_EQ(k.heldout_errors.size(), 12u);
+    EXPECT_GT(SummariseErrors(k.heldout_errors).median, 0.3);  // rows of a slower kernel: far off, and said
+  }
+  EXPECT_TRUE(reported);
+  // Without the option the same rows are fitted.
+  absl::StatusOr<FitResult> fitted = FitDevice(input, h200, proto::FittedCostParams());
+  ASSERT_TRUE(fitted.ok());
+  EXPECT_TRUE(fitted->params.prefill_attention().quality().fitted());
+  // A device without a fitted prefill curve has nothing to carry over.
+  EXPECT_EQ(TransferPrefillAttention(A100Like(), h200).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {
   const proto::DeviceSpec device = A100Like();
   proto::FittedCostParams previous;
