@@ -642,7 +642,8 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     curve.starts.clear();
     KindOutcome o = FitCurve(curve, by_kind["prefill_attention"], PrefillValues(carried), base_name, rates, 1);
     o.report.fitted = false;
-    o.report.note = carried.quality().note() + "; error against this GPU's rows for comparison only";
+    o.report.note = carried.quality().note();
+    if (!by_kind["prefill_attention"].empty()) o.report.note += "; error against this GPU's rows for comparison only";
     result.kinds.push_back(o.report);
     *out.mutable_prefill_attention() = carried;
   } else {

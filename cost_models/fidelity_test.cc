@@ -37,7 +37,9 @@ constexpr char kVidur[] = "cost_models/data/vidur";
 struct Gpu {
   std::string preset;
   std::vector<std::string> paths;
-  std::string prefill_attention_from;  // the device whose prefill curve is carried over (tools/fit_presets.sh)
+  // The device whose prefill curve is carried over (tools/fit_presets.sh): for a GPU with no measurements
+  // of a serving engine's prefill kernel.
+  std::string prefill_attention_from;
 };
 
 std::vector<Gpu> Gpus() {
@@ -45,7 +47,7 @@ std::vector<Gpu> Gpus() {
   return {{"a100-80gb",
            {v + "/compute/a100/meta-llama/Meta-Llama-3-8B", v + "/compute/a100/meta-llama/Llama-2-7b-hf",
             v + "/network/a100_dgx"}},
-          {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}},
+          {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}, "a100-80gb"},
           {"h200", {"cost_models/tables/h200_llama-3.1-8b_measured.csv"}, "a100-80gb"}};
 }
 
@@ -162,7 +164,7 @@ TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
         if (!all_fitted[kind]) goal += " (not fitted)";
       }
       if (kind == "prefill_attention" && !gpu.prefill_attention_from.empty()) {
-        goal = "carried over from " + gpu.prefill_attention_from + "; the rows time kvsim's kernel";
+        goal = "carried over from " + gpu.prefill_attention_from + " (not fitted)";
       }
       absl::StrAppend(&report, absl::StrFormat("%-10s %-20s %6d | %s| %s| %s| %s\n", gpu.preset, kind, f.size(),
                                                Cell(f), Cell(roofline[kind]), Cell(table[kind]), goal));
