@@ -491,29 +491,53 @@ absl::Status AddMeasurements(const std::string& path, FitInput* input) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// FailedPrecondition unless `from` has a fitted curve of `kind` (its `quality`) to carry over.
+absl::Status CheckCarriable(const proto::DeviceSpec& from, const proto::FitQuality& quality, absl::string_view kind) {
+  if (from.fitted().unfitted() || !quality.fitted()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device '", from.name(), "' has no fitted ", kind, " curve to carry over"));
+  }
+  return absl::OkStatus();
+}
+
+// The FitQuality of a curve carried over from `from` (its quality `from_quality`): not fitted, the same
+// feature ranges, a note naming `from` and what was scaled.
+proto::FitQuality CarriedQuality(const proto::DeviceSpec& from, const proto::FitQuality& from_quality,
+                                 absl::string_view scaled) {
+  proto::FitQuality quality;
+  quality.mutable_feature_min()->CopyFrom(from_quality.feature_min());
+  quality.mutable_feature_max()->CopyFrom(from_quality.feature_max());
+  quality.set_note(absl::StrCat("carried over from ", from.name(), "'s fit (", scaled, "), not fitted on this GPU"));
+  return quality;
+}
+
+}  // namespace
+
 absl::StatusOr<proto::PrefillAttentionFit> TransferPrefillAttention(const proto::DeviceSpec& from,
                                                                     const proto::DeviceSpec& to) {
-  if (from.fitted().unfitted() || !from.fitted().prefill_attention().quality().fitted()) {
-    return absl::FailedPreconditionError(absl::StrCat("device '", from.name(),
-                                                      "' has no fitted prefill-attention curve to carry over"));
-  }
+  KVSIM_RETURN_IF_ERROR(CheckCarriable(from, from.fitted().prefill_attention().quality(), "prefill-attention"));
   for (const proto::DeviceSpec* d : {&from, &to}) {
     if (!(d->peak_bf16_flops() > 0) || d->num_sms() <= 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("device '", d->name(), "': carrying a prefill-attention curve over needs peak_bf16_flops and num_sms"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device '", d->name(), "': carrying a prefill-attention curve over needs peak_bf16_flops and num_sms"));
     }
   }
   proto::PrefillAttentionFit f = from.fitted().prefill_attention();
   const double from_per_sm = from.peak_bf16_flops() / from.num_sms(), to_per_sm = to.peak_bf16_flops() / to.num_sms();
   f.set_serial_ns_per_token(f.serial_ns_per_token() * from_per_sm / to_per_sm);
-  proto::FitQuality quality;
-  quality.mutable_feature_min()->CopyFrom(f.quality().feature_min());
-  quality.mutable_feature_max()->CopyFrom(f.quality().feature_max());
-  quality.set_note(absl::StrFormat(
-      "carried over from %s's fit (efficiencies as fractions of this GPU's peaks, serial pass x %.4f by bf16 "
-      "peak per SM), not fitted on this GPU",
-      from.name(), from_per_sm / to_per_sm));
-  *f.mutable_quality() = quality;
+  *f.mutable_quality() = CarriedQuality(
+      from, f.quality(),
+      absl::StrFormat("efficiencies as fractions of this GPU's peaks, serial pass x %.4f by bf16 peak per SM",
+                      from_per_sm / to_per_sm));
+  return f;
+}
+
+absl::StatusOr<proto::DecodeAttentionFit> TransferDecodeAttention(const proto::DeviceSpec& from) {
+  KVSIM_RETURN_IF_ERROR(CheckCarriable(from, from.fitted().decode_attention().quality(), "decode-attention"));
+  proto::DecodeAttentionFit f = from.fitted().decode_attention();
+  *f.mutable_quality() = CarriedQuality(from, f.quality(), "efficiencies as fractions of this GPU's bandwidth");
   return f;
 }
 
@@ -624,6 +648,16 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                      {5000, 0.02, 0.04, 4e6},
                      {5000, 0.02, 0.04, 16e6}}};
 
+  // The report of a curve carried over from another GPU (FitOptions): not fitted; its error on this GPU's
+  // held-out rows, if any, for comparison.
+  auto CarriedReport = [&](Curve curve, const std::vector<double>& values, const proto::FitQuality& quality) {
+    curve.starts.clear();  // evaluated, not fitted
+    KindFitReport report = FitCurve(curve, by_kind[curve.name], values, base_name, rates, 1).report;
+    report.fitted = false;
+    report.note = quality.note();
+    if (!by_kind[curve.name].empty()) report.note += "; error against this GPU's rows for comparison only";
+    return report;
+  };
   auto run = [&](const Curve& curve, const std::vector<double>& prev) {
     KindOutcome o = FitCurve(curve, by_kind[curve.name], prev, base_name, rates, max_iterations);
     result.kinds.push_back(o.report);
@@ -638,13 +672,8 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     // Carried over, not fitted: this GPU's rows only measure how far the carried curve is from them.
     KVSIM_ASSIGN_OR_RETURN(proto::PrefillAttentionFit carried,
                            TransferPrefillAttention(*options.prefill_attention_from, device));
-    Curve curve = prefill_curve(carried.split_chunk_tokens());
-    curve.starts.clear();
-    KindOutcome o = FitCurve(curve, by_kind["prefill_attention"], PrefillValues(carried), base_name, rates, 1);
-    o.report.fitted = false;
-    o.report.note = carried.quality().note();
-    if (!by_kind["prefill_attention"].empty()) o.report.note += "; error against this GPU's rows for comparison only";
-    result.kinds.push_back(o.report);
+    result.kinds.push_back(
+        CarriedReport(prefill_curve(carried.split_chunk_tokens()), PrefillValues(carried), carried.quality()));
     *out.mutable_prefill_attention() = carried;
   } else {
     // split_chunk_tokens is discrete: a fit per value, the lowest training cost kept (the smaller value on
@@ -678,7 +707,12 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     out.mutable_prefill_attention()->set_split_chunk_tokens(best_chunk);
     *out.mutable_prefill_attention()->mutable_quality() = best.quality;
   }
-  {
+  if (options.decode_attention_from != nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(proto::DecodeAttentionFit carried, TransferDecodeAttention(*options.decode_attention_from));
+    result.kinds.push_back(
+        CarriedReport(decode_curve(std::max(1, carried.ctas_per_sm())), DecodeValues(carried), carried.quality()));
+    *out.mutable_decode_attention() = carried;
+  } else {
     // ctas_per_sm is discrete: a fit per value, the lowest training cost kept (the smaller value on a
     // tie). When none fits, the previous parameters are kept with their own value.
     const std::vector<const FitRow*>& rows = by_kind["decode_attention"];
@@ -747,7 +781,11 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
                               options.prefill_attention_from == nullptr
                                   ? ""
                                   : absl::StrCat("; prefill attention carried over from ",
-                                                 options.prefill_attention_from->name())));
+                                                 options.prefill_attention_from->name()),
+                              options.decode_attention_from == nullptr
+                                  ? ""
+                                  : absl::StrCat("; decode attention carried over from ",
+                                                 options.decode_attention_from->name())));
   // A fit that wandered outside physical ranges is refused rather than stored.
   KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(
       out, absl::StrCat("kvsim costmodel fit of ", device.name(), ": fitted parameters"), "fitted"));

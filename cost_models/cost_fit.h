@@ -102,6 +102,9 @@ struct FitOptions {
   // split-KV and runs at a fraction of FlashAttention-3's rate). The carried curve's error on those rows
   // is still reported, for comparison. Not owned; must outlive the call.
   const proto::DeviceSpec* prefill_attention_from = nullptr;
+  // The same for the decode-attention curve (TransferDecodeAttention): for a GPU with no decode
+  // measurements.
+  const proto::DeviceSpec* decode_attention_from = nullptr;
 };
 
 // The fitted prefill-attention curve of `from` carried over to the GPU `to`. Efficiencies are fractions of
@@ -112,6 +115,12 @@ struct FitOptions {
 // an SM count).
 absl::StatusOr<proto::PrefillAttentionFit> TransferPrefillAttention(const proto::DeviceSpec& from,
                                                                     const proto::DeviceSpec& to);
+
+// The fitted decode-attention curve of `from`, carried over as it is: its efficiencies are fractions of the
+// memory bandwidth of whichever GPU runs it, its split-KV slots are thread blocks per SM x that GPU's SMs,
+// and its launch, per-sequence and merge costs stay. FitQuality as above. FailedPrecondition when `from` has
+// no fitted decode-attention curve.
+absl::StatusOr<proto::DecodeAttentionFit> TransferDecodeAttention(const proto::DeviceSpec& from);
 
 // Fits every kind of `input` on `device`'s peaks. `previous` supplies the parameters of kinds that cannot
 // be fitted. FailedPrecondition when `input` has no rows; InvalidArgument naming the field and its range

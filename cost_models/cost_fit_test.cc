@@ -242,6 +242,30 @@ TEST(CostFitTest, APrefillCurveCarriedOverIsScaledNotFitted) {
   EXPECT_TRUE(fitted->params.prefill_attention().quality().fitted());
   // A device without a fitted prefill curve has nothing to carry over.
   EXPECT_EQ(TransferPrefillAttention(A100Like(), h200).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // Decode attention: carried over as it is, for a GPU with no decode rows (the input has none).
+  proto::DecodeAttentionFit& decode = *a100.mutable_fitted()->mutable_decode_attention();
+  decode.set_launch_ns(6000);
+  decode.set_per_sequence_ns(25);
+  decode.set_memory_efficiency(0.88);
+  decode.set_wave_weight(0.6);
+  decode.set_split_ns(12000);
+  decode.set_split_memory_efficiency(0.8);
+  decode.set_ctas_per_sm(3);
+  EXPECT_EQ(TransferDecodeAttention(a100).status().code(), absl::StatusCode::kFailedPrecondition);  // not fitted
+  decode.mutable_quality()->set_fitted(true);
+  options.decode_attention_from = &a100;
+  absl::StatusOr<FitResult> both = FitDevice(input, h200, proto::FittedCostParams(), options);
+  ASSERT_TRUE(both.ok()) << both.status();
+  const proto::DecodeAttentionFit& d = both->params.decode_attention();
+  EXPECT_EQ(d.launch_ns(), 6000);
+  EXPECT_EQ(d.memory_efficiency(), 0.88);
+  EXPECT_EQ(d.ctas_per_sm(), 3);
+  EXPECT_FALSE(d.quality().fitted());
+  EXPECT_EQ(d.quality().note(),
+            "carried over from test-gpu's fit (efficiencies as fractions of this GPU's bandwidth), not fitted on this "
+            "GPU");
+  EXPECT_NE(both->params.source().find("decode attention carried over from test-gpu"), std::string::npos);
 }
 
 TEST(CostFitTest, TooFewRowsKeepThePreviousParametersAndSaySo) {

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <google/protobuf/util/field_comparator.h>
@@ -37,9 +38,10 @@ constexpr char kVidur[] = "cost_models/data/vidur";
 struct Gpu {
   std::string preset;
   std::vector<std::string> paths;
-  // The device whose prefill curve is carried over (tools/fit_presets.sh): for a GPU with no measurements
-  // of a serving engine's prefill kernel.
+  // The device whose prefill and decode curves are carried over (tools/fit_presets.sh): for a GPU with no
+  // measurements of a serving engine's kernel of that kind.
   std::string prefill_attention_from;
+  std::string decode_attention_from;
 };
 
 std::vector<Gpu> Gpus() {
@@ -47,7 +49,7 @@ std::vector<Gpu> Gpus() {
   return {{"a100-80gb",
            {v + "/compute/a100/meta-llama/Meta-Llama-3-8B", v + "/compute/a100/meta-llama/Llama-2-7b-hf",
             v + "/network/a100_dgx"}},
-          {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}, "a100-80gb"},
+          {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}, "a100-80gb", "a100-80gb"},
           {"h200", {"cost_models/tables/h200_llama-3.1-8b_measured.csv"}, "a100-80gb"}};
 }
 
@@ -127,13 +129,16 @@ TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
     FitInput input;
     for (const std::string& path : gpu.paths) ASSERT_TRUE(AddMeasurements(path, &input).ok()) << path;
     FitOptions options;
-    proto::ExperimentConfig from;
-    if (!gpu.prefill_attention_from.empty()) {
-      from.set_device_preset(gpu.prefill_attention_from);
-      absl::StatusOr<proto::ExperimentConfig> resolved_from = ResolveExperimentConfig(from, gpu.prefill_attention_from);
+    proto::ExperimentConfig prefill_from, decode_from;
+    for (auto [name, from, option] :
+         {std::tuple{gpu.prefill_attention_from, &prefill_from, &options.prefill_attention_from},
+          std::tuple{gpu.decode_attention_from, &decode_from, &options.decode_attention_from}}) {
+      if (name.empty()) continue;
+      from->set_device_preset(name);
+      absl::StatusOr<proto::ExperimentConfig> resolved_from = ResolveExperimentConfig(*from, name);
       ASSERT_TRUE(resolved_from.ok()) << resolved_from.status();
-      from = *std::move(resolved_from);
-      options.prefill_attention_from = &from.device();
+      *from = *std::move(resolved_from);
+      *option = &from->device();
     }
     absl::StatusOr<FitResult> fit = FitDevice(input, *device, device->fitted(), options);
     ASSERT_TRUE(fit.ok()) << fit.status();
@@ -163,9 +168,10 @@ TEST(FidelityTest, HeldOutErrorPerOpKindOnRealMeasurements) {
         goal = s.median <= 0.05 && s.p95 <= 0.15 ? "met" : "NOT met";
         if (!all_fitted[kind]) goal += " (not fitted)";
       }
-      if (kind == "prefill_attention" && !gpu.prefill_attention_from.empty()) {
-        goal = "carried over from " + gpu.prefill_attention_from + " (not fitted)";
-      }
+      const std::string& carried_from = kind == "prefill_attention"  ? gpu.prefill_attention_from
+                                        : kind == "decode_attention" ? gpu.decode_attention_from
+                                                                     : "";
+      if (!carried_from.empty()) goal = "carried over from " + carried_from + " (not fitted)";
       absl::StrAppend(&report, absl::StrFormat("%-10s %-20s %6d | %s| %s| %s| %s\n", gpu.preset, kind, f.size(),
                                                Cell(f), Cell(roofline[kind]), Cell(table[kind]), goal));
       if (!f.empty() && !roofline[kind].empty() && all_fitted[kind]) {

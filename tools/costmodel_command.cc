@@ -38,6 +38,9 @@ ABSL_FLAG(bool, cross_node, false,
 ABSL_FLAG(std::string, prefill_attention_from, "",
           "`fit`: carry the prefill-attention curve over from this device preset's (or spec file's) fit instead of "
           "fitting it to the rows, e.g. for a `kvsim calibrate` table, whose prefill rows time kvsim's own kernel");
+ABSL_FLAG(std::string, decode_attention_from, "",
+          "`fit`: carry the decode-attention curve over from this device preset's (or spec file's) fit instead of "
+          "fitting it to the rows, e.g. for a GPU with no decode measurements");
 ABSL_FLAG(int64_t, kv_tokens, 0,
           "`memory`: resident KV tokens per GPU to size; 0 = the GPU KV capacity the serving replay uses");
 
@@ -136,15 +139,24 @@ absl::Status Fit(const std::vector<std::string>& args, std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig config, LoadConfigWithOverrides());
   FitInput input;
   for (const std::string& path : args) KVSIM_RETURN_IF_ERROR(AddMeasurements(path, &input));
-  FitOptions options;
-  proto::DeviceSpec prefill_from;
-  if (const std::string from = absl::GetFlag(FLAGS_prefill_attention_from); !from.empty()) {
+  // --prefill_attention_from / --decode_attention_from: the device whose fitted curve is carried over.
+  auto load_from = [](const std::string& flag, const std::string& from, proto::DeviceSpec* device) -> absl::Status {
     proto::ExperimentConfig from_config;
     from_config.set_device_preset(from);
     KVSIM_ASSIGN_OR_RETURN(proto::ExperimentConfig resolved,
-                           ResolveExperimentConfig(std::move(from_config), "--prefill_attention_from=" + from));
-    prefill_from = resolved.device();
+                           ResolveExperimentConfig(std::move(from_config), absl::StrCat("--", flag, "=", from)));
+    *device = resolved.device();
+    return absl::OkStatus();
+  };
+  FitOptions options;
+  proto::DeviceSpec prefill_from, decode_from;
+  if (const std::string from = absl::GetFlag(FLAGS_prefill_attention_from); !from.empty()) {
+    KVSIM_RETURN_IF_ERROR(load_from("prefill_attention_from", from, &prefill_from));
     options.prefill_attention_from = &prefill_from;
+  }
+  if (const std::string from = absl::GetFlag(FLAGS_decode_attention_from); !from.empty()) {
+    KVSIM_RETURN_IF_ERROR(load_from("decode_attention_from", from, &decode_from));
+    options.decode_attention_from = &decode_from;
   }
   KVSIM_ASSIGN_OR_RETURN(FitResult fit, FitDevice(input, config.device(), config.device().fitted(), options));
   out << absl::StrFormat("fit of %s on %d measured rows from %s\n", config.device().name(), input.rows.size(),
@@ -297,7 +309,8 @@ KVSIM_REGISTER_COMMAND(
             "                    block for the device preset (--out=FILE writes it instead). Kinds with too few rows\n"
             "                    or no converged fit keep the preset's previous parameters, and say so.\n"
             "                    --prefill_attention_from=DEVICE carries that device's prefill-attention curve over\n"
-            "                    (not fitted here; for tables that time kvsim's own prefill kernel).\n"
+            "                    (not fitted here; for tables that time kvsim's own prefill kernel),\n"
+            "                    --decode_attention_from=DEVICE its decode-attention curve.\n"
             "synth OUT           writes a table computed from datasheet figures (labelled synthetic_from_datasheet)\n"
             "                    for the config's model and device, or --costmodel_model / --costmodel_device.\n"
             "show                the configured cost model's per-term times for a few typical iterations.\n"
@@ -305,7 +318,8 @@ KVSIM_REGISTER_COMMAND(
             "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
             "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
         .flags = {"config", "out", "costmodel_device", "costmodel_model", "launch_ns", "holdout_every", "worst",
-                  "kv_tokens", "cross_node", "prefill_attention_from"},
+                  "kv_tokens", "cross_node", "prefill_attention_from",
+                  "decode_attention_from"},
         .flag_aliases = {{"costmodel_launch_ns", "launch_ns"},
                          {"costmodel_holdout_every", "holdout_every"},
                          {"costmodel_cross_node", "cross_node"},

@@ -24,9 +24,11 @@ fit() {  # preset, measurement paths...
   rm -f "$tmp" "$tmp.fit"
 }
 fit a100-80gb $V/compute/a100/meta-llama/Meta-Llama-3-8B $V/compute/a100/meta-llama/Llama-2-7b-hf $V/network/a100_dgx
-# No prefill attention measured on the H100, and the H200 table is a `kvsim calibrate` run, whose prefill rows
-# time kvsim's own prefill kernel (no split-KV, about 100-125 TFLOP/s, slower than FlashInfer on an A100), not a
-# serving engine's: both GPUs' prefill curves are carried over from the A100's FlashInfer fit just written
-# (cost_models/README.md, "Fitted cost model").
-fit h100-sxm $V/compute/h100/meta-llama/Llama-2-7b-hf $V/network/h100_dgx --prefill_attention_from=presets/devices/a100-80gb.textproto
-fit h200 cost_models/tables/h200_llama-3.1-8b_measured.csv --prefill_attention_from=presets/devices/a100-80gb.textproto
+# No attention is measured on the H100, and the H200 table is a `kvsim calibrate` run, whose prefill rows time
+# kvsim's own prefill kernel (no split-KV, about 100-125 TFLOP/s, slower than FlashInfer on an A100), not a
+# serving engine's: the H100's attention curves and the H200's prefill curve are carried over from the A100's
+# FlashInfer fit just written (cost_models/README.md, "Fitted cost model").
+a100=presets/devices/a100-80gb.textproto
+fit h100-sxm $V/compute/h100/meta-llama/Llama-2-7b-hf $V/network/h100_dgx --prefill_attention_from=$a100 \
+  --decode_attention_from=$a100
+fit h200 cost_models/tables/h200_llama-3.1-8b_measured.csv --prefill_attention_from=$a100
