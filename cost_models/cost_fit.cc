@@ -650,7 +650,7 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
 
   // The report of a curve carried over from another GPU (FitOptions): not fitted; its error on this GPU's
   // held-out rows, if any, for comparison.
-  auto CarriedReport = [&](Curve curve, const std::vector<double>& values, const proto::FitQuality& quality) {
+  auto carried_report = [&](Curve curve, const std::vector<double>& values, const proto::FitQuality& quality) {
     curve.starts.clear();  // evaluated, not fitted
     KindFitReport report = FitCurve(curve, by_kind[curve.name], values, base_name, rates, 1).report;
     report.fitted = false;
@@ -673,7 +673,7 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
     KVSIM_ASSIGN_OR_RETURN(proto::PrefillAttentionFit carried,
                            TransferPrefillAttention(*options.prefill_attention_from, device));
     result.kinds.push_back(
-        CarriedReport(prefill_curve(carried.split_chunk_tokens()), PrefillValues(carried), carried.quality()));
+        carried_report(prefill_curve(carried.split_chunk_tokens()), PrefillValues(carried), carried.quality()));
     *out.mutable_prefill_attention() = carried;
   } else {
     // split_chunk_tokens is discrete: a fit per value, the lowest training cost kept (the smaller value on
@@ -710,7 +710,7 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   if (options.decode_attention_from != nullptr) {
     KVSIM_ASSIGN_OR_RETURN(proto::DecodeAttentionFit carried, TransferDecodeAttention(*options.decode_attention_from));
     result.kinds.push_back(
-        CarriedReport(decode_curve(std::max(1, carried.ctas_per_sm())), DecodeValues(carried), carried.quality()));
+        carried_report(decode_curve(std::max(1, carried.ctas_per_sm())), DecodeValues(carried), carried.quality()));
     *out.mutable_decode_attention() = carried;
   } else {
     // ctas_per_sm is discrete: a fit per value, the lowest training cost kept (the smaller value on a
@@ -776,16 +776,15 @@ absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSp
   }
   std::sort(out.mutable_all_reduce()->begin(), out.mutable_all_reduce()->end(),
             [](const proto::AllReduceFit& a, const proto::AllReduceFit& b) { return a.num_gpus() < b.num_gpus(); });
-  out.set_source(absl::StrCat("kvsim costmodel fit on ", absl::StrJoin(input.sources, ", "), " (", input.rows.size(),
-                              " rows; every 5th row per kind held out)",
-                              options.prefill_attention_from == nullptr
-                                  ? ""
-                                  : absl::StrCat("; prefill attention carried over from ",
-                                                 options.prefill_attention_from->name()),
-                              options.decode_attention_from == nullptr
-                                  ? ""
-                                  : absl::StrCat("; decode attention carried over from ",
-                                                 options.decode_attention_from->name())));
+  out.set_source(
+      absl::StrCat("kvsim costmodel fit on ", absl::StrJoin(input.sources, ", "), " (", input.rows.size(),
+                   " rows; every 5th row per kind held out)",
+                   options.prefill_attention_from == nullptr
+                       ? ""
+                       : absl::StrCat("; prefill attention carried over from ", options.prefill_attention_from->name()),
+                   options.decode_attention_from == nullptr
+                       ? ""
+                       : absl::StrCat("; decode attention carried over from ", options.decode_attention_from->name())));
   // A fit that wandered outside physical ranges is refused rather than stored.
   KVSIM_RETURN_IF_ERROR(ValidateFittedCostParams(
       out, absl::StrCat("kvsim costmodel fit of ", device.name(), ": fitted parameters"), "fitted"));

@@ -20,6 +20,9 @@
 //      keeps its previous parameters (`previous`, or the documented starting values when there are none)
 //      with FitQuality.fitted = false and a note saying why. Never zeros.
 //   5. Held-out error of the final parameters, per kind: median, p95, worst of |pred - meas| / meas.
+//   6. FitOptions.prefill_attention_from / decode_attention_from: that kind is not fitted but carried over
+//      from the other GPU's fit (TransferPrefillAttention, TransferDecodeAttention below), with
+//      FitQuality.fitted = false; its error on this GPU's held-out rows, if any, is still reported.
 //
 // Stateless functions; thread-compatible.
 //
@@ -123,8 +126,9 @@ absl::StatusOr<proto::PrefillAttentionFit> TransferPrefillAttention(const proto:
 absl::StatusOr<proto::DecodeAttentionFit> TransferDecodeAttention(const proto::DeviceSpec& from);
 
 // Fits every kind of `input` on `device`'s peaks. `previous` supplies the parameters of kinds that cannot
-// be fitted. FailedPrecondition when `input` has no rows; InvalidArgument naming the field and its range
-// when a fitted parameter falls outside config/model_spec.h ValidateFittedCostParams.
+// be fitted. FailedPrecondition when `input` has no rows or a device to carry a curve over from has none;
+// InvalidArgument naming the field and its range when a fitted parameter falls outside config/model_spec.h
+// ValidateFittedCostParams.
 absl::StatusOr<FitResult> FitDevice(const FitInput& input, const proto::DeviceSpec& device,
                                     const proto::FittedCostParams& previous, const FitOptions& options = {});
 

@@ -9,15 +9,15 @@
 //   - the fitted model's held-out p95 beats the roofline's for every kind both model;
 //   - whole layers composed from measured ops: the fitted composition's median error beats the roofline's.
 // The goals (median <= 5%, p95 <= 15% per kind) are reported, met or not, not asserted.
+#include <google/protobuf/util/field_comparator.h>
+#include <google/protobuf/util/message_differencer.h>
+
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <google/protobuf/util/field_comparator.h>
-#include <google/protobuf/util/message_differencer.h>
 
 #include "absl/strings/str_format.h"
 #include "config/experiment_config.h"
@@ -46,11 +46,12 @@ struct Gpu {
 
 std::vector<Gpu> Gpus() {
   const std::string v = kVidur;
-  return {{"a100-80gb",
-           {v + "/compute/a100/meta-llama/Meta-Llama-3-8B", v + "/compute/a100/meta-llama/Llama-2-7b-hf",
-            v + "/network/a100_dgx"}},
-          {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}, "a100-80gb", "a100-80gb"},
-          {"h200", {"cost_models/tables/h200_llama-3.1-8b_measured.csv"}, "a100-80gb"}};
+  return {
+      {"a100-80gb",
+       {v + "/compute/a100/meta-llama/Meta-Llama-3-8B", v + "/compute/a100/meta-llama/Llama-2-7b-hf",
+        v + "/network/a100_dgx"}},
+      {"h100-sxm", {v + "/compute/h100/meta-llama/Llama-2-7b-hf", v + "/network/h100_dgx"}, "a100-80gb", "a100-80gb"},
+      {"h200", {"cost_models/tables/h200_llama-3.1-8b_measured.csv"}, "a100-80gb"}};
 }
 
 // The fit's kind of a table point kind ("" for kinds the fit has no curve for).

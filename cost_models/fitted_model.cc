@@ -99,8 +99,7 @@ double FittedCostModel::GemmSeconds(GemmShape shape, int64_t tokens) const {
 double FittedCostModel::Gemm(GemmShape shape, int64_t tokens, Tally* tally) const {
   if (tokens <= 0) return 0;
   const double features[] = {static_cast<double>(tokens)};
-  const bool inside =
-      gemm_format_fitted_ && gemm_range_.Inside(features, 1);
+  const bool inside = gemm_format_fitted_ && gemm_range_.Inside(features, 1);
   return CountPerLayer(kGemm, GemmSeconds(shape, tokens), inside, tally);
 }
 
@@ -112,8 +111,7 @@ double FittedCostModel::Decode(const FittedDecodeTerms& terms, int64_t batch, in
                                int64_t max_context, Tally* tally) const {
   const double seconds = terms.Seconds(static_cast<double>(total_context), static_cast<double>(max_context));
   const double features[] = {static_cast<double>(batch), static_cast<double>(max_context)};
-  const bool inside =
-      decode_range_.Inside(features, 2);
+  const bool inside = decode_range_.Inside(features, 2);
   return CountPerLayer(kDecode, seconds, inside, tally);
 }
 
@@ -160,8 +158,7 @@ FittedCostModel::BatchSums FittedCostModel::Sum(const BatchShape& batch, Tally* 
         merge_s += SegmentMergeSeconds(p_.rates, s.new_tokens, p_.heads, p_.head_dim, s.num_segments);
       }
       const double features[] = {static_cast<double>(s.new_tokens), static_cast<double>(s.context_tokens)};
-      prefill_inside =
-          prefill_inside && s.num_segments == 1 && prefill_range_.Inside(features, 2);
+      prefill_inside = prefill_inside && s.num_segments == 1 && prefill_range_.Inside(features, 2);
     }
   }
   if (prefill.thread_blocks > 0) {
@@ -189,8 +186,7 @@ CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) c
   double elementwise_s = 0;
   if (layer_tokens > 0) {
     const double features[] = {static_cast<double>(layer_tokens)};
-    const bool inside =
-        elementwise_range_.Inside(features, 1);
+    const bool inside = elementwise_range_.Inside(features, 1);
     elementwise_s =
         CountPerLayer(kElementwise, FittedElementwiseSeconds(fit_.elementwise(), layer_tokens, h), inside, tally);
   }
@@ -214,8 +210,7 @@ CostBreakdown FittedCostModel::OtherTerms(const BatchSums& sums, Tally* tally) c
   double lm_head_s = 0;
   if (sums.sampling > 0) {
     const double features[] = {static_cast<double>(sums.sampling)};
-    const bool inside =
-        gemm_format_fitted_ && gemm_range_.Inside(features, 1);
+    const bool inside = gemm_format_fitted_ && gemm_range_.Inside(features, 1);
     lm_head_s = Count(kGemm, GemmSeconds(kLmHead, sums.sampling), inside, 1, tally);
   }
   b.lm_head_ns = SecondsToNs(lm_head_s);

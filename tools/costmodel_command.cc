@@ -318,8 +318,7 @@ KVSIM_REGISTER_COMMAND(
             "Tables are CSV (`# key: value` header lines, a column row, one row per point) or text protos of\n"
             "kvsim.proto.CalibrationTable; see cost_models/calibration_table.h for the columns.",
         .flags = {"config", "out", "costmodel_device", "costmodel_model", "launch_ns", "holdout_every", "worst",
-                  "kv_tokens", "cross_node", "prefill_attention_from",
-                  "decode_attention_from"},
+                  "kv_tokens", "cross_node", "prefill_attention_from", "decode_attention_from"},
         .flag_aliases = {{"costmodel_launch_ns", "launch_ns"},
                          {"costmodel_holdout_every", "holdout_every"},
                          {"costmodel_cross_node", "cross_node"},

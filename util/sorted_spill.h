@@ -73,8 +73,8 @@ class SortedRecordSpill {
     // together once, at most 1.25x the run (plain doubling: 1.5x).
     if (values_.size() == values_.capacity()) {
       const int64_t held = static_cast<int64_t>(values_.capacity());
-      values_.reserve(static_cast<size_t>(held < run_values_ / 8 ? std::min(run_values_, std::max(kFirstValues, 2 * held))
-                                                                  : run_values_));
+      values_.reserve(static_cast<size_t>(
+          held < run_values_ / 8 ? std::min(run_values_, std::max(kFirstValues, 2 * held)) : run_values_));
     }
     values_.push_back(value);
     ++size_;
