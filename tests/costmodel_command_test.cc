@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "config/experiment_config.h"
 #include "cost_models/fitted_kernels.h"
 #include "gtest/gtest.h"
 #include "proto/spec.pb.h"
@@ -200,6 +201,51 @@ TEST(CostModelCommandTest, ConfigAndMemoryAgreeOnTheKvTokensThatFit) {
       EXPECT_NEAR(static_cast<double>(config_tokens) / bf16_tokens, 131072.0 / 34816, 1e-3);
     }
   }
+}
+
+// `fit --prefill_attention_from` / `--decode_attention_from`: the H200 table with the A100 preset's curves
+// carried over, as tools/fit_presets.sh fits the H200; a device with no fitted curve, or none at all, is
+// refused naming it. (Flags keep their values between calls in one process: each call sets both.)
+TEST(CostModelCommandTest, FitCarriesAttentionCurvesOverFromAnotherDevice) {
+  std::string out, err;
+  const std::string fitted = Tmp("carried.textproto");
+  ASSERT_EQ(RunCli({"costmodel", "fit", "cost_models/tables/h200_llama-3.1-8b_measured.csv", "--costmodel_device=h200",
+                    "--prefill_attention_from=a100-80gb", "--decode_attention_from=a100-80gb", "--out=" + fitted},
+                   &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("carried over from A100-80GB's fit"), std::string::npos) << out;
+  EXPECT_NE(out.find("error against this GPU's rows for comparison only"), std::string::npos) << out;
+  proto::DeviceSpec device;
+  ASSERT_TRUE(ParseTextProtoFile(fitted, &device).ok());
+  absl::StatusOr<proto::ExperimentConfig> a100 = [] {
+    proto::ExperimentConfig c;
+    c.set_device_preset("a100-80gb");
+    return ResolveExperimentConfig(c, "test");
+  }();
+  ASSERT_TRUE(a100.ok());
+  const proto::FittedCostParams& from = a100->device().fitted();
+  EXPECT_FALSE(device.fitted().prefill_attention().quality().fitted());
+  EXPECT_EQ(device.fitted().prefill_attention().compute_efficiency(), from.prefill_attention().compute_efficiency());
+  // One thread block's pass: x (312 / 108) / (989.5 / 132) by the presets' bf16 peak per SM.
+  EXPECT_NEAR(device.fitted().prefill_attention().serial_ns_per_token(),
+              from.prefill_attention().serial_ns_per_token() * (312.0 / 108) / (989.5 / 132), 1e-9);
+  EXPECT_FALSE(device.fitted().decode_attention().quality().fitted());
+  EXPECT_EQ(device.fitted().decode_attention().launch_ns(), from.decode_attention().launch_ns());
+  EXPECT_TRUE(device.fitted().gemm().quality().fitted());  // the other kinds are fitted as before
+
+  EXPECT_EQ(RunCli({"costmodel", "fit", "cost_models/tables/h200_llama-3.1-8b_measured.csv", "--costmodel_device=h200",
+                    "--prefill_attention_from=l40s", "--decode_attention_from="},
+                   &out, &err),
+            2);
+  EXPECT_NE(err.find("device 'L40S' has no fitted prefill-attention curve to carry over"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"costmodel", "fit", "cost_models/tables/h200_llama-3.1-8b_measured.csv", "--costmodel_device=h200",
+                    "--prefill_attention_from=", "--decode_attention_from=nope"},
+                   &out, &err),
+            2);
+  EXPECT_NE(err.find("--decode_attention_from=nope"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown device preset 'nope'"), std::string::npos) << err;
+  RunCli({"costmodel", "show", "--prefill_attention_from=", "--decode_attention_from="}, &out, &err);
 }
 
 TEST(CostModelCommandTest, BadInputsAreUsageErrors) {
