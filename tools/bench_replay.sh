@@ -72,6 +72,18 @@ generated() {
   local trace="$work/${name}_${requests}.kvt" sed_args=()
   for expr in "$@"; do sed_args+=(-e "$expr"); done
   if [ ! -s "$trace" ]; then
+    # A generated trace takes about 9 bytes per 16-token block: 1.9 KB per chat request (25.7 GB at 10M),
+    # about 9 KB per agent request (16,700-token prompts). Twice that covers the results too: refuse to
+    # start what the disk cannot hold rather than fail half-way through writing it.
+    local per_request_kib=4 free_kib
+    [ "$name" = agent ] && per_request_kib=20
+    local need_kib=$((requests * per_request_kib))
+    free_kib=$(df -Pk "$work" | awk 'NR == 2 { print $4 }')
+    if [ "$free_kib" -lt "$need_kib" ]; then
+      echo "bench_replay: $name $requests needs about $((need_kib / 1024 / 1024)) GiB free in $work" \
+        "(the trace and the results), $((free_kib / 1024 / 1024)) GiB there" >&2
+      exit 1
+    fi
     sed -e "s/^num_requests: .*/num_requests: $requests/" "${sed_args[@]}" presets/workloads/$name.textproto \
       > "$work/${name}_spec.textproto"
     "$kvsim" gen --spec="$work/${name}_spec.textproto" --out="$trace" --quiet > /dev/null
