@@ -124,12 +124,8 @@ FitRow PrefillRow(int64_t batch, int64_t n, int64_t c, const proto::PrefillAtten
   return r;
 }
 
-// The split-KV chunk is discrete: rows generated with a 512-token chunk must be fitted best with 512 of
-// the chunks tried, with the continuous parameters recovered; with fewer rows than the eight-parameter
-// curve needs, the five-parameter curve is fitted and the note says why.
-TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
-  const proto::DeviceSpec device = A100Like();
-  const DevicePeaks peaks = MakeDevicePeaks(device);
+// A prefill curve of the A100 fit's shape: a 512-token split chunk, a 60 ns/key serial pass, a 10 us merge.
+proto::PrefillAttentionFit A100LikePrefill() {
   proto::PrefillAttentionFit truth;
   truth.set_launch_ns(5000);
   truth.set_compute_efficiency(0.55);
@@ -140,6 +136,16 @@ TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
   truth.set_serial_ns_per_token(60);
   truth.set_split_ns(10000);
   truth.set_split_chunk_tokens(512);
+  return truth;
+}
+
+// The split-KV chunk is discrete: rows generated with a 512-token chunk must be fitted best with 512 of
+// the chunks tried, with the continuous parameters recovered; with fewer rows than the eight-parameter
+// curve needs, the five-parameter curve is fitted and the note says why.
+TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
+  const proto::DeviceSpec device = A100Like();
+  const DevicePeaks peaks = MakeDevicePeaks(device);
+  const proto::PrefillAttentionFit truth = A100LikePrefill();
   FitInput input;
   for (int64_t batch : {1, 8}) {
     for (int64_t n : {16, 64, 256, 1024, 4096}) {
@@ -180,15 +186,7 @@ TEST(CostFitTest, PrefillFitFindsTheSplitChunkOrFallsBackToTheBaseCurve) {
 TEST(CostFitTest, APrefillCurveCarriedOverIsScaledNotFitted) {
   proto::DeviceSpec a100 = A100Like();
   proto::PrefillAttentionFit& from = *a100.mutable_fitted()->mutable_prefill_attention();
-  from.set_launch_ns(5000);
-  from.set_compute_efficiency(0.55);
-  from.set_half_efficiency_tokens(45);
-  from.set_causal_pair_cost(0.9);
-  from.set_memory_efficiency(0.5);
-  from.set_causal_extra_tokens(1000);
-  from.set_serial_ns_per_token(60);
-  from.set_split_ns(10000);
-  from.set_split_chunk_tokens(512);
+  from = A100LikePrefill();
   from.mutable_quality()->set_fitted(true);
   from.mutable_quality()->add_feature_min(64);
   from.mutable_quality()->add_feature_max(16128);
