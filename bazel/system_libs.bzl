@@ -109,7 +109,9 @@ def _system_libs_impl(ctx):
         lines.append("    hdrs = glob([\"xgboost_include/xgboost/**/*.h\"]),")
         lines.append("    includes = [\"xgboost_include\"],")
         lines.append("    defines = [\"KVSIM_HAS_XGBOOST=1\"],")
-        lines.append("    linkopts = [\"-lxgboost\"],")
+        # Not linked: sim/select/predictors.cc loads the library on first use (dlopen), so that kvsim's
+        # other commands do not map and relocate it (and libdmlc, libgomp) at every start.
+        lines.append("    linkopts = [\"-ldl\"],")
         lines.append(")")
     else:
         lines.append("cc_library(name = \"xgboost\")")

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
+#include <type_traits>
 
 #include "Eigen/Dense"
 #include "absl/strings/numbers.h"
@@ -11,6 +13,8 @@
 #include "util/status_macros.h"
 
 #ifdef KVSIM_HAS_XGBOOST
+#include <dlfcn.h>
+
 #include "xgboost/c_api.h"
 #endif
 
@@ -119,19 +123,79 @@ class LogisticPredictor final : public OutcomePredictor {
 
 #ifdef KVSIM_HAS_XGBOOST
 
+// XGBoost's C API, loaded from its shared library on first use rather than linked: the library and
+// what it pulls in (libdmlc, libgomp: about 7,800 symbol relocations) would otherwise be mapped and
+// relocated at the start of every kvsim process, about 1 ms, where only `kvsim select` uses it.
+// The types come from the header, so a mismatch with it does not compile.
+struct XgboostApi {
+  decltype(&XGBGetLastError) get_last_error;
+  decltype(&XGDMatrixCreateFromMat) dmatrix_create_from_mat;
+  decltype(&XGDMatrixSetFloatInfo) dmatrix_set_float_info;
+  decltype(&XGDMatrixFree) dmatrix_free;
+  decltype(&XGBoosterCreate) booster_create;
+  decltype(&XGBoosterSetParam) booster_set_param;
+  decltype(&XGBoosterUpdateOneIter) booster_update_one_iter;
+  decltype(&XGBoosterPredict) booster_predict;
+  decltype(&XGBoosterFeatureScore) booster_feature_score;
+  decltype(&XGBoosterFree) booster_free;
+};
+
+// The API, or why it could not be loaded. Loaded once per process (thread-safe: a function-local static).
+const absl::StatusOr<XgboostApi>& Xgboost() {
+  static const absl::StatusOr<XgboostApi>* const api = [] {
+    void* library = nullptr;
+    std::string tried;
+    for (const char* name : {"libxgboost.so.0", "libxgboost.so"}) {
+      library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (library != nullptr) break;
+      absl::StrAppend(&tried, tried.empty() ? "" : "; ", dlerror());
+    }
+    if (library == nullptr) {
+      return new absl::StatusOr<XgboostApi>(absl::UnavailableError(
+          absl::StrCat("cannot load XGBoost (", tried, "): install libxgboost0, or use --predictor=logistic")));
+    }
+    XgboostApi loaded;
+    absl::Status missing = absl::OkStatus();
+    auto bind = [&](auto* function, const char* symbol) {
+      void* address = dlsym(library, symbol);
+      if (address == nullptr && missing.ok()) {
+        missing = absl::UnavailableError(absl::StrCat("XGBoost library lacks ", symbol, " (need 1.5 or later)"));
+      }
+      *function = reinterpret_cast<std::remove_pointer_t<decltype(function)>>(address);
+    };
+    bind(&loaded.get_last_error, "XGBGetLastError");
+    bind(&loaded.dmatrix_create_from_mat, "XGDMatrixCreateFromMat");
+    bind(&loaded.dmatrix_set_float_info, "XGDMatrixSetFloatInfo");
+    bind(&loaded.dmatrix_free, "XGDMatrixFree");
+    bind(&loaded.booster_create, "XGBoosterCreate");
+    bind(&loaded.booster_set_param, "XGBoosterSetParam");
+    bind(&loaded.booster_update_one_iter, "XGBoosterUpdateOneIter");
+    bind(&loaded.booster_predict, "XGBoosterPredict");
+    bind(&loaded.booster_feature_score, "XGBoosterFeatureScore");
+    bind(&loaded.booster_free, "XGBoosterFree");
+    if (!missing.ok()) return new absl::StatusOr<XgboostApi>(missing);
+    return new absl::StatusOr<XgboostApi>(loaded);
+  }();
+  return *api;
+}
+
+// REQUIRES: Xgboost().ok() (a predictor exists only then).
+const XgboostApi& Xgb() { return *Xgboost(); }
+
 absl::Status XgbCheck(int rc, absl::string_view what) {
   if (rc == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("xgboost ", what, ": ", XGBGetLastError()));
+  return absl::InternalError(absl::StrCat("xgboost ", what, ": ", Xgb().get_last_error()));
 }
 
 class DMatrix {
  public:
   ~DMatrix() {
-    if (handle_ != nullptr) XGDMatrixFree(handle_);
+    if (handle_ != nullptr) Xgb().dmatrix_free(handle_);
   }
   absl::Status Create(const PredictorData& data) {
     std::vector<float> x(data.x.begin(), data.x.end());
-    return XgbCheck(XGDMatrixCreateFromMat(x.data(), data.num_rows(), data.num_features, NAN, &handle_), "DMatrix");
+    return XgbCheck(Xgb().dmatrix_create_from_mat(x.data(), data.num_rows(), data.num_features, NAN, &handle_),
+                    "DMatrix");
   }
   DMatrixHandle get() const { return handle_; }
 
@@ -148,14 +212,14 @@ double BaseScore(const std::vector<double>& label, absl::string_view objective) 
 class Booster {
  public:
   ~Booster() {
-    if (handle_ != nullptr) XGBoosterFree(handle_);
+    if (handle_ != nullptr) Xgb().booster_free(handle_);
   }
   absl::Status Train(const DMatrix& train, const std::vector<double>& label, const char* objective,
                      const XgboostParams& params) {
     std::vector<float> y(label.begin(), label.end());
-    KVSIM_RETURN_IF_ERROR(XgbCheck(XGDMatrixSetFloatInfo(train.get(), "label", y.data(), y.size()), "label"));
+    KVSIM_RETURN_IF_ERROR(XgbCheck(Xgb().dmatrix_set_float_info(train.get(), "label", y.data(), y.size()), "label"));
     DMatrixHandle dmats[] = {train.get()};
-    KVSIM_RETURN_IF_ERROR(XgbCheck(XGBoosterCreate(dmats, 1, &handle_), "create"));
+    KVSIM_RETURN_IF_ERROR(XgbCheck(Xgb().booster_create(dmats, 1, &handle_), "create"));
     const std::vector<std::pair<std::string, std::string>> settings = {
         {"objective", objective},
         {"tree_method", "exact"},
@@ -173,17 +237,17 @@ class Booster {
         {"base_score", absl::StrCat(BaseScore(label, objective))},
     };
     for (const auto& [key, value] : settings) {
-      KVSIM_RETURN_IF_ERROR(XgbCheck(XGBoosterSetParam(handle_, key.c_str(), value.c_str()), key));
+      KVSIM_RETURN_IF_ERROR(XgbCheck(Xgb().booster_set_param(handle_, key.c_str(), value.c_str()), key));
     }
     for (int round = 0; round < params.num_rounds; ++round) {
-      KVSIM_RETURN_IF_ERROR(XgbCheck(XGBoosterUpdateOneIter(handle_, round, train.get()), "update"));
+      KVSIM_RETURN_IF_ERROR(XgbCheck(Xgb().booster_update_one_iter(handle_, round, train.get()), "update"));
     }
     return absl::OkStatus();
   }
   absl::StatusOr<std::vector<double>> Predict(const DMatrix& data) const {
     bst_ulong length = 0;
     const float* result = nullptr;
-    KVSIM_RETURN_IF_ERROR(XgbCheck(XGBoosterPredict(handle_, data.get(), 0, 0, 0, &length, &result), "predict"));
+    KVSIM_RETURN_IF_ERROR(XgbCheck(Xgb().booster_predict(handle_, data.get(), 0, 0, 0, &length, &result), "predict"));
     return std::vector<double>(result, result + length);
   }
   std::vector<double> TotalGain(int num_features) const {
@@ -192,8 +256,8 @@ class Booster {
     const char** names = nullptr;
     const bst_ulong* shape = nullptr;
     const float* scores = nullptr;
-    if (XGBoosterFeatureScore(handle_, "{\"importance_type\": \"total_gain\"}", &n, &names, &dim, &shape, &scores) !=
-        0) {
+    if (Xgb().booster_feature_score(handle_, "{\"importance_type\": \"total_gain\"}", &n, &names, &dim, &shape,
+                                    &scores) != 0) {
       return gain;
     }
     for (bst_ulong i = 0; i < n; ++i) {
@@ -254,7 +318,7 @@ class XgboostPredictor final : public OutcomePredictor {
 
 bool XgboostAvailable() {
 #ifdef KVSIM_HAS_XGBOOST
-  return true;
+  return Xgboost().ok();
 #else
   return false;
 #endif
@@ -274,6 +338,7 @@ absl::StatusOr<PredictorFactory> MakePredictorFactory(PredictorKind kind, const 
         []() -> absl::StatusOr<std::unique_ptr<OutcomePredictor>> { return std::make_unique<LogisticPredictor>(); });
   }
 #ifdef KVSIM_HAS_XGBOOST
+  if (!Xgboost().ok()) return Xgboost().status();
   return PredictorFactory([params]() -> absl::StatusOr<std::unique_ptr<OutcomePredictor>> {
     return std::make_unique<XgboostPredictor>(params);
   });

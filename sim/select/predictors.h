@@ -7,7 +7,8 @@
 //   kXgboost   gradient-boosted trees (XGBoost's C API, libxgboost-dev): binary:logistic for P(correct),
 //              reg:squarederror on log(1 + y) for latency and memory; exact tree method, one thread,
 //              fixed seed, base score the label mean, no row or column sampling, so a fit is
-//              deterministic. Unavailable where the build has no XGBoost (XgboostAvailable()).
+//              deterministic. Unavailable where the build has no XGBoost or its library cannot be loaded
+//              at run time (XgboostAvailable(); it is loaded on first use, not linked).
 //   kLogistic  the baseline: L2-regularised logistic regression (Newton's method on standardised
 //              features) for P(correct); ridge regression of log(1 + y) on the same features for latency
 //              and memory.
