@@ -6,6 +6,7 @@
 
 #include "util/check.h"
 #include "util/percentile.h"
+#include "util/radix_sort.h"
 #include "util/status_macros.h"
 
 namespace kvsim {
@@ -30,7 +31,7 @@ proto::Distribution SortedDistribution::Finish() const {
 }
 
 proto::Distribution Distribute(std::vector<double>* values) {
-  std::sort(values->begin(), values->end());
+  SortDoubles(values);
   SortedDistribution distribution(static_cast<int64_t>(values->size()));
   for (double v : *values) distribution.Add(v);
   return distribution.Finish();
