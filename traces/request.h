@@ -101,6 +101,12 @@ absl::Status CheckRequestLimits(const Request& request, int64_t block_tokens);
 // (a mix of request_id and block index with the top bit set, so they never equal a trace's small
 // sequential ids), and sets request->block_tokens. Deterministic. REQUIRES: block_tokens > 0.
 void AssignFreshBlockHashes(int32_t block_tokens, Request* request);
+// AssignFreshBlockHashes if `request` has no block hashes (its fresh ids depend only on its id, so they
+// are the same whenever they are assigned: the serving engine assigns them at admission, so that the
+// requests waiting in a queue hold none).
+inline void AssignFreshHashesIfNone(int32_t block_tokens, Request* request) {
+  if (request->block_hashes.empty()) AssignFreshBlockHashes(block_tokens, request);
+}
 
 // Conversions between the plain and the interchange form; lossless for every field.
 void RequestToProto(const Request& request, proto::TraceRecord* record);

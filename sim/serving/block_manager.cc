@@ -508,6 +508,7 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
 
 bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   KVSIM_CHECK(state->block_entries.empty() && state->private_blocks == 0 && state->tail_blocks == 0);
+  AssignFreshHashesIfNone(block_tokens_, &state->request);
   const Request& request = state->request;
   const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
   const int64_t input = request.input_tokens;

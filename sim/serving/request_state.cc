@@ -23,17 +23,14 @@ const char* RequestPhaseName(RequestPhase phase) {
 }
 
 void RequestState::Reset() {
-  std::vector<uint64_t> hashes = std::move(request.block_hashes);
   std::vector<int32_t> entries = std::move(block_entries);
   std::vector<TokenRun> runs = std::move(compute_runs_);
   std::vector<int64_t> gaps = std::move(token_gaps_ns);
   *this = RequestState();
-  hashes.clear();
   entries.clear();
   runs.clear();
   gaps.clear();
   token_gaps_ns = std::move(gaps);
-  request.block_hashes = std::move(hashes);
   block_entries = std::move(entries);
   compute_runs_ = std::move(runs);
 }

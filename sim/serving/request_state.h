@@ -56,7 +56,10 @@ inline constexpr int32_t kPrivateBlock = -1;
 
 class RequestState {
  public:
-  // Clears everything but the vectors' capacity, for reuse of a pool slot.
+  // Clears everything, for reuse of a pool slot, keeping the capacity of the per-block vectors of the
+  // state (block_entries, compute runs, token gaps) but not the request's block hashes: the slots a
+  // queue burst took would otherwise each keep the largest prompt they served for the rest of the run
+  // (6.7 MB of 22 on the bundled Azure trace, whose hashes are fresh ones).
   void Reset();
 
   RequestPhase phase() const { return phase_; }
