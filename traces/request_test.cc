@@ -34,6 +34,26 @@ TEST(RequestTest, FreshBlocksAreDistinctAcrossRequestsAndDeterministic) {
   }
 }
 
+TEST(RequestTest, FreshHashesIfNoneAssignsOnlyARequestWithoutHashes) {
+  Request none;
+  none.request_id = 9;
+  none.input_tokens = 40;
+  Request expected = none;
+  AssignFreshBlockHashes(16, &expected);
+  AssignFreshHashesIfNone(16, &none);
+  EXPECT_EQ(none.block_hashes, expected.block_hashes);
+  EXPECT_EQ(none.block_tokens, 16);
+
+  Request traced;
+  traced.request_id = 9;
+  traced.input_tokens = 40;
+  traced.block_tokens = 32;
+  traced.block_hashes = {5, 6};
+  AssignFreshHashesIfNone(16, &traced);
+  EXPECT_EQ(traced.block_hashes, (std::vector<uint64_t>{5, 6}));
+  EXPECT_EQ(traced.block_tokens, 32);
+}
+
 TEST(RequestTest, ProtoRoundTripKeepsEveryField) {
   Request r;
   r.request_id = 42;

@@ -102,6 +102,19 @@ TEST_F(BlockManagerTest, FailedAdmissionChangesNothing) {
   EXPECT_EQ(blocks_->gpu_used_blocks(), 4);
 }
 
+TEST_F(BlockManagerTest, AdmissionGivesARequestWithoutHashesItsFreshIds) {
+  Make(Options(10));
+  RequestState fresh = MakeState(7, 40, {});
+  fresh.unique_blocks = true;  // as the engine marks a request read without hashes
+  Request expected = fresh.request;
+  AssignFreshBlockHashes(16, &expected);
+  ASSERT_TRUE(blocks_->Admit(&fresh, 0));
+  EXPECT_EQ(fresh.request.block_hashes, expected.block_hashes);
+  EXPECT_EQ(fresh.block_entries.size(), 3u);  // ceil(40 / 16), all private
+  EXPECT_EQ(fresh.private_blocks, 3);
+  EXPECT_EQ(blocks_->gpu_used_blocks(), 3);
+}
+
 TEST_F(BlockManagerTest, EvictsTheLeastRecentlyReleasedBlock) {
   Make(Options(3));
   RequestState a = MakeState(1, 16, {1});
