@@ -125,7 +125,7 @@ class LogisticPredictor final : public OutcomePredictor {
 
 // XGBoost's C API, loaded from its shared library on first use rather than linked: the library and
 // what it pulls in (libdmlc, libgomp: about 7,800 symbol relocations) would otherwise be mapped and
-// relocated at the start of every kvsim process, about 1 ms, where only `kvsim select` uses it.
+// relocated at the start of every kvsim process (about 1.8 ms), where only `kvsim select` uses it.
 // The types come from the header, so a mismatch with it does not compile.
 struct XgboostApi {
   decltype(&XGBGetLastError) get_last_error;
