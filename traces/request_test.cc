@@ -3,6 +3,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 namespace {
@@ -31,6 +32,23 @@ TEST(RequestTest, FreshBlocksAreDistinctAcrossRequestsAndDeterministic) {
     Request again = r;
     AssignFreshBlockHashes(16, &again);
     EXPECT_EQ(again.block_hashes, r.block_hashes);
+  }
+}
+
+TEST(RequestTest, FreshBlocksAreTheMixOfTheRequestIdAndBlockIndex) {
+  // The documented ids, for every length from 1 to 40 blocks and request ids up to the top of the range.
+  for (uint64_t id : {uint64_t{0}, uint64_t{123456789}, ~uint64_t{0} - 3}) {
+    for (int64_t blocks = 1; blocks <= 40; ++blocks) {
+      Request r;
+      r.request_id = id;
+      r.input_tokens = blocks * 16 - 5;
+      AssignFreshBlockHashes(16, &r);
+      ASSERT_EQ(static_cast<int64_t>(r.block_hashes.size()), blocks);
+      for (int64_t k = 0; k < blocks; ++k) {
+        ASSERT_EQ(r.block_hashes[k], Mix64(Mix64(id) ^ static_cast<uint64_t>(k)) | (uint64_t{1} << 63))
+            << "request " << id << ", block " << k << " of " << blocks;
+      }
+    }
   }
 }
 
