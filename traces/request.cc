@@ -198,8 +198,7 @@ absl::Status CheckRequestLimits(const Request& request, int64_t block_tokens) {
     }
     return too_many("output_tokens", request.output_tokens, kMaxRequestTokens, "tokens");
   }
-  const int64_t blocks = request.block_hashes.empty() ? NumBlocks(request.input_tokens, block_tokens)
-                                                      : static_cast<int64_t>(request.block_hashes.size());
+  const int64_t blocks = PromptBlocks(request, block_tokens);
   if (blocks > kMaxRequestBlocks) {
     return absl::InvalidArgumentError(absl::StrCat("request ", request.request_id, ": ", blocks,
                                                    " blocks exceed the limit of ", kMaxRequestBlocks,

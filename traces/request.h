@@ -102,10 +102,16 @@ absl::Status CheckRequestLimits(const Request& request, int64_t block_tokens);
 // sequential ids), and sets request->block_tokens. Deterministic. REQUIRES: block_tokens > 0.
 void AssignFreshBlockHashes(int32_t block_tokens, Request* request);
 // AssignFreshBlockHashes if `request` has no block hashes (its fresh ids depend only on its id, so they
-// are the same whenever they are assigned: the serving engine assigns them at admission, so that the
-// requests waiting in a queue hold none).
+// are the same whenever they are assigned).
 inline void AssignFreshHashesIfNone(int32_t block_tokens, Request* request) {
   if (request->block_hashes.empty()) AssignFreshBlockHashes(block_tokens, request);
+}
+// The prompt's blocks: one per hash, or for a request without hashes the NumBlocks(input_tokens,
+// block_tokens) that AssignFreshBlockHashes would give it (a consumer that never looks its blocks up, as
+// the serving simulator does not, need not make their ids). REQUIRES: block_tokens > 0.
+inline int64_t PromptBlocks(const Request& request, int64_t block_tokens) {
+  return request.block_hashes.empty() ? NumBlocks(request.input_tokens, block_tokens)
+                                      : static_cast<int64_t>(request.block_hashes.size());
 }
 
 // Conversions between the plain and the interchange form; lossless for every field.

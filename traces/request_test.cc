@@ -72,6 +72,22 @@ TEST(RequestTest, FreshHashesIfNoneAssignsOnlyARequestWithoutHashes) {
   EXPECT_EQ(traced.block_tokens, 32);
 }
 
+TEST(RequestTest, PromptBlocksCountsHashesOrTheFreshIdsARequestWouldGet) {
+  Request traced;
+  traced.input_tokens = 40;
+  traced.block_tokens = 32;
+  traced.block_hashes = {5, 6};
+  EXPECT_EQ(PromptBlocks(traced, 16), 2);  // its hashes, whatever the block size asked for
+  for (int64_t tokens : {1, 15, 16, 17, 40, 1000}) {
+    Request none;
+    none.input_tokens = tokens;
+    Request fresh = none;
+    AssignFreshBlockHashes(16, &fresh);
+    EXPECT_EQ(PromptBlocks(none, 16), static_cast<int64_t>(fresh.block_hashes.size())) << tokens << " tokens";
+    EXPECT_EQ(PromptBlocks(fresh, 16), static_cast<int64_t>(fresh.block_hashes.size())) << tokens << " tokens";
+  }
+}
+
 TEST(RequestTest, ProtoRoundTripKeepsEveryField) {
   Request r;
   r.request_id = 42;

@@ -204,7 +204,7 @@ int64_t BlockManager::BlocksToComplete(const Request& request) const {
 
 int64_t BlockManager::BlocksToComplete(const RequestState& state) const {
   if (state.kv.block_factor == 1) return BlocksToComplete(state.request);
-  return static_cast<int64_t>(state.request.block_hashes.size()) +
+  return PromptBlocks(state.request, block_tokens_) +
          NumBlocks(std::max<int64_t>(0, state.request.output_tokens), TailTokens(state));
 }
 
@@ -425,7 +425,7 @@ bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
 
 BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int64_t restored_blocks) {
   const Request& request = state->request;
-  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const int64_t num_blocks = PromptBlocks(request, block_tokens_);
   const bool record_potentials = !state->potentials_known;
   bool prefix_run = true;     // every block so far usable for prefix reuse
   bool potential_run = true;  // every block so far cached (potential prefix reuse)
@@ -508,9 +508,9 @@ BlockManager::BlockCounts BlockManager::ClassifyBlocks(RequestState* state, int6
 
 bool BlockManager::Admit(RequestState* state, SimTime now_ns) {
   KVSIM_CHECK(state->block_entries.empty() && state->private_blocks == 0 && state->tail_blocks == 0);
-  AssignFreshHashesIfNone(block_tokens_, &state->request);
+  if (state->request.block_hashes.empty()) state->unique_blocks = true;  // nothing could reuse its blocks
   const Request& request = state->request;
-  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const int64_t num_blocks = PromptBlocks(request, block_tokens_);
   const int64_t input = request.input_tokens;
   if (!request.block_token_counts.empty() && state->block_start_tokens.size() != request.block_hashes.size() + 1) {
     state->block_start_tokens.resize(request.block_hashes.size() + 1);
@@ -617,7 +617,7 @@ void BlockManager::BuildComputeRuns(RequestState* state, int64_t frontier, int64
   const Request& request = state->request;
   const int64_t input = request.input_tokens;
   const int64_t target = state->prefill_target_tokens;
-  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const int64_t num_blocks = PromptBlocks(request, block_tokens_);
   // Everything computed again after a recompute preemption restores KV that existed before.
   const bool again = state->preemptions > 0;
   int64_t last_reused = -1;  // computed blocks before it fill holes between reused ones: recompute
@@ -685,7 +685,7 @@ bool BlockManager::GrowBy(RequestState* state, int64_t extra, SimTime now_ns) {
 void BlockManager::Publish(RequestState* state, SimTime now_ns) {
   const Request& request = state->request;
   const int64_t frontier = state->frontier_tokens();
-  const int64_t num_blocks = static_cast<int64_t>(request.block_hashes.size());
+  const int64_t num_blocks = PromptBlocks(request, block_tokens_);
   if (state->unique_blocks) {  // nothing to offer: move the cursor past the blocks the frontier passed
     const int64_t passed = frontier >= request.input_tokens ? num_blocks : frontier / block_tokens_;
     state->publish_cursor = static_cast<int32_t>(std::max<int64_t>(state->publish_cursor, passed));

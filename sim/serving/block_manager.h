@@ -121,8 +121,8 @@ class BlockManager {
   // Admits `state` (its prefill_target_tokens set by the caller): classifies its prompt blocks, pins the
   // reused ones, makes room, allocates the rest and builds the compute runs. Returns false, changing
   // nothing, if the GPU cannot hold the blocks even after evicting every unpinned one.
-  // A request without block hashes (a trace without them) gets its fresh ones here
-  // (AssignFreshHashesIfNone), also when it is not admitted.
+  // A request without block hashes (a trace without them) has PromptBlocks(request, block_tokens) blocks,
+  // all private (unique_blocks): their ids are never made, as nothing looks them up.
   // REQUIRES: state holds no blocks; block_hashes is empty or has NumBlocks(input_tokens, block_tokens)
   // entries, or (variable blocks) block_token_counts has one count per hash, summing to input_tokens.
   bool Admit(RequestState* state, SimTime now_ns);

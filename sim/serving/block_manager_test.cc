@@ -102,17 +102,28 @@ TEST_F(BlockManagerTest, FailedAdmissionChangesNothing) {
   EXPECT_EQ(blocks_->gpu_used_blocks(), 4);
 }
 
-TEST_F(BlockManagerTest, AdmissionGivesARequestWithoutHashesItsFreshIds) {
+TEST_F(BlockManagerTest, ARequestWithoutHashesHoldsItsBlocksPrivatelyWithoutIds) {
   Make(Options(10));
-  RequestState fresh = MakeState(7, 40, {});
-  fresh.unique_blocks = true;  // as the engine marks a request read without hashes
-  Request expected = fresh.request;
-  AssignFreshBlockHashes(16, &expected);
-  ASSERT_TRUE(blocks_->Admit(&fresh, 0));
-  EXPECT_EQ(fresh.request.block_hashes, expected.block_hashes);
-  EXPECT_EQ(fresh.block_entries.size(), 3u);  // ceil(40 / 16), all private
-  EXPECT_EQ(fresh.private_blocks, 3);
+  RequestState a = MakeState(7, 40, {});
+  ASSERT_TRUE(blocks_->Admit(&a, 0));
+  EXPECT_TRUE(a.unique_blocks);
+  EXPECT_TRUE(a.request.block_hashes.empty());                         // no ids made
+  EXPECT_EQ(a.block_entries, std::vector<int32_t>(3, kPrivateBlock));  // ceil(40 / 16), all private
+  EXPECT_EQ(a.private_blocks, 3);
   EXPECT_EQ(blocks_->gpu_used_blocks(), 3);
+  EXPECT_EQ(blocks_->BlocksToComplete(a.request), 3 + 1);  // and its one output token's block
+  // Its prefill offers nothing to the cache: a second request without hashes, of the same length,
+  // reuses nothing, and once both finish the GPU is empty (their blocks were private).
+  a.AdvanceCompute(40);
+  blocks_->Publish(&a, 1);
+  RequestState b = MakeState(8, 40, {});
+  ASSERT_TRUE(blocks_->Admit(&b, 2));
+  EXPECT_EQ(b.reused_blocks, 0);
+  EXPECT_EQ(blocks_->gpu_used_blocks(), 6);
+  blocks_->Release(&a, 3);
+  blocks_->Release(&b, 3);
+  EXPECT_EQ(blocks_->gpu_used_blocks(), 0);
+  EXPECT_TRUE(blocks_->CheckIdle().ok());
 }
 
 TEST_F(BlockManagerTest, EvictsTheLeastRecentlyReleasedBlock) {

@@ -135,7 +135,7 @@ absl::Status Engine::CheckRequest(const TraceReader& reader, RequestState* state
   if (absl::Status limits = CheckRequestLimits(*request, block_tokens_); !limits.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(reader.info().path, ": ", limits.message()));
   }
-  if (request->block_hashes.empty()) {  // fresh ids: assigned when first needed (AssignFreshHashesIfNone)
+  if (request->block_hashes.empty()) {  // blocks without ids, all private (BlockManager::Admit)
     state->unique_blocks = true;
     return absl::OkStatus();
   }
@@ -213,7 +213,7 @@ absl::StatusOr<int32_t> Engine::IssueSessionRequest(int32_t index, const Session
                                                     SimTime issue_ns) {
   const int32_t slot = pool_.Allocate();
   RequestState& state = pool_.at(slot);
-  bool unique_blocks = false;  // fresh hashes (assigned at admission)
+  bool unique_blocks = false;
   if (absl::Status read = session_spill_.Read(chain.spill_offset, &state.request, &unique_blocks, &state.kv);
       !read.ok()) {
     pool_.Free(slot);
@@ -261,7 +261,6 @@ absl::Status Engine::HandleArrival(const Event& event) {
   for (EngineObserver* observer : observers_) observer->OnArrival(event.time_ns, state);
   if (blocks_[replica]->BlocksToComplete(state) > blocks_[replica]->gpu_capacity_blocks()) {
     state.rejected = true;
-    AssignFreshHashesIfNone(block_tokens_, &state.request);  // the observers count its blocks
     for (EngineObserver* observer : observers_) observer->OnRequestFinished(event.time_ns, state);
     absl::Status ended = closed_loop_ ? SessionRequestEnded(slot, event.time_ns) : absl::OkStatus();
     pool_.Free(slot);

@@ -128,7 +128,9 @@ void MetricsCollector::OnRequestFinished(SimTime now_ns, const RequestState& s) 
   recomputed_tokens_ += s.recomputed_tokens;
   reloaded_tokens_ += s.reloaded_tokens;
   preemptions_ += s.preemptions;
-  prompt_blocks_ += static_cast<int64_t>(s.request.block_hashes.size());
+  KVSIM_CHECK(options_.block_tokens > 0 || !s.request.block_hashes.empty())
+      << "MetricsOptions.block_tokens is needed for request " << s.request.request_id << ", which has no hashes";
+  prompt_blocks_ += PromptBlocks(s.request, options_.block_tokens);
 }
 
 void MetricsCollector::OnRunEnd(SimTime end_ns, const std::vector<const BlockManager*>& replicas) {

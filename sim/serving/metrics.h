@@ -76,6 +76,9 @@ struct MetricsOptions {
   ResultsSink* sink = nullptr;
   // Latency values per distribution held in memory before they spill to disk (SortedSpill); >= 1.
   int64_t sorted_run_values = SortedSpill::kDefaultRunValues;
+  // The engine's block size (Engine::block_tokens()): a request without block hashes counts
+  // PromptBlocks(request, block_tokens) prompt blocks. Must be > 0 if any request has no hashes.
+  int32_t block_tokens = 0;
 };
 
 class MetricsCollector final : public EngineObserver {

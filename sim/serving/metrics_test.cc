@@ -14,9 +14,10 @@
 namespace kvsim {
 namespace {
 
-// Ten requests arriving at 0 with TTFT 1..10 ms, two output tokens 1 ms apart, 100-token prompts.
+// Ten requests arriving at 0 with TTFT 1..10 ms, two output tokens 1 ms apart, 100-token prompts without
+// block hashes (7 blocks of 16 tokens each), request i with i / 2 blocks of prefix potential.
 proto::Results TenRequests(const proto::SloConfig& slo) {
-  MetricsCollector metrics(kNsPerS, {.slo = slo});
+  MetricsCollector metrics(kNsPerS, {.slo = slo, .block_tokens = 16});
   for (int i = 1; i <= 10; ++i) {
     RequestState s;
     s.request.request_id = i;
@@ -29,6 +30,7 @@ proto::Results TenRequests(const proto::SloConfig& slo) {
     s.first_token_ns = i * kNsPerMs;
     s.last_token_ns = s.finish_ns = (i + 1) * kNsPerMs;
     s.prefix_potential_tokens = 10 * i;
+    s.prefix_potential_blocks = i / 2;
     metrics.OnArrival(0, s);
     metrics.OnRequestFinished(s.finish_ns, s);
   }
@@ -54,6 +56,7 @@ TEST(MetricsCollectorTest, NearestRankPercentilesAndGoodput) {
   EXPECT_DOUBLE_EQ(s.goodput_fraction(), 0.5);  // TTFT 1..5 ms meet 5 ms
   EXPECT_DOUBLE_EQ(s.goodput_requests_per_s(), 5 / 0.011);
   EXPECT_DOUBLE_EQ(s.prefix_hit_ratio(), 550.0 / 1000);  // (10 + ... + 100) / (10 x 100)
+  EXPECT_DOUBLE_EQ(s.prefix_hit_ratio_blocks(), 25.0 / 70);  // (0 + 1 + 1 + ... + 5) / (10 x ceil(100 / 16))
   EXPECT_EQ(s.output_tokens(), 20);
 }
 
@@ -92,7 +95,7 @@ TEST(ResultsWriterTest, CsvAndTableShowEveryRequest) {
 
 // A one-token output has no time per output token: empty in requests.csv, null in JSON (it was 0).
 TEST(ResultsWriterTest, OneTokenOutputHasNoTpot) {
-  MetricsCollector metrics(kNsPerS);
+  MetricsCollector metrics(kNsPerS, {.block_tokens = 16});
   for (int tokens : {1, 3}) {
     RequestState s;
     s.request.request_id = tokens;
@@ -126,7 +129,7 @@ TEST(ResultsWriterTest, OneTokenOutputHasNoTpot) {
 TEST(MetricsCollectorTest, SpilledDistributionsEqualTheInMemoryOnes) {
   proto::Results reference, spilled;
   for (const int64_t run_values : {SortedSpill::kDefaultRunValues, int64_t{3}}) {
-    MetricsCollector metrics(kNsPerS, {.sorted_run_values = run_values});
+    MetricsCollector metrics(kNsPerS, {.sorted_run_values = run_values, .block_tokens = 16});
     std::vector<RequestState> states(50);
     for (int i = 0; i < 50; ++i) {
       RequestState& s = states[i];

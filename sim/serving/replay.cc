@@ -106,7 +106,8 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   MetricsCollector metrics(options.timeseries_interval_ns, {.slo = config.slo(),
                                                             .record_token_gaps = options.record_token_gaps,
                                                             .sink = options.results_sink,
-                                                            .sorted_run_values = options.summary_memory_values});
+                                                            .sorted_run_values = options.summary_memory_values,
+                                                            .block_tokens = engine->block_tokens()});
   engine->AddObserver(&metrics);
   SessionMetrics sessions({.memory_records = options.session_memory_records, .sink = options.results_sink});
   engine->AddObserver(&sessions);

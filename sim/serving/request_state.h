@@ -131,8 +131,9 @@ class RequestState {
   int64_t swapped_tokens = 0;     // tokens swapped out (each swap counted)
   int32_t preemptions = 0;
   bool rejected = false;  // could never fit on the GPU; not run
-  // The trace gave no block hashes: the engine assigned ids no other request has, so the blocks are
-  // never looked up or offered to the shared cache (nothing could reuse them).
+  // The blocks are never looked up or offered to the shared cache, as nothing could reuse them: the trace
+  // gave no block hashes (the request's blocks then have no ids: PromptBlocks counts them), or a KV
+  // budget cuts its KV after the prefill (sim/serving/request_kv.h).
   bool unique_blocks = false;
   // Variable blocks (request.block_token_counts set): prompt tokens before each block, n + 1 entries
   // (the last = input_tokens), filled by the BlockManager at the first admission; empty otherwise.
