@@ -232,7 +232,8 @@ void SetAttention(int64_t attention_ns, CostBreakdown* b) {
 absl::StatusOr<CostBreakdown> FittedCostModel::Breakdown(const BatchShape& batch, Tally* tally) const {
   KVSIM_RETURN_IF_ERROR(ValidateBatch(batch));
   const BatchSums sums = Sum(batch, tally);
-  const double attention_s = AttentionSeconds(sums, DecodeTerms(sums.decodes), tally);
+  const double attention_s =
+      AttentionSeconds(sums, sums.decodes > 0 ? DecodeTerms(sums.decodes) : FittedDecodeTerms(), tally);
   CostBreakdown b = OtherTerms(sums, tally);
   SetAttention(SecondsToNs(p_.num_layers * attention_s), &b);
   return b;

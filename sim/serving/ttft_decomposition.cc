@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "util/mix64.h"
 
 namespace kvsim {
 
@@ -69,6 +70,21 @@ std::string FormatGainDecomposition(const TtftParts& a, const TtftParts& b) {
   return out;
 }
 
+double TtftDecomposition::AttentionFraction(int64_t context, int64_t tokens) {
+  if (memo_.empty()) memo_.resize(kMemoEntries);
+  MemoEntry& entry =
+      memo_[Mix64(static_cast<uint64_t>(context) * 0x9E3779B97F4A7C15u ^ static_cast<uint64_t>(tokens)) % kMemoEntries];
+  if (entry.context == context && entry.tokens == tokens) return entry.fraction;
+  double fraction = 0;
+  alone_.sequences.assign(1, SequenceWork{context, tokens, 1});
+  absl::StatusOr<CostBreakdown> breakdown = cost_model_->EstimateBreakdown(alone_);  // priced, not run
+  if (breakdown.ok() && breakdown->total_ns > 0) {
+    fraction = static_cast<double>(breakdown->attention_ns) / static_cast<double>(breakdown->total_ns);
+  }
+  entry = MemoEntry{context, tokens, fraction};
+  return fraction;
+}
+
 void TtftDecomposition::OnIteration(const IterationRecord& record) {
   if (record.plan == nullptr || record.pool == nullptr) return;
   const IterationPlan& plan = *record.plan;
@@ -83,13 +99,7 @@ void TtftDecomposition::OnIteration(const IterationRecord& record) {
     if (state.first_token_ns >= 0) continue;  // recomputing after a preemption: TTFT already counted
     Parts& parts = open_[state.request.request_id];
     const double own_ns = compute_ns * static_cast<double>(piece.tokens) / static_cast<double>(batch_tokens);
-    // The attention part of r's chunk priced alone, as a fraction of that chunk's time.
-    double attention_fraction = 0;
-    alone_.sequences.assign(1, SequenceWork{state.frontier_tokens(), piece.tokens, 1});
-    absl::StatusOr<CostBreakdown> breakdown = cost_model_->EstimateBreakdown(alone_);  // priced, not run
-    if (breakdown.ok() && breakdown->total_ns > 0) {
-      attention_fraction = static_cast<double>(breakdown->attention_ns) / static_cast<double>(breakdown->total_ns);
-    }
+    const double attention_fraction = AttentionFraction(state.frontier_tokens(), piece.tokens);
     parts.reload_ns += transfer_ns;
     parts.attention_ns += own_ns * attention_fraction;
     parts.linear_ns += own_ns * (1 - attention_fraction);

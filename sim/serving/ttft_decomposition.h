@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "cost_models/cost_model.h"
@@ -77,9 +78,22 @@ class TtftDecomposition final : public EngineObserver {
   struct Parts {
     double reload_ns = 0, linear_ns = 0, attention_ns = 0, co_batched_ns = 0;
   };
+  // The attention part of `tokens` prompt tokens after `context` computed ones, priced alone, as a
+  // fraction of that chunk's time (0 if the estimate fails). Memoised in a direct-mapped cache of
+  // kMemoEntries: the estimate is a function of the two counts alone (it counts nothing), and a trace's
+  // prompts and chunks repeat lengths.
+  double AttentionFraction(int64_t context, int64_t tokens);
+  static constexpr size_t kMemoEntries = 4096;
+  struct MemoEntry {
+    int64_t context = -1;  // -1 = empty
+    int64_t tokens = 0;
+    double fraction = 0;
+  };
+
   const CostModel* const cost_model_;
   absl::flat_hash_map<uint64_t, Parts> open_;  // requests before their first token
   BatchShape alone_;                           // scratch: one prefill piece priced alone
+  std::vector<MemoEntry> memo_;                // AttentionFraction's, allocated at the first use
   TtftParts sum_;                              // sums over finished requests (ns in the ms fields)
 };
 

@@ -83,6 +83,75 @@ TEST(TtftDecompositionTest, PartsSumToTheMeasuredDifference) {
 
 // Results.ttft_breakdown carries every field: distinct values survive ToProto, a serialised round trip
 // and FromProto unchanged.
+// A chunk priced alone spends `context` ns in attention and 1000 + 10 x tokens ns in everything else;
+// the model counts its estimates.
+class ChunkCosts final : public CostModel {
+ public:
+  std::string Describe() const override { return "chunk costs"; }
+  absl::StatusOr<int64_t> IterationTimeNs(const BatchShape& batch) const override {
+    absl::StatusOr<CostBreakdown> b = IterationBreakdown(batch);
+    if (!b.ok()) return b.status();
+    return b->total_ns;
+  }
+  absl::StatusOr<CostBreakdown> IterationBreakdown(const BatchShape& batch) const override {
+    CostBreakdown b;
+    b.overhead_ns = 1000;
+    for (const SequenceWork& s : batch.sequences) {
+      b.attention_ns += s.context_tokens;
+      b.linear_ns += 10 * s.new_tokens;
+    }
+    b.total_ns = b.overhead_ns + b.attention_ns + b.linear_ns;
+    return b;
+  }
+  absl::StatusOr<CostBreakdown> EstimateBreakdown(const BatchShape& batch) const override {
+    ++estimates;
+    return IterationBreakdown(batch);
+  }
+  int64_t TransferTimeNs(int64_t, const proto::TierConfig&) const override { return 0; }
+  mutable int64_t estimates = 0;
+};
+
+// Each prefill chunk's attention share is its own context's, also when more (context, tokens) pairs
+// occur than the decomposition memoises and when pairs repeat: 6,000 requests, each one chunk alone in
+// an iteration of 5,000 + i ns, at 97 x 50 = 4,850 distinct pairs.
+TEST(TtftDecompositionTest, EveryChunkIsPricedAloneAtItsOwnContext) {
+  ChunkCosts costs;
+  TtftDecomposition decomposition(&costs);
+  RequestPool pool;
+  double expected_attention_ns = 0, expected_linear_ns = 0;
+  constexpr int kRequests = 6000;
+  for (int i = 0; i < kRequests; ++i) {
+    const int32_t slot = pool.Allocate();
+    RequestState& state = pool.at(slot);
+    state.request.request_id = static_cast<uint64_t>(i);
+    const int64_t context = 16 * (i % 97), tokens = 1 + i % 50;
+    state.request.input_tokens = context + tokens;
+    state.AddComputeRun(context, tokens, 1);
+    IterationPlan plan;
+    plan.pieces.push_back({slot, tokens, /*prefill=*/true});
+    plan.prefill_tokens = tokens;
+    plan.compute_ns = 5000 + i;
+    IterationRecord record;
+    record.duration_ns = plan.compute_ns;
+    record.plan = &plan;
+    record.pool = &pool;
+    decomposition.OnIteration(record);
+    const double fraction = static_cast<double>(context) / static_cast<double>(context + 1000 + 10 * tokens);
+    expected_attention_ns += plan.compute_ns * fraction;
+    expected_linear_ns += plan.compute_ns * (1 - fraction);
+    state.arrival_ns = state.first_scheduled_ns = 0;
+    state.first_token_ns = plan.compute_ns;
+    decomposition.OnRequestFinished(plan.compute_ns, state);
+    pool.Free(slot);
+  }
+  const TtftParts parts = decomposition.MeanParts();
+  EXPECT_EQ(parts.requests, kRequests);
+  EXPECT_NEAR(parts.prefill_attention_ms, expected_attention_ns / kRequests / 1e6, 1e-12);
+  EXPECT_NEAR(parts.prefill_linear_ms, expected_linear_ns / kRequests / 1e6, 1e-12);
+  EXPECT_LT(costs.estimates, kRequests);  // repeated pairs are not priced again
+  EXPECT_GE(costs.estimates, 4850);
+}
+
 TEST(TtftDecompositionTest, ProtoRoundTripKeepsEveryField) {
   TtftParts parts;
   parts.queueing_ms = 1.5;
