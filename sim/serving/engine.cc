@@ -282,42 +282,56 @@ absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   if (busy_[replica]) return absl::OkStatus();
   Scheduler& scheduler = *schedulers_[replica];
   IterationPlan& plan = plans_[replica];
-  KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
-  for (int32_t slot : plan.preempted) {
-    for (EngineObserver* observer : observers_) observer->OnPreemption(now_ns, pool_.at(slot));
-  }
-  if (!busy) {
-    if (scheduler.num_waiting() + scheduler.num_running() > 0) {
-      return absl::InternalError(absl::StrCat("replica ", replica, " stalled at ", now_ns, " ns with ",
-                                              scheduler.num_waiting(), " waiting requests"));
-    }
-    return absl::OkStatus();
-  }
-  busy_[replica] = 1;
   const BlockManager& blocks = *blocks_[replica];
-  IterationRecord record;
-  record.replica = replica;
-  record.start_ns = now_ns;
-  record.duration_ns = plan.duration_ns;
-  record.compute_ns = plan.compute_ns;
-  record.transfer_ns = plan.transfer_ns;
-  record.transfers = &plan.transfers;
-  record.batch_size = static_cast<int32_t>(plan.pieces.size());
-  record.prefill_tokens = plan.prefill_tokens;
-  record.decode_tokens = plan.decode_tokens;
-  record.evicted_blocks = plan.evicted_blocks;
-  record.preemptions = static_cast<int32_t>(plan.preempted.size());
-  record.gpu_blocks_used = blocks.gpu_used_blocks();
-  record.gpu_blocks_pinned = blocks.gpu_pinned_blocks();
-  record.gpu_capacity_blocks = blocks.gpu_capacity_blocks();
-  record.host_blocks_used = blocks.host_used_blocks();
-  record.queued_requests = scheduler.num_waiting();
-  record.running_requests = scheduler.num_running();
-  record.plan = &plan;
-  record.pool = &pool_;
-  for (EngineObserver* observer : observers_) observer->OnIteration(record);
-  queue_.Schedule(now_ns + plan.duration_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
-  return absl::OkStatus();
+  while (true) {
+    KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
+    for (int32_t slot : plan.preempted) {
+      for (EngineObserver* observer : observers_) observer->OnPreemption(now_ns, pool_.at(slot));
+    }
+    if (!busy) {
+      if (scheduler.num_waiting() + scheduler.num_running() > 0) {
+        return absl::InternalError(absl::StrCat("replica ", replica, " stalled at ", now_ns, " ns with ",
+                                                scheduler.num_waiting(), " waiting requests"));
+      }
+      return absl::OkStatus();
+    }
+    busy_[replica] = 1;
+    IterationRecord record;
+    record.replica = replica;
+    record.start_ns = now_ns;
+    record.duration_ns = plan.duration_ns;
+    record.compute_ns = plan.compute_ns;
+    record.transfer_ns = plan.transfer_ns;
+    record.transfers = &plan.transfers;
+    record.batch_size = static_cast<int32_t>(plan.pieces.size());
+    record.prefill_tokens = plan.prefill_tokens;
+    record.decode_tokens = plan.decode_tokens;
+    record.evicted_blocks = plan.evicted_blocks;
+    record.preemptions = static_cast<int32_t>(plan.preempted.size());
+    record.gpu_blocks_used = blocks.gpu_used_blocks();
+    record.gpu_blocks_pinned = blocks.gpu_pinned_blocks();
+    record.gpu_capacity_blocks = blocks.gpu_capacity_blocks();
+    record.host_blocks_used = blocks.host_used_blocks();
+    record.queued_requests = scheduler.num_waiting();
+    record.running_requests = scheduler.num_running();
+    record.plan = &plan;
+    record.pool = &pool_;
+    for (EngineObserver* observer : observers_) observer->OnIteration(record);
+    const SimTime end_ns = now_ns + plan.duration_ns;
+    // A decode run's iteration that finishes no request and ends before every queued event is applied
+    // here, and the next iteration formed at its end, as its iteration-end event would (EndIteration:
+    // nothing finishes, nothing else is due by then), without the event.
+    if (!scheduler.CompletionOnlyCounts() || !(queue_.empty() || queue_.next_time_ns() > end_ns)) {
+      queue_.Schedule(end_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
+      return absl::OkStatus();
+    }
+    finished_.clear();
+    scheduler.CompleteIteration(end_ns, plan, &finished_);
+    KVSIM_CHECK(finished_.empty()) << "a counted decode-run iteration finished a request";
+    ++inline_completed_iterations_;
+    busy_[replica] = 0;
+    now_ns = end_ns;
+  }
 }
 
 absl::Status Engine::EndIteration(int32_t replica, SimTime now_ns) {

@@ -9,6 +9,11 @@
 // Event order at equal times: iteration ends, then arrivals, then scheduling (sim/serving/event_queue.h), so an
 // iteration formed at time t sees every request that arrived at t.
 //
+// A decode run's iteration that finishes no request (Scheduler::CompletionOnlyCounts) and ends strictly
+// before every queued event is completed where it starts, and the replica's next iteration formed at
+// its end, without an iteration-end event: the same steps in the same order as the event would take
+// (nothing else is due by then), so the results are those of the event loop.
+//
 // Input checks (InvalidArgument naming the trace and request): prompt of at least one token, output
 // tokens >= 0, arrivals in non-decreasing order, block hashes matching the prompt's block count and the
 // trace's block size. A request whose prompt and output can never fit on one GPU is rejected (reported,
@@ -88,6 +93,8 @@ class Engine {
   const BlockManager& block_manager(int32_t replica) const { return *blocks_[replica]; }
   // Iterations formed by continuing a decode run, over all replicas (Scheduler::run_advanced_iterations).
   int64_t run_advanced_iterations() const;
+  // Of all iterations, those completed where they started (a decode run's, before every queued event).
+  int64_t inline_completed_iterations() const { return inline_completed_iterations_; }
 
  private:
   Engine(const proto::ExperimentConfig& config, const CostModel* cost_model, int32_t block_tokens);
@@ -123,6 +130,7 @@ class Engine {
   std::unique_ptr<Router> router_;
   std::vector<IterationPlan> plans_;
   std::vector<uint8_t> busy_;
+  int64_t inline_completed_iterations_ = 0;
   std::vector<uint8_t> schedule_pending_;
   std::vector<int32_t> finished_;
   std::vector<EngineObserver*> observers_;

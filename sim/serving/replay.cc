@@ -137,6 +137,7 @@ absl::StatusOr<ReplayOutput> RunReplay(const proto::ExperimentConfig& config, co
   ReplayOutput output;
   KVSIM_ASSIGN_OR_RETURN(output.results, metrics.TakeResults());
   output.run_advanced_iterations = engine->run_advanced_iterations();
+  output.inline_completed_iterations = engine->inline_completed_iterations();
   KVSIM_RETURN_IF_ERROR(sessions.Fill(config.workload().closed_loop_sessions(), &output.results));
   *output.results.mutable_ttft_breakdown() = ToProto(decomposition.MeanParts());
   proto::RunInfo& run = *output.results.mutable_run();

@@ -77,6 +77,7 @@ struct ReplayOutput {
   proto::Results results;
   std::string timeline_json;  // empty unless options.timeline without a timeline_path
   int64_t run_advanced_iterations = 0;  // Engine::run_advanced_iterations (not part of the results)
+  int64_t inline_completed_iterations = 0;  // Engine::inline_completed_iterations (neither)
 };
 
 // Every check a serving run makes of a resolved config before it reads a trace: the eviction policy and

@@ -107,6 +107,10 @@ class Scheduler {
   // (appended to `finished`; their blocks are released, their slots not freed).
   void CompleteIteration(SimTime now_ns, const IterationPlan& plan, std::vector<int32_t>* finished);
 
+  // True if CompleteIteration of the plan FormIteration returned last will only count it: a decode run's
+  // iteration that finishes no request (class comment).
+  bool CompletionOnlyCounts() const { return run_plan_ != nullptr && run_iterations_ + 1 < run_finish_at_; }
+
   // Prompt tokens not yet computed plus output tokens not yet generated, over queued and running requests.
   int64_t outstanding_tokens() const { return outstanding_tokens_; }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
