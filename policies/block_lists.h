@@ -67,7 +67,7 @@ class BlockLists {
     if (identity_) {
       slots_.assign(static_cast<size_t>(num_ids), Slot{});  // list -1: block in no list
       index_ = BlockHashMap<int32_t, kNoSlot>();
-      blocks_ = {};
+      std::vector<BlockId>().swap(blocks_);  // frees what Reserve took (assigning {} keeps the capacity)
     }
   }
 

@@ -114,6 +114,9 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   // Entries are made only by Publish, when every entry is in a tier: at most total_blocks are alive, and
   // the slab reuses freed slots, so every slot is < total_blocks.
   manager->max_entries_ = total_blocks;
+  // Reserved, not touched: the slab never moves as it grows (a copy of it and the old one's pages at
+  // each doubling), and its pages are mapped only as entries are made. Capped like BlockLists::Reserve.
+  manager->entries_.reserve(static_cast<size_t>(std::min<int64_t>(total_blocks, int64_t{1} << 24)));
   Tier& gpu = manager->tiers_[0];
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
     gpu.policy->SetDenseIds(total_blocks);
