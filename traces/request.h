@@ -5,8 +5,10 @@
 // replay reuses one object and its vectors' capacity for every record.
 //
 // Blocks: `block_hashes` are prefix-chained ids of the prompt's blocks of `block_tokens` tokens (the last
-// one partial): equal id at position k means equal prompt prefix through block k. A request whose trace
-// has no hashes gets fresh ids from AssignFreshBlockHashes(), distinct from every other request's.
+// one partial): equal id at position k means equal prompt prefix through block k. A consumer that needs
+// ids for a request whose trace has none gives it fresh ones, distinct from every other request's, with
+// AssignFreshBlockHashes() (the cache simulator does); one that never looks such blocks up counts them
+// with PromptBlocks() (the serving simulator does).
 //
 // Variable blocks: traces whose ids each cover their own number of tokens (hash-per-chunk traces, see
 // traces/importers/chunk_hash_reader.h) set `block_token_counts`, one entry > 0 per id, summing to
