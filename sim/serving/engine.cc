@@ -280,73 +280,75 @@ void Engine::RequestSchedule(int32_t replica, SimTime now_ns) {
 absl::Status Engine::StartIteration(int32_t replica, SimTime now_ns) {
   schedule_pending_[replica] = 0;
   if (busy_[replica]) return absl::OkStatus();
+  KVSIM_ASSIGN_OR_RETURN(const SimTime inline_end_ns, BeginIteration(replica, now_ns));
+  return inline_end_ns < 0 ? absl::OkStatus() : EndIteration(replica, inline_end_ns);
+}
+
+absl::StatusOr<SimTime> Engine::BeginIteration(int32_t replica, SimTime now_ns) {
   Scheduler& scheduler = *schedulers_[replica];
   IterationPlan& plan = plans_[replica];
-  const BlockManager& blocks = *blocks_[replica];
-  while (true) {
-    KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
-    for (int32_t slot : plan.preempted) {
-      for (EngineObserver* observer : observers_) observer->OnPreemption(now_ns, pool_.at(slot));
-    }
-    if (!busy) {
-      if (scheduler.num_waiting() + scheduler.num_running() > 0) {
-        return absl::InternalError(absl::StrCat("replica ", replica, " stalled at ", now_ns, " ns with ",
-                                                scheduler.num_waiting(), " waiting requests"));
-      }
-      return absl::OkStatus();
-    }
-    busy_[replica] = 1;
-    // Every field named, in order: the record is then written once, not zeroed first (a `rep stos`).
-    const IterationRecord record{.replica = replica,
-                                 .start_ns = now_ns,
-                                 .duration_ns = plan.duration_ns,
-                                 .compute_ns = plan.compute_ns,
-                                 .transfer_ns = plan.transfer_ns,
-                                 .transfers = &plan.transfers,
-                                 .batch_size = static_cast<int32_t>(plan.pieces.size()),
-                                 .prefill_tokens = plan.prefill_tokens,
-                                 .decode_tokens = plan.decode_tokens,
-                                 .evicted_blocks = plan.evicted_blocks,
-                                 .preemptions = static_cast<int32_t>(plan.preempted.size()),
-                                 .gpu_blocks_used = blocks.gpu_used_blocks(),
-                                 .gpu_blocks_pinned = blocks.gpu_pinned_blocks(),
-                                 .gpu_capacity_blocks = blocks.gpu_capacity_blocks(),
-                                 .host_blocks_used = blocks.host_used_blocks(),
-                                 .queued_requests = scheduler.num_waiting(),
-                                 .running_requests = scheduler.num_running(),
-                                 .plan = &plan,
-                                 .pool = &pool_};
-    for (EngineObserver* observer : observers_) observer->OnIteration(record);
-    const SimTime end_ns = now_ns + plan.duration_ns;
-    // A decode run's iteration that finishes no request and ends before every queued event is applied
-    // here, and the next iteration formed at its end, as its iteration-end event would (EndIteration:
-    // nothing finishes, nothing else is due by then), without the event.
-    if (!scheduler.CompletionOnlyCounts() || !(queue_.empty() || queue_.next_time_ns() > end_ns)) {
-      queue_.Schedule(end_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
-      return absl::OkStatus();
-    }
-    finished_.clear();
-    scheduler.CompleteIteration(end_ns, plan, &finished_);
-    KVSIM_CHECK(finished_.empty()) << "a counted decode-run iteration finished a request";
-    ++inline_completed_iterations_;
-    busy_[replica] = 0;
-    now_ns = end_ns;
+  KVSIM_ASSIGN_OR_RETURN(bool busy, scheduler.FormIteration(now_ns, &plan));
+  for (int32_t slot : plan.preempted) {
+    for (EngineObserver* observer : observers_) observer->OnPreemption(now_ns, pool_.at(slot));
   }
+  if (!busy) {
+    if (scheduler.num_waiting() + scheduler.num_running() > 0) {
+      return absl::InternalError(absl::StrCat("replica ", replica, " stalled at ", now_ns, " ns with ",
+                                              scheduler.num_waiting(), " waiting requests"));
+    }
+    return -1;
+  }
+  busy_[replica] = 1;
+  const BlockManager& blocks = *blocks_[replica];
+  // Every field named, in order: the record is then written once, not zeroed first (a `rep stos`).
+  const IterationRecord record{.replica = replica,
+                               .start_ns = now_ns,
+                               .duration_ns = plan.duration_ns,
+                               .compute_ns = plan.compute_ns,
+                               .transfer_ns = plan.transfer_ns,
+                               .transfers = &plan.transfers,
+                               .batch_size = static_cast<int32_t>(plan.pieces.size()),
+                               .prefill_tokens = plan.prefill_tokens,
+                               .decode_tokens = plan.decode_tokens,
+                               .evicted_blocks = plan.evicted_blocks,
+                               .preemptions = static_cast<int32_t>(plan.preempted.size()),
+                               .gpu_blocks_used = blocks.gpu_used_blocks(),
+                               .gpu_blocks_pinned = blocks.gpu_pinned_blocks(),
+                               .gpu_capacity_blocks = blocks.gpu_capacity_blocks(),
+                               .host_blocks_used = blocks.host_used_blocks(),
+                               .queued_requests = scheduler.num_waiting(),
+                               .running_requests = scheduler.num_running(),
+                               .plan = &plan,
+                               .pool = &pool_};
+  for (EngineObserver* observer : observers_) observer->OnIteration(record);
+  const SimTime end_ns = now_ns + plan.duration_ns;
+  if (scheduler.CompletionOnlyCounts() && (queue_.empty() || queue_.next_time_ns() > end_ns)) {
+    ++inline_completed_iterations_;
+    return end_ns;  // nothing is due before it ends: the caller applies it (EndIteration) without an event
+  }
+  queue_.Schedule(end_ns, kPriorityIterationEnd, EventType::kIterationEnd, replica, 0);
+  return -1;
 }
 
 absl::Status Engine::EndIteration(int32_t replica, SimTime now_ns) {
-  finished_.clear();
-  schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
-  for (int32_t slot : finished_) {
-    for (EngineObserver* observer : observers_) observer->OnRequestFinished(now_ns, pool_.at(slot));
-    absl::Status ended = closed_loop_ ? SessionRequestEnded(slot, now_ns) : absl::OkStatus();
-    pool_.Free(slot);
-    KVSIM_RETURN_IF_ERROR(ended);
+  while (true) {
+    finished_.clear();
+    schedulers_[replica]->CompleteIteration(now_ns, plans_[replica], &finished_);
+    for (int32_t slot : finished_) {
+      for (EngineObserver* observer : observers_) observer->OnRequestFinished(now_ns, pool_.at(slot));
+      absl::Status ended = closed_loop_ ? SessionRequestEnded(slot, now_ns) : absl::OkStatus();
+      pool_.Free(slot);
+      KVSIM_RETURN_IF_ERROR(ended);
+    }
+    busy_[replica] = 0;
+    if (!queue_.empty() && queue_.next_time_ns() <= now_ns) {
+      RequestSchedule(replica, now_ns);
+      return absl::OkStatus();
+    }
+    schedule_pending_[replica] = 0;  // StartIteration's first step (busy_ is 0)
+    KVSIM_ASSIGN_OR_RETURN(now_ns, BeginIteration(replica, now_ns));
+    if (now_ns < 0) return absl::OkStatus();  // idle, or its end is an event
   }
-  busy_[replica] = 0;
-  if (queue_.empty() || queue_.next_time_ns() > now_ns) return StartIteration(replica, now_ns);
-  RequestSchedule(replica, now_ns);
-  return absl::OkStatus();
 }
 
 }  // namespace kvsim

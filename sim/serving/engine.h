@@ -113,9 +113,16 @@ class Engine {
   absl::Status IssueNextRoot();
   // Closed loop: the request in `slot` ended at `now_ns`: its successors are issued.
   absl::Status SessionRequestEnded(int32_t slot, SimTime now_ns);
+  // Starts the replica's next iteration unless one is running (a schedule event, or EndIteration).
   absl::Status StartIteration(int32_t replica, SimTime now_ns);
-  // Applies the replica's iteration and starts its next one: at once when no other event is due at
-  // `now_ns` (the schedule event would be the next one popped), else through a schedule event.
+  // Forms the replica's next iteration at `now_ns` and tells the observers. Returns its end time when it
+  // is to be applied at once (a decode run's iteration that finishes no request and ends before every
+  // queued event: see the class comment), else -1: the replica is idle, or its end is now an event.
+  // REQUIRES: the replica is not busy.
+  absl::StatusOr<SimTime> BeginIteration(int32_t replica, SimTime now_ns);
+  // Applies the replica's iteration that ends at `now_ns` and starts its next one: at once when no other
+  // event is due at `now_ns` (the schedule event would be the next one popped), else through a schedule
+  // event; and so on while BeginIteration says its iterations are to be applied at once.
   absl::Status EndIteration(int32_t replica, SimTime now_ns);
   void RequestSchedule(int32_t replica, SimTime now_ns);
 
