@@ -59,21 +59,33 @@ class BlockLists {
   // slots are an array of num_ids entries indexed by id, with no index in front of them (cache replay
   // over a compiled trace; the serving simulator's slot ids, as many as the cache holds blocks). A hit
   // then reads one entry, which Prefetch() loads ahead, and a prompt's blocks, numbered in order of first
-  // use, have neighbouring entries. Memory: sizeof(Slot) = 16 bytes per id, whatever the capacity. The
-  // lists' order, and so every result, is the same as with hashes. REQUIRES: before the first block.
-  void UseDenseIds(int64_t num_ids) {
+  // use, have neighbouring entries. Memory: sizeof(PolicySlot) = 16 bytes per id, whatever the capacity.
+  // The lists' order, and so every result, is the same as with hashes. With `storage`, the slots are the
+  // caller's (EvictionPolicy::SetDenseIdStorage's contract: id b's at (char*)storage + b * stride_bytes,
+  // zero until b is first added), so a cache's record of a block and the block's slot share a cache line;
+  // without, the lists keep their own array. REQUIRES: before the first block; stride_bytes a power of
+  // two >= sizeof(PolicySlot).
+  void UseDenseIds(int64_t num_ids, PolicySlot* storage = nullptr, size_t stride_bytes = sizeof(PolicySlot)) {
     KVSIM_CHECK(!any_added_) << "UseDenseIds after the first block";
+    KVSIM_CHECK(stride_bytes >= sizeof(PolicySlot) && (stride_bytes & (stride_bytes - 1)) == 0)
+        << "dense-id slot stride " << stride_bytes;
     identity_ = num_ids > 0;
-    if (identity_) {
-      slots_.assign(static_cast<size_t>(num_ids), Slot{});  // list -1: block in no list
-      index_ = BlockHashMap<int32_t, kNoSlot>();
-      std::vector<BlockId>().swap(blocks_);  // frees what Reserve took (assigning {} keeps the capacity)
+    if (!identity_) return;
+    num_slots_ = num_ids;
+    index_ = BlockHashMap<int32_t, kNoSlot>();
+    std::vector<BlockId>().swap(blocks_);  // frees what Reserve took (assigning {} keeps the capacity)
+    if (storage == nullptr) {
+      slots_.assign(static_cast<size_t>(num_ids), PolicySlot{});  // zero: in no list
+      SetBase(slots_.data(), sizeof(PolicySlot));
+    } else {
+      std::vector<PolicySlot>().swap(slots_);
+      SetBase(storage, stride_bytes);
     }
   }
 
   // The slot of `block`, or kNoSlot if it is in no list.
   int32_t Find(BlockId block) const {
-    if (identity_) return slots_[block].list >= 0 ? static_cast<int32_t>(block) : kNoSlot;
+    if (identity_) return At(static_cast<int32_t>(block)).words[kList] != 0 ? static_cast<int32_t>(block) : kNoSlot;
     const int32_t* s = index_.Find(block);
     return s == nullptr ? kNoSlot : *s;
   }
@@ -81,7 +93,7 @@ class BlockLists {
   // Starts loading the index entry Find(block) will read (a hint; no effect on the lists).
   void Prefetch(BlockId block) const {
     if (identity_) {
-      PrefetchForRead(&slots_[block]);
+      PrefetchForRead(&At(static_cast<int32_t>(block)));
     } else {
       index_.Prefetch(block);
     }
@@ -100,7 +112,7 @@ class BlockLists {
   }
 
   // Moves slot `s` to the front of `list` (its own list by default), keeping its mark.
-  void MoveToFront(int32_t s) { MoveToFront(s, slots_[s].list); }
+  void MoveToFront(int32_t s) { MoveToFront(s, ListOf(s)); }
   void MoveToFront(int32_t s, int list) {
     if (heads_[list] == s) return;  // at the front of `list` already (an LRU hit on the latest block)
     Unlink(s);
@@ -116,10 +128,8 @@ class BlockLists {
   // Removes slot `s` from its list and forgets its block.
   void Erase(int32_t s) {
     Unlink(s);
-    if (identity_) {
-      slots_[s].list = -1;
-      return;
-    }
+    At(s).words[kList] = 0;
+    if (identity_) return;
     index_.Erase(blocks_[s]);
     free_.push_back(s);
   }
@@ -134,7 +144,7 @@ class BlockLists {
       }
       return kNoSlot;
     }
-    for (int32_t s = tails_[list]; s != kNoSlot; s = slots_[s].prev) {
+    for (int32_t s = tails_[list]; s != kNoSlot; s = Prev(s)) {
       if (pred(Block(s))) return s;
     }
     return kNoSlot;
@@ -152,10 +162,11 @@ class BlockLists {
   void SetEligible(BlockId block, bool eligible) {
     const int32_t s = Find(block);
     if (s == kNoSlot || eligible_[s] == eligible) return;
-    const bool tracked = slots_[s].list >= 0 && tracked_[slots_[s].list];
-    if (tracked && !eligible) eligible_sets_[slots_[s].list].erase(order_[s]);
+    const int list = ListOf(s);
+    const bool tracked = list >= 0 && tracked_[list];
+    if (tracked && !eligible) eligible_sets_[list].erase(order_[s]);
     eligible_[s] = eligible;
-    if (tracked && eligible) eligible_sets_[slots_[s].list].emplace(order_[s], s);
+    if (tracked && eligible) eligible_sets_[list].emplace(order_[s], s);
   }
   // While on, LastMatching visits only eligible slots. REQUIRES: eligibility_enabled().
   void SetEligibleView(bool on) { view_ = on; }
@@ -167,34 +178,41 @@ class BlockLists {
     return set.empty() ? kNoSlot : set.begin()->second;
   }
   int32_t PrevEligible(int32_t s) const {
-    const auto& set = eligible_sets_[slots_[s].list];
+    const auto& set = eligible_sets_[ListOf(s)];
     auto it = set.upper_bound(order_[s]);
     return it == set.end() ? kNoSlot : it->second;
   }
 
   int32_t Front(int list) const { return heads_[list]; }
   int32_t Back(int list) const { return tails_[list]; }
-  int32_t Next(int32_t s) const { return slots_[s].next; }  // towards the back
-  int32_t Prev(int32_t s) const { return slots_[s].prev; }  // towards the front
+  int32_t Next(int32_t s) const { return At(s).words[kNext]; }  // towards the back
+  int32_t Prev(int32_t s) const { return At(s).words[kPrev]; }  // towards the front
   int64_t Size(int list) const { return sizes_[list]; }
-  int ListOf(int32_t s) const { return slots_[s].list; }
+  int ListOf(int32_t s) const { return At(s).words[kList] - 1; }
   BlockId Block(int32_t s) const { return identity_ ? static_cast<BlockId>(s) : blocks_[s]; }
-  int32_t& Mark(int32_t s) { return slots_[s].mark; }
+  int32_t& Mark(int32_t s) { return At(s).words[kMark]; }
 
  private:
-  // 16 bytes: four to a cache line. The block of a slot is the slot itself with dense ids, else blocks_.
-  struct Slot {
-    int32_t prev = kNoSlot;
-    int32_t next = kNoSlot;
-    int32_t list = -1;
-    int32_t mark = 0;
-  };
+  // A slot's words (16 bytes: four to a cache line): the neighbours towards the front and the back
+  // (kNoSlot at the ends), the list + 1 (0: in no list, so a zeroed slot is free) and the mark. The block
+  // of a slot is the slot itself with dense ids, else blocks_.
+  enum Word { kPrev = 0, kNext = 1, kList = 2, kMark = 3 };
+
+  PolicySlot& At(int32_t s) const {
+    return *reinterpret_cast<PolicySlot*>(base_ + (static_cast<size_t>(s) << stride_shift_));
+  }
+  void SetBase(PolicySlot* base, size_t stride_bytes) {
+    base_ = reinterpret_cast<char*>(base);
+    stride_shift_ = 0;
+    while ((size_t{1} << stride_shift_) < stride_bytes) ++stride_shift_;
+  }
 
   int32_t NewSlot(BlockId block) {
     any_added_ = true;
     int32_t s;
     if (identity_) {
-      KVSIM_CHECK(block < slots_.size() && slots_[block].list < 0) << "block " << block << " is already in a list";
+      KVSIM_CHECK(block < static_cast<BlockId>(num_slots_) && At(static_cast<int32_t>(block)).words[kList] == 0)
+          << "block " << block << " is already in a list";
       s = static_cast<int32_t>(block);
     } else if (!free_.empty()) {
       s = free_.back();
@@ -203,13 +221,15 @@ class BlockLists {
       s = static_cast<int32_t>(slots_.size());
       slots_.emplace_back();
       blocks_.emplace_back();
+      num_slots_ = static_cast<int64_t>(slots_.size());
+      SetBase(slots_.data(), sizeof(PolicySlot));
     }
-    slots_[s] = Slot{};
+    At(s) = PolicySlot{{kNoSlot, kNoSlot, 0, 0}};
     if (!identity_) blocks_[s] = block;
     if (eligibility_enabled()) {
-      if (order_.size() < slots_.size()) {
-        order_.resize(slots_.size());
-        eligible_.resize(slots_.size());
+      if (static_cast<int64_t>(order_.size()) < num_slots_) {
+        order_.resize(num_slots_);
+        eligible_.resize(num_slots_);
       }
       eligible_[s] = true;
     }
@@ -223,11 +243,11 @@ class BlockLists {
   }
 
   void LinkFront(int list, int32_t s) {
-    Slot& slot = slots_[s];
-    slot.list = list;
-    slot.prev = kNoSlot;
-    slot.next = heads_[list];
-    if (heads_[list] != kNoSlot) slots_[heads_[list]].prev = s;
+    PolicySlot& slot = At(s);
+    slot.words[kList] = list + 1;
+    slot.words[kPrev] = kNoSlot;
+    slot.words[kNext] = heads_[list];
+    if (heads_[list] != kNoSlot) At(heads_[list]).words[kPrev] = s;
     heads_[list] = s;
     if (tails_[list] == kNoSlot) tails_[list] = s;
     ++sizes_[list];
@@ -235,11 +255,11 @@ class BlockLists {
   }
 
   void LinkBack(int list, int32_t s) {
-    Slot& slot = slots_[s];
-    slot.list = list;
-    slot.next = kNoSlot;
-    slot.prev = tails_[list];
-    if (tails_[list] != kNoSlot) slots_[tails_[list]].next = s;
+    PolicySlot& slot = At(s);
+    slot.words[kList] = list + 1;
+    slot.words[kNext] = kNoSlot;
+    slot.words[kPrev] = tails_[list];
+    if (tails_[list] != kNoSlot) At(tails_[list]).words[kNext] = s;
     tails_[list] = s;
     if (heads_[list] == kNoSlot) heads_[list] = s;
     ++sizes_[list];
@@ -249,27 +269,34 @@ class BlockLists {
   // Gives linked slot `s` its place in list order and, if eligible in a tracked list, enters it.
   void Track(int32_t s, int64_t order) {
     order_[s] = order;
-    if (eligible_[s] && tracked_[slots_[s].list]) eligible_sets_[slots_[s].list].emplace(order, s);
+    const int list = ListOf(s);
+    if (eligible_[s] && tracked_[list]) eligible_sets_[list].emplace(order, s);
   }
 
+  // Takes slot `s` out of its list's links; its list word stays (the caller links or erases it).
   void Unlink(int32_t s) {
-    Slot& slot = slots_[s];
-    const int list = slot.list;
+    PolicySlot& slot = At(s);
+    const int list = slot.words[kList] - 1;
     if (eligibility_enabled() && eligible_[s] && tracked_[list]) eligible_sets_[list].erase(order_[s]);
-    if (slot.prev != kNoSlot)
-      slots_[slot.prev].next = slot.next;
+    const int32_t prev = slot.words[kPrev], next = slot.words[kNext];
+    if (prev != kNoSlot)
+      At(prev).words[kNext] = next;
     else
-      heads_[list] = slot.next;
-    if (slot.next != kNoSlot)
-      slots_[slot.next].prev = slot.prev;
+      heads_[list] = next;
+    if (next != kNoSlot)
+      At(next).words[kPrev] = prev;
     else
-      tails_[list] = slot.prev;
-    slot.prev = slot.next = kNoSlot;
+      tails_[list] = prev;
+    slot.words[kPrev] = slot.words[kNext] = kNoSlot;
     --sizes_[list];
   }
 
-  std::vector<Slot> slots_;
-  std::vector<BlockId> blocks_;  // by slot, unless identity_
+  // The slots: base_ + s << stride_shift_ (slots_'s, or the caller's storage with dense ids).
+  char* base_ = nullptr;
+  int stride_shift_ = 4;
+  int64_t num_slots_ = 0;          // slots addressable at base_
+  std::vector<PolicySlot> slots_;  // the slots, unless the caller's storage holds them
+  std::vector<BlockId> blocks_;    // by slot, unless identity_
   std::vector<int32_t> free_;
   std::vector<int32_t> heads_, tails_;
   std::vector<int64_t> sizes_;

@@ -23,6 +23,10 @@ class ClockPolicy final : public EvictionPolicy, public ResidencyIndex {
  public:
   absl::string_view Name() const override { return "clock"; }
   void SetDenseIds(int64_t num_ids) override { lists_.UseDenseIds(num_ids); }
+  bool SetDenseIdStorage(int64_t num_ids, PolicySlot* slots, size_t stride_bytes) override {
+    lists_.UseDenseIds(num_ids, slots, stride_bytes);
+    return num_ids > 0;
+  }
   bool AcceptsSlotIds() const override { return true; }
   void OnInsert(BlockId block, const AccessInfo& info) override;
   void OnAccess(BlockId block, const AccessInfo& info) override;

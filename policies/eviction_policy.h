@@ -34,6 +34,7 @@
 #ifndef KVSIM_POLICIES_EVICTION_POLICY_H_
 #define KVSIM_POLICIES_EVICTION_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -53,6 +54,13 @@
 namespace kvsim {
 
 using BlockId = uint64_t;
+
+// 16 bytes of a dense-id policy's state for one block, kept in the cache's own record of the block
+// (EvictionPolicy::SetDenseIdStorage), so that both share a cache line. All zero means the block is not
+// in the policy; what the words hold otherwise is the policy's (BlockLists: list links, list, mark).
+struct PolicySlot {
+  int32_t words[4];
+};
 
 // The end of a request's use of its blocks (the serving simulator: the request finished; cache replay: its
 // last block was accessed), for policies that act per request (TTL pinning).
@@ -155,6 +163,17 @@ class EvictionPolicy {
   // by id (cache replay over a compiled trace). REQUIRES: before the first OnInsert. Default: ignored.
   virtual void SetDenseIds(int64_t num_ids) {}
 
+  // SetDenseIds(num_ids), with the policy's per-block state in the cache's memory if the policy can keep
+  // it there: block b's is the PolicySlot at (char*)slots + b * stride_bytes (a power of two >= 16). The
+  // cache zero-fills a block's slot before it first inserts the block, and neither reads nor writes it
+  // while the block is in the policy; the memory stays valid while the policy lives. Returns true if the
+  // policy keeps its state there (then its residency() needs no prefetch beside the cache's record),
+  // false if it ignored `slots` (the default: SetDenseIds alone). REQUIRES: as SetDenseIds.
+  virtual bool SetDenseIdStorage(int64_t num_ids, PolicySlot* slots, size_t stride_bytes) {
+    SetDenseIds(num_ids);
+    return false;
+  }
+
   // True when the policy keeps nothing about a block once OnRemove(block) returns, its choices depend only
   // on the order of the callbacks (not on BlockId values) and it reads no AccessInfo field. A cache may
   // then number its blocks by its own slots (SetDenseIds), give a removed block's number to another block,
@@ -206,6 +225,9 @@ class ForwardingPolicy : public EvictionPolicy {
   absl::Status Configure(const proto::EvictionPolicyConfig& config) override { return inner_->Configure(config); }
   void SetCapacity(int64_t num_blocks) override { inner_->SetCapacity(num_blocks); }
   void SetDenseIds(int64_t num_ids) override { inner_->SetDenseIds(num_ids); }
+  bool SetDenseIdStorage(int64_t num_ids, PolicySlot* slots, size_t stride_bytes) override {
+    return inner_->SetDenseIdStorage(num_ids, slots, stride_bytes);
+  }
   void OnRequestEnd(const RequestEndInfo& end) override { inner_->OnRequestEnd(end); }
   bool ShouldAdmit(BlockId block, const AccessInfo& info) override { return inner_->ShouldAdmit(block, info); }
   const ResidencyIndex* residency() const override { return inner_->residency(); }

@@ -24,6 +24,10 @@ class LruPolicy final : public EvictionPolicy, public ResidencyIndex, public Eli
  public:
   absl::string_view Name() const override { return "lru"; }
   void SetDenseIds(int64_t num_ids) override { lists_.UseDenseIds(num_ids); }
+  bool SetDenseIdStorage(int64_t num_ids, PolicySlot* slots, size_t stride_bytes) override {
+    lists_.UseDenseIds(num_ids, slots, stride_bytes);
+    return num_ids > 0;
+  }
   bool AcceptsSlotIds() const override { return true; }
   void SetCapacity(int64_t num_blocks) override { lists_.Reserve(num_blocks + 1); }
   void OnInsert(BlockId block, const AccessInfo& info) override;

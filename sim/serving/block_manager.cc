@@ -119,9 +119,15 @@ absl::StatusOr<std::unique_ptr<BlockManager>> BlockManager::Create(const BlockMa
   manager->entries_.reserve(static_cast<size_t>(std::min<int64_t>(total_blocks, int64_t{1} << 24)));
   Tier& gpu = manager->tiers_[0];
   if (options.allow_slot_ids && gpu.policy->AcceptsSlotIds() && total_blocks <= kMaxSlotIds) {
-    gpu.policy->SetDenseIds(total_blocks);
+    // The policy's slots in the entries: the slab's capacity covers every slot id, so it never moves.
+    std::vector<Entry>& entries = manager->entries_;
+    KVSIM_CHECK(entries.capacity() >= static_cast<size_t>(total_blocks));
+    entries.emplace_back();
+    Entry* slab = entries.data();
+    entries.pop_back();
+    const bool in_entries = gpu.policy->SetDenseIdStorage(total_blocks, &slab->gpu_policy_slot, sizeof(Entry));
     manager->gpu_slot_ids_ = true;
-    manager->gpu_residency_ = gpu.policy->residency();
+    manager->gpu_residency_ = in_entries ? nullptr : gpu.policy->residency();
   }
   return manager;
 }
@@ -904,10 +910,26 @@ absl::Status BlockManager::CheckAllIdle(const std::vector<const BlockManager*>& 
     for (size_t i = 0; i < managers.size(); ++i) {
       if (managers[i]->directory_ == directory) checked[managers[i]->directory_replica_] = static_cast<int32_t>(i);
     }
+    // Counted kLookupAhead blocks behind the scan, in the same order, each entry prefetched when the scan
+    // finds it (the entries are random reads; the directory's slots are read in order).
+    struct Owned {
+      uint64_t hash;
+      int32_t manager;
+      int32_t entry;
+    };
+    Owned ring[kLookupAhead];
+    int64_t found = 0;
+    auto count = [&](const Owned& o) { managers[o.manager]->CountIdle(o.hash, o.entry, &counts[o.manager]); };
     directory->ForEachOwned([&](uint64_t hash, int32_t owner, int32_t entry) {
       const int32_t i = checked[owner];
-      if (i >= 0) managers[i]->CountIdle(hash, entry, &counts[i]);
+      if (i < 0) return;
+      Owned& slot = ring[found % kLookupAhead];
+      if (found >= kLookupAhead) count(slot);
+      slot = Owned{hash, i, entry};
+      PrefetchForRead(&managers[i]->entries_[entry]);
+      ++found;
     });
+    for (int64_t j = std::max<int64_t>(0, found - kLookupAhead); j < found; ++j) count(ring[j % kLookupAhead]);
   }
   for (size_t i = 0; i < managers.size(); ++i) KVSIM_RETURN_IF_ERROR(managers[i]->CheckCounts(counts[i]));
   return absl::OkStatus();

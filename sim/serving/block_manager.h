@@ -36,7 +36,8 @@
 // Slot ids: when the policy AcceptsSlotIds() (LRU, FIFO, CLOCK, SIEVE) and every tier's blocks together
 // number at most kMaxSlotIds, the GPU tier's policy sees each block as its entry's slot (dense ids: its
 // index is an array, and the victim's entry needs no lookup) with a default AccessInfo, instead of the
-// block's hash with the access details; the victims are the same.
+// block's hash with the access details; the victims are the same. The policy keeps its state for a block in
+// the block's entry (EvictionPolicy::SetDenseIdStorage): one cache line for both.
 //
 // Transfers (reloads, demotions from the GPU, swaps) accumulate bytes per tier; TakeTransferNs() turns
 // them into time with the cost model (one transfer per tier per iteration: latency + bytes / bandwidth).
@@ -197,10 +198,14 @@ class BlockManager {
   const std::vector<TierStats>& tier_stats() const { return stats_; }
 
  private:
-  struct Entry {
+  // 32 bytes, two to a cache line: with slot ids the GPU policy keeps its state for the block in it
+  // (EvictionPolicy::SetDenseIdStorage), so a pin or an unpin, which reads the entry, finds the policy's
+  // slot in the same line (they were two lines, each a cache miss, in two arrays).
+  struct alignas(32) Entry {
     uint64_t hash = 0;
     int32_t refcount = 0;
     int32_t tier = 0;  // 0 = GPU; kTransit while moving to the GPU
+    PolicySlot gpu_policy_slot{};  // the GPU policy's, while the block is in it; else zero
   };
   struct Tier {
     int64_t capacity_blocks = 0;
@@ -307,7 +312,8 @@ class BlockManager {
   int64_t access_clock_ = 0;
   int64_t max_entries_ = 0;  // all tiers' capacities
   bool gpu_slot_ids_ = false;                // see "Slot ids" above
-  const ResidencyIndex* gpu_residency_ = nullptr;  // the GPU policy's (slot ids only; may be null): prefetch
+  // The GPU policy's, to prefetch its slots (slot ids, when it keeps them apart from the entries; else null).
+  const ResidencyIndex* gpu_residency_ = nullptr;
   GpuBlockDirectory* directory_ = nullptr;  // ShareGpuDirectory
   int32_t directory_replica_ = 0;
   std::vector<uint8_t> kinds_;          // scratch: BlockKind per prompt block during Admit
