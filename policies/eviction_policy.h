@@ -206,6 +206,10 @@ class EvictionPolicy {
   // The policy's restricted victim search, or nullptr if it has none (the default). Owned by the policy.
   virtual EligibleSubset* eligible_subset() { return nullptr; }
 
+  // The block the next SelectVictim(any block) would most likely return, so that a cache can prefetch
+  // what evicting it reads; a hint only (the answer may change before then). Default: absl::nullopt.
+  virtual absl::optional<BlockId> LikelyVictim() const { return absl::nullopt; }
+
  protected:
   // The policy's own choice: a resident block with evictable(block) true, or absl::nullopt if none is.
   virtual absl::optional<BlockId> ChooseVictim(VictimFilter evictable) = 0;

@@ -42,6 +42,11 @@ class LruPolicy final : public EvictionPolicy, public ResidencyIndex, public Eli
     return looked_up_slot_ != kNoSlot;
   }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
+  // The back of the list (the victim when it is evictable).
+  absl::optional<BlockId> LikelyVictim() const override {
+    const int32_t s = lists_.Back(0);
+    return s == kNoSlot ? absl::nullopt : absl::optional<BlockId>(lists_.Block(s));
+  }
 
   // Leaf-first's restricted search (eviction_policy.h), through the lists' eligible view.
   EligibleSubset* eligible_subset() override { return this; }

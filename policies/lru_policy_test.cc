@@ -52,6 +52,22 @@ TEST(LruPolicyTest, RememberedLookupDoesNotOutliveItsSlot) {
   EXPECT_EQ(lru.SelectVictim([](BlockId) { return true; }), 3u);
 }
 
+// LikelyVictim names the least recently used block (none while empty), as SelectVictim then chooses.
+TEST(LruPolicyTest, LikelyVictimIsTheLeastRecentlyUsed) {
+  LruPolicy lru;
+  EXPECT_FALSE(lru.LikelyVictim().has_value());
+  AccessInfo info;
+  lru.OnInsert(1, info);
+  lru.OnInsert(2, info);
+  lru.OnInsert(3, info);
+  lru.OnAccess(1, info);  // recency 1 3 2
+  ASSERT_TRUE(lru.LikelyVictim().has_value());
+  EXPECT_EQ(*lru.LikelyVictim(), 2u);
+  EXPECT_EQ(lru.SelectVictim([](BlockId) { return true; }), 2u);
+  lru.OnRemove(2);
+  EXPECT_EQ(*lru.LikelyVictim(), 3u);
+}
+
 TEST(LruPolicyTest, IsRegistered) {
   auto policy = CreateEvictionPolicy("lru");
   ASSERT_TRUE(policy.ok());

@@ -403,6 +403,12 @@ void BlockManager::DropGpuVictims(int64_t count) {
   gpu_evictable_ -= count;
   stats_[0].evicted_blocks += count;
   stats_[0].dropped_blocks += count;
+  // The next eviction's directory or index lookup, started now: a growing decode evicts one block at a
+  // time, and the next victim's entry is the line the policy's removal of this one just wrote.
+  if (gpu_slot_ids_) {
+    const absl::optional<BlockId> next = gpu.policy->LikelyVictim();
+    if (next.has_value() && *next < entries_.size()) PrefetchEntry(entries_[*next].hash);
+  }
 }
 
 bool BlockManager::MakeLowerRoom(int32_t tier, int64_t blocks, SimTime now_ns) {
