@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/types/optional.h"
 #include "policies/eviction_policy.h"
 #include "util/block_hash_map.h"
 #include "util/check.h"
@@ -185,6 +186,10 @@ class BlockLists {
 
   int32_t Front(int list) const { return heads_[list]; }
   int32_t Back(int list) const { return tails_[list]; }
+  // The block at the back of `list`, or absl::nullopt when the list is empty.
+  absl::optional<BlockId> BackBlock(int list) const {
+    return tails_[list] == kNoSlot ? absl::nullopt : absl::optional<BlockId>(Block(tails_[list]));
+  }
   int32_t Next(int32_t s) const { return At(s).words[kNext]; }  // towards the back
   int32_t Prev(int32_t s) const { return At(s).words[kPrev]; }  // towards the front
   int64_t Size(int list) const { return sizes_[list]; }

@@ -37,10 +37,7 @@ class FifoPolicy final : public EvictionPolicy, public ResidencyIndex, public El
   bool IsResident(BlockId block) const override { return lists_.Contains(block); }
   void Prefetch(BlockId block) const override { lists_.Prefetch(block); }
   // The back of the list (the victim when it is evictable).
-  absl::optional<BlockId> LikelyVictim() const override {
-    const int32_t s = lists_.Back(0);
-    return s == kNoSlot ? absl::nullopt : absl::optional<BlockId>(lists_.Block(s));
-  }
+  absl::optional<BlockId> LikelyVictim() const override { return lists_.BackBlock(0); }
 
   // Leaf-first's restricted search (eviction_policy.h), through the lists' eligible view.
   EligibleSubset* eligible_subset() override { return this; }

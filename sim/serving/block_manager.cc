@@ -407,7 +407,8 @@ void BlockManager::DropGpuVictims(int64_t count) {
   // time, and the next victim's entry is the line the policy's removal of this one just wrote.
   if (gpu_slot_ids_) {
     const absl::optional<BlockId> next = gpu.policy->LikelyVictim();
-    if (next.has_value() && *next < entries_.size()) PrefetchEntry(entries_[*next].hash);
+    const int32_t entry = next.has_value() ? VictimEntry(*next) : -1;
+    if (entry >= 0) PrefetchEntry(entries_[entry].hash);
   }
 }
 
